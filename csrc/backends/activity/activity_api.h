@@ -1,0 +1,55 @@
+// The function table of a CUPTI-dialect tracing library, resolved with dlsym at run time.
+// CUPTI (NVIDIA) is the reference; MUPTI (Moore Threads) and MSPTI (Ascend) mirror its calls
+// under another prefix and are meant to load into this same table.
+#pragma once
+#include <cupti_activity.h>
+#include <cupti_callbacks.h>
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
+
+#include <string>
+
+namespace ftp {
+
+struct ActivityApi {
+  using GetVersion = CUptiResult (*)(uint32_t*);
+  using GetResultString = CUptiResult (*)(CUptiResult, const char**);
+  using Subscribe = CUptiResult (*)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*);
+  using Unsubscribe = CUptiResult (*)(CUpti_SubscriberHandle);
+  using EnableCallback = CUptiResult (*)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,
+                                         CUpti_CallbackId);
+  using GetCallbackName = CUptiResult (*)(CUpti_CallbackDomain, uint32_t, const char**);
+  using RegisterCallbacks = CUptiResult (*)(CUpti_BuffersCallbackRequestFunc,
+                                            CUpti_BuffersCallbackCompleteFunc);
+  using ActivityKindFn = CUptiResult (*)(CUpti_ActivityKind);
+  using GetNextRecord = CUptiResult (*)(uint8_t*, size_t, CUpti_Activity**);
+  using GetNumDropped = CUptiResult (*)(CUcontext, uint32_t, size_t*);
+  using FlushAll = CUptiResult (*)(uint32_t);
+  using GetTimestamp = CUptiResult (*)(uint64_t*);
+  using Finalize = CUptiResult (*)();
+
+  GetVersion getVersion = nullptr;
+  GetResultString getResultString = nullptr;
+  Subscribe subscribe = nullptr;
+  Unsubscribe unsubscribe = nullptr;
+  EnableCallback enableCallback = nullptr;
+  GetCallbackName getCallbackName = nullptr;  // optional: absent before CUDA 11.?
+  RegisterCallbacks registerCallbacks = nullptr;
+  ActivityKindFn enable = nullptr;
+  ActivityKindFn disable = nullptr;
+  GetNextRecord getNextRecord = nullptr;
+  GetNumDropped getNumDropped = nullptr;
+  FlushAll flushAll = nullptr;
+  GetTimestamp getTimestamp = nullptr;
+  Finalize finalize = nullptr;
+
+  std::string path;  // the library actually loaded
+  void* handle = nullptr;
+
+  // dlopens `path` and resolves `<prefix>Subscribe` etc. On failure returns false and sets
+  // `error` to a sentence naming the library and the missing piece.
+  bool load(const std::string& path, const std::string& prefix, std::string& error);
+  std::string describe(CUptiResult result) const;
+};
+
+}  // namespace ftp

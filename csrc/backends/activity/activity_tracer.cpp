@@ -1,0 +1,270 @@
+#include "backends/activity/activity_tracer.h"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "backends/nvidia/cuda_driver.h"
+#include "context/thread_state.h"
+#include "core/clock.h"
+#include "core/strings.h"
+#include "session/profiler.h"
+
+namespace ftp {
+namespace {
+
+// Calls whose correlation ids reach kernels, copies and sets. Matched by name so that the
+// list holds across library versions, whose numeric callback ids differ.
+const char* const kTracedPrefixes[] = {"cuLaunch",   "cuGraphLaunch",   "cuMemcpy",   "cuMemset",
+                                       "cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset"};
+
+bool isTraced(const char* name) {
+  if (std::strstr(name, "HostFunc")) return false;  // host callbacks run no device work
+  for (const char* prefix : kTracedPrefixes)
+    if (std::strncmp(name, prefix, std::strlen(prefix)) == 0) return true;
+  return false;
+}
+
+const char* copyKindName(uint8_t kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "memcpy HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "memcpy DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "memcpy DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "memcpy HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "memcpy PtoP";
+    default: return "memcpy";
+  }
+}
+
+}  // namespace
+
+ActivityTracer& ActivityTracer::instance() {
+  static ActivityTracer* tracer = new ActivityTracer();
+  return *tracer;
+}
+
+void ActivityTracer::acquire(const ActivityApi& api, size_t bufferBytes, DeviceType deviceType) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (users_ > 0) {
+    ++users_;
+    return;
+  }
+  api_ = api;
+  bufferBytes_ = bufferBytes;
+  deviceType_ = deviceType;
+  start();
+  users_ = 1;
+}
+
+void ActivityTracer::release() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (users_ == 0) return;
+  if (--users_ == 0) stop();
+}
+
+void ActivityTracer::start() {
+  CUptiResult rc = api_.subscribe(&subscriber_, &ActivityTracer::onApi, this);
+  if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    throw std::runtime_error(
+        "another CUPTI client already holds the profiling slot (torch.profiler, Nsight Systems, "
+        "Triton's proton, a second copy of libcupti, or a tool that stopped without "
+        "cuptiFinalize); stop it before starting this session. Library: " + api_.path);
+  }
+  if (rc != CUPTI_SUCCESS)
+    throw std::runtime_error("cannot subscribe to " + api_.path + ": " + api_.describe(rc));
+  api_.getVersion(&version_);
+  enableApiCallbacks();
+  rc = api_.registerCallbacks(&ActivityTracer::onBufferRequested, &ActivityTracer::onBufferCompleted);
+  if (rc != CUPTI_SUCCESS) {
+    api_.unsubscribe(subscriber_);
+    throw std::runtime_error("cannot register activity buffers with " + api_.path + ": " + api_.describe(rc));
+  }
+  uint64_t vendorNow = 0;
+  api_.getTimestamp(&vendorNow);
+  clockOffset_ = int64_t(vendorNow) - int64_t(monotonicNs());
+  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                  CUPTI_ACTIVITY_KIND_MEMSET}) {
+    rc = api_.enable(kind);
+    if (rc != CUPTI_SUCCESS) {
+      api_.unsubscribe(subscriber_);
+      throw std::runtime_error("cannot enable activity kind " + std::to_string(int(kind)) + " in " +
+                               api_.path + ": " + api_.describe(rc));
+    }
+  }
+}
+
+void ActivityTracer::enableApiCallbacks() {
+  struct Domain {
+    CUpti_CallbackDomain id;
+    uint32_t size;
+    std::vector<uint8_t>* graph;
+  };
+  for (Domain d : {Domain{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, &graphDriver_},
+                   Domain{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, &graphRuntime_}}) {
+    // Headers newer than the library may name ids it does not know: those fail by name lookup.
+    d.graph->assign(d.size + 1, 0);
+    for (uint32_t cbid = 1; cbid < d.size; ++cbid) {
+      const char* name = nullptr;
+      if (!api_.getCallbackName || api_.getCallbackName(d.id, cbid, &name) != CUPTI_SUCCESS || !name)
+        continue;
+      if (!isTraced(name)) continue;
+      (*d.graph)[cbid] = std::strstr(name, "GraphLaunch") != nullptr;
+      api_.enableCallback(1, subscriber_, d.id, cbid);
+    }
+  }
+}
+
+void ActivityTracer::stop() {
+  flushLocked();
+  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                  CUPTI_ACTIVITY_KIND_MEMSET})
+    api_.disable(kind);
+  api_.flushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  api_.unsubscribe(subscriber_);
+  subscriber_ = nullptr;
+  // Finalizing releases the library fully, so that another tool (or a later session) can attach.
+  if (api_.finalize) api_.finalize();
+  std::lock_guard<std::mutex> lock(contextsMutex_);
+  contexts_.clear();
+}
+
+void ActivityTracer::flush() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (users_ > 0) flushLocked();
+}
+
+void ActivityTracer::flushLocked() {
+  std::vector<CUcontext> contexts;
+  {
+    std::lock_guard<std::mutex> lock(contextsMutex_);
+    contexts = contexts_;
+  }
+  for (CUcontext c : contexts) CudaDriver::instance().synchronize(c);
+  api_.flushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+void ActivityTracer::noteContext(CUcontext context) {
+  static thread_local CUcontext last = nullptr;
+  if (context == last || !context) return;
+  last = context;
+  std::lock_guard<std::mutex> lock(contextsMutex_);
+  for (CUcontext c : contexts_)
+    if (c == context) return;
+  contexts_.push_back(context);
+}
+
+void CUPTIAPI ActivityTracer::onApi(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                    const void* data) {
+  auto* self = static_cast<ActivityTracer*>(userdata);
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  ThreadState& ts = threadState();
+  if (cb->callbackSite == CUPTI_API_EXIT) {
+    if (ts.apiDepth > 0) --ts.apiDepth;
+    return;
+  }
+  // A runtime launch may reach the driver's launch inside it: the kernel carries the outer
+  // call's correlation id, so only the outermost call is recorded.
+  if (ts.apiDepth++ > 0) return;
+  const auto& graph = domain == CUPTI_CB_DOMAIN_DRIVER_API ? self->graphDriver_ : self->graphRuntime_;
+  bool multi = cbid < graph.size() && graph[cbid];
+  Profiler::instance().onLaunch(cb->correlationId, multi);
+  self->noteContext(cb->context);
+}
+
+void CUPTIAPI ActivityTracer::onBufferRequested(uint8_t** buffer, size_t* size, size_t* maxRecords) {
+  ActivityTracer& self = instance();
+  *size = self.bufferBytes_;
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, self.bufferBytes_));
+  *maxRecords = 0;
+}
+
+void CUPTIAPI ActivityTracer::onBufferCompleted(CUcontext context, uint32_t streamId, uint8_t* buffer,
+                                                size_t size, size_t validSize) {
+  ActivityTracer& self = instance();
+  if (buffer && validSize > 0) self.handleBuffer(buffer, validSize);
+  size_t dropped = 0;
+  if (self.api_.getNumDropped && self.api_.getNumDropped(context, streamId, &dropped) == CUPTI_SUCCESS)
+    self.dropped_.fetch_add(dropped);
+  std::free(buffer);
+}
+
+void ActivityTracer::nameKernel(const char* raw, DeviceRecord& out) {
+  std::string key = raw ? raw : "<unnamed>";
+  std::lock_guard<std::mutex> lock(namesMutex_);
+  auto it = names_.find(key);
+  if (it == names_.end()) {
+    int status = 0;
+    char* demangled = abi::__cxa_demangle(key.c_str(), nullptr, nullptr, &status);
+    uint32_t shown = intern(status == 0 && demangled ? demangled : key);
+    uint32_t mangled = status == 0 && demangled ? intern(key) : 0;
+    std::free(demangled);
+    it = names_.emplace(key, std::make_pair(shown, mangled)).first;
+  }
+  out.name = it->second.first;
+  out.mangled = it->second.second;
+}
+
+void ActivityTracer::convertKernel(const CUpti_Activity* record, DeviceRecord& out) {
+  // The Kernel9 layout: its leading fields are the same in every later record version the
+  // library may write (checked against CUPTI 12 and 13 headers).
+  const auto* k = reinterpret_cast<const CUpti_ActivityKernel9*>(record);
+  out.kind = RecordKind::Kernel;
+  out.correlation = k->correlationId;
+  out.deviceId = k->deviceId;
+  out.streamId = k->streamId;
+  out.startNs = k->start - clockOffset_;
+  out.endNs = k->end - clockOffset_;
+  out.grid[0] = k->gridX, out.grid[1] = k->gridY, out.grid[2] = k->gridZ;
+  out.block[0] = k->blockX, out.block[1] = k->blockY, out.block[2] = k->blockZ;
+  out.registers = k->registersPerThread;
+  out.staticSharedMemory = k->staticSharedMemory;
+  out.dynamicSharedMemory = k->dynamicSharedMemory;
+  nameKernel(k->name, out);
+}
+
+void ActivityTracer::handleBuffer(uint8_t* buffer, size_t validSize) {
+  Profiler& profiler = Profiler::instance();
+  CUpti_Activity* record = nullptr;
+  static const uint32_t memsetName = intern("memset");
+  while (api_.getNextRecord(buffer, validSize, &record) == CUPTI_SUCCESS) {
+    DeviceRecord out;
+    out.deviceType = deviceType_;
+    switch (record->kind) {
+      case CUPTI_ACTIVITY_KIND_KERNEL:
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+        convertKernel(record, out);
+        break;
+      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy5*>(record);
+        out.kind = RecordKind::Memcpy;
+        out.correlation = m->correlationId;
+        out.deviceId = m->deviceId;
+        out.streamId = m->streamId;
+        out.startNs = m->start - clockOffset_;
+        out.endNs = m->end - clockOffset_;
+        out.bytes = m->bytes;
+        out.name = intern(copyKindName(m->copyKind));
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMSET: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+        out.kind = RecordKind::Memset;
+        out.correlation = m->correlationId;
+        out.deviceId = m->deviceId;
+        out.streamId = m->streamId;
+        out.startNs = m->start - clockOffset_;
+        out.endNs = m->end - clockOffset_;
+        out.bytes = m->bytes;
+        out.name = memsetName;
+        break;
+      }
+      default:
+        continue;
+    }
+    profiler.onRecord(out);
+  }
+}
+
+}  // namespace ftp

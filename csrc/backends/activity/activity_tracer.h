@@ -1,0 +1,68 @@
+// The shared machinery of CUPTI-dialect backends: API callbacks on the launch, copy and set
+// calls (the launch path), activity buffers turned into DeviceRecords (the record path),
+// flushing, and dropped-record accounting. One tracer per process: the vendor library allows
+// one subscriber.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/activity/activity_api.h"
+#include "data/records.h"
+
+namespace ftp {
+
+class ActivityTracer {
+ public:
+  static ActivityTracer& instance();
+
+  // Starts tracing on the first call and counts users; throws std::runtime_error with a message
+  // naming the problem (e.g. another tool holding the subscriber slot).
+  void acquire(const ActivityApi& api, size_t bufferBytes, DeviceType deviceType);
+  // Ends tracing when the last user releases it (final flush included).
+  void release();
+  // Waits for queued device work and delivers every buffered record.
+  void flush();
+  bool running() const { return users_ > 0; }
+  uint64_t droppedRecords() const { return dropped_.load(); }
+  uint32_t libraryVersion() const { return version_; }
+  const std::string& libraryPath() const { return api_.path; }
+
+ private:
+  ActivityTracer() = default;
+  void start();
+  void stop();
+  void flushLocked();
+  void enableApiCallbacks();
+  void handleBuffer(uint8_t* buffer, size_t validSize);
+  void convertKernel(const CUpti_Activity* record, DeviceRecord& out);
+  void nameKernel(const char* raw, DeviceRecord& out);
+  void noteContext(CUcontext context);
+
+  static void CUPTIAPI onApi(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                            const void* data);
+  static void CUPTIAPI onBufferRequested(uint8_t** buffer, size_t* size, size_t* maxRecords);
+  static void CUPTIAPI onBufferCompleted(CUcontext context, uint32_t streamId, uint8_t* buffer,
+                                         size_t size, size_t validSize);
+
+  std::mutex mutex_;  // start/stop/flush
+  int users_ = 0;
+  ActivityApi api_;
+  DeviceType deviceType_ = DeviceType::CUDA;
+  size_t bufferBytes_ = 8 << 20;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  uint32_t version_ = 0;
+  int64_t clockOffset_ = 0;  // vendor timestamp minus host monotonic time
+  std::atomic<uint64_t> dropped_{0};
+  // Per domain: which callback ids are graph launches (several records share one id).
+  std::vector<uint8_t> graphDriver_, graphRuntime_;
+  std::mutex contextsMutex_;
+  std::vector<CUcontext> contexts_;
+  std::mutex namesMutex_;
+  std::unordered_map<std::string, std::pair<uint32_t, uint32_t>> names_;  // raw -> (shown, mangled)
+};
+
+}  // namespace ftp

@@ -1,0 +1,103 @@
+#include "context/python_frames.h"
+
+#include <Python.h>
+#include <frameobject.h>
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "core/strings.h"
+
+namespace ftp {
+namespace {
+
+constexpr uint32_t kSkipFrame = UINT32_MAX;
+
+struct FrameKey {
+  PyCodeObject* code;
+  int offset;  // instruction offset (3.11+) or line: both identify the call site within code
+  bool operator==(const FrameKey& o) const { return code == o.code && offset == o.offset; }
+};
+struct FrameKeyHash {
+  size_t operator()(const FrameKey& k) const {
+    return reinterpret_cast<size_t>(k.code) * 31 + static_cast<size_t>(k.offset);
+  }
+};
+
+std::mutex tableMutex;
+// Code objects in the table are kept alive (one reference each) so their addresses are never
+// reused for other code while the key stands.
+std::unordered_map<FrameKey, uint32_t, FrameKeyHash>* table =
+    new std::unordered_map<FrameKey, uint32_t, FrameKeyHash>();
+
+std::string utf8(PyObject* text) {
+  if (!text || !PyUnicode_Check(text)) return "?";
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(text, &size);
+  if (!data) {
+    PyErr_Clear();
+    return "?";
+  }
+  return std::string(data, static_cast<size_t>(size));
+}
+
+bool isInternalFile(const std::string& file) {
+  // Launch machinery between the user's call and the driver: Triton's runtime and launchers,
+  // and this profiler's own hooks.
+  return file.find("/triton/runtime/") != std::string::npos ||
+         file.find("/triton/backends/") != std::string::npos ||
+         file.find("/flagtree/profiler/") != std::string::npos;
+}
+
+uint32_t frameId(PyFrameObject* frame, PyCodeObject* code) {
+#if PY_VERSION_HEX >= 0x030B0000
+  int offset = PyFrame_GetLasti(frame);
+#else
+  int offset = PyFrame_GetLineNumber(frame);
+#endif
+  FrameKey key{code, offset};
+  {
+    std::lock_guard<std::mutex> lock(tableMutex);
+    auto it = table->find(key);
+    if (it != table->end()) return it->second;
+  }
+  PyObject* file = PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_filename");
+  PyObject* func = PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_name");
+  std::string fileName = utf8(file);
+  std::string funcName = utf8(func);
+  Py_XDECREF(file);
+  Py_XDECREF(func);
+  PyErr_Clear();
+  uint32_t id = kSkipFrame;
+  if (!isInternalFile(fileName))
+    id = intern(fileName + ":" + std::to_string(PyFrame_GetLineNumber(frame)) + "@" + funcName);
+  std::lock_guard<std::mutex> lock(tableMutex);
+  if (table->emplace(key, id).second) Py_INCREF(reinterpret_cast<PyObject*>(code));
+  return id;
+}
+
+}  // namespace
+
+void capturePythonFrames(std::vector<uint32_t>& out) {
+  out.clear();
+  if (!Py_IsInitialized()) return;
+  bool ownGil = !PyGILState_Check();
+  PyGILState_STATE gil{};
+  if (ownGil) gil = PyGILState_Ensure();
+  PyFrameObject* frame = PyThreadState_GetFrame(PyThreadState_Get());  // new reference
+  while (frame) {
+    PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
+    uint32_t id = frameId(frame, code);
+    Py_DECREF(code);
+    if (id != kSkipFrame) out.push_back(id);
+    PyFrameObject* back = PyFrame_GetBack(frame);  // new reference
+    Py_DECREF(frame);
+    frame = back;
+  }
+  if (ownGil) PyGILState_Release(gil);
+  // Collected innermost first; the tree wants outermost first.
+  for (size_t i = 0, j = out.size(); i + 1 < j; ++i, --j) std::swap(out[i], out[j - 1]);
+}
+
+}  // namespace ftp

@@ -1,0 +1,88 @@
+// The calling-context tree of one session: scopes, Python frames, states and kernels as
+// nodes, each with exclusive metrics. Writers turn it into Hatchet JSON.
+#pragma once
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "data/records.h"
+
+namespace ftp {
+
+enum class NodeKind : uint8_t { Root = 0, Scope, Frame, State, Kernel, Memcpy, Memset };
+
+struct NodeMetrics {
+  uint64_t count = 0;
+  uint64_t timeNs = 0;
+  uint64_t cpuTimeNs = 0;
+  int32_t deviceId = -1;
+  int32_t deviceType = -1;
+  std::vector<std::pair<uint32_t, double>> user;  // (metric name id, summed value)
+
+  void add(uint32_t metric, double value);
+};
+
+struct TreeNode {
+  uint32_t parent;
+  uint32_t name;
+  NodeKind kind;
+  uint32_t mangled = 0;
+  uint32_t config = 0;  // last launch config seen (index into Tree::configs, 0 = none)
+  NodeMetrics metrics;
+};
+
+class Tree {
+ public:
+  Tree();
+  // Frees every node but the root (after the tree has been written). Caller holds the lock.
+  void reset();
+
+  // Guards every method below; callers batch work under one lock.
+  std::mutex& mutex() { return mutex_; }
+
+  static constexpr uint32_t kRoot = 0;
+
+  // Finds or creates the child (kind, name) of parent. Caller holds the lock.
+  uint32_t child(uint32_t parent, NodeKind kind, uint32_t name);
+  TreeNode& node(uint32_t id) { return nodes_[id]; }
+  const std::vector<TreeNode>& nodes() const { return nodes_; }
+  uint32_t internConfig(const LaunchConfig& config);
+  const std::vector<LaunchConfig>& configs() const { return configs_; }
+
+  // Adds one finished record below context node `context` (and state `state`, 0 = none).
+  void addRecord(uint32_t context, uint32_t state, const DeviceRecord& record,
+                 const LaunchMetadata* meta);
+
+  // "a/b/c" path of names from the root, for trace event arguments.
+  std::string path(uint32_t id);
+
+ private:
+  struct Key {
+    uint32_t parent;
+    uint32_t name;
+    NodeKind kind;
+    bool operator==(const Key& o) const {
+      return parent == o.parent && name == o.name && kind == o.kind;
+    }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return (size_t(k.parent) * 0x9E3779B97F4A7C15ull) ^ (size_t(k.name) << 3) ^ size_t(k.kind);
+    }
+  };
+
+  std::mutex mutex_;
+  std::vector<TreeNode> nodes_;
+  std::unordered_map<Key, uint32_t, KeyHash> children_;
+  struct ConfigHash {
+    size_t operator()(const LaunchConfig& c) const;
+  };
+
+  std::vector<LaunchConfig> configs_;
+  std::unordered_map<LaunchConfig, uint32_t, ConfigHash> configIds_;
+};
+
+}  // namespace ftp

@@ -1,0 +1,21 @@
+"""FlagTree Profiler: a low-overhead profiler for Triton kernels.
+
+    import flagtree.profiler as profiler
+    session_id = profiler.start(name="profile_name", context="shadow")
+    with profiler.scope("attn"):
+        kernel[grid](...)
+    profiler.finalize()
+
+See the README for backends, outputs and the viewer.
+"""
+from .backends import KNOWN_BACKENDS, implemented_backends
+from .profile import profile
+from .scope import cpu_timed_scope, enter_scope, enter_state, exit_scope, exit_state, scope, state
+from .session import activate, deactivate, finalize, start
+
+__all__ = [
+    "start", "activate", "deactivate", "finalize", "profile",
+    "scope", "cpu_timed_scope", "enter_scope", "exit_scope",
+    "state", "enter_state", "exit_state",
+    "KNOWN_BACKENDS", "implemented_backends",
+]

@@ -1,0 +1,34 @@
+"""What every backend provides to a session: start, flush, stop, and facts for the outputs."""
+
+
+class BackendUnavailable(RuntimeError):
+    """The backend is known but cannot run here (library or device missing)."""
+
+
+class Backend:
+    #: name as users spell it in start(backend=...)
+    name = ""
+    #: modes accepted in start(mode=...), besides None
+    modes = ()
+
+    def acquire(self, mode):
+        """Starts collecting for one more session (the first call starts the vendor tracer)."""
+        raise NotImplementedError
+
+    def flush(self):
+        """Delivers every record of work launched so far (waits for the device)."""
+
+    def release(self):
+        """Ends collecting for one session (the last call stops the vendor tracer)."""
+
+    def dropped_records(self):
+        """Records the vendor library reported as lost since the process started."""
+        return 0
+
+    def device_info(self):
+        """{"CUDA": {"0": {"arch": ..., "num_sms": ..., ...}}}, for the tree output."""
+        return {}
+
+    def describe(self):
+        """Facts for the metadata file (library path and version, ...)."""
+        return {"backend": self.name}

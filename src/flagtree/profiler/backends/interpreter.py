@@ -1,0 +1,93 @@
+"""The interpreter backend: Triton's interpreter mode (TRITON_INTERPRET=1) runs kernels on the
+CPU, with no device and no launch hooks. This backend wraps the interpreter's launch entry
+and records each launch with its host-measured duration through the same native contexts,
+scopes, states and writers as a GPU backend, so the whole pipeline runs on a CPU-only machine.
+"""
+import threading
+
+from .base import Backend
+
+# Number of the tree format's device_type for host-side (CPU) records.
+DEVICE_TYPE_CPU = 2
+
+
+def interpreter_active():
+    import os
+
+    return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "yes", "on")
+
+
+class InterpreterBackend(Backend):
+    name = "interpreter"
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._users = 0
+        self._original_run = None
+        #: set by the launch-metadata hook: called as fn(kernel, grid, kwargs) before each launch
+        self.before_launch = None
+
+    def acquire(self, mode):
+        with self._lock:
+            if self._users == 0:
+                self._patch()
+            self._users += 1
+
+    def release(self):
+        with self._lock:
+            if self._users == 0:
+                return
+            self._users -= 1
+            if self._users == 0:
+                self._unpatch()
+
+    def _patch(self):
+        try:
+            from triton.runtime import interpreter
+        except ImportError as error:
+            from .base import BackendUnavailable
+
+            raise BackendUnavailable(f"the interpreter backend needs triton: {error}") from None
+        original = interpreter.InterpretedFunction.run
+        backend = self
+
+        def run(fn_self, *args, grid, warmup, **kwargs):
+            if warmup:
+                return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
+            return backend._timed_launch(original, interpreter, fn_self, args, grid, warmup, kwargs)
+
+        run.__wrapped__ = original
+        self._original_run = original
+        interpreter.InterpretedFunction.run = run
+
+    def _unpatch(self):
+        from triton.runtime import interpreter
+
+        if self._original_run is not None:
+            interpreter.InterpretedFunction.run = self._original_run
+            self._original_run = None
+
+    def _timed_launch(self, original, interpreter, fn_self, args, grid, warmup, kwargs):
+        from .. import _native
+
+        name = fn_self.fn.__name__
+        if self.before_launch is not None:
+            self.before_launch(fn_self, args, grid, kwargs)
+        start = _native.monotonic_ns()
+        result = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
+        end = _native.monotonic_ns()
+        # A launch that raised ran no kernel, as on a GPU: only finished launches are recorded.
+        # The interpreter keeps the evaluated grid (grid may be a callable of the meta-args).
+        dims = tuple(getattr(interpreter.interpreter_builder, "grid_dim", None) or (0, 0, 0))
+        num_warps = int(kwargs.get("num_warps", 4) or 4)
+        _native.record_host_kernel(name, start, end, dims, (num_warps * 32, 1, 1), DEVICE_TYPE_CPU, 0, 0)
+        return result
+
+    def device_info(self):
+        import platform
+
+        return {"CPU": {"0": {"arch": platform.machine(), "num_sms": 0, "clock_rate": 0,
+                              "memory_clock_rate": 0, "bus_width": 0}}}
+
+    def describe(self):
+        return {"backend": self.name, "note": "Triton interpreter mode: host-measured kernel durations"}

@@ -1,0 +1,141 @@
+"""The nvidia backend: CUPTI's activity stream, loaded with dlopen at run time.
+
+Which libcupti is loaded, in this order (the first that loads wins):
+  1. FLAGTREE_PROFILER_CUPTI_PATH
+  2. a copy already loaded in this process (two copies cannot share CUPTI's one subscriber slot)
+  3. the nvidia-cuda-cupti wheel (nvidia/cu13/lib, nvidia/cuda_cupti/lib)
+  4. Triton's bundled copy (triton/backends/nvidia/lib/cupti)
+  5. CUDA_HOME (extras/CUPTI/lib64, lib64, targets/*/lib)
+  6. the system loader path (libcupti.so.13, libcupti.so.12, libcupti.so)
+Within 3-6, copies whose major version matches the CUDA driver's come first.
+"""
+import glob
+import os
+import re
+import sys
+
+from .. import _env
+from .base import Backend, BackendUnavailable
+
+SUPPORTED_CUDA_MAJORS = (12, 13)
+
+
+def _native():
+    from .. import _native as native
+
+    return native
+
+
+def _loaded_cupti():
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split()[-1] if line.strip() else ""
+                if "/libcupti.so" in path:
+                    return path
+    except OSError:
+        pass
+    return None
+
+
+def _major_of(path):
+    match = re.search(r"libcupti\.so\.(\d+)", os.path.basename(path))
+    return int(match.group(1)) if match else None
+
+
+def _installed_candidates():
+    for entry in sys.path:
+        yield from sorted(glob.glob(os.path.join(entry, "nvidia", "cu*", "lib", "libcupti.so*")), reverse=True)
+        yield from glob.glob(os.path.join(entry, "nvidia", "cuda_cupti", "lib", "libcupti.so*"))
+    for entry in sys.path:
+        yield from glob.glob(os.path.join(entry, "triton", "backends", "nvidia", "lib", "cupti", "libcupti.so*"))
+    cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    if cuda_home:
+        for sub in ("extras/CUPTI/lib64", "lib64", "targets/*/lib"):
+            yield from glob.glob(os.path.join(cuda_home, sub, "libcupti.so*"))
+    yield from ("libcupti.so.13", "libcupti.so.12", "libcupti.so")
+
+
+def cupti_candidates(driver_major=None):
+    """The libcupti paths to try, in the documented order."""
+    explicit = os.environ.get("FLAGTREE_PROFILER_CUPTI_PATH")
+    first = [p for p in (explicit, _loaded_cupti()) if p]
+    rest = list(dict.fromkeys(_installed_candidates()))
+    if driver_major:
+        # Stable sort: matching majors first, the documented order kept within each group.
+        rest.sort(key=lambda p: 0 if _major_of(p) == driver_major else 1)
+    return list(dict.fromkeys(first + rest))
+
+
+class NvidiaBackend(Backend):
+    name = "nvidia"
+
+    def __init__(self):
+        self._library = None
+
+    def _driver_major(self):
+        version = _native().cuda_driver_version()
+        if not version:
+            raise BackendUnavailable(
+                "the nvidia backend needs the CUDA driver (libcuda.so.1) and a GPU, and this machine has "
+                "neither; to profile on the CPU run Triton in interpreter mode (TRITON_INTERPRET=1), "
+                "which selects the interpreter backend")
+        return version // 1000
+
+    def acquire(self, mode):
+        native = _native()
+        driver_major = self._driver_major()
+        buffer_bytes = _env.buffer_size()
+        failures = []
+        for path in cupti_candidates(driver_major):
+            try:
+                native.cupti_acquire(path, buffer_bytes)
+            except RuntimeError as error:
+                message = str(error)
+                if "cannot load" in message or "lacks" in message:
+                    failures.append(message)
+                    continue
+                raise RuntimeError(f"flagtree.profiler: {message}") from None
+            self._library = native.cupti_library()
+            self._check_version(native.cupti_version())
+            return
+        raise BackendUnavailable(
+            "no usable libcupti found for the nvidia backend; set FLAGTREE_PROFILER_CUPTI_PATH or install "
+            "the nvidia-cuda-cupti wheel. Tried:\n  " + "\n  ".join(failures))
+
+    def _check_version(self, api_version):
+        # CUPTI API versions: 12.x reports 18..2x, 13.x reports 13xxxx; map the library file instead.
+        major = _major_of(self._library or "")
+        if major is not None and major not in SUPPORTED_CUDA_MAJORS:
+            import warnings
+
+            warnings.warn(f"flagtree.profiler: {self._library} is CUPTI {major}, outside the supported "
+                          f"CUDA majors {SUPPORTED_CUDA_MAJORS}; kernel records may be misread", stacklevel=3)
+
+    def flush(self):
+        _native().cupti_flush()
+
+    def release(self):
+        _native().cupti_release()
+
+    def dropped_records(self):
+        return int(_native().cupti_dropped())
+
+    def device_info(self):
+        try:
+            devices = _native().cuda_devices()
+        except RuntimeError:
+            return {}
+        return {"CUDA": {str(d["index"]): {k: d[k] for k in ("arch", "num_sms", "clock_rate",
+                                                            "memory_clock_rate", "bus_width")}
+                         for d in devices}}
+
+    def describe(self):
+        native = _native()
+        devices = []
+        try:
+            devices = [{"index": d["index"], "name": d["name"], "arch": d["arch"]} for d in native.cuda_devices()]
+        except RuntimeError:
+            pass
+        return {"backend": self.name, "cupti_library": self._library, "cupti_version": native.cupti_version(),
+                "cuda_driver_version": native.cuda_driver_version(), "devices": devices}

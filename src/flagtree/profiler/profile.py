@@ -1,0 +1,25 @@
+"""profile(func, ...)(args): run one function inside its own session."""
+import functools
+
+from . import session
+
+
+def profile(func=None, *, name=None, context="shadow", data="tree", backend=None, mode=None, hook=None):
+    """Returns a callable that runs `func` in a new session, finalizes it and returns the session id.
+
+    Also usable as a decorator: @profile(name="p").
+    """
+    options = dict(name=name, context=context, data=data, backend=backend, mode=mode, hook=hook)
+    if func is None:
+        return lambda f: profile(f, **options)
+
+    @functools.wraps(func)
+    def run(*args, **kwargs):
+        session_id = session.start(**options)
+        try:
+            func(*args, **kwargs)
+        finally:
+            session.finalize(session_id)
+        return session_id
+
+    return run

@@ -1,0 +1,254 @@
+"""Sessions on the Python side: argument checks, backend life cycle, and writing the outputs
+at finalize. The native core holds the data; this module decides when and where it goes."""
+import os
+import tempfile
+import threading
+import warnings
+
+from . import _env
+from .backends import get_backend, select_backend
+from .writers.hatchet import write_tree
+from .writers.metadata import build_metadata, write_metadata
+
+CONTEXTS = ("shadow", "python")
+DATA_KINDS = ("tree", "trace")
+HOOKS = ("triton",)
+DEFAULT_NAME = "flagtree"
+_EXTENSIONS = {"tree": ".hatchet", "trace": ".chrome_trace"}
+
+
+def _native():
+    from . import _native as native
+
+    return native
+
+
+class Session:
+    def __init__(self, session_id, name, context, data, backend, mode, hook):
+        self.id = session_id
+        self.name = name
+        self.context = context
+        self.data = data
+        self.backend = backend
+        self.mode = mode
+        self.hook = hook
+        self.slot = None
+        self.hook_handle = None
+        self.start_realtime_ns = None
+        self.stop_realtime_ns = None
+        self.start_monotonic_ns = None
+        self.dropped_at_start = 0
+
+    @property
+    def output_path(self):
+        return self.name + _EXTENSIONS[self.data]
+
+    @property
+    def metadata_path(self):
+        return self.name + ".meta.json"
+
+
+_lock = threading.RLock()
+_sessions = {}  # id -> Session, open sessions only
+_next_id = [0]
+# Command-line mode (flagtree-profiler): the script's own start/finalize calls must not end
+# the one session the command runs; what happened to them is said once.
+_cli = {"session": None, "told": set()}
+
+
+def _tell_once(key, message):
+    if key not in _cli["told"]:
+        _cli["told"].add(key)
+        warnings.warn(message, stacklevel=4)
+
+
+def _base_name(name):
+    base = os.fspath(name) if name is not None else DEFAULT_NAME
+    if not isinstance(base, str) or not base:
+        raise ValueError(f"name must be a non-empty path string, got {name!r}")
+    for ext in _EXTENSIONS.values():
+        if base.endswith(ext):
+            base = base[: -len(ext)]
+    return base
+
+
+def _check_writable(base):
+    directory = os.path.dirname(os.path.abspath(base)) or "."
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as error:
+        raise ValueError(f"cannot write the profile to {base!r}: {error.strerror or error}") from None
+
+
+def _check_choice(what, value, choices):
+    if value not in choices:
+        raise ValueError(f"unknown {what} {value!r}; supported: {', '.join(map(str, choices))}")
+
+
+def start(name=None, *, context="shadow", data="tree", backend=None, mode=None, hook=None):
+    if _env.disabled():
+        return -1
+    with _lock:
+        if _cli["session"] is not None:
+            _tell_once("start", "flagtree.profiler: the script's start() is ignored under flagtree-profiler, "
+                                "which runs one session for the whole command")
+            return _cli["session"]
+        return _start_locked(name, context, data, backend, mode, hook)
+
+
+def _start_locked(name, context, data, backend, mode, hook):
+    base = _base_name(name)
+    _check_choice("context", context, CONTEXTS)
+    _check_choice("data", data, DATA_KINDS)
+    if hook is not None:
+        _check_choice("hook", hook, HOOKS)
+    backend_name = backend or select_backend()
+    impl = get_backend(backend_name)
+    if mode is not None and mode not in impl.modes:
+        supported = ", ".join(impl.modes) if impl.modes else "none yet (leave mode unset)"
+        raise ValueError(f"backend {backend_name!r} does not support mode {mode!r}; supported modes: {supported}")
+    for other in _sessions.values():
+        if other.name == base and other.data == data:
+            raise ValueError(f"a session writing {other.output_path!r} is already open (session {other.id})")
+    _check_writable(base)
+
+    session = Session(_next_id[0], base, context, data, impl, mode, hook)
+    native = _native()
+    session.slot = native.session_create(CONTEXTS.index(context), DATA_KINDS.index(data))
+    try:
+        impl.acquire(mode)
+    except BaseException:
+        native.session_remove(session.slot)
+        raise
+    if hook == "triton":
+        from .hooks.triton import install
+
+        session.hook_handle = install(impl)
+    session.dropped_at_start = impl.dropped_records()
+    session.start_realtime_ns = native.realtime_ns()
+    session.start_monotonic_ns = native.monotonic_ns()
+    _next_id[0] += 1
+    _sessions[session.id] = session
+    return session.id
+
+
+def _targets(session_id):
+    if session_id is None:
+        return list(_sessions.values())
+    if session_id not in _sessions:
+        raise ValueError(f"no open profiling session {session_id!r}; open sessions: {sorted(_sessions) or 'none'}")
+    return [_sessions[session_id]]
+
+
+def activate(session_id=None):
+    if _env.disabled() or session_id == -1:
+        return
+    with _lock:
+        for s in _targets(session_id):
+            _native().session_set_active(s.slot, True)
+
+
+def deactivate(session_id=None):
+    if _env.disabled() or session_id == -1:
+        return
+    with _lock:
+        for s in _targets(session_id):
+            _native().session_set_active(s.slot, False)
+
+
+def finalize(session_id=None):
+    """Writes and closes one session, or every open one. Harmless when nothing is open."""
+    if _env.disabled() or session_id == -1:
+        return
+    with _lock:
+        if _cli["session"] is not None:
+            _tell_once("finalize", "flagtree.profiler: the script's finalize() is deferred under "
+                                   "flagtree-profiler, which writes the profile when the command ends")
+            return
+        if session_id is not None and session_id not in _sessions:
+            return  # already finalized: finalize is idempotent
+        _finalize_locked(_targets(session_id))
+
+
+def _finalize_locked(sessions):
+    native = _native()
+    for s in sessions:
+        native.session_set_active(s.slot, False)
+    for impl in {id(s.backend): s.backend for s in sessions}.values():
+        impl.flush()
+    errors = []
+    for s in sessions:
+        try:
+            _write_outputs(s)
+        except Exception as error:  # one failed output must not lose the other sessions'
+            errors.append(error)
+        finally:
+            _close(s)
+    if errors:
+        raise errors[0]
+
+
+def _write_outputs(s):
+    native = _native()
+    s.stop_realtime_ns = native.realtime_ns()
+    counts = native.session_stats(s.slot)
+    stats = {
+        "kernel_records": counts["records"],
+        "unattributed_records": counts["unattributed"],
+        # launches whose records never arrived after the final flush
+        "lost_launches": native.pending_launches(s.slot),
+        "dropped_records": s.backend.dropped_records() - s.dropped_at_start,
+    }
+    metadata = build_metadata(s, s.backend.describe(), stats)
+    if s.data == "tree":
+        write_tree(s.output_path, native.session_export_tree(s.slot), s.backend.device_info())
+    else:
+        import json
+
+        native.session_write_trace(s.slot, s.output_path, s.start_monotonic_ns, os.getpid(),
+                                   json.dumps(metadata, sort_keys=True))
+    write_metadata(s.metadata_path, metadata)
+    lost = stats["dropped_records"] + stats["lost_launches"]
+    if lost:
+        warnings.warn(f"flagtree.profiler: {lost} kernel records were lost in session {s.id} "
+                      f"({stats['dropped_records']} dropped by the vendor library, {stats['lost_launches']} "
+                      f"launches without a record); raise FLAGTREE_PROFILER_BUFFER_SIZE. Counts are in "
+                      f"{s.metadata_path}", stacklevel=4)
+
+
+def _close(s):
+    _sessions.pop(s.id, None)
+    native = _native()
+    if s.hook_handle is not None:
+        s.hook_handle.remove()
+        s.hook_handle = None
+    native.session_remove(s.slot)
+    s.backend.release()
+
+
+def open_sessions():
+    with _lock:
+        return sorted(_sessions)
+
+
+# --- command-line mode (used by flagtree.profiler.cli) ---
+
+def begin_command_line_session(**options):
+    """Starts the command's one session; later start/finalize calls of the script defer to it."""
+    with _lock:
+        session_id = start(**options)
+        _cli["session"] = session_id
+        _cli["told"] = set()
+        return session_id
+
+
+def end_command_line_session():
+    with _lock:
+        session_id, _cli["session"] = _cli["session"], None
+        if session_id is None or session_id == -1:
+            return
+        # The script may have finalized nothing and opened nothing else; close all that is open.
+        if _sessions:
+            _finalize_locked(list(_sessions.values()))

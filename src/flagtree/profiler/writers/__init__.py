@@ -1,0 +1,1 @@
+"""Writers: the tree as Hatchet JSON, and the metadata file beside each output."""

@@ -1,0 +1,26 @@
+"""The tree output: `<name>.hatchet`, JSON in the literal layout that llnl-hatchet's
+GraphFrame.from_literal reads (and Triton's proton-viewer): [root, device_info]."""
+import json
+
+# Node kinds as the native core numbers them (csrc/data/tree.h NodeKind).
+NODE_KINDS = ("root", "scope", "frame", "state", "kernel", "memcpy", "memset")
+
+
+def tree_literal(columns):
+    """Nested node dicts from the native core's flat columns (parents precede children)."""
+    nodes = []
+    for parent, kind, name, metrics, details in zip(columns["parent"], columns["kind"], columns["name"],
+                                                    columns["metrics"], columns["details"]):
+        node = {"frame": {"name": name, "type": "function", "kind": NODE_KINDS[kind]},
+                "metrics": metrics, "children": []}
+        if details:
+            node["metadata"] = details
+        if nodes:  # node 0 is the root
+            nodes[parent]["children"].append(node)
+        nodes.append(node)
+    return nodes[0]
+
+
+def write_tree(path, columns, device_info):
+    with open(path, "w") as out:
+        json.dump([tree_literal(columns), device_info], out, separators=(",", ":"))
