@@ -1,0 +1,8 @@
+"""Allows ``python -m flagtree.profiler.viewer``."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,244 @@
+"""Parsing ``--metrics`` specs into value functions, including derived metrics.
+
+A spec is a stored metric name (``count``, ``bytes``, ``cycles``...) or a
+derived one (``time/ms``, ``time/%``, ``avg_time/us``, ``tflop16/s``,
+``gbyte/s``, ``util``). Every value function takes a node's inclusive metric
+dict and the root's, and returns a number or ``None`` (not applicable).
+"""
+
+import re
+
+from .devices import FLOP_WIDTHS, DeviceTable
+from .errors import ViewerError
+from .profile_tree import IDENTIFIERS, preorder
+
+TIME = "time (ns)"
+CPU_TIME = "cpu_time (ns)"
+TIME_UNITS = {"s": 1e-9, "ms": 1e-6, "us": 1e-3, "ns": 1.0}
+PREFIXES = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
+FLOP_KEYS = {w: f"flops{w}" for w in FLOP_WIDTHS}
+# Internal per-node sums of "seconds the work would take at peak speed".
+WORK_KEYS = frozenset(list(FLOP_KEYS.values()) + ["bytes"])
+UTIL_KEYS = tuple(f"__util_flops{w}" for w in FLOP_WIDTHS) + ("__util_bytes",)
+
+_TIME_RE = re.compile(r"^(time|avg_time|cpu_time)/(.*)$")
+_FLOP_RE = re.compile(r"^([kmgtp]?)flop(8|16|32|64)?/s$")
+_BYTE_RE = re.compile(r"^([kmgtp]?)byte/s$")
+
+
+class Metric:
+    """One output column: its label and how to compute it for a node."""
+
+    def __init__(self, label, compute, needs, integral=False, prepare=None):
+        self.label = label
+        self.compute = compute
+        self.needs = tuple(needs)
+        self.integral = integral
+        self.prepare = prepare
+
+
+class _Context:
+    """What a spec is checked against: the profile's metric names and devices."""
+
+    def __init__(self, names, devices, source):
+        self.names = names
+        self.devices = devices
+        self.source = source
+
+    def available(self):
+        shown = sorted(n for n in self.names if n not in IDENTIFIERS and not n.startswith("__"))
+        return ", ".join(shown) if shown else "no metrics"
+
+    def require(self, spec, *keys):
+        for key in keys:
+            if key not in self.names:
+                raise self.missing(spec, key)
+
+    def missing(self, spec, key=None):
+        needs = f" needs '{key}', which" if key and key != spec else ""
+        return ViewerError(
+            f"metric '{spec}'{needs} is not in profile {self.source}; it has: {self.available()}"
+        )
+
+
+def _raw(key, scale=1.0):
+    if scale == 1.0:
+        return lambda incl, root: incl.get(key)
+
+    def compute(incl, root):
+        value = incl.get(key)
+        return None if value is None else value * scale
+
+    return compute
+
+
+def _percent(key):
+    def compute(incl, root):
+        value, total = incl.get(key), root.get(key)
+        return None if value is None or not total else 100.0 * value / total
+
+    return compute
+
+
+def _average(scale):
+    def compute(incl, root):
+        time, count = incl.get(TIME), incl.get("count")
+        return None if time is None or not count else time / count * scale
+
+    return compute
+
+
+def _rate(keys, divisor):
+    def compute(incl, root):
+        time = incl.get(TIME)
+        if not time:
+            return None
+        values = [incl[k] for k in keys if k in incl]
+        return sum(values) / (time * 1e-9) / divisor if values else None
+
+    return compute
+
+
+def _util(incl, root):
+    time = incl.get(TIME)
+    if not time:
+        return None
+    best = max((incl[k] for k in UTIL_KEYS if k in incl), default=0.0)
+    return best / (time * 1e-9)
+
+
+def _time_metric(spec, family, unit, ctx):
+    key = CPU_TIME if family == "cpu_time" else TIME
+    if unit == "%" and family == "time":
+        ctx.require(spec, key)
+        return Metric(spec, _percent(key), [key])
+    if unit not in TIME_UNITS:
+        allowed = "s, ms, us, ns or %" if family == "time" else "s, ms, us or ns"
+        raise ViewerError(f"unknown unit '{unit}' in metric '{spec}' (use {allowed})")
+    scale = TIME_UNITS[unit]
+    if family == "avg_time":
+        ctx.require(spec, TIME, "count")
+        return Metric(spec, _average(scale), [TIME, "count"], integral=unit == "ns")
+    ctx.require(spec, key)
+    return Metric(spec, _raw(key, scale), [key], integral=unit == "ns")
+
+
+def _flop_metric(spec, prefix, width, ctx):
+    ctx.require(spec, TIME)
+    if width:
+        keys = [FLOP_KEYS[int(width)]]
+        ctx.require(spec, keys[0])
+    else:
+        keys = [k for k in FLOP_KEYS.values() if k in ctx.names]
+        if not keys:
+            raise ctx.missing(spec, "flops8/16/32/64")
+    return Metric(spec, _rate(keys, PREFIXES[prefix]), [TIME] + keys)
+
+
+def _util_metric(spec, ctx):
+    ctx.require(spec, TIME)
+    if not any(k in ctx.names for k in list(FLOP_KEYS.values()) + ["bytes"]):
+        raise ctx.missing(spec, "flops<width>' or 'bytes")
+    if not ctx.devices.any_known():
+        raise ViewerError(
+            f"metric 'util' needs peak figures for a device, but profile {ctx.source} "
+            f"has devices: {ctx.devices.describe()}"
+        )
+    return Metric(spec, _util, (TIME,) + UTIL_KEYS, prepare=annotate_util)
+
+
+def parse_one(spec, ctx):
+    """Turn one spec string into a Metric, or raise ViewerError."""
+    if not spec:
+        raise ViewerError("empty metric name in --metrics")
+    if spec in IDENTIFIERS:
+        raise ViewerError(f"metric '{spec}' is a device identifier, not a value to show")
+    if spec in ctx.names:
+        return Metric(spec, _raw(spec), [spec], integral=True)
+    match = _TIME_RE.match(spec)
+    if match:
+        return _time_metric(spec, match.group(1), match.group(2), ctx)
+    match = _FLOP_RE.match(spec)
+    if match:
+        return _flop_metric(spec, match.group(1), match.group(2), ctx)
+    match = _BYTE_RE.match(spec)
+    if match:
+        ctx.require(spec, TIME, "bytes")
+        return Metric(spec, _rate(["bytes"], PREFIXES[match.group(1)]), [TIME, "bytes"])
+    if spec == "util":
+        return _util_metric(spec, ctx)
+    raise ctx.missing(spec)
+
+
+def parse_metrics(text, names, device_info, source):
+    """Parse a comma-separated ``--metrics`` value against one profile."""
+    ctx = _Context(names, DeviceTable(device_info), source)
+    return [parse_one(part.strip(), ctx) for part in text.split(",")]
+
+
+def annotate_util(root, device_info):
+    """Store each node's peak-normalised work so it sums like any metric."""
+    table = DeviceTable(device_info)
+    plans = {}
+    fallback = _util_plan(table.default(), plans)
+    for node in preorder(root):
+        metrics = node.metrics
+        if metrics.keys().isdisjoint(WORK_KEYS):
+            continue  # most nodes: nothing to normalise
+        plan = _util_plan(_device_of(node, table), plans) or fallback
+        for key, util_key, peak in plan:
+            if key in metrics:
+                metrics[util_key] = metrics[key] / peak
+
+
+def _device_of(node, table):
+    """The device of the node or, for scopes, of its nearest ancestor kernel."""
+    while node is not None:
+        device = table.lookup(node.metrics)
+        if device is not None:
+            return device
+        node = node.parent
+    return None
+
+
+def _util_plan(device, cache):
+    """(metric, internal key, peak per second) triples for one device."""
+    if device is None:
+        return ()
+    if device not in cache:
+        plan = [(FLOP_KEYS[w], "__util_" + FLOP_KEYS[w], p) for w, p in device.peak_flops.items() if p]
+        if device.bandwidth:
+            plan.append(("bytes", "__util_bytes", device.bandwidth))
+        cache[device] = tuple(plan)
+    return cache[device]
+
+
+def usable_specs(names, device_info):
+    """The derived specs that would work on a profile with these metrics."""
+    specs = []
+    if TIME in names:
+        specs += [f"time/{u}" for u in TIME_UNITS] + ["time/%"]
+        if "count" in names:
+            specs += [f"avg_time/{u}" for u in TIME_UNITS]
+        widths = [w for w in FLOP_WIDTHS if FLOP_KEYS[w] in names]
+        specs += [f"{p}flop{w}/s" for w in widths for p in ("", "g", "t")]
+        if widths:
+            specs += ["flop/s", "gflop/s", "tflop/s"]
+        if "bytes" in names:
+            specs += ["byte/s", "gbyte/s", "tbyte/s"]
+        if (widths or "bytes" in names) and DeviceTable(device_info).any_known():
+            specs.append("util")
+    if CPU_TIME in names:
+        specs += [f"cpu_time/{u}" for u in TIME_UNITS]
+    return specs
+
+
+def prepare(metrics, root, device_info):
+    """Run the metrics' pre-summing hooks (once each) on a tree."""
+    for hook in {m.prepare for m in metrics if m.prepare is not None}:
+        hook(root, device_info)
+
+
+def needed_keys(metrics):
+    """The stored metric names the chosen columns read."""
+    return {key for metric in metrics for key in metric.needs}
