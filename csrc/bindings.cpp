@@ -11,6 +11,7 @@
 
 #include "backends/activity/activity_tracer.h"
 #include "backends/nvidia/cuda_driver.h"
+#include "backends/roctracer/roctracer_tracer.h"  // roctracer backend
 #include "core/clock.h"
 #include "core/strings.h"
 #include "dump/chrome_trace.h"
@@ -103,18 +104,20 @@ void recordHostKernel(const std::string& name, uint64_t startNs, uint64_t endNs,
   p.onRecord(r);
 }
 
-void cuptiAcquire(const std::string& path, size_t bufferBytes) {
-  static ActivityApi api;  // loaded once; the library stays mapped for the process
+const ActivityApi& loadCupti(const std::string& path) {
+  static ActivityApi api;  // the library stays mapped for the process
   std::string error;
-  if (!api.handle && !api.load(path, "cupti", error)) throw std::runtime_error(error);
-  if (api.path != path && !ActivityTracer::instance().running()) {
-    ActivityApi other;
-    if (!other.load(path, "cupti", error)) throw std::runtime_error(error);
-    api = other;
-  }
+  if (api.handle && (api.path == path || ActivityTracer::instance().running())) return api;
+  ActivityApi loaded;
+  if (!loaded.load(path, "cupti", error)) throw std::runtime_error(error);
+  api = loaded;
   std::string driverError;
   CudaDriver::instance().load(driverError);  // optional: only used for syncing at flush
-  ActivityTracer::instance().acquire(api, bufferBytes, DeviceType::CUDA);
+  return api;
+}
+
+void cuptiAcquire(const std::string& path, size_t bufferBytes) {
+  ActivityTracer::instance().acquire(loadCupti(path), bufferBytes, DeviceType::CUDA);
 }
 
 nb::list cudaDevices() {
@@ -200,6 +203,9 @@ NB_MODULE(_native, m) {
 
   // NVIDIA: CUPTI activity tracing and the driver.
   m.def("cupti_acquire", &cuptiAcquire, nb::call_guard<nb::gil_scoped_release>());
+  m.def("cupti_floor_start", [](const std::string& path, size_t bufferBytes, bool emptyCallbacks) {
+    ActivityTracer::instance().startFloor(loadCupti(path), bufferBytes, emptyCallbacks);
+  }, nb::call_guard<nb::gil_scoped_release>());
   m.def("cupti_release", []() { ActivityTracer::instance().release(); }, nb::call_guard<nb::gil_scoped_release>());
   m.def("cupti_flush", []() { ActivityTracer::instance().flush(); }, nb::call_guard<nb::gil_scoped_release>());
   m.def("cupti_dropped", []() { return ActivityTracer::instance().droppedRecords(); });
@@ -210,4 +216,34 @@ NB_MODULE(_native, m) {
     std::string error;
     return CudaDriver::instance().load(error) ? CudaDriver::instance().driverVersion() : 0;
   });
+
+  // ---- roctracer backend (AMD): begin ----
+  m.def("roctracer_acquire", [](const std::string& path, size_t bufferBytes) {
+    static RoctracerApi api;  // the library stays mapped for the process
+    RoctracerTracer& tracer = RoctracerTracer::instance();
+    if (!tracer.running() && api.path != path) {
+      RoctracerApi loaded;
+      std::string error;
+      if (!loaded.load(path, error)) throw std::runtime_error(error);
+      api = loaded;
+    }
+    tracer.acquire(api, bufferBytes);
+  }, nb::call_guard<nb::gil_scoped_release>());
+  m.def("roctracer_release", []() { RoctracerTracer::instance().release(); }, nb::call_guard<nb::gil_scoped_release>());
+  m.def("roctracer_flush", []() { RoctracerTracer::instance().flush(); }, nb::call_guard<nb::gil_scoped_release>());
+  m.def("roctracer_running", []() { return RoctracerTracer::instance().running(); });
+  m.def("roctracer_version", []() { return RoctracerTracer::instance().libraryVersion(); });
+  m.def("roctracer_library", []() { return RoctracerTracer::instance().libraryPath(); });
+  m.def("roctracer_stats", []() {
+    RoctracerTracer::Stats s = RoctracerTracer::instance().stats();
+    nb::dict d;
+    d["kernels"] = s.kernels;
+    d["copies"] = s.copies;
+    d["sets"] = s.sets;
+    d["skipped"] = s.skipped;
+    d["traced_apis"] = s.tracedApis;
+    d["domain_callback"] = s.domainCallback;
+    return d;
+  });
+  // ---- roctracer backend (AMD): end ----
 }

@@ -58,6 +58,20 @@ void ActivityTracer::acquire(const ActivityApi& api, size_t bufferBytes, DeviceT
   users_ = 1;
 }
 
+void ActivityTracer::startFloor(const ActivityApi& api, size_t bufferBytes, bool emptyCallbacks) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (users_ > 0) throw std::runtime_error("the CUPTI floor needs the tracer to itself; finalize sessions first");
+  api_ = api;
+  bufferBytes_ = bufferBytes;
+  floor_ = true;
+  CUptiResult rc = api_.subscribe(&subscriber_, &ActivityTracer::onApi, this);
+  if (rc != CUPTI_SUCCESS) throw std::runtime_error("cannot subscribe to " + api_.path + ": " + api_.describe(rc));
+  if (emptyCallbacks) enableApiCallbacks();
+  api_.registerCallbacks(&ActivityTracer::onBufferRequested, &ActivityTracer::onBufferCompleted);
+  api_.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  users_ = 1;
+}
+
 void ActivityTracer::release() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (users_ == 0) return;
@@ -126,6 +140,7 @@ void ActivityTracer::stop() {
   subscriber_ = nullptr;
   // Finalizing releases the library fully, so that another tool (or a later session) can attach.
   if (api_.finalize) api_.finalize();
+  floor_ = false;
   std::lock_guard<std::mutex> lock(contextsMutex_);
   contexts_.clear();
 }
@@ -158,6 +173,7 @@ void ActivityTracer::noteContext(CUcontext context) {
 void CUPTIAPI ActivityTracer::onApi(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                     const void* data) {
   auto* self = static_cast<ActivityTracer*>(userdata);
+  if (self->floor_) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   ThreadState& ts = threadState();
   if (cb->callbackSite == CUPTI_API_EXIT) {
@@ -183,7 +199,7 @@ void CUPTIAPI ActivityTracer::onBufferRequested(uint8_t** buffer, size_t* size, 
 void CUPTIAPI ActivityTracer::onBufferCompleted(CUcontext context, uint32_t streamId, uint8_t* buffer,
                                                 size_t size, size_t validSize) {
   ActivityTracer& self = instance();
-  if (buffer && validSize > 0) self.handleBuffer(buffer, validSize);
+  if (buffer && validSize > 0 && !self.floor_) self.handleBuffer(buffer, validSize);
   size_t dropped = 0;
   if (self.api_.getNumDropped && self.api_.getNumDropped(context, streamId, &dropped) == CUPTI_SUCCESS)
     self.dropped_.fetch_add(dropped);

@@ -22,6 +22,9 @@ class ActivityTracer {
   // Starts tracing on the first call and counts users; throws std::runtime_error with a message
   // naming the problem (e.g. another tool holding the subscriber slot).
   void acquire(const ActivityApi& api, size_t bufferBytes, DeviceType deviceType);
+  // The benchmark's "CUPTI floor": the least any CUPTI-based profiler costs. Kernel activity
+  // only, records discarded; with `emptyCallbacks`, an empty callback on each launch call too.
+  void startFloor(const ActivityApi& api, size_t bufferBytes, bool emptyCallbacks);
   // Ends tracing when the last user releases it (final flush included).
   void release();
   // Waits for queued device work and delivers every buffered record.
@@ -52,6 +55,7 @@ class ActivityTracer {
   int users_ = 0;
   ActivityApi api_;
   DeviceType deviceType_ = DeviceType::CUDA;
+  bool floor_ = false;  // see startFloor
   size_t bufferBytes_ = 8 << 20;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   uint32_t version_ = 0;
