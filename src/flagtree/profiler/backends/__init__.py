@@ -17,8 +17,9 @@ _instances = {}
 def _factories():
     from .interpreter import InterpreterBackend
     from .nvidia import NvidiaBackend
+    from .roctracer import RoctracerBackend
 
-    return {"nvidia": NvidiaBackend, "interpreter": InterpreterBackend}
+    return {"nvidia": NvidiaBackend, "interpreter": InterpreterBackend, "roctracer": RoctracerBackend}
 
 
 def implemented_backends():

@@ -1,0 +1,125 @@
+"""The roctracer backend (AMD GPUs): ROCm's roctracer library, loaded with dlopen at run time.
+
+HIP API callbacks on the launch, copy and set calls capture the launching thread's context;
+the default activity pool's HIP_OPS records give each kernel's and copy's device time.
+
+Which libroctracer64 is loaded, in this order (the first that loads wins):
+  1. FLAGTREE_PROFILER_ROCTRACER_PATH (the library file, or a folder holding it)
+  2. a copy already loaded in this process (HIP reports to one copy only)
+  3. $ROCM_PATH/lib/libroctracer64.so
+  4. /opt/rocm/lib/libroctracer64.so
+  5. the system loader path (libroctracer64.so, libroctracer64.so.4)
+
+Not yet run on AMD hardware: it is tested only through a stand-in library built by the
+tests (tests/standins/roctracer_standin.c) from roctracer's documented interface.
+
+roctracer reports no count of dropped records, so dropped_records() is 0; records lost by the
+library show instead as launches without a record ("lost_launches" in the metadata) and
+records whose launch was not seen as "unattributed_records".
+"""
+import os
+
+from .. import _env
+from .base import Backend, BackendUnavailable
+
+LIBRARY = "libroctracer64.so"
+ENV_PATH = "FLAGTREE_PROFILER_ROCTRACER_PATH"
+
+
+def _native():
+    from .. import _native as native
+
+    return native
+
+
+def _loaded_roctracer():
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split()[-1] if line.strip() else ""
+                if "/libroctracer64.so" in path:
+                    return path
+    except OSError:
+        pass
+    return None
+
+
+def roctracer_candidates():
+    """[(where, path)] in the documented order; path None when that place is not set."""
+    explicit = os.environ.get(ENV_PATH, "").strip()
+    if explicit and os.path.isdir(explicit):
+        explicit = os.path.join(explicit, LIBRARY)
+    rocm = os.environ.get("ROCM_PATH", "").strip()
+    candidates = [
+        (ENV_PATH, explicit or None),
+        ("already loaded", _loaded_roctracer()),
+        ("$ROCM_PATH/lib", os.path.join(rocm, "lib", LIBRARY) if rocm else None),
+        ("/opt/rocm/lib", os.path.join("/opt/rocm", "lib", LIBRARY)),
+        ("loader path", LIBRARY),
+        ("loader path", LIBRARY + ".4"),
+    ]
+    seen, out = set(), []
+    for where, path in candidates:
+        if path is not None and path in seen:
+            continue
+        seen.add(path)
+        out.append((where, path))
+    return out
+
+
+class RoctracerBackend(Backend):
+    name = "roctracer"
+
+    def __init__(self):
+        self._library = None
+
+    def acquire(self, mode):
+        native = _native()
+        buffer_bytes = _env.buffer_size()
+        tried = []
+        for where, path in roctracer_candidates():
+            if path is None:
+                if where != "already loaded":
+                    tried.append(f"{where}: not set")
+                continue
+            if os.sep in path and not os.path.exists(path):
+                tried.append(f"{where}: {path} does not exist")
+                continue
+            try:
+                native.roctracer_acquire(path, buffer_bytes)
+            except RuntimeError as error:
+                message = str(error)
+                if message.startswith("cannot load") or " lacks roctracer_" in message:
+                    tried.append(f"{where}: {message}")
+                    continue
+                raise RuntimeError(f"flagtree.profiler: {message}") from None
+            self._library = native.roctracer_library()
+            return
+        raise BackendUnavailable(
+            f"the roctracer backend needs ROCm's roctracer library ({LIBRARY}) and none could be "
+            f"loaded; set {ENV_PATH} to its path, or ROCM_PATH to the ROCm install. Tried:\n  "
+            + "\n  ".join(tried))
+
+    def flush(self):
+        _native().roctracer_flush()
+
+    def release(self):
+        _native().roctracer_release()
+
+    def dropped_records(self):
+        # roctracer has no dropped-record query; see the module docstring.
+        return 0
+
+    def device_info(self):
+        # roctracer describes no devices (no arch, compute units or clocks), so the tree
+        # carries no device table for HIP: {}.
+        return {}
+
+    def describe(self):
+        native = _native()
+        return {"backend": self.name, "roctracer_library": self._library,
+                "roctracer_version": native.roctracer_version() or None,
+                "roctracer_records": dict(native.roctracer_stats()),
+                "dropped_records_note": "roctracer reports no dropped-record count; lost records appear "
+                                        "as lost_launches, records without a seen launch as "
+                                        "unattributed_records"}

@@ -1,0 +1,39 @@
+"""Compiling and loading stand-in vendor libraries (see tests/standins/__init__.py)."""
+import ctypes
+import os
+import shutil
+import subprocess
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def compiler():
+    """The system C compiler: $CC, else cc, gcc or clang; None when there is none."""
+    for candidate in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if candidate and shutil.which(candidate.split()[0]):
+            return candidate
+    return None
+
+
+def build_standin(source, out_dir, library, extra_flags=()):
+    """Compiles tests/standins/<source> into <out_dir>/<library> and returns its path.
+
+    No soname is set, so that a loader-path lookup of the vendor's library name does not find
+    the stand-in by its soname once it is loaded."""
+    cc = compiler()
+    if cc is None:
+        import pytest
+
+        pytest.skip("no C compiler ($CC, cc, gcc, clang) to build the stand-in library")
+    out = os.path.join(os.fspath(out_dir), library)
+    command = cc.split() + ["-shared", "-fPIC", "-O1", "-std=gnu11", "-Wall", "-Werror", "-pthread",
+                            "-o", out, os.path.join(HERE, source), *extra_flags]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"building stand-in {source} failed:\n{' '.join(command)}\n{result.stderr}")
+    return out
+
+
+def load_standin(path):
+    """The stand-in loaded with RTLD_GLOBAL (the copy a backend's dlopen of `path` will get)."""
+    return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
