@@ -1,0 +1,474 @@
+"""hook="triton": a kernel's launch metadata becomes part of its profile.
+
+A Triton kernel declared with ``@triton.jit(launch_metadata=fn)`` has ``fn(grid, metadata, args)``
+evaluated before each launch while a session with ``hook="triton"`` is open; ``args`` maps the
+kernel's argument names to the launch's values. What ``fn`` returns is attached to that launch:
+
+* ``"name"`` (a string) renames the kernel's node in the tree;
+* ``"flops8"``, ``"flops16"``, ``"flops32"``, ``"flops64"`` and ``"bytes"`` are metrics summed per node;
+* any other key with a numeric value (int or float, not bool; finite) is kept as a user metric by its
+  key, summed per node the same way.
+
+A launch_metadata function that raises, returns something that is not a dict, or returns values
+that are not numbers never stops the kernel: the problem is reported once per kernel name and kind
+of problem (a ``RuntimeWarning`` naming the kernel), the numeric values that were fine are kept, and
+a launch whose function raised is recorded with no metadata.
+
+Environment variables (read when the first hook="triton" session starts):
+
+* ``FLAGTREE_PROFILER_HOOK_INCLUDE``: a regular expression searched (``re.search``) in each kernel's
+  name; when set, only the kernels whose name matches have their launch metadata evaluated.
+* ``FLAGTREE_PROFILER_HOOK_EXCLUDE``: a regular expression searched in each kernel's name; matching
+  kernels never have their launch metadata evaluated (exclusion wins over inclusion).
+
+Kernels left out by the filters are still profiled, under their own name and with no metadata.
+
+How the hook reaches Triton:
+
+* GPU backends: Triton's launch hooks. Triton >= 3.4 keeps them in ``triton.knobs.runtime``
+  (``launch_enter_hook`` / ``launch_exit_hook``); where the knob is a hook chain (an object with
+  ``add``/``remove``, Triton 3.6 and later) our hooks are added to it, otherwise (3.4/3.5, or a
+  plain callable put there by someone else) our hook replaces the value and calls the previous one
+  first. Triton 3.2/3.3 keep them as ``triton.compiler.CompiledKernel`` class attributes, handled
+  the same way. The enter hook receives Triton's lazy launch-metadata object; its ``get()`` evaluates
+  the kernel's function. The result goes to the native core with ``set_launch_metadata`` and is
+  consumed by the next recorded launch on the same thread; the exit hook clears what was not.
+  Whatever was installed before is restored exactly by ``remove()``.
+* The interpreter backend (TRITON_INTERPRET=1): Triton calls no launch hooks there, so the backend's
+  ``before_launch`` evaluates the kernel's launch_metadata itself, with the same arguments Triton
+  passes on a GPU.
+
+Sessions share one installation (reference counted): the hooks go away with the last session.
+"""
+import collections
+import collections.abc
+import math
+import numbers
+import os
+import re
+import threading
+import warnings
+
+INCLUDE_ENV = "FLAGTREE_PROFILER_HOOK_INCLUDE"
+EXCLUDE_ENV = "FLAGTREE_PROFILER_HOOK_EXCLUDE"
+
+#: Keys Triton itself puts in the launch-metadata dict on a GPU; never metrics.
+_TRITON_KEYS = frozenset(("name", "function", "stream"))
+_MINIMUM_TRITON = (3, 2)
+
+#: What the interpreter hands a launch_metadata function as `metadata` (Triton passes the
+#: compiled kernel's metadata on a GPU, a named tuple with these fields among others).
+InterpreterKernelMetadata = collections.namedtuple("InterpreterKernelMetadata",
+                                                   ("name", "num_warps", "num_stages", "num_ctas"))
+
+_lock = threading.Lock()
+_installed = {}  # key -> [reference count, undo function]
+
+# Per-installation state, reset when the first session installs the hook.
+_include = None  # compiled pattern or None
+_exclude = None
+_decisions = {}  # kernel name -> bool: evaluate its launch metadata?
+_warned = set()  # (kernel name, problem kind)
+_bindings = {}  # id(python function) -> (function, argument names, defaults)
+# True while metadata set by this hook may still be waiting on some thread; lets the common
+# path skip the native clear call. The native pending slot is per thread and replaced by every
+# set, so a stale value only ever comes from a launch that failed after its enter hook.
+_pending = False
+_set_metadata = None
+_clear_metadata = None
+
+
+# --- the per-launch path -------------------------------------------------------------------
+
+def _wanted(kernel):
+    """Whether the filters let `kernel` have its metadata evaluated (cached per name)."""
+    decision = _decisions.get(kernel)
+    if decision is None:
+        name = kernel if isinstance(kernel, str) else str(kernel)
+        decision = ((_include is None or _include.search(name) is not None)
+                    and (_exclude is None or _exclude.search(name) is None))
+        _decisions[kernel] = decision
+    return decision
+
+
+def _warn_once(kernel, kind, message):
+    key = (kernel, kind)
+    if key in _warned:
+        return
+    _warned.add(key)
+    warnings.warn(f"flagtree.profiler: kernel {kernel!r}: {message}", RuntimeWarning, stacklevel=3)
+
+
+def _clear_pending():
+    global _pending
+    if _pending:
+        _pending = False
+        _clear_metadata()
+
+
+def _publish(kernel, values, base_name):
+    """Sends the launch's name override and numeric metrics to the native core.
+
+    `base_name` is the kernel's own name: a "name" equal to it is no override. None means the
+    kernel's own name is unknown (another hook evaluated the metadata first), so any name is sent.
+    """
+    global _pending
+    override = None
+    metrics = []
+    bad = None
+    for key, value in values.items():
+        if key in _TRITON_KEYS:
+            if key == "name" and value != base_name and value is not None:
+                if isinstance(value, str) and value:
+                    override = value
+                else:
+                    bad = (bad or []) + [key]
+            continue
+        kind = type(value)
+        if (kind is float or kind is int) and type(key) is str:
+            if kind is float and not math.isfinite(value):
+                bad = (bad or []) + [key]
+                continue
+            metrics.append((key, value))
+            continue
+        number = _as_number(value)
+        if number is None or type(key) is not str:
+            bad = (bad or []) + [key]
+        else:
+            metrics.append((key, number))
+    if bad:
+        _warn_once(kernel, "values", f"launch_metadata returned values that are not finite numbers for "
+                                     f"{', '.join(map(repr, bad))}; they are dropped (the numeric ones are kept)")
+    if override is None and not metrics:
+        _clear_pending()
+        return
+    try:
+        _set_metadata(override, metrics)
+    except (TypeError, OverflowError):  # an int too large for a double
+        kept = [(k, v) for k, v in metrics if _fits_double(v)]
+        dropped = [k for k, v in metrics if not _fits_double(v)]
+        _warn_once(kernel, "range", f"launch_metadata values out of range for {', '.join(map(repr, dropped))}; "
+                                    f"they are dropped")
+        _set_metadata(override, kept)
+    _pending = True
+
+
+def _fits_double(value):
+    try:
+        return math.isfinite(float(value))
+    except (OverflowError, TypeError, ValueError):
+        return False
+
+
+def _as_number(value):
+    """A finite float for int/float-like values (numpy scalars included), else None. Not bool."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _gpu_enter(metadata):
+    """Triton's launch_enter_hook: evaluates the kernel's launch metadata, never raises."""
+    try:
+        try:
+            extras = metadata.extras
+            data = metadata.data
+        except AttributeError:  # not the lazy dict this module knows: evaluate it generically
+            extras = data = None
+        if data is not None and not extras:
+            # Nothing to evaluate: no launch_metadata function, or another hook evaluated it.
+            if data.keys() <= _TRITON_KEYS:
+                if _pending:
+                    _clear_pending()
+                return
+            kernel = data.get("name")
+            if not _wanted(kernel):
+                _clear_pending()
+                return
+            _publish(kernel, data, None)
+            return
+        kernel = data.get("name") if data is not None else None
+        if kernel is not None and not _wanted(kernel):
+            _clear_pending()
+            return
+        try:
+            if data is not None or not isinstance(metadata, collections.abc.Mapping):
+                values = metadata.get()
+            else:
+                values = metadata
+        except Exception as error:
+            _clear_pending()
+            _warn_once(kernel, "raised", f"launch_metadata raised {type(error).__name__}: {error}; "
+                                         f"the launch is recorded without metadata")
+            return
+        if not isinstance(values, collections.abc.Mapping):
+            _clear_pending()
+            _warn_once(kernel, "type", f"launch metadata is a {type(values).__name__}, not a dict; ignored")
+            return
+        if kernel is None:
+            kernel = values.get("name")
+            if not _wanted(kernel):
+                _clear_pending()
+                return
+        _publish(kernel, values, kernel if data is not None else None)
+    except Exception as error:  # a profiler bug must not fail the user's launch
+        _clear_pending()
+        _warn_once(None, "internal", f"the launch-metadata hook failed ({type(error).__name__}: {error})")
+
+
+def _gpu_exit(metadata):
+    """Triton's launch_exit_hook: the launch has happened; metadata it did not take is dropped."""
+    if _pending:
+        try:
+            _clear_pending()
+        except Exception:
+            pass
+
+
+def _binding(interpreted):
+    fn = interpreted.fn
+    entry = _bindings.get(id(fn))
+    if entry is None or entry[0] is not fn:
+        import inspect
+
+        parameters = inspect.signature(fn).parameters
+        names = list(getattr(interpreted, "arg_names", None) or parameters)
+        defaults = {p.name: p.default for p in parameters.values() if p.default is not inspect.Parameter.empty}
+        entry = _bindings[id(fn)] = (fn, names, defaults)
+    return entry
+
+
+def _interpreter_before_launch(interpreted, args, grid, kwargs):
+    """The interpreter backend's before_launch: evaluates launch_metadata as Triton does on a GPU."""
+    try:
+        options = getattr(interpreted, "kwargs", None)
+        function = options.get("launch_metadata") if options else None
+        if function is None:
+            if _pending:
+                _clear_pending()
+            return
+        kernel = interpreted.fn.__name__
+        if not _wanted(kernel):
+            _clear_pending()
+            return
+        _, names, defaults = _binding(interpreted)
+        bound = dict(zip(names, args))
+        for name in names[len(args):]:
+            if name in kwargs:
+                bound[name] = kwargs[name]
+            elif name in defaults:
+                bound[name] = defaults[name]
+        meta = InterpreterKernelMetadata(kernel, kwargs.get("num_warps") or 4,
+                                         kwargs.get("num_stages") or 3, kwargs.get("num_ctas") or 1)
+        try:
+            evaluated = grid(bound) if callable(grid) else grid
+            values = function(tuple(evaluated), meta, bound)
+        except Exception as error:
+            _clear_pending()
+            _warn_once(kernel, "raised", f"launch_metadata raised {type(error).__name__}: {error}; "
+                                         f"the launch is recorded without metadata")
+            return
+        if not isinstance(values, collections.abc.Mapping):
+            _clear_pending()
+            _warn_once(kernel, "type", f"launch_metadata returned a {type(values).__name__}, not a dict; ignored")
+            return
+        _publish(kernel, values, kernel)
+    except Exception as error:  # a profiler bug must not fail the user's launch
+        _clear_pending()
+        _warn_once(None, "internal", f"the launch-metadata hook failed ({type(error).__name__}: {error})")
+
+
+# --- installation --------------------------------------------------------------------------
+
+def _compile_filter(variable):
+    raw = os.environ.get(variable, "")
+    if not raw.strip():
+        return None
+    try:
+        return re.compile(raw)
+    except re.error as error:
+        raise ValueError(f"{variable} is not a valid regular expression ({error}): {raw!r}") from None
+
+
+def _reset_state():
+    global _include, _exclude, _pending, _set_metadata, _clear_metadata
+    include = _compile_filter(INCLUDE_ENV)
+    exclude = _compile_filter(EXCLUDE_ENV)
+    from .. import _native
+
+    _include, _exclude = include, exclude
+    _set_metadata = _native.set_launch_metadata
+    _clear_metadata = _native.clear_launch_metadata
+    _decisions.clear()
+    _warned.clear()
+    _bindings.clear()
+    _pending = False
+
+
+def _version_tuple(text):
+    parts = re.findall(r"\d+", text or "")[:2]
+    return tuple(int(p) for p in parts) if len(parts) == 2 else None
+
+
+def _launch_hook_owner():
+    """The object holding Triton's launch_enter_hook/launch_exit_hook on this Triton version."""
+    try:
+        import triton
+    except ImportError as error:
+        raise RuntimeError(f"hook='triton' needs Triton, which cannot be imported here: {error}") from None
+    version = getattr(triton, "__version__", "unknown")
+    parsed = _version_tuple(version)
+    if parsed is not None and parsed < _MINIMUM_TRITON:
+        raise RuntimeError(f"hook='triton' needs Triton >= 3.2 for launch hooks; this is Triton {version}")
+    try:
+        from triton import knobs
+
+        runtime = knobs.runtime
+        if hasattr(runtime, "launch_enter_hook") and hasattr(runtime, "launch_exit_hook"):
+            return runtime  # Triton >= 3.4
+    except Exception:
+        pass
+    try:
+        from triton.compiler import CompiledKernel
+
+        if hasattr(CompiledKernel, "launch_enter_hook") and hasattr(CompiledKernel, "launch_exit_hook"):
+            return CompiledKernel  # Triton 3.2 / 3.3
+    except Exception:
+        pass
+    raise RuntimeError(f"hook='triton' found no launch hooks in Triton {version} (neither "
+                       f"triton.knobs.runtime.launch_enter_hook nor CompiledKernel.launch_enter_hook); "
+                       f"it needs Triton >= 3.2")
+
+
+def _is_chain(value):
+    return value is not None and callable(getattr(value, "add", None)) and callable(getattr(value, "remove", None))
+
+
+def _attach(owner, attribute, hook):
+    """Puts `hook` into owner.attribute, keeping what is there; returns the undo function."""
+    current = getattr(owner, attribute)
+    if _is_chain(current):
+        current.add(hook)
+
+        def undo():
+            current.remove(hook)
+
+        return undo
+
+    previous = current
+    own = attribute in getattr(owner, "__dict__", {})
+    state = {"active": True}
+
+    def chained(metadata):
+        if previous is not None:
+            previous(metadata)
+        if state["active"]:
+            hook(metadata)
+
+    chained.__wrapped__ = hook
+    chained.flagtree_previous = previous
+    setattr(owner, attribute, chained)
+
+    def undo():
+        state["active"] = False
+        if getattr(owner, attribute, None) is chained:
+            if own:
+                setattr(owner, attribute, previous)
+            else:
+                try:
+                    delattr(owner, attribute)
+                except AttributeError:
+                    setattr(owner, attribute, previous)
+                if getattr(owner, attribute, None) is not previous:
+                    setattr(owner, attribute, previous)
+        # else: someone replaced our hook since; theirs stays, ours now only forwards.
+
+    return undo
+
+
+def _install_gpu():
+    owner = _launch_hook_owner()
+    undo_enter = _attach(owner, "launch_enter_hook", _gpu_enter)
+    try:
+        undo_exit = _attach(owner, "launch_exit_hook", _gpu_exit)
+    except BaseException:
+        undo_enter()
+        raise
+
+    def undo():
+        try:
+            undo_exit()
+        finally:
+            undo_enter()
+            _clear_pending()
+
+    return undo
+
+
+def _install_interpreter(backend):
+    previous = getattr(backend, "before_launch", None)
+
+    if previous is None:
+        hook = _interpreter_before_launch
+    else:
+        def hook(interpreted, args, grid, kwargs):
+            previous(interpreted, args, grid, kwargs)
+            _interpreter_before_launch(interpreted, args, grid, kwargs)
+
+    backend.before_launch = hook
+
+    def undo():
+        if backend.before_launch is hook:
+            backend.before_launch = previous
+        _clear_pending()
+
+    return undo
+
+
+class HookHandle:
+    """What install() returns; remove() undoes this installation (once)."""
+
+    def __init__(self, key):
+        self._key = key
+        self._removed = False
+
+    def remove(self):
+        with _lock:
+            if self._removed:
+                return
+            self._removed = True
+            entry = _installed.get(self._key)
+            if entry is None:
+                return
+            entry[0] -= 1
+            if entry[0] == 0:
+                del _installed[self._key]
+                entry[1]()
+
+
+def install(backend):
+    """Installs the launch-metadata hook for `backend`; returns a handle with remove().
+
+    Reference counted: sessions sharing a backend share one installation.
+    """
+    interpreter = getattr(backend, "name", None) == "interpreter"
+    key = ("interpreter", id(backend)) if interpreter else ("triton",)
+    with _lock:
+        entry = _installed.get(key)
+        if entry is None:
+            if not _installed:
+                _reset_state()
+            undo = _install_interpreter(backend) if interpreter else _install_gpu()
+            entry = _installed[key] = [0, undo]
+        entry[0] += 1
+        return HookHandle(key)
+
+
+def installed():
+    """How many sessions hold each installation (for tests and diagnostics)."""
+    with _lock:
+        return {key[0]: entry[0] for key, entry in _installed.items()}
