@@ -89,7 +89,7 @@ void recordHostKernel(const std::string& name, uint64_t startNs, uint64_t endNs,
                       int deviceId, int streamId) {
   uint32_t corr = hostCorrelation.fetch_add(1);
   Profiler& p = Profiler::instance();
-  p.onLaunch(corr, false);
+  p.onLaunch(corr, false, startNs);
   DeviceRecord r;
   r.kind = RecordKind::Kernel;
   r.deviceType = static_cast<DeviceType>(deviceType);
@@ -171,6 +171,7 @@ NB_MODULE(_native, m) {
     return Profiler::instance().createSession(static_cast<ContextKind>(context), static_cast<DataKind>(data));
   });
   m.def("session_set_active", [](int slot, bool active) { Profiler::instance().setActive(slot, active); });
+  m.def("session_begin_close", [](int slot) { Profiler::instance().beginClose(slot); });
   m.def("session_is_active", [](int slot) { return Profiler::instance().isActive(slot); });
   m.def("session_remove", [](int slot) {
     Session* s = Profiler::instance().removeSession(slot);

@@ -21,6 +21,7 @@ int Profiler::createSession(ContextKind context, DataKind data) {
     // thread finalizes. Their data is released by the caller once written.
     auto* s = new Session(nextUid_.fetch_add(1), slot, context, data);
     slots_[slot].store(s, std::memory_order_release);
+    existsMask_.fetch_or(1u << slot, std::memory_order_acq_rel);
     activeMask_.fetch_or(1u << slot, std::memory_order_acq_rel);
     return slot;
   }
@@ -34,6 +35,12 @@ void Profiler::setActive(int slot, bool active) {
     activeMask_.fetch_or(1u << slot, std::memory_order_acq_rel);
   else
     activeMask_.fetch_and(~(1u << slot), std::memory_order_acq_rel);
+}
+
+void Profiler::beginClose(int slot) {
+  if (slot < 0 || slot >= kMaxSessions || !slots_[slot].load()) return;
+  setActive(slot, false);
+  closingMask_.fetch_or(1u << slot, std::memory_order_acq_rel);
 }
 
 bool Profiler::isActive(int slot) const {
@@ -54,6 +61,7 @@ Session* Profiler::removeSession(int slot) {
     std::lock_guard<std::mutex> plock(pendingMutex_);
     std::vector<uint32_t> orphans;
     pending_.forEach([&](uint32_t corr, PendingLaunch& p) {
+      if (!(p.mask & (1u << slot))) return;  // launches this session did not take stay known
       p.mask &= ~(1u << slot);
       if (!p.mask) orphans.push_back(corr);
     });
@@ -62,6 +70,8 @@ Session* Profiler::removeSession(int slot) {
       pending_.erase(corr);
     }
   }
+  closingMask_.fetch_and(~(1u << slot), std::memory_order_acq_rel);
+  existsMask_.fetch_and(~(1u << slot), std::memory_order_acq_rel);
   slots_[slot].store(nullptr, std::memory_order_release);
   return s;
 }
@@ -112,15 +122,22 @@ uint32_t Profiler::resolvePython(ThreadState& ts, Session& s, bool& framesCaptur
   return node;
 }
 
-void Profiler::onLaunch(uint32_t correlation, bool multiRecord) {
+void Profiler::onLaunch(uint32_t correlation, bool multiRecord, uint64_t launchNs) {
   ThreadState& ts = threadState();
   uint32_t mask = activeMask();
   if (!mask) {
     delete ts.takeMetadata();
+    // Every session is deactivated: remember the launch anyway (for no session), so that its
+    // record is known to belong to nobody rather than taken for a launch nobody saw.
+    if (existsMask_.load(std::memory_order_acquire)) {
+      PendingLaunch ignored{0, nullptr, 0, 0, {}, 0, multiRecord};
+      std::lock_guard<std::mutex> lock(pendingMutex_);
+      pending_.insert(correlation, ignored);
+    }
     return;
   }
   PendingLaunch p;
-  p.launchNs = monotonicNs();
+  p.launchNs = launchNs ? launchNs : monotonicNs();
   p.meta = ts.takeMetadata();
   p.tid = currentTid();
   p.state = ts.states.empty() ? 0 : ts.states.back();
@@ -149,7 +166,8 @@ void Profiler::onRecord(const DeviceRecord& record) {
   }
   if (!found) {
     // A launch we did not see (an API without a callback): keep the time, under ROOT.
-    p = PendingLaunch{record.startNs, nullptr, 0, 0, {}, static_cast<uint16_t>(activeMask()), false};
+    uint32_t receivers = activeMask() | closingMask_.load(std::memory_order_acquire);
+    p = PendingLaunch{record.startNs, nullptr, 0, 0, {}, static_cast<uint16_t>(receivers), false};
   }
   forEachActive(p.mask, [&](int slot, Session& s) {
     if (!found) s.unattributed.fetch_add(1, std::memory_order_relaxed);

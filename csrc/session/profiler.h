@@ -21,6 +21,9 @@ class Profiler {
   // Sessions. createSession returns the slot; throws std::runtime_error when all are taken.
   int createSession(ContextKind context, DataKind data);
   void setActive(int slot, bool active);
+  // Finalize's first step: the session takes no more launches but still receives the records
+  // of its launches, and of launches nobody saw, until it is removed.
+  void beginClose(int slot);
   bool isActive(int slot) const;
   // Stops routing anything to the slot and frees it; the Session object stays valid.
   Session* removeSession(int slot);
@@ -29,7 +32,8 @@ class Profiler {
 
   // Launch path: called on the launching thread just before a launch. `multiRecord` marks
   // launches that produce several records under one correlation id (graph launches).
-  void onLaunch(uint32_t correlation, bool multiRecord);
+  // `launchNs` (host monotonic) defaults to now; host-timed backends pass the launch's start.
+  void onLaunch(uint32_t correlation, bool multiRecord, uint64_t launchNs = 0);
   // Record path: a finished kernel or copy.
   void onRecord(const DeviceRecord& record);
   // Launches seen by the sessions in `slotMask` whose records have not arrived yet.
@@ -61,6 +65,8 @@ class Profiler {
 
   std::atomic<Session*> slots_[kMaxSessions] = {};
   std::atomic<uint32_t> activeMask_{0};
+  std::atomic<uint32_t> existsMask_{0};   // slots holding a session
+  std::atomic<uint32_t> closingMask_{0};  // sessions being finalized
   std::atomic<uint32_t> nextUid_{1};
   std::mutex sessionsMutex_;
   std::mutex pendingMutex_;

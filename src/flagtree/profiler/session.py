@@ -59,7 +59,7 @@ _cli = {"session": None, "told": set()}
 def _tell_once(key, message):
     if key not in _cli["told"]:
         _cli["told"].add(key)
-        warnings.warn(message, stacklevel=4)
+        warnings.warn(message, stacklevel=3)  # _tell_once <- start/finalize <- the caller
 
 
 def _base_name(name):
@@ -122,10 +122,15 @@ def _start_locked(name, context, data, backend, mode, hook):
     except BaseException:
         native.session_remove(session.slot)
         raise
-    if hook == "triton":
-        from .hooks.triton import install
+    try:
+        if hook == "triton":
+            from .hooks.triton import install
 
-        session.hook_handle = install(impl)
+            session.hook_handle = install(impl)
+    except BaseException:
+        native.session_remove(session.slot)
+        impl.release()
+        raise
     session.dropped_at_start = impl.dropped_records()
     session.start_realtime_ns = native.realtime_ns()
     session.start_monotonic_ns = native.monotonic_ns()
@@ -175,7 +180,7 @@ def finalize(session_id=None):
 def _finalize_locked(sessions):
     native = _native()
     for s in sessions:
-        native.session_set_active(s.slot, False)
+        native.session_begin_close(s.slot)
     for impl in {id(s.backend): s.backend for s in sessions}.values():
         impl.flush()
     errors = []
