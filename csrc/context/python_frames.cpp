@@ -42,12 +42,18 @@ std::string utf8(PyObject* text) {
   return std::string(data, static_cast<size_t>(size));
 }
 
+bool endsWith(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 bool isInternalFile(const std::string& file) {
-  // Launch machinery between the user's call and the driver: Triton's runtime and launchers,
-  // and this profiler's own hooks.
+  // Launch machinery between the user's call and the driver (Triton's runtime and launchers,
+  // this profiler's own hooks), and the launchers above a script run by flagtree-profiler
+  // (runpy, the console-script stub).
   return file.find("/triton/runtime/") != std::string::npos ||
          file.find("/triton/backends/") != std::string::npos ||
-         file.find("/flagtree/profiler/") != std::string::npos;
+         file.find("/flagtree/profiler/") != std::string::npos || file.rfind("<frozen ", 0) == 0 ||
+         endsWith(file, "/bin/flagtree-profiler");
 }
 
 uint32_t frameId(PyFrameObject* frame, PyCodeObject* code) {
@@ -57,10 +63,15 @@ uint32_t frameId(PyFrameObject* frame, PyCodeObject* code) {
   int offset = PyFrame_GetLineNumber(frame);
 #endif
   FrameKey key{code, offset};
+  // A per-thread copy of the table keeps the launch path free of the lock; entries never
+  // change once made, because the shared table holds a reference to every code object in it.
+  static thread_local std::unordered_map<FrameKey, uint32_t, FrameKeyHash> local;
+  auto hit = local.find(key);
+  if (hit != local.end()) return hit->second;
   {
     std::lock_guard<std::mutex> lock(tableMutex);
     auto it = table->find(key);
-    if (it != table->end()) return it->second;
+    if (it != table->end()) return local[key] = it->second;
   }
   PyObject* file = PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_filename");
   PyObject* func = PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_name");
@@ -73,8 +84,9 @@ uint32_t frameId(PyFrameObject* frame, PyCodeObject* code) {
   if (!isInternalFile(fileName))
     id = intern(fileName + ":" + std::to_string(PyFrame_GetLineNumber(frame)) + "@" + funcName);
   std::lock_guard<std::mutex> lock(tableMutex);
-  if (table->emplace(key, id).second) Py_INCREF(reinterpret_cast<PyObject*>(code));
-  return id;
+  auto inserted = table->emplace(key, id);
+  if (inserted.second) Py_INCREF(reinterpret_cast<PyObject*>(code));
+  return local[key] = inserted.first->second;
 }
 
 }  // namespace
