@@ -98,11 +98,17 @@ def measure(family, workload, reps, include_lifecycle):
     samples = {c: [] for c in configs}
     nones = {c: [] for c in configs}
     finals = {c: [] for c in configs}
+
+    def timed_none():
+        t0 = time.perf_counter()
+        run(null_scope)
+        return time.perf_counter() - t0
+
     for _ in range(reps):
+        # none, A, none, B, none, ...: each configuration is compared with the mean of the two
+        # no-profiler runs around it, which cancels slow drifts of a shared, noisy machine.
+        before = timed_none()
         for config in configs:
-            t0 = time.perf_counter()
-            run(null_scope)
-            none_s = time.perf_counter() - t0
             t0 = time.perf_counter()
             scope = family.start(config)
             if not include_lifecycle:
@@ -111,9 +117,11 @@ def measure(family, workload, reps, include_lifecycle):
             t1 = time.perf_counter()
             family.stop()
             t2 = time.perf_counter()
+            after = timed_none()
             samples[config].append((t2 if include_lifecycle else t1) - t0)
-            nones[config].append(none_s)
+            nones[config].append((before + after) / 2)
             finals[config].append(t2 - t1)
+            before = after
     out = {}
     for c in configs:
         ratios = [s / n for s, n in zip(samples[c], nones[c])]

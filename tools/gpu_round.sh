@@ -21,7 +21,7 @@ print("driver", _native.cuda_driver_version(), "cupti candidates", cupti_candida
 print("loaded cupti:", [l.split()[-1] for l in open("/proc/self/maps") if "libcupti" in l][:3])
 PY
 if [ "$what" = tests ] || [ "$what" = all ]; then
-  FLAGTREE_GPU_TESTS=1 timeout 400 python3 -m pytest -q -x -p no:cacheprovider tests/gpu "$@" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
+  FLAGTREE_GPU_TESTS=1 timeout 400 python3 -m pytest -q -p no:cacheprovider tests/gpu "$@" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   timeout 480 python3 bench/run_all.py --out "$OUT" "$@" 2>&1 | tee "$OUT/bench.log" | tail -40

@@ -74,7 +74,7 @@ def test_spec_scopes_states_metrics(tmp_path):
     assert find(root, "test")["metrics"]["cpu_time (ns)"] > 0
     kernel = find(root, "test2", "add_kernel")
     assert kernel["metrics"]["time (ns)"] > 0 and kernel["metrics"]["device_type"] == 1
-    assert kernel["metadata"]["grid"] == [1, 1, 1] and kernel["metadata"]["block"][0] > 0
+    assert kernel["metadata"]["grid"] == [16, 1, 1] and kernel["metadata"]["block"][0] > 0  # 1024 elements, BLOCK=64
 
 
 def test_many_launches_counted_exactly(tmp_path):
