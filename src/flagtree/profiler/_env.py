@@ -9,6 +9,9 @@ ENVIRONMENT = {
     "FLAGTREE_PROFILER_CUPTI_PATH": "Path of the libcupti to load; searched first.",
     "FLAGTREE_PROFILER_BUFFER_SIZE": "Bytes per vendor activity buffer (default 8388608 = 8 MiB).",
     "FLAGTREE_PROFILER_BACKEND": "Backend used when start() names none (else auto-selected).",
+    "FLAGTREE_PROFILER_ROCTRACER_PATH": "Path of libroctracer64.so (the file or its folder); searched first.",
+    "FLAGTREE_PROFILER_HOOK_INCLUDE": "With hook=\"triton\": regex; only matching kernel names get launch_metadata evaluated.",
+    "FLAGTREE_PROFILER_HOOK_EXCLUDE": "With hook=\"triton\": regex; matching kernel names never get launch_metadata evaluated.",
 }
 
 DEFAULT_BUFFER_SIZE = 8 << 20

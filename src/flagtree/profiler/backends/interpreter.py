@@ -24,7 +24,7 @@ class InterpreterBackend(Backend):
         self._lock = threading.Lock()
         self._users = 0
         self._original_run = None
-        #: set by the launch-metadata hook: called as fn(kernel, grid, kwargs) before each launch
+        #: set by the launch-metadata hook: called as fn(interpreted_fn, args, grid, kwargs) before each launch
         self.before_launch = None
 
     def acquire(self, mode):
