@@ -9,6 +9,9 @@ export PYTHONUNBUFFERED=1
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 fi
+# Headers newer than the machine's CUPTI (carried as .hdr) prove the build/run version split.
+if [ -d .hdr/include ]; then export CUDA_HOME=$PWD/.hdr; fi
+echo "building against: ${CUDA_HOME:-default headers} $(grep -h '#define CUPTI_API_VERSION ' ${CUDA_HOME:-/usr/local/cuda}/include/cupti_version.h 2>/dev/null)"
 t0=$(date +%s)
 python3 -m pip install -q --no-build-isolation --no-deps . > "$OUT/install.log" 2>&1 || { tail -30 "$OUT/install.log"; exit 1; }
 echo "install: $(( $(date +%s) - t0 )) s"
