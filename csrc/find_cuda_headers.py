@@ -15,7 +15,7 @@ def candidates():
         yield from glob.glob(os.path.join(cuda_home, "targets", "*", "include"))
     for entry in sys.path:
         # nvidia-cuda-* 13 wheels use nvidia/cu13/include; the 12 wheels one folder per library.
-        yield from sorted(glob.glob(os.path.join(entry, "nvidia", "cu*", "include")), reverse=True)
+        yield from sorted(glob.glob(os.path.join(entry, "nvidia", "cu[0-9]*", "include")), reverse=True)
         yield os.path.join(entry, "nvidia", "cuda_cupti", "include")
         yield os.path.join(entry, "nvidia", "cuda_runtime", "include")
     yield "/usr/local/cuda/include"

@@ -138,24 +138,26 @@ def test_copies_and_sets_are_recorded_with_bytes(tmp_path):
 
 
 def test_threads_with_own_streams_and_scopes(tmp_path):
-    profiler.start(str(tmp_path / "threads"))
+    # Inputs and streams are made (and the kernel compiled) before the session starts, so the
+    # session sees only the threads' launches.
+    inputs = [tensors(1024) for _ in range(4)]
+    streams = [torch.cuda.Stream() for _ in range(4)]
+    launch_add(*inputs[0])
+    torch.cuda.synchronize()
     barrier = threading.Barrier(4)
     errors = []
 
     def worker(i):
         try:
-            x, y, out = tensors(1024)
-            stream = torch.cuda.Stream()
-            with torch.cuda.stream(stream), profiler.scope(f"thread{i}"):
+            with torch.cuda.stream(streams[i]), profiler.scope(f"thread{i}"):
                 barrier.wait(timeout=60)
                 for _ in range(50 * (i + 1)):
-                    launch_add(x, y, out)
-            stream.synchronize()
+                    launch_add(*inputs[i])
+            streams[i].synchronize()
         except Exception as error:
             errors.append(error)
 
-    x, y, out = tensors(1024)
-    launch_add(x, y, out)
+    profiler.start(str(tmp_path / "threads"))
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
     for t in threads:
         t.start()

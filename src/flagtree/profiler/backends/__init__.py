@@ -26,6 +26,18 @@ def implemented_backends():
     return tuple(_factories())
 
 
+def available_backends():
+    """{backend: None if it can run here, else why not}, for every backend the spec names."""
+    factories = _factories()
+    report = {}
+    for name in KNOWN_BACKENDS:
+        if name in factories:
+            report[name] = get_backend(name).unavailable_reason()
+        else:
+            report[name] = "not implemented in this version of flagtree.profiler"
+    return report
+
+
 def get_backend(name):
     """The process-wide instance of backend `name`; a clear error for unknown or missing ones."""
     factories = _factories()
@@ -54,8 +66,29 @@ def select_backend():
         target = driver.active.get_current_target().backend
     except Exception:  # no triton, or no device for its driver: fall back to NVIDIA's
         return "nvidia"
+    if target == "cuda" and _is_iluvatar():
+        return "tianshu"
     return _TARGET_TO_BACKEND.get(target, target)
 
 
+def _is_iluvatar():
+    """Iluvatar CoreX reports Triton target "cuda" on older drivers; its tells: torch.corex,
+    a CUDA driver under /usr/local/corex/lib, or a warp size of 64."""
+    import glob
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(torch, "corex", False) is True:
+        return True
+    if glob.glob("/usr/local/corex/lib/libcuda.so*"):
+        return True
+    try:
+        from triton.runtime import driver
+
+        return driver.active.get_current_target().warp_size == 64
+    except Exception:
+        return False
+
+
 __all__ = ["Backend", "BackendUnavailable", "KNOWN_BACKENDS", "get_backend", "select_backend",
-           "implemented_backends"]
+           "implemented_backends", "available_backends"]

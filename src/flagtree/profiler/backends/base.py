@@ -11,6 +11,11 @@ class Backend:
     #: modes accepted in start(mode=...), besides None
     modes = ()
 
+    def unavailable_reason(self):
+        """None when this backend can run here, else a sentence saying what is missing.
+        Cheap and side-effect free: nothing is started or subscribed."""
+        return None
+
     def acquire(self, mode):
         """Starts collecting for one more session (the first call starts the vendor tracer)."""
         raise NotImplementedError

@@ -27,6 +27,15 @@ class InterpreterBackend(Backend):
         #: set by the launch-metadata hook: called as fn(interpreted_fn, args, grid, kwargs) before each launch
         self.before_launch = None
 
+    def unavailable_reason(self):
+        import importlib.util
+
+        if importlib.util.find_spec("triton") is None:
+            return "triton is not installed"
+        if not interpreter_active():
+            return "Triton's interpreter mode is off (set TRITON_INTERPRET=1 before triton is imported)"
+        return None
+
     def acquire(self, mode):
         with self._lock:
             if self._users == 0:

@@ -16,6 +16,7 @@ import sys
 
 from .. import _env
 from .base import Backend, BackendUnavailable
+from .libraries import could_load, loaded_library
 
 SUPPORTED_CUDA_MAJORS = (12, 13)
 
@@ -26,18 +27,6 @@ def _native():
     return native
 
 
-def _loaded_cupti():
-    try:
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                path = line.split()[-1] if line.strip() else ""
-                if "/libcupti.so" in path:
-                    return path
-    except OSError:
-        pass
-    return None
-
-
 def _major_of(path):
     match = re.search(r"libcupti\.so\.(\d+)", os.path.basename(path))
     return int(match.group(1)) if match else None
@@ -45,7 +34,7 @@ def _major_of(path):
 
 def _installed_candidates():
     for entry in sys.path:
-        yield from sorted(glob.glob(os.path.join(entry, "nvidia", "cu*", "lib", "libcupti.so*")), reverse=True)
+        yield from sorted(glob.glob(os.path.join(entry, "nvidia", "cu[0-9]*", "lib", "libcupti.so*")), reverse=True)
         yield from glob.glob(os.path.join(entry, "nvidia", "cuda_cupti", "lib", "libcupti.so*"))
     for entry in sys.path:
         yield from glob.glob(os.path.join(entry, "triton", "backends", "nvidia", "lib", "cupti", "libcupti.so*"))
@@ -59,7 +48,7 @@ def _installed_candidates():
 def cupti_candidates(driver_major=None):
     """The libcupti paths to try, in the documented order."""
     explicit = os.environ.get("FLAGTREE_PROFILER_CUPTI_PATH")
-    first = [p for p in (explicit, _loaded_cupti()) if p]
+    first = [p for p in (explicit, loaded_library("libcupti.so")) if p]
     rest = list(dict.fromkeys(_installed_candidates()))
     if driver_major:
         # Stable sort: matching majors first, the documented order kept within each group.
@@ -72,6 +61,14 @@ class NvidiaBackend(Backend):
 
     def __init__(self):
         self._library = None
+
+    def unavailable_reason(self):
+        if not _native().cuda_driver_version():
+            return "no CUDA driver (libcuda.so.1) on this machine"
+        tried = cupti_candidates()
+        if not any(could_load(p) for p in tried):
+            return "no libcupti found; looked at: " + ", ".join(tried)
+        return None
 
     def _driver_major(self):
         version = _native().cuda_driver_version()

@@ -20,6 +20,7 @@ records whose launch was not seen as "unattributed_records".
 import os
 
 from .. import _env
+from .libraries import could_load, loaded_library
 from .base import Backend, BackendUnavailable
 
 LIBRARY = "libroctracer64.so"
@@ -32,18 +33,6 @@ def _native():
     return native
 
 
-def _loaded_roctracer():
-    try:
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                path = line.split()[-1] if line.strip() else ""
-                if "/libroctracer64.so" in path:
-                    return path
-    except OSError:
-        pass
-    return None
-
-
 def roctracer_candidates():
     """[(where, path)] in the documented order; path None when that place is not set."""
     explicit = os.environ.get(ENV_PATH, "").strip()
@@ -52,7 +41,7 @@ def roctracer_candidates():
     rocm = os.environ.get("ROCM_PATH", "").strip()
     candidates = [
         (ENV_PATH, explicit or None),
-        ("already loaded", _loaded_roctracer()),
+        ("already loaded", loaded_library(LIBRARY)),
         ("$ROCM_PATH/lib", os.path.join(rocm, "lib", LIBRARY) if rocm else None),
         ("/opt/rocm/lib", os.path.join("/opt/rocm", "lib", LIBRARY)),
         ("loader path", LIBRARY),
@@ -72,6 +61,12 @@ class RoctracerBackend(Backend):
 
     def __init__(self):
         self._library = None
+
+    def unavailable_reason(self):
+        tried = [path for _, path in roctracer_candidates() if path]
+        if not any(could_load(p) for p in tried):
+            return f"{LIBRARY} not found; looked at: " + ", ".join(tried)
+        return None
 
     def acquire(self, mode):
         native = _native()

@@ -1,0 +1,28 @@
+"""Finding vendor libraries without loading them: copies already mapped into this process, and
+whether a candidate path could load."""
+import ctypes.util
+import os
+import re
+
+
+def loaded_library(file_prefix):
+    """Path of a library already mapped into this process whose file name starts with
+    `file_prefix` (e.g. "libcupti.so"), or None. Two copies of one vendor library in a process
+    fight over its single subscriber, so an already-loaded copy is always preferred."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                fields = line.split()
+                if len(fields) >= 6 and os.path.basename(fields[-1]).startswith(file_prefix):
+                    return fields[-1]
+    except OSError:
+        pass
+    return None
+
+
+def could_load(path):
+    """True when `path` is an existing file, or a bare soname the loader's cache knows."""
+    if os.sep in path:
+        return os.path.isfile(path)
+    stem = re.sub(r"^lib|\.so.*$", "", path)
+    return ctypes.util.find_library(stem) is not None

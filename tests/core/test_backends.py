@@ -1,0 +1,109 @@
+"""The backend registry: what exists, what runs here, automatic selection, and where the
+nvidia backend looks for libcupti."""
+import os
+import sys
+import types
+
+import pytest
+
+import flagtree.profiler as profiler
+from flagtree.profiler import backends
+from flagtree.profiler.backends import nvidia
+
+
+class FakeTarget:
+    def __init__(self, backend, warp_size=32):
+        self.backend, self.warp_size = backend, warp_size
+
+
+class FakeDriver:
+    def __init__(self, target):
+        self.target = target
+
+    def get_current_target(self):
+        return self.target
+
+
+@pytest.fixture
+def triton_target(monkeypatch):
+    """Pretend Triton's active driver targets a given backend (interpreter mode off)."""
+    from triton.runtime import driver
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.delenv("FLAGTREE_PROFILER_BACKEND", raising=False)
+    monkeypatch.setattr(backends, "_is_iluvatar", lambda: False)
+
+    def set_target(name, warp_size=32):
+        monkeypatch.setattr(driver, "_active", FakeDriver(FakeTarget(name, warp_size)))
+
+    yield set_target
+
+
+def test_available_backends_covers_every_named_backend():
+    report = profiler.available_backends()
+    assert tuple(report) == profiler.KNOWN_BACKENDS
+    assert report["interpreter"] is None  # the test run is in interpreter mode
+    assert "libcuda" in report["nvidia"]
+    assert "libroctracer64.so not found" in report["roctracer"]
+    assert report["cann"] == "not implemented in this version of flagtree.profiler"
+
+
+@pytest.mark.parametrize("target, expected", [
+    ("cuda", "nvidia"), ("hip", "roctracer"), ("npu", "cann"), ("musa", "mthreads"), ("corex", "tianshu")])
+def test_selection_follows_the_triton_target(triton_target, target, expected):
+    triton_target(target)
+    assert backends.select_backend() == expected
+
+
+def test_iluvatar_reporting_cuda_selects_tianshu(triton_target, monkeypatch):
+    triton_target("cuda", warp_size=64)
+    monkeypatch.undo()  # restore the real _is_iluvatar, keep nothing else patched
+    from triton.runtime import driver
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(driver, "_active", FakeDriver(FakeTarget("cuda", warp_size=64)))
+    assert backends.select_backend() == "tianshu"
+    monkeypatch.setattr(driver, "_active", FakeDriver(FakeTarget("cuda", warp_size=32)))
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(corex=True))
+    assert backends.select_backend() == "tianshu"
+
+
+def test_explicit_choices_win(monkeypatch):
+    assert backends.select_backend() == "interpreter"
+    monkeypatch.setenv("FLAGTREE_PROFILER_BACKEND", "roctracer")
+    assert backends.select_backend() == "roctracer"
+
+
+def test_unknown_and_unimplemented_backends_are_clear_errors():
+    with pytest.raises(ValueError, match="unknown backend 'cuda'; known backends: nvidia, cupti"):
+        backends.get_backend("cuda")
+    with pytest.raises(ValueError, match="backend 'cann' is not available in this version"):
+        backends.get_backend("cann")
+
+
+def _fake_lib(directory, name):
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, name)
+    open(path, "w").close()
+    return path
+
+
+def test_cupti_search_order(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    wheel13 = _fake_lib(site / "nvidia" / "cu13" / "lib", "libcupti.so.13")
+    wheel12 = _fake_lib(site / "nvidia" / "cuda_cupti" / "lib", "libcupti.so.12")
+    bundled = _fake_lib(site / "triton" / "backends" / "nvidia" / "lib" / "cupti", "libcupti.so.12")
+    toolkit = _fake_lib(tmp_path / "cuda" / "extras" / "CUPTI" / "lib64", "libcupti.so.13")
+    monkeypatch.setattr(sys, "path", [str(site)])
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
+    monkeypatch.setenv("FLAGTREE_PROFILER_CUPTI_PATH", "/explicit/libcupti.so")
+    monkeypatch.setattr(nvidia, "loaded_library", lambda prefix: None)
+    order = nvidia.cupti_candidates()
+    assert order[:5] == ["/explicit/libcupti.so", wheel13, wheel12, bundled, toolkit]
+    assert order[5:] == ["libcupti.so.13", "libcupti.so.12", "libcupti.so"]
+    # With a CUDA 12 driver, CUDA 12 copies come first, the documented order kept among them.
+    order12 = nvidia.cupti_candidates(driver_major=12)
+    assert order12[:4] == ["/explicit/libcupti.so", wheel12, bundled, "libcupti.so.12"]
+    # A copy already in the process comes right after the explicit path.
+    monkeypatch.setattr(nvidia, "loaded_library", lambda prefix: "/proc/loaded/libcupti.so.13")
+    assert nvidia.cupti_candidates()[:2] == ["/explicit/libcupti.so", "/proc/loaded/libcupti.so.13"]
