@@ -90,6 +90,12 @@ void ActivityTracer::start() {
     throw std::runtime_error("cannot subscribe to " + api_.path + ": " + api_.describe(rc));
   api_.getVersion(&version_);
   enableApiCallbacks();
+  if (api_.getGraphNodeId) {
+    // Graph nodes made by captured launches (and their clones at instantiation) carry the
+    // launch's context to the kernels the graph replays.
+    for (CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED})
+      api_.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid);
+  }
   rc = api_.registerCallbacks(&ActivityTracer::onBufferRequested, &ActivityTracer::onBufferCompleted);
   if (rc != CUPTI_SUCCESS) {
     api_.unsubscribe(subscriber_);
@@ -115,19 +121,26 @@ void ActivityTracer::enableApiCallbacks() {
     uint32_t size;
     std::vector<uint8_t>* graph;
   };
-  for (Domain d : {Domain{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, &graphDriver_},
-                   Domain{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, &graphRuntime_}}) {
-    // Headers newer than the library may name ids it does not know: those fail by name lookup.
-    d.graph->assign(d.size + 1, 0);
-    for (uint32_t cbid = 1; cbid < d.size; ++cbid) {
-      const char* name = nullptr;
-      if (!api_.getCallbackName || api_.getCallbackName(d.id, cbid, &name) != CUPTI_SUCCESS || !name)
-        continue;
-      if (!isTraced(name)) continue;
-      (*d.graph)[cbid] = std::strstr(name, "GraphLaunch") != nullptr;
-      api_.enableCallback(1, subscriber_, d.id, cbid);
+  // Which ids to trace depends only on the library, so it is worked out once per library
+  // (a few thousand name look-ups) and reused by every later session.
+  if (tracedFor_ != api_.path) {
+    traced_.clear();
+    for (Domain d : {Domain{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, &graphDriver_},
+                     Domain{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, &graphRuntime_}}) {
+      // Headers newer than the library may name ids it does not know: their name look-up fails.
+      d.graph->assign(d.size + 1, 0);
+      for (uint32_t cbid = 1; cbid < d.size; ++cbid) {
+        const char* name = nullptr;
+        if (!api_.getCallbackName || api_.getCallbackName(d.id, cbid, &name) != CUPTI_SUCCESS || !name)
+          continue;
+        if (!isTraced(name)) continue;
+        (*d.graph)[cbid] = std::strstr(name, "GraphLaunch") != nullptr;
+        traced_.emplace_back(d.id, cbid);
+      }
     }
+    tracedFor_ = api_.path;
   }
+  for (const auto& t : traced_) api_.enableCallback(1, subscriber_, t.first, t.second);
 }
 
 void ActivityTracer::stop() {
@@ -174,19 +187,43 @@ void CUPTIAPI ActivityTracer::onApi(void* userdata, CUpti_CallbackDomain domain,
                                     const void* data) {
   auto* self = static_cast<ActivityTracer*>(userdata);
   if (self->floor_) return;
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    self->onResource(cbid, data);
+    return;
+  }
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   ThreadState& ts = threadState();
   if (cb->callbackSite == CUPTI_API_EXIT) {
-    if (ts.apiDepth > 0) --ts.apiDepth;
+    if (ts.apiDepth > 0 && --ts.apiDepth == 0) ts.apiCorrelation = 0;
     return;
   }
   // A runtime launch may reach the driver's launch inside it: the kernel carries the outer
   // call's correlation id, so only the outermost call is recorded.
   if (ts.apiDepth++ > 0) return;
+  ts.apiCorrelation = cb->correlationId;
   const auto& graph = domain == CUPTI_CB_DOMAIN_DRIVER_API ? self->graphDriver_ : self->graphRuntime_;
   bool multi = cbid < graph.size() && graph[cbid];
   Profiler::instance().onLaunch(cb->correlationId, multi);
   self->noteContext(cb->context);
+}
+
+void ActivityTracer::onResource(CUpti_CallbackId cbid, const void* data) {
+  if (cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED && cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) return;
+  const auto* resource = static_cast<const CUpti_ResourceData*>(data);
+  const auto* graph = resource ? static_cast<const CUpti_GraphData*>(resource->resourceDescriptor) : nullptr;
+  if (!graph || !graph->node || !api_.getGraphNodeId) return;
+  uint64_t node = 0;
+  if (api_.getGraphNodeId(graph->node, &node) != CUPTI_SUCCESS || !node) return;
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
+    // Inside a traced launch call, the node is that launch being captured (stream capture);
+    // nodes added with the explicit graph API have no launch, hence no context.
+    const ThreadState& ts = threadState();
+    if (ts.apiDepth > 0 && ts.apiCorrelation) Profiler::instance().onGraphNodeCreated(ts.apiCorrelation, node);
+    return;
+  }
+  uint64_t original = 0;
+  if (graph->originalNode && api_.getGraphNodeId(graph->originalNode, &original) == CUPTI_SUCCESS && original)
+    Profiler::instance().onGraphNodeCloned(node, original);
 }
 
 void CUPTIAPI ActivityTracer::onBufferRequested(uint8_t** buffer, size_t* size, size_t* maxRecords) {
@@ -237,6 +274,7 @@ void ActivityTracer::convertKernel(const CUpti_Activity* record, DeviceRecord& o
   out.registers = k->registersPerThread;
   out.staticSharedMemory = k->staticSharedMemory;
   out.dynamicSharedMemory = k->dynamicSharedMemory;
+  out.graphNodeId = k->graphNodeId;  // same offset in Kernel9..10 (checked against CUPTI 12, 13)
   nameKernel(k->name, out);
 }
 
@@ -261,6 +299,7 @@ void ActivityTracer::handleBuffer(uint8_t* buffer, size_t validSize) {
         out.startNs = m->start - clockOffset_;
         out.endNs = m->end - clockOffset_;
         out.bytes = m->bytes;
+        out.graphNodeId = m->graphNodeId;  // same offset in Memcpy5 and Memcpy6
         out.name = intern(copyKindName(m->copyKind));
         break;
       }
@@ -273,6 +312,7 @@ void ActivityTracer::handleBuffer(uint8_t* buffer, size_t validSize) {
         out.startNs = m->start - clockOffset_;
         out.endNs = m->end - clockOffset_;
         out.bytes = m->bytes;
+        out.graphNodeId = m->graphNodeId;
         out.name = memsetName;
         break;
       }

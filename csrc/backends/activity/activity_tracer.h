@@ -44,6 +44,7 @@ class ActivityTracer {
   void convertKernel(const CUpti_Activity* record, DeviceRecord& out);
   void nameKernel(const char* raw, DeviceRecord& out);
   void noteContext(CUcontext context);
+  void onResource(CUpti_CallbackId cbid, const void* data);
 
   static void CUPTIAPI onApi(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                             const void* data);
@@ -63,6 +64,8 @@ class ActivityTracer {
   std::atomic<uint64_t> dropped_{0};
   // Per domain: which callback ids are graph launches (several records share one id).
   std::vector<uint8_t> graphDriver_, graphRuntime_;
+  std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> traced_;  // ids to enable
+  std::string tracedFor_;  // the library traced_ was worked out for
   std::mutex contextsMutex_;
   std::vector<CUcontext> contexts_;
   std::mutex namesMutex_;

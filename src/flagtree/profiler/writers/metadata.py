@@ -1,11 +1,13 @@
 """The metadata file beside each output: versions, backend, devices, command line, times,
 record counts. Written as `<output>.meta.json`."""
+import functools
 import json
 import os
 import platform
 import sys
 
 
+@functools.lru_cache(maxsize=None)  # importlib.metadata scans every installed distribution
 def _version(module):
     try:
         from importlib import metadata
