@@ -142,8 +142,9 @@ def main(argv=None):
         if args.configs:
             wanted = args.configs.split(",")
             family.configs = lambda: wanted
-        # Launch-bound: the loop alone (finalize reported apart); otherwise start+finalize included.
-        result = measure(family, args.workload, args.reps, include_lifecycle=args.workload != "launch")
+        # GPU-bound: start and finalize included (the bar); the others: the loop alone,
+        # with finalize reported apart.
+        result = measure(family, args.workload, args.reps, include_lifecycle=args.workload == "gpu")
     print(json.dumps({"family": args.family, "workload": args.workload, "reps": args.reps, "configs": result}))
 
 
