@@ -155,8 +155,33 @@ def _make_node(raw, parent, path):
         raise _not_profile(path, f"node '{frame['name']}' has non-object metrics")
     for key, value in metrics.items():
         if type(value) not in _NUMBER_TYPES:
+            if key in IDENTIFIERS and type(value) is str:
+                metrics = _numeric_identifiers(metrics, path, frame["name"])
+                break
             raise _not_profile(path, f"metric '{key}' of node '{frame['name']}' is not a number")
     return Node(frame["name"], frame, metrics, parent)
+
+
+# Proton (Triton 3.6) writes device identifiers as strings: device_type "CUDA", device_id "0".
+_DEVICE_TYPE_NUMBERS = {"HIP": 0, "CUDA": 1, "CPU": 2}
+
+
+def _numeric_identifiers(metrics, path, name):
+    out = dict(metrics)
+    for key in IDENTIFIERS:
+        value = out.get(key)
+        if type(value) is not str:
+            continue
+        if key == "device_type" and value.upper() in _DEVICE_TYPE_NUMBERS:
+            out[key] = _DEVICE_TYPE_NUMBERS[value.upper()]
+        elif key == "device_id" and value.isdigit():
+            out[key] = int(value)
+        else:
+            raise _not_profile(path, f"metric '{key}' of node '{name}' is not a device identifier: {value!r}")
+    for key, value in out.items():
+        if type(value) not in _NUMBER_TYPES:
+            raise _not_profile(path, f"metric '{key}' of node '{name}' is not a number")
+    return out
 
 
 def _add_metrics(dst, src):
