@@ -40,8 +40,9 @@ nb::dict nodeMetrics(const TreeNode& n) {
   return m;
 }
 
-// The tree as flat columns (parent before child); Python writes the Hatchet JSON.
-nb::dict exportTree(int slot) {
+// The tree as flat columns (parent before child); Python writes the Hatchet JSON. With
+// `zero`, the metrics are zeroed under the same lock (a periodic part was taken).
+nb::dict exportTree(int slot, bool zero) {
   Session& s = sessionAt(slot);
   std::lock_guard<std::mutex> lock(s.tree.mutex());
   const auto& nodes = s.tree.nodes();
@@ -71,6 +72,7 @@ nb::dict exportTree(int slot) {
   out["name"] = names;
   out["metrics"] = metrics;
   out["details"] = details;
+  if (zero) s.tree.zeroMetrics();
   return out;
 }
 
@@ -181,13 +183,15 @@ NB_MODULE(_native, m) {
     std::lock_guard<std::mutex> tlock(s->trace.mutex());
     s->trace.clear();
   });
-  m.def("session_export_tree", &exportTree);
+  m.def("session_export_tree", &exportTree, nb::arg("slot"), nb::arg("zero") = false);
   m.def("session_write_trace",
-        [](int slot, const std::string& path, uint64_t originNs, int pid, const std::string& otherData) {
-          TraceWriteOptions opt{path, originNs, pid, otherData};
+        [](int slot, const std::string& path, uint64_t originNs, int pid, const std::string& otherData,
+           bool clear) {
+          TraceWriteOptions opt{path, originNs, pid, otherData, clear};
           return writeChromeTrace(sessionAt(slot), opt);
         },
-        nb::call_guard<nb::gil_scoped_release>());
+        nb::arg("slot"), nb::arg("path"), nb::arg("origin_ns"), nb::arg("pid"), nb::arg("other_data"),
+        nb::arg("clear") = false, nb::call_guard<nb::gil_scoped_release>());
   m.def("session_stats", [](int slot) {
     Session& s = sessionAt(slot);
     nb::dict d;
@@ -196,6 +200,30 @@ NB_MODULE(_native, m) {
     return d;
   });
   m.def("pending_launches", [](int slot) { return Profiler::instance().pendingLaunches(1u << slot); });
+  m.def("prune_graph_launches", [](uint64_t beforeNs) { return Profiler::instance().pruneMultiLaunches(beforeNs); });
+  m.def("captured_graph_nodes", []() { return Profiler::instance().capturedGraphNodes(); });
+
+  // The launch and record paths driven by hand, for CPU tests of what a GPU backend does
+  // (graph capture and replay): correlation ids below 0x80000000 are the caller's.
+  m.def("_debug_launch", [](uint32_t corr, bool multi) { Profiler::instance().onLaunch(corr, multi); });
+  m.def("_debug_graph_node_created", [](uint32_t corr, uint64_t node) {
+    Profiler::instance().onGraphNodeCreated(corr, node);
+  });
+  m.def("_debug_graph_node_cloned", [](uint64_t node, uint64_t original) {
+    Profiler::instance().onGraphNodeCloned(node, original);
+  });
+  m.def("_debug_record", [](uint32_t corr, const std::string& name, uint64_t startNs, uint64_t endNs,
+                            uint64_t graphNode) {
+    DeviceRecord r;
+    r.kind = RecordKind::Kernel;
+    r.deviceType = DeviceType::CPU;
+    r.correlation = corr;
+    r.startNs = startNs;
+    r.endNs = endNs;
+    r.name = intern(name);
+    r.graphNodeId = graphNode;
+    Profiler::instance().onRecord(r);
+  });
 
   // Host-side backends (interpreter): one call per finished launch, context taken now.
   m.def("record_host_kernel", &recordHostKernel, nb::arg("name"), nb::arg("start_ns"), nb::arg("end_ns"),

@@ -24,6 +24,7 @@ struct ThreadState {
   std::vector<uint32_t> states;
   LaunchMetadata* pendingMetadata = nullptr;
   int apiDepth = 0;  // nesting of vendor API callbacks (runtime -> driver): only the outermost counts
+  uint32_t apiCorrelation = 0;  // the outermost traced call's correlation id while it runs, else 0
 
   // Python context: the frames of the current launch (outermost first) and, per slot, the node
   // they resolved to for the frames of the previous launch on this thread.

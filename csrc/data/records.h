@@ -28,6 +28,7 @@ struct DeviceRecord {
   int32_t staticSharedMemory = 0;
   int32_t dynamicSharedMemory = 0;
   uint64_t bytes = 0;  // copies and sets
+  uint64_t graphNodeId = 0;  // the graph node that ran it (graph launches), else 0
 };
 
 // Launch geometry and resources, interned so that each trace event carries 4 bytes for them.

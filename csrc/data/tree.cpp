@@ -35,6 +35,10 @@ void Tree::reset() {
   std::unordered_map<LaunchConfig, uint32_t, ConfigHash>().swap(configIds_);
 }
 
+void Tree::zeroMetrics() {
+  for (TreeNode& n : nodes_) n.metrics = NodeMetrics{};
+}
+
 uint32_t Tree::child(uint32_t parent, NodeKind kind, uint32_t name) {
   Key key{parent, name, kind};
   auto it = children_.find(key);

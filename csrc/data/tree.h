@@ -40,6 +40,10 @@ class Tree {
   // Frees every node but the root (after the tree has been written). Caller holds the lock.
   void reset();
 
+  // Zeroes every node's metrics and keeps the nodes (threads cache node ids), for periodic
+  // parts: the next export holds only what arrived since. Caller holds the lock.
+  void zeroMetrics();
+
   // Guards every method below; callers batch work under one lock.
   std::mutex& mutex() { return mutex_; }
 

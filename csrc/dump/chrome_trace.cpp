@@ -170,7 +170,9 @@ uint64_t writeChromeTrace(Session& session, const TraceWriteOptions& opt) {
   out.raw("\n]}\n");
   if (out.failed()) throw std::runtime_error("error while writing trace file " + opt.path);
   out.close();
-  return events.size();
+  const uint64_t written = events.size();
+  if (opt.clearAfter) session.trace.clear();
+  return written;
 }
 
 }  // namespace ftp

@@ -14,6 +14,7 @@ struct TraceWriteOptions {
   uint64_t originNs = 0;  // host monotonic time shown as t=0
   int pid = 0;            // the profiled process, for the host tracks
   std::string otherDataJson = "{}";  // session metadata, embedded as "otherData"
+  bool clearAfter = false;  // empty the event store once written, under the same locks (parts)
 };
 
 // Returns the number of device events written; throws std::runtime_error on I/O failure.

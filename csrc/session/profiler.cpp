@@ -124,7 +124,7 @@ uint32_t Profiler::resolvePython(ThreadState& ts, Session& s, bool& framesCaptur
 
 void Profiler::onLaunch(uint32_t correlation, bool multiRecord, uint64_t launchNs) {
   ThreadState& ts = threadState();
-  uint32_t mask = activeMask();
+  const uint32_t mask = activeMask();
   if (!mask) {
     delete ts.takeMetadata();
     // Every session is deactivated: remember the launch anyway (for no session), so that its
@@ -169,11 +169,95 @@ void Profiler::onRecord(const DeviceRecord& record) {
     uint32_t receivers = activeMask() | closingMask_.load(std::memory_order_acquire);
     p = PendingLaunch{record.startNs, nullptr, 0, 0, {}, static_cast<uint16_t>(receivers), false};
   }
+  // A record replayed from a graph: found under the graph launch, then the capture context.
+  const bool fromGraph = found && record.graphNodeId != 0 && p.mask;
+  CapturedContext captured{};
+  bool haveCaptured = false;
+  if (fromGraph && anyCaptured_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(graphMutex_);
+    auto it = captured_.find(record.graphNodeId);
+    if (it != captured_.end()) {
+      captured = it->second;
+      haveCaptured = true;
+    }
+  }
   forEachActive(p.mask, [&](int slot, Session& s) {
     if (!found) s.unattributed.fetch_add(1, std::memory_order_relaxed);
-    s.addRecord(p.node[slot], p.state, record, p.meta, p.launchNs, p.tid);
+    uint32_t node = p.node[slot];
+    uint32_t state = p.state;
+    if (fromGraph) {
+      const bool known = haveCaptured && (captured.mask >> slot & 1u) && captured.uid[slot] == s.uid;
+      node = s.graftCaptured(node, known ? captured.node[slot] : Session::kUnknownCapture);
+      if (known && captured.state) state = captured.state;
+    }
+    s.addRecord(node, state, record, p.meta, p.launchNs, p.tid);
   });
   if (found && !p.multi) delete p.meta;
+}
+
+size_t Profiler::pruneMultiLaunches(uint64_t beforeNs) {
+  std::vector<uint32_t> stale;
+  std::lock_guard<std::mutex> lock(pendingMutex_);
+  pending_.forEach([&](uint32_t corr, PendingLaunch& p) {
+    if (p.multi && p.launchNs < beforeNs) stale.push_back(corr);
+  });
+  for (uint32_t corr : stale) {
+    delete pending_.get(corr)->meta;
+    pending_.erase(corr);
+  }
+  return stale.size();
+}
+
+void Profiler::onGraphNodeCreated(uint32_t correlation, uint64_t graphNode) {
+  // One launch call normally creates one node; should it create more, they share the context.
+  static thread_local uint32_t lastCorrelation = 0;
+  static thread_local CapturedContext last{};
+  static thread_local bool lastValid = false;
+  PendingLaunch p;
+  bool found = false;
+  {
+    std::lock_guard<std::mutex> lock(pendingMutex_);
+    if (PendingLaunch* entry = pending_.get(correlation)) {
+      if (entry->multi) return;  // a graph launch does not create nodes of its own
+      p = *entry;
+      found = true;
+      pending_.erase(correlation);  // a captured launch runs nothing: no record will come
+    }
+  }
+  if (found) {
+    delete p.meta;
+    CapturedContext c{};
+    c.state = p.state;
+    c.mask = 0;
+    forEachActive(p.mask, [&](int slot, Session& s) {
+      c.node[slot] = p.node[slot];
+      c.uid[slot] = s.uid;
+      c.mask |= 1u << slot;
+    });
+    lastCorrelation = correlation;
+    last = c;
+    lastValid = c.mask != 0;
+  } else if (!(lastValid && lastCorrelation == correlation)) {
+    return;  // not a launch we saw (made while no session was active, or untraced)
+  }
+  if (!lastValid) return;
+  std::lock_guard<std::mutex> lock(graphMutex_);
+  captured_[graphNode] = last;
+  anyCaptured_.store(true, std::memory_order_release);
+}
+
+void Profiler::onGraphNodeCloned(uint64_t graphNode, uint64_t original) {
+  if (!anyCaptured_.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(graphMutex_);
+  auto it = captured_.find(original);
+  if (it == captured_.end()) return;
+  CapturedContext c = it->second;  // copy first: inserting may rehash
+  captured_[graphNode] = c;
+}
+
+size_t Profiler::capturedGraphNodes() {
+  std::lock_guard<std::mutex> lock(graphMutex_);
+  return captured_.size();
 }
 
 size_t Profiler::pendingLaunches(uint32_t slotMask) {

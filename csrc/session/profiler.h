@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -38,6 +39,17 @@ class Profiler {
   void onRecord(const DeviceRecord& record);
   // Launches seen by the sessions in `slotMask` whose records have not arrived yet.
   size_t pendingLaunches(uint32_t slotMask);
+  // Forgets graph launches (several records each) made before `beforeNs`: call only after a
+  // flush that waited for the device, when all their records have arrived. Returns how many.
+  size_t pruneMultiLaunches(uint64_t beforeNs);
+
+  // CUDA graphs. A launch captured into a graph runs nothing: the node it creates takes over
+  // its context (called on the capturing thread, inside the launch call `correlation`), and
+  // clones of the node (graph instantiation) inherit it. Replayed records carrying the node
+  // id are then put under the graph launch's context: launch -> <captured_at> -> capture path.
+  void onGraphNodeCreated(uint32_t correlation, uint64_t graphNode);
+  void onGraphNodeCloned(uint64_t graphNode, uint64_t original);
+  size_t capturedGraphNodes();
 
   // Shadow context and states of the calling thread.
   void enterScope(uint32_t name, const std::vector<std::pair<uint32_t, double>>& metrics);
@@ -58,6 +70,13 @@ class Profiler {
     bool multi;
   };
 
+  struct CapturedContext {
+    uint32_t node[kMaxSessions];
+    uint32_t uid[kMaxSessions];  // the session each node belongs to (slots are reused)
+    uint32_t state;
+    uint16_t mask;
+  };
+
   uint32_t resolveShadow(ThreadState& ts, Session& s);
   uint32_t resolvePython(ThreadState& ts, Session& s, bool& framesCaptured);
   template <typename F>
@@ -71,6 +90,9 @@ class Profiler {
   std::mutex sessionsMutex_;
   std::mutex pendingMutex_;
   FlatMap<PendingLaunch> pending_;
+  std::mutex graphMutex_;
+  std::unordered_map<uint64_t, CapturedContext> captured_;  // graph node id -> capture context
+  std::atomic<bool> anyCaptured_{false};
 };
 
 }  // namespace ftp

@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <unordered_map>
 
 #include "data/records.h"
 #include "data/trace.h"
@@ -22,6 +23,13 @@ class Session {
   void addRecord(uint32_t contextNode, uint32_t state, const DeviceRecord& record,
                  const LaunchMetadata* meta, uint64_t launchNs, uint32_t tid);
 
+  // The context of a record replayed from a graph: below the graph launch's node `launchNode`,
+  // a scope "<captured_at>" and under it a copy of the capture-time path of `capturedNode`;
+  // with kUnknownCapture (captured before this session, or while it was inactive), a scope
+  // "<captured_at:unknown>". Takes the tree lock.
+  static constexpr uint32_t kUnknownCapture = 0xFFFFFFFFu;
+  uint32_t graftCaptured(uint32_t launchNode, uint32_t capturedNode);
+
   const uint32_t uid;
   const int slot;
   const ContextKind context;
@@ -30,6 +38,9 @@ class Session {
   TraceStore trace;  // data="trace" only
   std::atomic<uint64_t> records{0};
   std::atomic<uint64_t> unattributed{0};  // records whose launch was not seen (attributed to ROOT)
+
+ private:
+  std::unordered_map<uint64_t, uint32_t> grafts_;  // (launch node, captured node) -> node; tree lock
 };
 
 }  // namespace ftp

@@ -37,6 +37,7 @@ bool ActivityApi::load(const std::string& libraryPath, const std::string& prefix
   resolve(flushAll, "ActivityFlushAll", true);
   resolve(getTimestamp, "GetTimestamp", true);
   resolve(finalize, "Finalize", false);
+  resolve(getGraphNodeId, "GetGraphNodeId", false);
   if (!ok) return false;
   handle = lib;
   path = libraryPath;

@@ -27,6 +27,7 @@ struct ActivityApi {
   using FlushAll = CUptiResult (*)(uint32_t);
   using GetTimestamp = CUptiResult (*)(uint64_t*);
   using Finalize = CUptiResult (*)();
+  using GetGraphNodeId = CUptiResult (*)(CUgraphNode, uint64_t*);
 
   GetVersion getVersion = nullptr;
   GetResultString getResultString = nullptr;
@@ -42,6 +43,7 @@ struct ActivityApi {
   FlushAll flushAll = nullptr;
   GetTimestamp getTimestamp = nullptr;
   Finalize finalize = nullptr;
+  GetGraphNodeId getGraphNodeId = nullptr;  // optional: without it graph kernels stay under their launch
 
   std::string path;  // the library actually loaded
   void* handle = nullptr;

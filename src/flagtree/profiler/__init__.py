@@ -11,10 +11,10 @@ See the README for backends, outputs and the viewer.
 from .backends import KNOWN_BACKENDS, available_backends, implemented_backends
 from .profile import profile
 from .scope import cpu_timed_scope, enter_scope, enter_state, exit_scope, exit_state, scope, state
-from .session import activate, deactivate, finalize, start
+from .session import activate, deactivate, finalize, flush_part, start
 
 __all__ = [
-    "start", "activate", "deactivate", "finalize", "profile",
+    "start", "activate", "deactivate", "finalize", "flush_part", "profile",
     "scope", "cpu_timed_scope", "enter_scope", "exit_scope",
     "state", "enter_state", "exit_state",
     "KNOWN_BACKENDS", "implemented_backends", "available_backends",

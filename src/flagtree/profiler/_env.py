@@ -12,6 +12,8 @@ ENVIRONMENT = {
     "FLAGTREE_PROFILER_ROCTRACER_PATH": "Path of libroctracer64.so (the file or its folder); searched first.",
     "FLAGTREE_PROFILER_HOOK_INCLUDE": "With hook=\"triton\": regex; only matching kernel names get launch_metadata evaluated.",
     "FLAGTREE_PROFILER_HOOK_EXCLUDE": "With hook=\"triton\": regex; matching kernel names never get launch_metadata evaluated.",
+    "FLAGTREE_PROFILER_NVTX": "0 stops torch.cuda.nvtx ranges from becoming scopes (default 1: range_push/range_pop/range enter and leave scopes).",
+    "FLAGTREE_PROFILER_PERIODIC_S": "Seconds (> 0) between automatic parts: each open session writes <name>.part<k>.<ext> with what it collected since the previous part, then frees it.",
 }
 
 DEFAULT_BUFFER_SIZE = 8 << 20
@@ -35,4 +37,22 @@ def buffer_size():
         raise ValueError(f"FLAGTREE_PROFILER_BUFFER_SIZE must be a number of bytes, got {raw!r}") from None
     if value < 4096:
         raise ValueError(f"FLAGTREE_PROFILER_BUFFER_SIZE must be at least 4096 bytes, got {value}")
+    return value
+
+
+def nvtx_enabled():
+    return os.environ.get("FLAGTREE_PROFILER_NVTX", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def periodic_seconds():
+    """The FLAGTREE_PROFILER_PERIODIC_S interval, or None when unset."""
+    raw = os.environ.get("FLAGTREE_PROFILER_PERIODIC_S", "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"FLAGTREE_PROFILER_PERIODIC_S must be a number of seconds, got {raw!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"FLAGTREE_PROFILER_PERIODIC_S must be a positive number of seconds, got {raw!r}")
     return value

@@ -1,5 +1,19 @@
 """Sessions on the Python side: argument checks, backend life cycle, and writing the outputs
-at finalize. The native core holds the data; this module decides when and where it goes."""
+at finalize. The native core holds the data; this module decides when and where it goes.
+
+Parts (long runs): ``flush_part()`` (or, with FLAGTREE_PROFILER_PERIODIC_S, a timer thread per
+session) writes what a session collected since its previous part to ``<name>.part<k>.hatchet``
+(or ``.chrome_trace``), k = 1, 2, ..., and frees it: the tree keeps its nodes (threads cache
+their ids) with their metrics zeroed, and empty nodes are left out of the part; the trace's event
+store is emptied. Once a session has written a part, its finalize writes the rest as the last part
+and no ``<name>.hatchet``; the metadata file lists every part under ``parts``. Merging all parts
+(``flagtree-profiler-viewer name.part*.hatchet``) gives the totals of an unsplit run.
+
+Interpreter exit: sessions still open when the interpreter exits are finalized by an atexit
+handler, so a script that forgets finalize() still gets its profile; under flagtree-profiler the
+command's own session is written by the command first, and the handler finds nothing open.
+"""
+import atexit
 import os
 import tempfile
 import threading
@@ -38,6 +52,9 @@ class Session:
         self.stop_realtime_ns = None
         self.start_monotonic_ns = None
         self.dropped_at_start = 0
+        self.nvtx = False
+        self.parts = []  # paths of the parts written so far
+        self.timer_stop = None  # threading.Event of the periodic-part thread, if any
 
     @property
     def output_path(self):
@@ -46,6 +63,9 @@ class Session:
     @property
     def metadata_path(self):
         return self.name + ".meta.json"
+
+    def part_path(self, k):
+        return f"{self.name}.part{k}{_EXTENSIONS[self.data]}"
 
 
 _lock = threading.RLock()
@@ -113,6 +133,7 @@ def _start_locked(name, context, data, backend, mode, hook):
         if other.name == base and other.data == data:
             raise ValueError(f"a session writing {other.output_path!r} is already open (session {other.id})")
     _check_writable(base)
+    periodic = _env.periodic_seconds()  # a bad value is an error before anything starts
 
     session = Session(_next_id[0], base, context, data, impl, mode, hook)
     native = _native()
@@ -131,12 +152,72 @@ def _start_locked(name, context, data, backend, mode, hook):
         native.session_remove(session.slot)
         impl.release()
         raise
+    if _env.nvtx_enabled():
+        from .hooks import nvtx
+
+        nvtx.install()
+        session.nvtx = True
     session.dropped_at_start = impl.dropped_records()
     session.start_realtime_ns = native.realtime_ns()
     session.start_monotonic_ns = native.monotonic_ns()
     _next_id[0] += 1
     _sessions[session.id] = session
+    if periodic is not None:
+        _start_timer(session, periodic)
     return session.id
+
+
+def _start_timer(session, interval):
+    stop = threading.Event()
+    session.timer_stop = stop
+
+    def run():
+        while not stop.wait(interval):
+            with _lock:
+                if stop.is_set() or _sessions.get(session.id) is not session:
+                    return
+                try:
+                    _write_parts_locked([session])
+                except Exception as error:  # the program goes on; the next part tries again
+                    warnings.warn(f"flagtree.profiler: periodic part of session {session.id} failed: {error}")
+
+    thread = threading.Thread(target=run, name=f"flagtree-profiler-parts-{session.id}", daemon=True)
+    thread.start()
+
+
+def flush_part(session_id=None):
+    """Writes what one session (or every open one) collected since its previous part to
+    ``<name>.part<k>.hatchet`` (``.chrome_trace`` for data="trace") and frees it, so that a long
+    run keeps bounded memory. Returns the paths written. Waits for the device first (a flush)."""
+    if _env.disabled() or session_id == -1:
+        return []
+    with _lock:
+        return _write_parts_locked(_targets(session_id))
+
+
+def _write_parts_locked(sessions):
+    native = _native()
+    began = native.monotonic_ns()
+    # Every open session's backend is flushed (not only the targets'): graph launches made
+    # before `began` then have all their records delivered and can be forgotten.
+    for impl in {id(s.backend): s.backend for s in _sessions.values()}.values():
+        impl.flush()
+    native.prune_graph_launches(began)
+    return [_write_part(s) for s in sessions]
+
+
+def _write_part(s):
+    native = _native()
+    path = s.part_path(len(s.parts) + 1)
+    if s.data == "tree":
+        write_tree(path, native.session_export_tree(s.slot, zero=True), s.backend.device_info(), prune=True)
+    else:
+        import json
+
+        other = {"name": s.name, "part": len(s.parts) + 1, "session": s.id}
+        native.session_write_trace(s.slot, path, s.start_monotonic_ns, os.getpid(), json.dumps(other), clear=True)
+    s.parts.append(path)
+    return path
 
 
 def _targets(session_id):
@@ -206,12 +287,17 @@ def _write_outputs(s):
         "lost_launches": native.pending_launches(s.slot),
         "dropped_records": s.backend.dropped_records() - s.dropped_at_start,
     }
-    metadata = build_metadata(s, s.backend.describe(), stats)
-    if s.data == "tree":
+    if s.parts:  # the rest becomes the last part; no whole-run file is written
+        _write_part(s)
+        stats["parts"] = list(s.parts)
+        metadata = build_metadata(s, s.backend.describe(), stats)
+    elif s.data == "tree":
+        metadata = build_metadata(s, s.backend.describe(), stats)
         write_tree(s.output_path, native.session_export_tree(s.slot), s.backend.device_info())
     else:
         import json
 
+        metadata = build_metadata(s, s.backend.describe(), stats)
         native.session_write_trace(s.slot, s.output_path, s.start_monotonic_ns, os.getpid(),
                                    json.dumps(metadata, sort_keys=True))
     write_metadata(s.metadata_path, metadata)
@@ -226,6 +312,13 @@ def _write_outputs(s):
 def _close(s):
     _sessions.pop(s.id, None)
     native = _native()
+    if s.timer_stop is not None:
+        s.timer_stop.set()  # not joined: it may be waiting for the lock held here
+    if s.nvtx:
+        from .hooks import nvtx
+
+        nvtx.uninstall()
+        s.nvtx = False
     if s.hook_handle is not None:
         s.hook_handle.remove()
         s.hook_handle = None
@@ -257,3 +350,20 @@ def end_command_line_session():
         # The script may have finalized nothing and opened nothing else; close all that is open.
         if _sessions:
             _finalize_locked(list(_sessions.values()))
+
+
+def _finalize_at_exit():
+    """atexit: writes the sessions a script left open. Under flagtree-profiler the command's
+    own finally has already written (and closed) its session by now."""
+    with _lock:
+        if _cli["session"] is not None or not _sessions:
+            return
+        try:
+            _finalize_locked(list(_sessions.values()))
+        except Exception as error:
+            import sys
+
+            print(f"flagtree.profiler: writing the profile at exit failed: {error}", file=sys.stderr)
+
+
+atexit.register(_finalize_at_exit)

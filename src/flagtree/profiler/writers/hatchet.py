@@ -21,6 +21,20 @@ def tree_literal(columns):
     return nodes[0]
 
 
-def write_tree(path, columns, device_info):
+def prune_empty(root):
+    """Drops the nodes with no metrics and nothing kept below them (the root stays): a periodic
+    part keeps every node ever made, most of them empty since the previous part."""
+    def keep(node):
+        node["children"] = [c for c in node["children"] if keep(c)]
+        return bool(node["metrics"] or node["children"])
+
+    keep(root)
+    return root
+
+
+def write_tree(path, columns, device_info, prune=False):
+    root = tree_literal(columns)
+    if prune:
+        prune_empty(root)
     with open(path, "w") as out:
-        json.dump([tree_literal(columns), device_info], out, separators=(",", ":"))
+        json.dump([root, device_info], out, separators=(",", ":"))
