@@ -1,0 +1,36 @@
+"""The README stays true: its environment table, its commands, and CI running its test command."""
+import os
+import re
+
+from flagtree.profiler import _env
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def read(*parts):
+    with open(os.path.join(ROOT, *parts)) as f:
+        return f.read()
+
+
+def test_environment_table_matches_the_code():
+    readme = read("README.md")
+    rows = dict(re.findall(r"^\| `(FLAGTREE_PROFILER_\w+)` \| (.+?) \|$", readme, re.M))
+    assert rows == _env.ENVIRONMENT
+
+
+def test_readme_has_the_two_setup_commands_and_ci_runs_the_second():
+    readme = read("README.md")
+    main_cmd = re.search(r"# 1\. .*\n(.+)\n", readme).group(1)
+    test_cmd = re.search(r"# 2\. run the tests\n(.+)\n", readme).group(1)
+    assert "flagtree-profiler examples/vector_add.py" in main_cmd and "flagtree-profiler-viewer" in main_cmd
+    assert "pytest" in test_cmd
+    assert "# 2\\. run the tests" in read(".ci", "run")
+
+
+def test_every_public_name_is_documented():
+    import flagtree.profiler as profiler
+
+    readme = read("README.md")
+    for name in profiler.__all__:
+        if name != "KNOWN_BACKENDS" and name != "implemented_backends":
+            assert f"`{name}" in readme, name
