@@ -39,7 +39,13 @@ def triton_target(monkeypatch):
     yield set_target
 
 
-def test_available_backends_covers_every_named_backend():
+def test_available_backends_covers_every_named_backend(monkeypatch):
+    from flagtree.profiler.backends import roctracer
+
+    # Other tests may have loaded a stand-in libroctracer64.so into this process.
+    monkeypatch.setattr(roctracer, "loaded_library", lambda prefix: None)
+    monkeypatch.delenv("FLAGTREE_PROFILER_ROCTRACER_PATH", raising=False)
+    monkeypatch.delenv("ROCM_PATH", raising=False)
     report = profiler.available_backends()
     assert tuple(report) == profiler.KNOWN_BACKENDS
     assert report["interpreter"] is None  # the test run is in interpreter mode
