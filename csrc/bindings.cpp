@@ -238,6 +238,8 @@ NB_MODULE(_native, m) {
   m.def("cupti_release", []() { ActivityTracer::instance().release(); }, nb::call_guard<nb::gil_scoped_release>());
   m.def("cupti_flush", []() { ActivityTracer::instance().flush(); }, nb::call_guard<nb::gil_scoped_release>());
   m.def("cupti_dropped", []() { return ActivityTracer::instance().droppedRecords(); });
+  m.def("cupti_set_buffer_limit", [](size_t bytes) { ActivityTracer::instance().setBufferLimit(bytes); });
+  m.def("cupti_declined_buffers", []() { return ActivityTracer::instance().declinedBuffers(); });
   m.def("cupti_version", []() { return ActivityTracer::instance().libraryVersion(); });
   m.def("cupti_library", []() { return ActivityTracer::instance().libraryPath(); });
   m.def("cuda_devices", &cudaDevices);

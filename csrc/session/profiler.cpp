@@ -169,8 +169,11 @@ void Profiler::onRecord(const DeviceRecord& record) {
     uint32_t receivers = activeMask() | closingMask_.load(std::memory_order_acquire);
     p = PendingLaunch{record.startNs, nullptr, 0, 0, {}, static_cast<uint16_t>(receivers), false};
   }
-  // A record replayed from a graph: found under the graph launch, then the capture context.
-  const bool fromGraph = found && record.graphNodeId != 0 && p.mask;
+  // A record replayed from a graph (it carries a graph node id: CUPTI sets one on every graph
+  // kernel, copy and set): under the graph launch, then the capture context of its node when
+  // known, else "<captured_at:unknown>". Backends without node ids keep graph records directly
+  // under the graph launch.
+  const bool fromGraph = found && p.multi && record.graphNodeId != 0 && p.mask;
   CapturedContext captured{};
   bool haveCaptured = false;
   if (fromGraph && anyCaptured_.load(std::memory_order_acquire)) {

@@ -149,6 +149,7 @@ void ActivityTracer::stop() {
                                   CUPTI_ACTIVITY_KIND_MEMSET})
     api_.disable(kind);
   api_.flushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  collectDropped();
   api_.unsubscribe(subscriber_);
   subscriber_ = nullptr;
   // Finalizing releases the library fully, so that another tool (or a later session) can attach.
@@ -171,6 +172,14 @@ void ActivityTracer::flushLocked() {
   }
   for (CUcontext c : contexts) CudaDriver::instance().synchronize(c);
   api_.flushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  collectDropped();
+}
+
+void ActivityTracer::collectDropped() {
+  // Records dropped while no buffer completed (every request declined) are only seen here:
+  // the global queue's count (context NULL) since the last read.
+  size_t dropped = 0;
+  if (api_.getNumDropped && api_.getNumDropped(nullptr, 0, &dropped) == CUPTI_SUCCESS) dropped_.fetch_add(dropped);
 }
 
 void ActivityTracer::noteContext(CUcontext context) {
@@ -228,6 +237,15 @@ void ActivityTracer::onResource(CUpti_CallbackId cbid, const void* data) {
 
 void CUPTIAPI ActivityTracer::onBufferRequested(uint8_t** buffer, size_t* size, size_t* maxRecords) {
   ActivityTracer& self = instance();
+  const size_t limit = self.bufferLimit_.load(std::memory_order_relaxed);
+  if (limit && self.held_.load() + self.bufferBytes_ > limit) {
+    self.declined_.fetch_add(1);
+    *buffer = nullptr;
+    *size = 0;
+    *maxRecords = 0;
+    return;
+  }
+  self.held_.fetch_add(self.bufferBytes_);
   *size = self.bufferBytes_;
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, self.bufferBytes_));
   *maxRecords = 0;
@@ -240,6 +258,11 @@ void CUPTIAPI ActivityTracer::onBufferCompleted(CUcontext context, uint32_t stre
   size_t dropped = 0;
   if (self.api_.getNumDropped && self.api_.getNumDropped(context, streamId, &dropped) == CUPTI_SUCCESS)
     self.dropped_.fetch_add(dropped);
+  if (buffer) {
+    size_t held = self.held_.load();
+    while (!self.held_.compare_exchange_weak(held, held >= size ? held - size : 0)) {
+    }
+  }
   std::free(buffer);
 }
 

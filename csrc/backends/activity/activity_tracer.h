@@ -31,6 +31,10 @@ class ActivityTracer {
   void flush();
   bool running() const { return users_ > 0; }
   uint64_t droppedRecords() const { return dropped_.load(); }
+  // Most bytes of activity buffers handed to the library and not yet returned (0: no limit).
+  // A request past it is declined, and the library drops (and counts) what it cannot store.
+  void setBufferLimit(size_t bytes) { bufferLimit_.store(bytes); }
+  uint64_t declinedBuffers() const { return declined_.load(); }
   uint32_t libraryVersion() const { return version_; }
   const std::string& libraryPath() const { return api_.path; }
 
@@ -39,6 +43,7 @@ class ActivityTracer {
   void start();
   void stop();
   void flushLocked();
+  void collectDropped();
   void enableApiCallbacks();
   void handleBuffer(uint8_t* buffer, size_t validSize);
   void convertKernel(const CUpti_Activity* record, DeviceRecord& out);
@@ -58,6 +63,9 @@ class ActivityTracer {
   DeviceType deviceType_ = DeviceType::CUDA;
   bool floor_ = false;  // see startFloor
   size_t bufferBytes_ = 8 << 20;
+  std::atomic<size_t> bufferLimit_{0};
+  std::atomic<size_t> held_{0};  // bytes of buffers the library holds
+  std::atomic<uint64_t> declined_{0};
   CUpti_SubscriberHandle subscriber_ = nullptr;
   uint32_t version_ = 0;
   int64_t clockOffset_ = 0;  // vendor timestamp minus host monotonic time

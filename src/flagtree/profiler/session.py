@@ -301,11 +301,14 @@ def _write_outputs(s):
         native.session_write_trace(s.slot, s.output_path, s.start_monotonic_ns, os.getpid(),
                                    json.dumps(metadata, sort_keys=True))
     write_metadata(s.metadata_path, metadata)
-    lost = stats["dropped_records"] + stats["lost_launches"]
+    # A dropped record leaves its launch without a record, so the two counts overlap: the
+    # larger one is the loss.
+    lost = max(stats["dropped_records"], stats["lost_launches"])
     if lost:
         warnings.warn(f"flagtree.profiler: {lost} kernel records were lost in session {s.id} "
-                      f"({stats['dropped_records']} dropped by the vendor library, {stats['lost_launches']} "
-                      f"launches without a record); raise FLAGTREE_PROFILER_BUFFER_SIZE. Counts are in "
+                      f"({stats['lost_launches']} launches got no record; the vendor library reported "
+                      f"{stats['dropped_records']} records dropped for lack of buffer space); raise "
+                      f"FLAGTREE_PROFILER_BUFFER_SIZE (or FLAGTREE_PROFILER_BUFFER_LIMIT). Counts are in "
                       f"{s.metadata_path}", stacklevel=4)
 
 

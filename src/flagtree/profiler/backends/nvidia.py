@@ -83,6 +83,7 @@ class NvidiaBackend(Backend):
         native = _native()
         driver_major = self._driver_major()
         buffer_bytes = _env.buffer_size()
+        native.cupti_set_buffer_limit(_env.buffer_limit())
         failures = []
         for path in cupti_candidates(driver_major):
             try:
