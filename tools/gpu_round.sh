@@ -27,7 +27,8 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
   FLAGTREE_GPU_TESTS=1 timeout 400 python3 -m pytest -q -p no:cacheprovider tests/gpu "$@" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
-  timeout 480 python3 bench/run_all.py --out "$OUT" "$@" 2>&1 | tee "$OUT/bench.log" | tail -40
+  timeout 420 python3 bench/run_all.py --out "$OUT" "$@" 2>&1 | tee "$OUT/bench.log" | tail -40
+  timeout 150 python3 bench/scale.py 2>&1 | tee "$OUT/scale.json" | tail -3
 fi
 if [ "$what" = scale ]; then
   timeout 300 python3 bench/scale.py "$@" 2>&1 | tee "$OUT/scale.log" | tail -5
