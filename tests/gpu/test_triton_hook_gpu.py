@@ -22,7 +22,6 @@ SCENARIOS = textwrap.dedent(r'''
     os.environ.pop("TRITON_INTERPRET", None)
     import json
     import sys
-    import time
     import warnings
 
     import torch
@@ -86,17 +85,6 @@ SCENARIOS = textwrap.dedent(r'''
         offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         mask = offsets < n
         tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 2.0, mask=mask)
-
-
-    def tiny_meta(grid, metadata, args):
-        return {"bytes": 8 * args["n"]}
-
-
-    @triton.jit(launch_metadata=tiny_meta)
-    def tiny_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        mask = offsets < n
-        tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + 1.0, mask=mask)
 
 
     def kernels(path):
@@ -170,34 +158,6 @@ SCENARIOS = textwrap.dedent(r'''
                       warnings=[str(w.message) for w in caught if str(w.message).startswith("flagtree.profiler")])
 
 
-    def timed(kernel, launches, x, out):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(launches):
-            kernel[(1,)](x, out, 16, BLOCK=16)
-        torch.cuda.synchronize()
-        return time.perf_counter() - start
-
-
-    def scenario_overhead():
-        launches = 20000
-        x = torch.ones(16, device="cuda")
-        out = torch.zeros(16, device="cuda")
-        results = {}
-        for kernel, label in ((plain_kernel, "plain"), (tiny_kernel, "metadata")):
-            timed(kernel, 200, x, out)  # compile, warm up
-            best = {}
-            for attempt in range(3):
-                for hook in (None, "triton"):
-                    profiler.start(os.path.join(OUT, "ovh_%s_%s_%d" % (label, hook, attempt)), backend="nvidia",
-                                   hook=hook)
-                    elapsed = timed(kernel, launches, x, out)
-                    profiler.finalize()
-                    best[hook] = min(best.get(hook, elapsed), elapsed)
-            results[label] = {"without": best[None], "with": best["triton"], "ratio": best["triton"] / best[None]}
-        RESULT.update(results)
-
-
     if __name__ == "__main__":
         globals()["scenario_" + sys.argv[1]]()
         print("RESULT=" + json.dumps(RESULT, default=str))
@@ -256,10 +216,3 @@ def test_user_launch_hook_chained_and_restored_on_gpu(run):
     result = run("matmul")
     assert result["user_seen"] == 10 + 3 + 2 + 3  # the user's hook saw every launch of the session
     assert result["restored"] is True
-
-
-def test_hook_overhead_on_tiny_launches(run):
-    result = run("overhead")
-    print(json.dumps(result, indent=1))
-    # kernels without launch_metadata: the hook's fixed cost per launch
-    assert result["plain"]["ratio"] <= 1.10, result
