@@ -1,24 +1,15 @@
 #include "backends/activity/activity_api.h"
 
-#include <dlfcn.h>
-
-#include <type_traits>
+#include "core/library.h"
 
 namespace ftp {
 
 bool ActivityApi::load(const std::string& libraryPath, const std::string& prefix, std::string& error) {
-  // RTLD_NOLOAD first: if the process already holds this library, use that very copy.
-  void* lib = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
-  if (!lib) lib = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_GLOBAL);
-  if (!lib) {
-    const char* why = dlerror();
-    error = "cannot load " + libraryPath + ": " + (why ? why : "unknown error");
-    return false;
-  }
+  void* lib = openVendorLibrary(libraryPath, error);
+  if (!lib) return false;
   bool ok = true;
   auto resolve = [&](auto& fn, const char* suffix, bool required) {
-    fn = reinterpret_cast<std::decay_t<decltype(fn)>>(dlsym(lib, (prefix + suffix).c_str()));
-    if (!fn && required) {
+    if (!resolveSymbol(lib, prefix + suffix, fn) && required) {
       if (ok) error = libraryPath + " lacks " + prefix + suffix;
       ok = false;
     }

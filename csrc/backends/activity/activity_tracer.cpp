@@ -1,7 +1,5 @@
 #include "backends/activity/activity_tracer.h"
 
-#include <cxxabi.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -266,22 +264,6 @@ void CUPTIAPI ActivityTracer::onBufferCompleted(CUcontext context, uint32_t stre
   std::free(buffer);
 }
 
-void ActivityTracer::nameKernel(const char* raw, DeviceRecord& out) {
-  std::string key = raw ? raw : "<unnamed>";
-  std::lock_guard<std::mutex> lock(namesMutex_);
-  auto it = names_.find(key);
-  if (it == names_.end()) {
-    int status = 0;
-    char* demangled = abi::__cxa_demangle(key.c_str(), nullptr, nullptr, &status);
-    uint32_t shown = intern(status == 0 && demangled ? demangled : key);
-    uint32_t mangled = status == 0 && demangled ? intern(key) : 0;
-    std::free(demangled);
-    it = names_.emplace(key, std::make_pair(shown, mangled)).first;
-  }
-  out.name = it->second.first;
-  out.mangled = it->second.second;
-}
-
 void ActivityTracer::convertKernel(const CUpti_Activity* record, DeviceRecord& out) {
   // The Kernel9 layout: its leading fields are the same in every later record version the
   // library may write (checked against CUPTI 12 and 13 headers).
@@ -298,7 +280,20 @@ void ActivityTracer::convertKernel(const CUpti_Activity* record, DeviceRecord& o
   out.staticSharedMemory = k->staticSharedMemory;
   out.dynamicSharedMemory = k->dynamicSharedMemory;
   out.graphNodeId = k->graphNodeId;  // same offset in Kernel9..10 (checked against CUPTI 12, 13)
-  nameKernel(k->name, out);
+  kernelNames_.assign(k->name, out);
+}
+
+template <typename Record>
+void ActivityTracer::convertTransfer(const Record& m, RecordKind kind, uint32_t name, DeviceRecord& out) {
+  out.kind = kind;
+  out.correlation = m.correlationId;
+  out.deviceId = m.deviceId;
+  out.streamId = m.streamId;
+  out.startNs = m.start - clockOffset_;
+  out.endNs = m.end - clockOffset_;
+  out.bytes = m.bytes;
+  out.graphNodeId = m.graphNodeId;
+  out.name = name;
 }
 
 void ActivityTracer::handleBuffer(uint8_t* buffer, size_t validSize) {
@@ -314,31 +309,15 @@ void ActivityTracer::handleBuffer(uint8_t* buffer, size_t validSize) {
         convertKernel(record, out);
         break;
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        // Memcpy5: its fields are at the same offsets in Memcpy6 and 7 (CUPTI 13 headers).
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy5*>(record);
-        out.kind = RecordKind::Memcpy;
-        out.correlation = m->correlationId;
-        out.deviceId = m->deviceId;
-        out.streamId = m->streamId;
-        out.startNs = m->start - clockOffset_;
-        out.endNs = m->end - clockOffset_;
-        out.bytes = m->bytes;
-        out.graphNodeId = m->graphNodeId;  // same offset in Memcpy5 and Memcpy6
-        out.name = intern(copyKindName(m->copyKind));
+        convertTransfer(*m, RecordKind::Memcpy, intern(copyKindName(m->copyKind)), out);
         break;
       }
-      case CUPTI_ACTIVITY_KIND_MEMSET: {
-        const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-        out.kind = RecordKind::Memset;
-        out.correlation = m->correlationId;
-        out.deviceId = m->deviceId;
-        out.streamId = m->streamId;
-        out.startNs = m->start - clockOffset_;
-        out.endNs = m->end - clockOffset_;
-        out.bytes = m->bytes;
-        out.graphNodeId = m->graphNodeId;
-        out.name = memsetName;
+      case CUPTI_ACTIVITY_KIND_MEMSET:
+        convertTransfer(*reinterpret_cast<const CUpti_ActivityMemset4*>(record), RecordKind::Memset,
+                        memsetName, out);
         break;
-      }
       default:
         continue;
     }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/activity/activity_api.h"
+#include "data/kernel_names.h"
 #include "data/records.h"
 
 namespace ftp {
@@ -47,7 +48,8 @@ class ActivityTracer {
   void enableApiCallbacks();
   void handleBuffer(uint8_t* buffer, size_t validSize);
   void convertKernel(const CUpti_Activity* record, DeviceRecord& out);
-  void nameKernel(const char* raw, DeviceRecord& out);
+  template <typename Record>
+  void convertTransfer(const Record& m, RecordKind kind, uint32_t name, DeviceRecord& out);
   void noteContext(CUcontext context);
   void onResource(CUpti_CallbackId cbid, const void* data);
 
@@ -76,8 +78,7 @@ class ActivityTracer {
   std::string tracedFor_;  // the library traced_ was worked out for
   std::mutex contextsMutex_;
   std::vector<CUcontext> contexts_;
-  std::mutex namesMutex_;
-  std::unordered_map<std::string, std::pair<uint32_t, uint32_t>> names_;  // raw -> (shown, mangled)
+  KernelNames kernelNames_;
 };
 
 }  // namespace ftp

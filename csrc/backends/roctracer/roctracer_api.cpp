@@ -1,26 +1,18 @@
 // Loading libroctracer64.so and resolving its documented C functions (see roctracer_api.h).
 #include "backends/roctracer/roctracer_api.h"
 
-#include <dlfcn.h>
-
-#include <type_traits>
+#include "core/library.h"
 
 namespace ftp {
 
 bool RoctracerApi::load(const std::string& libraryPath, std::string& error) {
-  // RTLD_NOLOAD first: if the process already holds this library (a HIP tool, or the test's
-  // stand-in), use that very copy, whose callbacks and pool are the ones HIP reports into.
-  void* lib = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
-  if (!lib) lib = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_GLOBAL);
-  if (!lib) {
-    const char* why = dlerror();
-    error = "cannot load " + libraryPath + ": " + (why ? why : "unknown error");
-    return false;
-  }
+  // A copy the process already holds (a HIP tool, or the test's stand-in) is the one whose
+  // callbacks and pool HIP reports into.
+  void* lib = openVendorLibrary(libraryPath, error);
+  if (!lib) return false;
   bool ok = true;
   auto resolve = [&](auto& fn, const char* name, bool required) {
-    fn = reinterpret_cast<std::decay_t<decltype(fn)>>(dlsym(lib, name));
-    if (!fn && required) {
+    if (!resolveSymbol(lib, name, fn) && required) {
       if (ok) error = libraryPath + " lacks " + name + " (is it libroctracer64 of ROCm 5 or later?)";
       ok = false;
     }

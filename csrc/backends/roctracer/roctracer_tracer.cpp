@@ -2,7 +2,6 @@
 // headers (interface 4.1); the record layout is declared in roctracer_api.h.
 #include "backends/roctracer/roctracer_tracer.h"
 
-#include <cxxabi.h>
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -258,7 +257,7 @@ bool RoctracerTracer::convert(const roc::Record& r, DeviceRecord& out) {
   switch (r.op) {
     case roc::kHipOpDispatch:
       out.kind = RecordKind::Kernel;
-      nameKernel(r.kernel_name, out);
+      kernelNames_.assign(r.kernel_name, out);
       kernels_.fetch_add(1, std::memory_order_relaxed);
       return true;
     case roc::kHipOpCopy: {
@@ -274,27 +273,11 @@ bool RoctracerTracer::convert(const roc::Record& r, DeviceRecord& out) {
   }
 }
 
-void RoctracerTracer::nameKernel(const char* raw, DeviceRecord& out) {
-  std::string key = raw && *raw ? raw : "<unnamed kernel>";
-  std::lock_guard<std::mutex> lock(namesMutex_);
-  auto it = names_.find(key);
-  if (it == names_.end()) {
-    int status = 0;
-    char* demangled = abi::__cxa_demangle(key.c_str(), nullptr, nullptr, &status);
-    uint32_t shown = intern(status == 0 && demangled ? demangled : key);
-    uint32_t mangled = status == 0 && demangled ? intern(key) : 0;
-    std::free(demangled);
-    it = names_.emplace(key, std::make_pair(shown, mangled)).first;
-  }
-  out.name = it->second.first;
-  out.mangled = it->second.second;
-}
-
 std::pair<uint32_t, bool> RoctracerTracer::copyName(uint32_t op, uint32_t kind) {
   // The copy's `kind` is named by roctracer_op_string (e.g. CopyHostToDevice, FillBuffer);
   // names are mapped onto the ones the CUDA backends use, so that profiles compare.
   uint64_t key = uint64_t(op) << 32 | kind;
-  std::lock_guard<std::mutex> lock(namesMutex_);
+  std::lock_guard<std::mutex> lock(copyNamesMutex_);
   auto it = copyNames_.find(key);
   if (it != copyNames_.end()) return it->second;
   const char* text = api_.opString(roc::kDomainHipOps, op, kind);

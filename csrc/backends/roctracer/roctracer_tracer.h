@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "backends/roctracer/roctracer_api.h"
+#include "data/kernel_names.h"
 #include "data/records.h"
 
 namespace ftp {
@@ -55,7 +56,6 @@ class RoctracerTracer {
   void disableApis();
   void handleBuffer(const char* begin, const char* end);
   bool convert(const roc::Record& r, DeviceRecord& out);
-  void nameKernel(const char* raw, DeviceRecord& out);
   std::pair<uint32_t, bool> copyName(uint32_t op, uint32_t kind);
 
   static void onApi(uint32_t domain, uint32_t cid, const void* data, void* arg);
@@ -72,8 +72,8 @@ class RoctracerTracer {
   std::atomic<bool> domainCallback_{false};
   uint32_t tracedApis_ = 0;
   std::atomic<uint64_t> kernels_{0}, copies_{0}, sets_{0}, skipped_{0};
-  std::mutex namesMutex_;
-  std::unordered_map<std::string, std::pair<uint32_t, uint32_t>> names_;  // raw -> (shown, mangled)
+  KernelNames kernelNames_;
+  std::mutex copyNamesMutex_;
   std::unordered_map<uint64_t, std::pair<uint32_t, bool>> copyNames_;     // op<<32|kind -> (name, set)
 };
 
