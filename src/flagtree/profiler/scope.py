@@ -11,7 +11,21 @@ FLAGTREE_PROFILER_DISABLE is read when this module is imported.
 import functools
 import numbers
 
-from . import _env, _native
+from . import _env
+
+try:
+    from . import _native
+except ImportError as _error:  # tools that only read profiles (the viewer) work without it
+
+    class _MissingNative:
+        def __init__(self, error):
+            self.error = error
+
+        def __getattr__(self, name):
+            raise ImportError(f"flagtree.profiler's native module is missing ({self.error}); "
+                              f"install the package with pip install .")
+
+    _native = _MissingNative(_error)
 
 _DISABLED = _env.disabled()
 _ids = {}  # name -> interned id

@@ -195,19 +195,11 @@ def _gpu_enter(metadata):
         if kernel is not None and not _wanted(kernel):
             _clear_pending()
             return
-        try:
-            if data is not None or not isinstance(metadata, collections.abc.Mapping):
-                values = metadata.get()
-            else:
-                values = metadata
-        except Exception as error:
-            _clear_pending()
-            _warn_once(kernel, "raised", f"launch_metadata raised {type(error).__name__}: {error}; "
-                                         f"the launch is recorded without metadata")
-            return
-        if not isinstance(values, collections.abc.Mapping):
-            _clear_pending()
-            _warn_once(kernel, "type", f"launch metadata is a {type(values).__name__}, not a dict; ignored")
+        if data is not None or not isinstance(metadata, collections.abc.Mapping):
+            values = _evaluate(kernel, metadata.get)
+        else:
+            values = _evaluate(kernel, lambda: metadata)
+        if values is None:
             return
         if kernel is None:
             kernel = values.get("name")
@@ -242,6 +234,23 @@ def _binding(interpreted):
     return entry
 
 
+def _evaluate(kernel, compute):
+    """The launch metadata dict that compute() gives, or None (pending metadata cleared, the
+    problem reported once per kernel) when it raises or gives something else."""
+    try:
+        values = compute()
+    except Exception as error:
+        _clear_pending()
+        _warn_once(kernel, "raised", f"launch_metadata raised {type(error).__name__}: {error}; "
+                                     f"the launch is recorded without metadata")
+        return None
+    if not isinstance(values, collections.abc.Mapping):
+        _clear_pending()
+        _warn_once(kernel, "type", f"launch metadata is a {type(values).__name__}, not a dict; ignored")
+        return None
+    return values
+
+
 def _interpreter_before_launch(interpreted, args, grid, kwargs):
     """The interpreter backend's before_launch: evaluates launch_metadata as Triton does on a GPU."""
     try:
@@ -264,17 +273,8 @@ def _interpreter_before_launch(interpreted, args, grid, kwargs):
                 bound[name] = defaults[name]
         meta = InterpreterKernelMetadata(kernel, kwargs.get("num_warps") or 4,
                                          kwargs.get("num_stages") or 3, kwargs.get("num_ctas") or 1)
-        try:
-            evaluated = grid(bound) if callable(grid) else grid
-            values = function(tuple(evaluated), meta, bound)
-        except Exception as error:
-            _clear_pending()
-            _warn_once(kernel, "raised", f"launch_metadata raised {type(error).__name__}: {error}; "
-                                         f"the launch is recorded without metadata")
-            return
-        if not isinstance(values, collections.abc.Mapping):
-            _clear_pending()
-            _warn_once(kernel, "type", f"launch_metadata returned a {type(values).__name__}, not a dict; ignored")
+        values = _evaluate(kernel, lambda: function(tuple(grid(bound) if callable(grid) else grid), meta, bound))
+        if values is None:
             return
         _publish(kernel, values, kernel)
     except Exception as error:  # a profiler bug must not fail the user's launch
