@@ -14,6 +14,7 @@ handler, so a script that forgets finalize() still gets its profile; under flagt
 command's own session is written by the command first, and the handler finds nothing open.
 """
 import atexit
+import json
 import os
 import tempfile
 import threading
@@ -212,8 +213,6 @@ def _write_part(s):
     if s.data == "tree":
         write_tree(path, native.session_export_tree(s.slot, zero=True), s.backend.device_info(), prune=True)
     else:
-        import json
-
         other = {"name": s.name, "part": len(s.parts) + 1, "session": s.id}
         native.session_write_trace(s.slot, path, s.start_monotonic_ns, os.getpid(), json.dumps(other), clear=True)
     s.parts.append(path)
@@ -290,14 +289,12 @@ def _write_outputs(s):
     if s.parts:  # the rest becomes the last part; no whole-run file is written
         _write_part(s)
         stats["parts"] = list(s.parts)
-        metadata = build_metadata(s, s.backend.describe(), stats)
+    metadata = build_metadata(s, s.backend.describe(), stats)
+    if s.parts:
+        pass
     elif s.data == "tree":
-        metadata = build_metadata(s, s.backend.describe(), stats)
         write_tree(s.output_path, native.session_export_tree(s.slot), s.backend.device_info())
     else:
-        import json
-
-        metadata = build_metadata(s, s.backend.describe(), stats)
         native.session_write_trace(s.slot, s.output_path, s.start_monotonic_ns, os.getpid(),
                                    json.dumps(metadata, sort_keys=True))
     write_metadata(s.metadata_path, metadata)
