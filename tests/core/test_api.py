@@ -10,6 +10,7 @@ import pytest
 import flagtree.profiler as profiler
 from kernels import launch_add, launch_copy, tensors
 from profiles import find, kernel_counts, load_json, load_tree, walk
+from threads import run_threads
 
 
 @pytest.fixture(autouse=True)
@@ -191,30 +192,21 @@ def test_concurrent_sessions_each_receive_every_launch(tmp_path):
 
 def test_threads_have_their_own_scope_stacks(tmp_path):
     profiler.start(str(tmp_path / "t"))
-    errors = []
     # Every thread holds its scope open at once; Triton's interpreter is not thread-safe, so
     # the launches themselves take turns.
     all_inside = threading.Barrier(4)
     interpreter_lock = threading.Lock()
 
     def worker(i):
-        try:
-            x, y, out = tensors()
-            with profiler.scope(f"thread{i}"):
-                all_inside.wait(timeout=30)
-                for _ in range(i + 1):
-                    with interpreter_lock:
-                        launch_add(x, y, out)
-        except Exception as error:  # surfaced below
-            errors.append(error)
+        x, y, out = tensors()
+        with profiler.scope(f"thread{i}"):
+            all_inside.wait(timeout=30)
+            for _ in range(i + 1):
+                with interpreter_lock:
+                    launch_add(x, y, out)
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(worker, range(4))
     profiler.finalize()
-    assert not errors
     root, _ = load_tree(tmp_path / "t.hatchet")
     assert kernel_counts(root) == {(f"thread{i}", "add_kernel"): i + 1 for i in range(4)}
 

@@ -14,7 +14,7 @@ import flagtree.profiler as profiler
 from flagtree.profiler import _native
 from flagtree.profiler.hooks import nvtx as nvtx_hook
 from kernels import launch_add, launch_copy, tensors
-from profiles import find, kernel_counts, load_json, load_tree, walk
+from profiles import find, kernel_counts, load_json, load_tree
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import flagtree.profiler as profiler
-from kernels import add_kernel, launch_add, launch_copy, tensors
+from kernels import launch_add, launch_copy, tensors
+from threads import run_threads
 from profiles import find, kernel_counts, load_json, load_tree, walk
 
 
@@ -145,26 +146,17 @@ def test_threads_with_own_streams_and_scopes(tmp_path):
     launch_add(*inputs[0])
     torch.cuda.synchronize()
     barrier = threading.Barrier(4)
-    errors = []
 
     def worker(i):
-        try:
-            with torch.cuda.stream(streams[i]), profiler.scope(f"thread{i}"):
-                barrier.wait(timeout=60)
-                for _ in range(50 * (i + 1)):
-                    launch_add(*inputs[i])
-            streams[i].synchronize()
-        except Exception as error:
-            errors.append(error)
+        with torch.cuda.stream(streams[i]), profiler.scope(f"thread{i}"):
+            barrier.wait(timeout=60)
+            for _ in range(50 * (i + 1)):
+                launch_add(*inputs[i])
+        streams[i].synchronize()
 
     profiler.start(str(tmp_path / "threads"))
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(worker, range(4))
     profiler.finalize()
-    assert not errors
     root, _ = load_tree(tmp_path / "threads.hatchet")
     assert kernel_counts(root) == {(f"thread{i}", "add_kernel"): 50 * (i + 1) for i in range(4)}
 

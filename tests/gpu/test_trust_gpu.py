@@ -6,14 +6,14 @@ import subprocess
 import sys
 import textwrap
 import threading
-import warnings
 
 import pytest
 import torch
 
 import flagtree.profiler as profiler
 from kernels import launch_add, launch_copy, tensors
-from profiles import find, kernel_counts, load_json, load_tree, walk
+from profiles import find, kernel_counts, load_json, load_tree
+from threads import run_threads
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.dirname(HERE)
@@ -117,29 +117,20 @@ def test_eight_threads_on_own_streams_count_exactly_per_scope(tmp_path):
     streams = [torch.cuda.Stream() for _ in range(8)]
     warmed()
     barrier = threading.Barrier(8)
-    errors = []
 
     def worker(i):
-        try:
-            x, y, out = inputs[i]
-            with torch.cuda.stream(streams[i]), profiler.scope(f"thread{i}"):
-                barrier.wait(timeout=60)
-                for _ in range(20 + i):
-                    with profiler.scope("step"):
-                        launch_add(x, y, out)
-                    launch_copy(x, out)
-            streams[i].synchronize()
-        except Exception as error:
-            errors.append(error)
+        x, y, out = inputs[i]
+        with torch.cuda.stream(streams[i]), profiler.scope(f"thread{i}"):
+            barrier.wait(timeout=60)
+            for _ in range(20 + i):
+                with profiler.scope("step"):
+                    launch_add(x, y, out)
+                launch_copy(x, out)
+        streams[i].synchronize()
 
     profiler.start(str(tmp_path / "threads8"))
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(worker, range(8))
     profiler.finalize()
-    assert not errors
     root, _ = load_tree(tmp_path / "threads8.hatchet")
     expected = {}
     for i in range(8):
@@ -164,26 +155,17 @@ def test_python_context_attributes_each_kernel_to_its_own_threads_frames(tmp_pat
     streams = [torch.cuda.Stream() for _ in range(8)]
     warmed()
     barrier = threading.Barrier(8)
-    errors = []
 
     def python_worker(i):
-        try:
-            with torch.cuda.stream(streams[i]):
-                barrier.wait(timeout=60)
-                for _ in range(10 + i):
-                    launch_on_line(i, *inputs[i])
-            streams[i].synchronize()
-        except Exception as error:
-            errors.append(error)
+        with torch.cuda.stream(streams[i]):
+            barrier.wait(timeout=60)
+            for _ in range(10 + i):
+                launch_on_line(i, *inputs[i])
+        streams[i].synchronize()
 
     profiler.start(str(tmp_path / "pythreads"), context="python")
-    threads = [threading.Thread(target=python_worker, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(python_worker, range(8))
     profiler.finalize()
-    assert not errors
     root, _ = load_tree(tmp_path / "pythreads.hatchet")
     first = launch_on_line.__code__.co_firstlineno
     by_line = {}

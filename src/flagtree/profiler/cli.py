@@ -16,7 +16,6 @@ import os
 import runpy
 import signal
 import sys
-import traceback
 import types
 
 from . import session as _session
