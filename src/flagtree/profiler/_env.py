@@ -28,17 +28,24 @@ def disabled():
     return flag("FLAGTREE_PROFILER_DISABLE")
 
 
-def buffer_size():
-    raw = os.environ.get("FLAGTREE_PROFILER_BUFFER_SIZE", "").strip()
+def _number(name, parse, unit, default, valid, requirement):
+    """The value of numeric variable `name` (parse(text)), `default` when unset; a ValueError
+    naming the variable when it does not parse or fails `valid` (`requirement` says why)."""
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return DEFAULT_BUFFER_SIZE
+        return default
     try:
-        value = int(raw, 0)
+        value = parse(raw)
     except ValueError:
-        raise ValueError(f"FLAGTREE_PROFILER_BUFFER_SIZE must be a number of bytes, got {raw!r}") from None
-    if value < 4096:
-        raise ValueError(f"FLAGTREE_PROFILER_BUFFER_SIZE must be at least 4096 bytes, got {value}")
+        raise ValueError(f"{name} must be a number of {unit}, got {raw!r}") from None
+    if not valid(value):
+        raise ValueError(f"{name} must {requirement}, got {raw!r}")
     return value
+
+
+def buffer_size():
+    return _number("FLAGTREE_PROFILER_BUFFER_SIZE", lambda raw: int(raw, 0), "bytes", DEFAULT_BUFFER_SIZE,
+                   lambda v: v >= 4096, "be at least 4096 bytes")
 
 
 def nvtx_enabled():
@@ -47,27 +54,11 @@ def nvtx_enabled():
 
 def periodic_seconds():
     """The FLAGTREE_PROFILER_PERIODIC_S interval, or None when unset."""
-    raw = os.environ.get("FLAGTREE_PROFILER_PERIODIC_S", "").strip()
-    if not raw:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"FLAGTREE_PROFILER_PERIODIC_S must be a number of seconds, got {raw!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise ValueError(f"FLAGTREE_PROFILER_PERIODIC_S must be a positive number of seconds, got {raw!r}")
-    return value
+    return _number("FLAGTREE_PROFILER_PERIODIC_S", float, "seconds", None,
+                   lambda v: 0 < v < float("inf"), "be a positive number of seconds")
 
 
 def buffer_limit():
     """FLAGTREE_PROFILER_BUFFER_LIMIT in bytes; 0 (the default) means no limit."""
-    raw = os.environ.get("FLAGTREE_PROFILER_BUFFER_LIMIT", "").strip()
-    if not raw:
-        return 0
-    try:
-        value = int(raw, 0)
-    except ValueError:
-        raise ValueError(f"FLAGTREE_PROFILER_BUFFER_LIMIT must be a number of bytes, got {raw!r}") from None
-    if value < 0:
-        raise ValueError(f"FLAGTREE_PROFILER_BUFFER_LIMIT must not be negative, got {value}")
-    return value
+    return _number("FLAGTREE_PROFILER_BUFFER_LIMIT", lambda raw: int(raw, 0), "bytes", 0,
+                   lambda v: v >= 0, "not be negative")
