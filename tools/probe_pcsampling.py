@@ -1,0 +1,505 @@
+#!/usr/bin/env python3
+"""Probe CUPTI's PC-sampling API end to end on one Triton kernel (GPU machine, standalone, ctypes only).
+
+Usage: python3 tools/probe_pcsampling.py [--mode all|continuous|serialized] [--period N] [--out DIR]
+
+`all` (the default) runs each collection mode in its own child process (PC sampling is enabled once per
+context and CUPTI keeps state per process) and prints a short summary table last. Every step prints
+`[step] ok ...` or `[step] FAILED ...` and the probe carries on where it can.
+
+What it answers for the cupti_pcsampling backend:
+  * stall reason names and indices on this GPU / CUPTI;
+  * whether each configuration attribute is accepted (attributeStatus per attribute);
+  * continuous vs kernel-serialized mode: is `correlationId` filled, and does it equal the correlation
+    id of the kernel's activity record (CUPTI activity API enabled next to PC sampling, as the backend does);
+  * can many launches be collected with ONE GetData drain at the end (no sync per launch);
+  * one SASS->source lookup through cuptiGetSassToSourceCorrelation on the Triton cubin: does the slow
+    line get most samples;
+  * cost: 2,000 tiny launches and a GPU-bound kernel with sampling started vs stopped, interleaved.
+"""
+import argparse
+import ctypes as C
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+HERE = os.path.abspath(__file__)
+RESULT = {}  # summary numbers, printed as JSON on the last line of a child run
+
+
+def step(name, fn, *args):
+    """Run one probe step; print ok/FAILED with the value; never raise."""
+    try:
+        value = fn(*args)
+        shown = value if not isinstance(value, (list, dict)) or len(str(value)) < 400 else str(value)[:400] + "..."
+        print(f"[{name}] ok {shown if value is not None else ''}", flush=True)
+        return value
+    except Exception as exc:  # the probe reports and goes on
+        print(f"[{name}] FAILED {type(exc).__name__}: {exc}", flush=True)
+        traceback.print_exc(limit=3)
+        RESULT.setdefault("failed", []).append(name)
+        return None
+
+
+# ----------------------------------------------------------------------------- CUPTI structures
+# Layouts checked against the CUPTI 13.0 headers (sizeof/offsetof, see tests/backends/test_cupti_pcsampling.py):
+# natural alignment matches the PACKED_ALIGNMENT(8) layout of these structs.
+class StallReason(C.Structure):
+    _fields_ = [("index", C.c_uint32), ("samples", C.c_uint32)]
+
+
+class PCData(C.Structure):
+    _fields_ = [("size", C.c_size_t), ("cubinCrc", C.c_uint64), ("pcOffset", C.c_uint64),
+                ("functionIndex", C.c_uint32), ("pad", C.c_uint32), ("functionName", C.c_char_p),
+                ("stallReasonCount", C.c_size_t), ("stallReason", C.POINTER(StallReason)),
+                ("correlationId", C.c_uint32)]
+
+
+class SamplingData(C.Structure):
+    _fields_ = [("size", C.c_size_t), ("collectNumPcs", C.c_size_t), ("totalSamples", C.c_uint64),
+                ("droppedSamples", C.c_uint64), ("totalNumPcs", C.c_size_t), ("remainingNumPcs", C.c_size_t),
+                ("rangeId", C.c_uint64), ("pPcData", C.POINTER(PCData)),
+                ("nonUsrKernelsTotalSamples", C.c_uint64), ("hardwareBufferFull", C.c_uint8)]
+
+
+class ConfigInfo(C.Structure):
+    _fields_ = [("attributeType", C.c_int), ("attributeStatus", C.c_int), ("data", C.c_uint64 * 3)]
+
+
+class ConfigParams(C.Structure):
+    _fields_ = [("size", C.c_size_t), ("pPriv", C.c_void_p), ("ctx", C.c_void_p),
+                ("numAttributes", C.c_size_t), ("info", C.POINTER(ConfigInfo))]
+
+
+class CtxParams(C.Structure):  # Enable / Disable / Start / Stop
+    _fields_ = [("size", C.c_size_t), ("pPriv", C.c_void_p), ("ctx", C.c_void_p)]
+
+
+class GetDataParams(C.Structure):
+    _fields_ = [("size", C.c_size_t), ("pPriv", C.c_void_p), ("ctx", C.c_void_p), ("data", C.c_void_p)]
+
+
+class NumStallParams(C.Structure):
+    _fields_ = [("size", C.c_size_t), ("pPriv", C.c_void_p), ("ctx", C.c_void_p),
+                ("numStallReasons", C.POINTER(C.c_size_t))]
+
+
+class StallParams(C.Structure):
+    _fields_ = [("size", C.c_size_t), ("pPriv", C.c_void_p), ("ctx", C.c_void_p), ("numStallReasons", C.c_size_t),
+                ("stallReasonIndex", C.POINTER(C.c_uint32)), ("stallReasons", C.POINTER(C.c_char_p))]
+
+
+class SassParams(C.Structure):
+    _fields_ = [("size", C.c_size_t), ("cubin", C.c_void_p), ("functionName", C.c_char_p),
+                ("cubinSize", C.c_size_t), ("lineNumber", C.c_uint32), ("pcOffset", C.c_uint64),
+                ("fileName", C.c_void_p), ("dirName", C.c_void_p)]
+
+
+class CrcParams(C.Structure):
+    _fields_ = [("size", C.c_size_t), ("cubinSize", C.c_size_t), ("cubin", C.c_void_p), ("cubinCrc", C.c_uint64)]
+
+
+ATTR = dict(period=1, stall_reason=2, scratch=3, hardware=4, mode=5, start_stop=6, output_format=7,
+            data_buffer=8, sleep_span=9)
+MODE = dict(continuous=1, serialized=2)
+KIND_CONCURRENT_KERNEL = 10
+KERNEL_CORRELATION_OFFSET, KERNEL_START_OFFSET, KERNEL_END_OFFSET = 92, 16, 24  # CUpti_ActivityKernel9
+
+
+def load_cupti():
+    loaded = [l.split()[-1] for l in open("/proc/self/maps") if "libcupti.so" in l]
+    candidates = sorted(set(loaded)) + [
+        "/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcupti.so.13",
+        "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13", "libcupti.so.13"]
+    for path in candidates:
+        try:
+            lib = C.CDLL(path, mode=C.RTLD_GLOBAL)
+            print(f"  libcupti: {path} (already loaded: {sorted(set(loaded))})")
+            return lib
+        except OSError as exc:
+            print(f"  cannot load {path}: {exc}")
+    raise OSError("no libcupti.so.13 found")
+
+
+class Cupti:
+    def __init__(self):
+        self.lib = load_cupti()
+        version = C.c_uint32()
+        self.lib.cuptiGetVersion(C.byref(version))
+        self.version = version.value
+
+    def check(self, name, status):
+        if status != 0:
+            text = C.c_char_p()
+            self.lib.cuptiGetResultString(status, C.byref(text))
+            raise RuntimeError(f"{name} returned {status} ({text.value.decode() if text.value else '?'})")
+
+    def call(self, name, params):
+        params.size = C.sizeof(params)
+        self.check(name, getattr(self.lib, name)(C.byref(params)))
+        return params
+
+
+# ----------------------------------------------------------------------------- activity records
+class Activity:
+    """Kernel activity records through ctypes, to read the correlation ids CUPTI gives each launch."""
+
+    def __init__(self, cupti):
+        self.cupti, self.kernels, self.buffers = cupti, [], []
+        req_t = C.CFUNCTYPE(None, C.POINTER(C.c_void_p), C.POINTER(C.c_size_t), C.POINTER(C.c_size_t))
+        done_t = C.CFUNCTYPE(None, C.c_void_p, C.c_uint32, C.c_void_p, C.c_size_t, C.c_size_t)
+        self._req, self._done = req_t(self.requested), done_t(self.completed)
+        cupti.check("cuptiActivityRegisterCallbacks", cupti.lib.cuptiActivityRegisterCallbacks(self._req, self._done))
+        cupti.check("cuptiActivityEnable", cupti.lib.cuptiActivityEnable(KIND_CONCURRENT_KERNEL))
+
+    def requested(self, buf, size, max_records):
+        block = (C.c_uint8 * (8 << 20))()
+        self.buffers.append(block)
+        buf[0] = C.cast(block, C.c_void_p).value
+        size[0] = C.sizeof(block)
+        max_records[0] = 0
+
+    def completed(self, ctx, stream, buf, size, valid):
+        record = C.c_void_p(0)
+        while self.cupti.lib.cuptiActivityGetNextRecord(C.c_void_p(buf), C.c_size_t(valid), C.byref(record)) == 0:
+            base = record.value
+            kind = C.c_uint32.from_address(base).value
+            if kind == KIND_CONCURRENT_KERNEL:
+                self.kernels.append((C.c_uint32.from_address(base + KERNEL_CORRELATION_OFFSET).value,
+                                     C.c_uint64.from_address(base + KERNEL_END_OFFSET).value
+                                     - C.c_uint64.from_address(base + KERNEL_START_OFFSET).value))
+
+    def flush(self):
+        self.cupti.check("cuptiActivityFlushAll", self.cupti.lib.cuptiActivityFlushAll(1))
+        taken, self.kernels = self.kernels, []
+        return taken
+
+
+# ----------------------------------------------------------------------------- PC sampling
+class Sampler:
+    def __init__(self, cupti, ctx, args):
+        self.cupti, self.ctx, self.args = cupti, ctx, args
+        self.names = {}
+
+    def enable(self):
+        self.cupti.call("cuptiPCSamplingEnable", CtxParams(ctx=self.ctx))
+
+    def stall_reasons(self):
+        count = C.c_size_t()
+        self.cupti.call("cuptiPCSamplingGetNumStallReasons", NumStallParams(ctx=self.ctx, numStallReasons=C.pointer(count)))
+        n = count.value
+        self.indices = (C.c_uint32 * n)()
+        bufs = [C.create_string_buffer(128) for _ in range(n)]
+        names = (C.c_char_p * n)(*[C.cast(b, C.c_char_p) for b in bufs])
+        self.cupti.call("cuptiPCSamplingGetStallReasons",
+                        StallParams(ctx=self.ctx, numStallReasons=n, stallReasonIndex=self.indices, stallReasons=names))
+        self.names = {self.indices[i]: bufs[i].value.decode() for i in range(n)}
+        RESULT["num_stall_reasons"] = n
+        return self.names
+
+    def allocate(self, num_pcs):
+        n = max(1, len(self.names))
+        self.pcs = (PCData * num_pcs)()
+        self.stalls = [(StallReason * n)() for _ in range(num_pcs)]
+        for i in range(num_pcs):
+            self.pcs[i].size = C.sizeof(PCData)
+            self.pcs[i].stallReason = C.cast(self.stalls[i], C.POINTER(StallReason))
+        self.data = SamplingData(size=C.sizeof(SamplingData), collectNumPcs=num_pcs,
+                                 pPcData=C.cast(self.pcs, C.POINTER(PCData)))
+
+    def configure_one(self, name, value):
+        info = ConfigInfo(attributeType=ATTR[name])
+        if name == "stall_reason":
+            info.data[0], info.data[1] = len(self.names), C.cast(self.indices, C.c_void_p).value
+        elif name == "data_buffer":
+            info.data[0] = C.addressof(self.data)
+        else:
+            info.data[0] = value
+        params = ConfigParams(ctx=self.ctx, numAttributes=1, info=C.pointer(info))
+        self.cupti.call("cuptiPCSamplingSetConfigurationAttribute", params)
+        return f"{name}={value} status={info.attributeStatus}"
+
+    def read_attribute(self, name):
+        info = ConfigInfo(attributeType=ATTR[name])
+        self.cupti.call("cuptiPCSamplingGetConfigurationAttribute",
+                        ConfigParams(ctx=self.ctx, numAttributes=1, info=C.pointer(info)))
+        return info.data[0]
+
+    def ctl(self, what):
+        self.cupti.call(f"cuptiPCSampling{what}", CtxParams(ctx=self.ctx))
+
+    def drain(self):
+        """GetData until nothing remains; returns aggregated records and buffer stats."""
+        records, stats = [], dict(calls=0, totalSamples=0, droppedSamples=0, nonUser=0, hwFull=0, rangeIds=set())
+        while True:
+            self.data.totalNumPcs = 0
+            self.cupti.call("cuptiPCSamplingGetData", GetDataParams(ctx=self.ctx, data=C.addressof(self.data)))
+            stats["calls"] += 1
+            stats["totalSamples"] += self.data.totalSamples
+            stats["droppedSamples"] += self.data.droppedSamples
+            stats["nonUser"] += self.data.nonUsrKernelsTotalSamples
+            stats["hwFull"] |= self.data.hardwareBufferFull
+            stats["rangeIds"].add(self.data.rangeId)
+            for i in range(self.data.totalNumPcs):
+                pc = self.pcs[i]
+                stalls = {pc.stallReason[j].index: pc.stallReason[j].samples for j in range(pc.stallReasonCount)}
+                records.append(dict(crc=pc.cubinCrc, pc=pc.pcOffset, fn=(pc.functionName or b"").decode(),
+                                    fidx=pc.functionIndex, corr=pc.correlationId, stalls=stalls))
+            if self.data.remainingNumPcs == 0 or stats["calls"] > 1000:
+                break
+        stats["rangeIds"] = sorted(stats["rangeIds"])[:8]
+        return records, stats
+
+
+# ----------------------------------------------------------------------------- Triton workload
+def make_kernels():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def slow_line_kernel(x_ptr, out_ptr, n_iter, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        acc = tl.load(x_ptr + offs)
+        for _ in range(n_iter):
+            acc = tl.sqrt(acc * acc + 1.0) * 0.999 + tl.sin(acc)  # PROBE_SLOW_LINE
+        tl.store(out_ptr + offs, acc)
+
+    @triton.jit
+    def tiny_kernel(x_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1.0)
+
+    return slow_line_kernel, tiny_kernel
+
+
+def slow_line_number():
+    for number, text in enumerate(open(HERE), 1):
+        if text.rstrip().endswith("# PROBE_SLOW_LINE") and "acc =" in text:
+            return number
+    return -1
+
+
+def cubin_of(compiled):
+    asm = getattr(compiled, "asm", {}) or {}
+    name = getattr(compiled, "name", None) or getattr(getattr(compiled, "metadata", None), "name", None)
+    return asm.get("cubin"), name
+
+
+# ----------------------------------------------------------------------------- the run of one mode
+def run_mode(args):
+    import torch
+    cupti = step("load cupti", Cupti)
+    if cupti is None:
+        return
+    print(f"  cuptiGetVersion = {cupti.version}")
+    RESULT["cupti_version"] = cupti.version
+    torch.cuda.init()
+    x = torch.rand(1 << 22, device="cuda")
+    out = torch.empty_like(x)
+    small = torch.zeros(128, device="cuda")
+    slow, tiny = make_kernels()
+    grid_gpu = (x.numel() // 1024,)
+    compiled_slow = step("compile slow kernel", lambda: slow[(4,)](x, out, 2000, BLOCK=1024))
+    step("compile tiny kernel", lambda: tiny[(1,)](small, BLOCK=128))
+    torch.cuda.synchronize()
+    cuda = C.CDLL("libcuda.so.1")
+    ctx = C.c_void_p()
+    step("cuCtxGetCurrent", lambda: (cuda.cuCtxGetCurrent(C.byref(ctx)), hex(ctx.value or 0))[1])
+    loops = cost_loops(slow, tiny, x, out, small, grid_gpu, torch)
+    step("cost before PC sampling is enabled", measure_before_enable, loops)
+    activity = step("activity API (kernel records)", Activity, cupti) if args.activity else None
+    sampler = Sampler(cupti, ctx, args)
+    step("cuptiPCSamplingEnable", sampler.enable)
+    names = step("stall reasons", sampler.stall_reasons) or {}
+    for index, name in sorted(names.items()):
+        print(f"    {index:3d} {name}")
+    sampler.allocate(args.num_pcs)
+    for name, value in [("period", args.period), ("stall_reason", None), ("scratch", args.scratch_mb << 20),
+                        ("hardware", args.hardware_mb << 20), ("mode", MODE[args.mode]), ("start_stop", 1),
+                        ("output_format", 1), ("data_buffer", None)]:
+        step(f"config {name}", sampler.configure_one, name, value)
+    for name in ("period", "scratch", "hardware", "mode", "sleep_span"):
+        step(f"read back {name}", sampler.read_attribute, name)
+    if activity:
+        activity.flush()
+
+    # 1. the slow-line kernel, several launches, one drain at the end
+    def sampled_launches():
+        sampler.ctl("Start")
+        for _ in range(args.slow_launches):
+            slow[(132,)](x, out, 4000, BLOCK=1024)
+        torch.cuda.synchronize()
+        sampler.ctl("Stop")
+        return sampler.drain()
+
+    got = step("slow kernel: start, launches, stop, one drain", sampled_launches)
+    records, stats = got if got else ([], {})
+    print(f"  stats {stats}")
+    kernels = activity.flush() if activity else []
+    report_records(records, stats, kernels, names, compiled_slow, cupti)
+
+    # 2. cost: interleaved off / on, tiny launches and a GPU-bound kernel
+    step("cost (sampling started vs stopped, interleaved)", measure_cost, sampler, loops)
+    if activity:
+        step("activity after cost", lambda: len(activity.flush()))
+    step("cuptiPCSamplingDisable", sampler.ctl, "Disable")
+    print("RESULT " + json.dumps(RESULT))
+
+
+def report_records(records, stats, kernels, names, compiled_slow, cupti):
+    total = sum(sum(r["stalls"].values()) for r in records)
+    by_corr = {}
+    for r in records:
+        by_corr[r["corr"]] = by_corr.get(r["corr"], 0) + sum(r["stalls"].values())
+    kernel_corr = sorted(c for c, _ in kernels)
+    print(f"  PC records: {len(records)}, samples in records: {total}, GetData calls: {stats.get('calls')}")
+    print(f"  samples per record correlationId: {dict(sorted(by_corr.items())[:20])}")
+    print(f"  activity kernel correlation ids: {kernel_corr[:20]} durations(ns): {[d for _, d in kernels][:10]}")
+    matched = sorted(set(by_corr) & set(kernel_corr))
+    print(f"  record correlation ids that match activity kernels: {len(matched)} of {len(by_corr)}")
+    per_reason = {}
+    for r in records:
+        for index, count in r["stalls"].items():
+            per_reason[names.get(index, index)] = per_reason.get(names.get(index, index), 0) + count
+    print(f"  samples per stall reason: {dict(sorted(per_reason.items(), key=lambda kv: -kv[1])[:12])}")
+    RESULT.update(records=len(records), samples=total, distinct_correlation=len(by_corr),
+                  matched_correlation=len(matched), activity_kernels=len(kernels),
+                  dropped=stats.get("droppedSamples"), hw_full=stats.get("hwFull"),
+                  kernel_ns=sum(d for _, d in kernels))
+    if not records:
+        return
+    cubin, fn_name = cubin_of(compiled_slow) if compiled_slow is not None else (None, None)
+    print(f"  triton cubin: {len(cubin) if cubin else None} bytes, name {fn_name}")
+    if not cubin:
+        return
+    buf = C.create_string_buffer(cubin, len(cubin))
+    crc = step("cuptiGetCubinCrc", lambda: cupti.call("cuptiGetCubinCrc", CrcParams(cubinSize=len(cubin),
+                                                                                      cubin=C.addressof(buf))).cubinCrc)
+    print(f"  crc {crc} record crcs {sorted({r['crc'] for r in records})[:4]} record fns {sorted({r['fn'] for r in records})[:4]}")
+    line_samples = {}
+    for r in records:
+        if r["crc"] != crc:
+            continue
+        line = step_quiet_line(cupti, buf, len(cubin), r["fn"], r["pc"])
+        line_samples[line] = line_samples.get(line, 0) + sum(r["stalls"].values())
+    top = sorted(line_samples.items(), key=lambda kv: -kv[1])[:6]
+    print(f"  samples per source line (top): {top}")
+    slow_line = slow_line_number()
+    on_slow = sum(c for (f, l, d), c in line_samples.items() if l == slow_line and f and f in HERE)
+    share = on_slow / max(1, sum(line_samples.values()))
+    print(f"  slow line {slow_line}: {on_slow} samples, share {share:.2f}")
+    RESULT["slow_line_share"] = round(share, 3)
+
+
+def step_quiet_line(cupti, buf, size, fn, pc):
+    params = SassParams(cubin=C.addressof(buf), functionName=fn.encode(), cubinSize=size, pcOffset=pc)
+    params.size = C.sizeof(params)
+    status = cupti.lib.cuptiGetSassToSourceCorrelation(C.byref(params))
+    if status != 0:
+        return ("<status %d>" % status, 0, "")
+    libc = C.CDLL(None)
+    f = C.string_at(params.fileName).decode() if params.fileName else ""
+    d = C.string_at(params.dirName).decode() if params.dirName else ""
+    for p in (params.fileName, params.dirName):  # the caller frees both (cupti_pcsampling.h)
+        if p:
+            libc.free(C.c_void_p(p))
+    return (f, params.lineNumber, d)
+
+
+def cost_loops(slow, tiny, x, out, small, grid_gpu, torch):
+    """The two timed workloads: 2,000 tiny launches (wall s) and one GPU-bound launch (device ms)."""
+    def tiny_loop():
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(2000):
+            tiny[(1,)](small, BLOCK=128)
+        torch.cuda.synchronize()
+        return time.perf_counter() - t
+
+    def gpu_bound():
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        slow[grid_gpu](x, out, 200, BLOCK=1024)
+        end.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end)
+
+    return tiny_loop, gpu_bound
+
+
+def measure_before_enable(loops):
+    tiny_loop, gpu_bound = loops
+    tiny = sorted(tiny_loop() for _ in range(3))[1]
+    gpu = sorted(gpu_bound() for _ in range(3))[1]
+    RESULT["tiny_pre_s"], RESULT["gpu_pre_ms"] = round(tiny, 5), round(gpu, 4)
+    return RESULT["tiny_pre_s"], RESULT["gpu_pre_ms"]
+
+
+def measure_cost(sampler, loops):
+    tiny_loop, gpu_bound = loops
+    timings = {"tiny_off": [], "tiny_on": [], "gpu_off": [], "gpu_on": [], "drain_s": []}
+    for _ in range(3):
+        for state in ("off", "on"):
+            if state == "on":
+                sampler.ctl("Start")
+            timings[f"tiny_{state}"].append(tiny_loop())
+            timings[f"gpu_{state}"].append(gpu_bound())
+            if state == "on":
+                sampler.ctl("Stop")
+                t = time.perf_counter()
+                sampler.drain()
+                timings["drain_s"].append(time.perf_counter() - t)
+    med = {k: sorted(v)[len(v) // 2] for k, v in timings.items() if v}
+    RESULT["tiny_ratio"] = round(med["tiny_on"] / med["tiny_off"], 3)
+    RESULT["gpu_ratio"] = round(med["gpu_on"] / med["gpu_off"], 3)
+    RESULT["drain_s"] = round(med["drain_s"], 4)
+    RESULT["tiny_off_vs_pre"] = round(med["tiny_off"] / RESULT.get("tiny_pre_s", float("nan")), 3)
+    return {k: round(v, 5) for k, v in med.items()}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", default="all", choices=["all", "continuous", "serialized"])
+    parser.add_argument("--period", type=int, default=10, help="log2 of the sampling period in cycles (5..31)")
+    parser.add_argument("--num-pcs", type=int, default=10000)
+    parser.add_argument("--scratch-mb", type=int, default=16)
+    parser.add_argument("--hardware-mb", type=int, default=512)
+    parser.add_argument("--slow-launches", type=int, default=5)
+    parser.add_argument("--no-activity", dest="activity", action="store_false")
+    parser.add_argument("--out", default=os.environ.get("OUT", ""))
+    args = parser.parse_args()
+    if args.mode != "all":
+        run_mode(args)
+        return
+    rows = []
+    base = [sys.executable, HERE, "--period", str(args.period), "--num-pcs", str(args.num_pcs),
+            "--scratch-mb", str(args.scratch_mb), "--hardware-mb", str(args.hardware_mb)]
+    variants = [("continuous", []), ("serialized", []), ("continuous", ["--no-activity"]),
+                ("continuous", ["--period", "14"])]
+    for mode, extra in variants:
+        label = f"{mode} {' '.join(extra)}".strip()
+        print(f"\n===== {label} =====", flush=True)
+        try:
+            proc = subprocess.run(base + ["--mode", mode] + extra, capture_output=True, text=True, timeout=140)
+            text = proc.stdout + proc.stderr
+        except subprocess.TimeoutExpired as exc:
+            text = (exc.stdout or b"").decode(errors="replace") + "\nTIMEOUT after 140 s"
+        print(text, flush=True)
+        if args.out:
+            os.makedirs(args.out, exist_ok=True)
+            with open(os.path.join(args.out, f"probe_{label.replace(' ', '_').replace('-', '')}.log"), "w") as f:
+                f.write(text)
+        result = next((json.loads(l[7:]) for l in text.splitlines() if l.startswith("RESULT ")), {})
+        rows.append((label, result))
+    keys = ["records", "samples", "distinct_correlation", "matched_correlation", "activity_kernels",
+            "slow_line_share", "dropped", "tiny_off_vs_pre", "tiny_ratio", "gpu_ratio", "drain_s", "failed"]
+    print("\n| variant | " + " | ".join(keys) + " |")
+    for label, result in rows:
+        print(f"| {label} | " + " | ".join(str(result.get(k, "-")) for k in keys) + " |")
+
+
+if __name__ == "__main__":
+    main()
