@@ -167,7 +167,10 @@ nb::list cudaDevices() {
 
 }  // namespace
 
+void registerPcSamplingBindings(nb::module_& m);  // backends/pcsampling
+
 NB_MODULE(_native, m) {
+  registerPcSamplingBindings(m);
   m.doc() = "FlagTree Profiler native core";
   m.attr("MAX_SESSIONS") = kMaxSessions;
 

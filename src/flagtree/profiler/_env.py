@@ -14,6 +14,8 @@ ENVIRONMENT = {
     "FLAGTREE_PROFILER_HOOK_EXCLUDE": "With hook=\"triton\": regex; matching kernel names never get launch_metadata evaluated.",
     "FLAGTREE_PROFILER_BUFFER_LIMIT": "Most bytes of vendor activity buffers held at once (default 0 = no limit); past it buffer requests are declined and the records the vendor library drops are counted in dropped_records.",
     "FLAGTREE_PROFILER_NVTX": "0 stops torch.cuda.nvtx ranges from becoming scopes (default 1: range_push/range_pop/range enter and leave scopes).",
+    "FLAGTREE_PROFILER_PCSAMPLING_INTERVAL": "PC sampling (backend cupti/cupti_pcsampling): log2 of the GPU cycles between samples, 5..31 (default 12); a mode's interval= wins.",
+    "FLAGTREE_PROFILER_PCSAMPLING_COLLECTION": "PC sampling: continuous (default; samples per kernel function, shared among its launches) or serialized (exact launch per sample; kernels run one at a time); a mode's collection= wins.",
     "FLAGTREE_PROFILER_PERIODIC_S": "Seconds (> 0) between automatic parts: each open session writes <name>.part<k>.<ext> with what it collected since the previous part, then frees it.",
 }
 
@@ -62,3 +64,18 @@ def buffer_limit():
     """FLAGTREE_PROFILER_BUFFER_LIMIT in bytes; 0 (the default) means no limit."""
     return _number("FLAGTREE_PROFILER_BUFFER_LIMIT", lambda raw: int(raw, 0), "bytes", 0,
                    lambda v: v >= 0, "not be negative")
+
+
+DEFAULT_PCSAMPLING_INTERVAL = 12
+
+
+def pcsampling_interval():
+    return _number("FLAGTREE_PROFILER_PCSAMPLING_INTERVAL", int, "log2 cycles", DEFAULT_PCSAMPLING_INTERVAL,
+                   lambda v: 5 <= v <= 31, "be between 5 and 31 (log2 of the cycles between samples)")
+
+
+def pcsampling_collection():
+    raw = os.environ.get("FLAGTREE_PROFILER_PCSAMPLING_COLLECTION", "").strip().lower() or "continuous"
+    if raw not in ("continuous", "serialized"):
+        raise ValueError(f"FLAGTREE_PROFILER_PCSAMPLING_COLLECTION must be continuous or serialized, got {raw!r}")
+    return raw

@@ -15,11 +15,13 @@ _instances = {}
 
 
 def _factories():
+    from .cupti import CuptiBackend, CuptiPcSamplingBackend
     from .interpreter import InterpreterBackend
     from .nvidia import NvidiaBackend
     from .roctracer import RoctracerBackend
 
-    return {"nvidia": NvidiaBackend, "interpreter": InterpreterBackend, "roctracer": RoctracerBackend}
+    return {"nvidia": NvidiaBackend, "interpreter": InterpreterBackend, "roctracer": RoctracerBackend,
+            "cupti": CuptiBackend, "cupti_pcsampling": CuptiPcSamplingBackend}
 
 
 def implemented_backends():

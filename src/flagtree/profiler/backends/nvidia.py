@@ -74,7 +74,7 @@ class NvidiaBackend(Backend):
         version = _native().cuda_driver_version()
         if not version:
             raise BackendUnavailable(
-                "the nvidia backend needs the CUDA driver (libcuda.so.1) and a GPU, and this machine has "
+                f"the {self.name} backend needs the CUDA driver (libcuda.so.1) and a GPU, and this machine has "
                 "neither; to profile on the CPU run Triton in interpreter mode (TRITON_INTERPRET=1), "
                 "which selects the interpreter backend")
         return version // 1000

@@ -1,0 +1,319 @@
+#include "backends/pcsampling/pc_sampler.h"
+
+#include <cupti_callbacks.h>
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+
+#include "core/strings.h"
+
+namespace ftp {
+namespace {
+
+CUcontext currentContext() {
+  // libcuda is loaded by whoever made the context; without it there is no context yet.
+  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (!cuda) return nullptr;
+  auto getCurrent = reinterpret_cast<CUresult (*)(CUcontext*)>(dlsym(cuda, "cuCtxGetCurrent"));
+  CUcontext context = nullptr;
+  if (!getCurrent || getCurrent(&context) != CUDA_SUCCESS) context = nullptr;
+  dlclose(cuda);
+  return context;
+}
+
+std::string baseName(const char* path) {
+  const char* slash = std::strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+CUpti_PCSamplingConfigurationInfo attribute(CUpti_PCSamplingConfigurationAttributeType type) {
+  CUpti_PCSamplingConfigurationInfo info{};
+  info.attributeType = type;
+  return info;
+}
+
+}  // namespace
+
+PcSampler& PcSampler::instance() {
+  static PcSampler* sampler = new PcSampler();
+  return *sampler;
+}
+
+void PcSampler::check(const char* what, CUptiResult result) const {
+  if (result != CUPTI_SUCCESS)
+    throw std::runtime_error(std::string("PC sampling: ") + what + " failed: " + api_.describe(result));
+}
+
+void PcSampler::start(int slot, void* handle, const std::string& libraryName, const PcSamplingOptions& options,
+                      void* context) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (slot_ >= 0)
+    throw std::runtime_error("PC sampling is already on for another session; finalize it first (CUPTI samples "
+                             "one configuration per context)");
+  std::string error;
+  if (!api_.loaded() && !api_.load(handle, libraryName, error)) throw std::runtime_error(error);
+  options_ = options;
+  stats_ = PcSamplingStats{};
+  samples_ = PcSamples{};
+  launches_.clear();
+  launchesSinceDrain_ = 0;
+  CUcontext ctx = context ? static_cast<CUcontext>(context) : currentContext();
+  slot_ = slot;
+  try {
+    if (ctx) enableOn(ctx);
+  } catch (...) {
+    slot_ = -1;
+    throw;
+  }
+}
+
+void PcSampler::enableOn(CUcontext context) {
+  for (ContextState* s : contexts_)
+    if (s->context == context) return;
+  auto state = std::make_unique<ContextState>();
+  state->context = context;
+  CUpti_PCSamplingEnableParams enable{CUpti_PCSamplingEnableParamsSize, nullptr, context};
+  check("cuptiPCSamplingEnable", api_.enable(&enable));
+  readStallReasons(*state);
+  configure(*state);
+  CUpti_PCSamplingStartParams start{CUpti_PCSamplingStartParamsSize, nullptr, context};
+  check("cuptiPCSamplingStart", api_.start(&start));
+  contexts_.push_back(state.release());
+  stats_.contexts++;
+}
+
+void PcSampler::readStallReasons(ContextState& state) {
+  size_t count = 0;
+  CUpti_PCSamplingGetNumStallReasonsParams num{CUpti_PCSamplingGetNumStallReasonsParamsSize, nullptr,
+                                               state.context, &count};
+  check("cuptiPCSamplingGetNumStallReasons", api_.getNumStallReasons(&num));
+  std::vector<std::vector<char>> names(count, std::vector<char>(CUPTI_STALL_REASON_STRING_SIZE, 0));
+  std::vector<char*> namePointers;
+  for (auto& n : names) namePointers.push_back(n.data());
+  std::vector<uint32_t> indices(count);
+  CUpti_PCSamplingGetStallReasonsParams get{CUpti_PCSamplingGetStallReasonsParamsSize, nullptr, state.context,
+                                            count, indices.data(), namePointers.data()};
+  check("cuptiPCSamplingGetStallReasons", api_.getStallReasons(&get));
+  stats_.stallReasons.clear();
+  for (size_t i = 0; i < count; ++i) {
+    std::string name(names[i].data());
+    if (isSubsetReason(name)) continue;
+    state.reasonIndices.push_back(indices[i]);
+    samples_.setReason(indices[i], intern(stallMetricName(name)), !isIssuedReason(name));
+    stats_.stallReasons.push_back(stallMetricName(name));
+  }
+}
+
+void PcSampler::configure(ContextState& state) {
+  const size_t reasons = state.reasonIndices.size();
+  state.pcs.assign(options_.bufferPcs, CUpti_PCSamplingPCData{});
+  state.stalls.assign(options_.bufferPcs * reasons, CUpti_PCSamplingStallReason{});
+  for (size_t i = 0; i < state.pcs.size(); ++i) {
+    state.pcs[i].size = sizeof(CUpti_PCSamplingPCData);
+    state.pcs[i].stallReason = state.stalls.data() + i * reasons;
+  }
+  state.data = CUpti_PCSamplingData{};
+  state.data.size = sizeof(CUpti_PCSamplingData);
+  state.data.collectNumPcs = state.pcs.size();
+  state.data.pPcData = state.pcs.data();
+
+  std::vector<CUpti_PCSamplingConfigurationInfo> infos;
+  auto info = attribute(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON);
+  info.attributeData.stallReasonData.stallReasonCount = reasons;
+  info.attributeData.stallReasonData.pStallReasonIndex = state.reasonIndices.data();
+  infos.push_back(info);
+  if (options_.period) {
+    info = attribute(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD);
+    info.attributeData.samplingPeriodData.samplingPeriod = options_.period;
+    infos.push_back(info);
+  }
+  info = attribute(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE);
+  info.attributeData.scratchBufferSizeData.scratchBufferSize = options_.scratchBytes;
+  infos.push_back(info);
+  info = attribute(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE);
+  info.attributeData.hardwareBufferSizeData.hardwareBufferSize = options_.hardwareBytes;
+  infos.push_back(info);
+  info = attribute(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE);
+  info.attributeData.collectionModeData.collectionMode = options_.serialized
+                                                             ? CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED
+                                                             : CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
+  infos.push_back(info);
+  info = attribute(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL);
+  info.attributeData.enableStartStopControlData.enableStartStopControl = 1;
+  infos.push_back(info);
+  info = attribute(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT);
+  info.attributeData.outputDataFormatData.outputDataFormat = CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED;
+  infos.push_back(info);
+  info = attribute(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER);
+  info.attributeData.samplingDataBufferData.samplingDataBuffer = &state.data;
+  infos.push_back(info);
+  CUpti_PCSamplingConfigurationInfoParams params{CUpti_PCSamplingConfigurationInfoParamsSize, nullptr,
+                                                 state.context, infos.size(), infos.data()};
+  check("cuptiPCSamplingSetConfigurationAttribute", api_.setConfig(&params));
+}
+
+void PcSampler::takeBuffer(ContextState& state) {
+  CUpti_PCSamplingData& d = state.data;
+  stats_.totalSamples += d.totalSamples;
+  stats_.droppedSamples += d.droppedSamples;
+  stats_.nonUserSamples += d.nonUsrKernelsTotalSamples;
+  stats_.hardwareBufferFull |= d.hardwareBufferFull != 0;
+  for (size_t i = 0; i < d.totalNumPcs && i < state.pcs.size(); ++i) {
+    const CUpti_PCSamplingPCData& pc = state.pcs[i];
+    PcKey key{pc.correlationId, pc.cubinCrc, intern(pc.functionName ? pc.functionName : "<unknown function>"),
+              pc.pcOffset};
+    for (size_t r = 0; r < pc.stallReasonCount; ++r)
+      samples_.add(key, pc.stallReason[r].pcSamplingStallReasonIndex, pc.stallReason[r].samples);
+  }
+  d.totalNumPcs = 0;
+  d.totalSamples = d.droppedSamples = d.nonUsrKernelsTotalSamples = 0;
+}
+
+void PcSampler::drain(ContextState& state) {
+  // GetData hands over at most collectNumPcs records per call: call until none remain.
+  for (int round = 0; round < 100000; ++round) {
+    CUpti_PCSamplingGetDataParams params{CUpti_PCSamplingGetDataParamsSize, nullptr, state.context, &state.data};
+    CUptiResult rc = api_.getData(&params);
+    stats_.getDataCalls++;
+    if (rc == CUPTI_ERROR_OUT_OF_MEMORY) stats_.hardwareBufferFull = true;  // counted, data of this call lost
+    else check("cuptiPCSamplingGetData", rc);
+    const bool more = state.data.remainingNumPcs > 0;
+    takeBuffer(state);
+    if (!more) return;
+  }
+}
+
+void PcSampler::drainAll() {
+  for (ContextState* s : contexts_) drain(*s);
+  launchesSinceDrain_ = 0;
+}
+
+void PcSampler::stopContext(ContextState& state) {
+  CUpti_PCSamplingStopParams stop{CUpti_PCSamplingStopParamsSize, nullptr, state.context};
+  check("cuptiPCSamplingStop", api_.stop(&stop));
+  drain(state);
+  // Disable copies what CUPTI still holds into the configured buffer (cupti_pcsampling.h).
+  CUpti_PCSamplingDisableParams disable{CUpti_PCSamplingDisableParamsSize, nullptr, state.context};
+  check("cuptiPCSamplingDisable", api_.disable(&disable));
+  takeBuffer(state);
+}
+
+void PcSampler::addCubin(const void* cubin, size_t size) {
+  if (!cubin || !size || !api_.loaded()) return;
+  CUpti_GetCubinCrcParams params{CUpti_GetCubinCrcParamsSize, size, cubin, 0};
+  if (api_.cubinCrc(&params) != CUPTI_SUCCESS) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& stored = cubins_[params.cubinCrc];
+  if (stored.empty()) stored.assign(static_cast<const char*>(cubin), size);
+}
+
+uint32_t PcSampler::lineOf(uint64_t crc, uint32_t function, uint64_t pc) {
+  auto key = std::make_tuple(crc, function, pc);
+  auto found = lines_.find(key);
+  if (found != lines_.end()) return found->second;
+  const std::string functionName = nameOf(function);
+  std::string name;
+  auto cubin = cubins_.find(crc);
+  if (cubin == cubins_.end()) {
+    name = "<unknown cubin>@" + functionName;
+  } else {
+    CUpti_GetSassToSourceCorrelationParams p{CUpti_GetSassToSourceCorrelationParamsSize};
+    p.cubin = cubin->second.data();
+    p.cubinSize = cubin->second.size();
+    p.functionName = functionName.c_str();
+    p.pcOffset = pc;
+    if (api_.sassToSource(&p) == CUPTI_SUCCESS && p.fileName && p.lineNumber) {
+      name = baseName(p.fileName) + ":" + std::to_string(p.lineNumber) + "@" + functionName;
+    } else {
+      name = "<no line info>@" + functionName;
+      stats_.linesWithoutSource++;
+    }
+    std::free(p.fileName);  // the caller frees both strings (cupti_pcsampling.h)
+    std::free(p.dirName);
+  }
+  return lines_[key] = intern(name);
+}
+
+PcSamplingStats PcSampler::finish() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (slot_ < 0) return stats_;
+  std::string firstError;
+  for (ContextState* s : contexts_) {
+    try {
+      stopContext(*s);
+    } catch (const std::exception& e) {
+      if (firstError.empty()) firstError = e.what();
+    }
+    delete s;
+  }
+  contexts_.clear();
+  std::map<uint64_t, bool> missing;
+  auto lineOfKey = [&](uint64_t crc, uint32_t function, uint64_t pc) {
+    if (!cubins_.count(crc)) missing[crc] = true;
+    return lineOf(crc, function, pc);
+  };
+  auto launchesOf = [&](uint32_t function) -> const std::vector<uint32_t>* {
+    auto it = launches_.find(function);
+    return it == launches_.end() ? nullptr : &it->second;
+  };
+  auto extras = samples_.build(lineOfKey, launchesOf, stats_.unattributedSamples);
+  stats_.unknownCubins = missing.size();
+  stats_.unknownReasonSamples = samples_.unknownReasonSamples();
+  for (auto& [correlation, extra] : extras) Profiler::instance().attachExtra(slot_, correlation, std::move(extra));
+  samples_.clear();
+  launches_.clear();
+  slot_ = -1;
+  if (!firstError.empty()) throw std::runtime_error(firstError);
+  return stats_;
+}
+
+void PcSampler::noteLaunch(uint32_t correlation, const char* function) {
+  if (slot_ < 0 || !function) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (slot_ < 0) return;
+  if (!options_.serialized) launches_[intern(function)].push_back(correlation);
+  if (options_.drainEveryLaunches && ++launchesSinceDrain_ >= options_.drainEveryLaunches) drainAll();
+}
+
+void PcSampler::onLaunchExit(uint32_t correlation, uint32_t cbid, const void* cbData) {
+  const auto* cb = static_cast<const CUpti_CallbackData*>(cbData);
+  noteLaunch(correlation, cb && cb->symbolName ? cb->symbolName : "<unknown function>");
+}
+
+void PcSampler::onModuleUnloading(const void* cubin, size_t size) {
+  // Continuous mode needs a fetch between a module's unload and a reload (cupti_pcsampling.h).
+  addCubin(cubin, size);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (slot_ >= 0) drainAll();
+}
+
+void PcSampler::onContextCreated(void* context) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (slot_ < 0) return;
+  try {
+    enableOn(static_cast<CUcontext>(context));
+  } catch (const std::exception&) {
+    // A context that cannot sample (e.g. a device without PC sampling): its kernels still get
+    // activity records; counted in the metadata (pcsampling_failed_contexts).
+    stats_.failedContexts++;
+  }
+}
+
+void PcSampler::onContextDestroying(void* context) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t i = 0; i < contexts_.size(); ++i) {
+    if (contexts_[i]->context != context) continue;
+    try {
+      stopContext(*contexts_[i]);
+    } catch (const std::exception&) {
+    }
+    delete contexts_[i];
+    contexts_.erase(contexts_.begin() + long(i));
+    return;
+  }
+}
+
+}  // namespace ftp

@@ -1,0 +1,99 @@
+// PC sampling for one session at a time: enabled on every CUDA context (the current one at
+// start, later ones from the tracer's context callback), data fetched with GetData only when
+// needed (every `drainEveryLaunches` launches, on module unload, at finish: never a device sync
+// per launch), aggregated here, resolved to source lines once per (cubin, function, pc) from
+// the cubins seen at module load, and attached to the session's kernel nodes.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/activity/tracer_observer.h"
+#include "backends/pcsampling/pc_samples.h"
+#include "backends/pcsampling/pcsampling_api.h"
+
+namespace ftp {
+
+struct PcSamplingOptions {
+  uint32_t period = 0;                    // log2 of cycles between samples, 5..31; 0: CUPTI's default
+  bool serialized = false;                // kernel-serialized mode: exact launch per sample
+  size_t scratchBytes = 64u << 20;        // CUPTI's buffer of decoded PC records
+  size_t hardwareBytes = 512u << 20;      // the device buffer samples land in
+  size_t bufferPcs = 20000;               // PC records fetched per GetData call
+  uint32_t drainEveryLaunches = 0;        // 0: only at module unload and finish
+};
+
+struct PcSamplingStats {
+  uint64_t totalSamples = 0;       // CUPTI's count: all samples, user kernels or not
+  uint64_t droppedSamples = 0;     // lost by the hardware (buffer overflow)
+  uint64_t nonUserSamples = 0;     // in CUPTI's own kernels: no PC records
+  uint64_t getDataCalls = 0;
+  uint64_t unknownReasonSamples = 0;
+  uint64_t linesWithoutSource = 0;  // (function, pc) with no line info in a known cubin
+  uint64_t unknownCubins = 0;       // cubins never seen at module load
+  double unattributedSamples = 0;   // continuous mode: no launch of the function in the session
+  bool hardwareBufferFull = false;
+  uint32_t contexts = 0;
+  uint32_t failedContexts = 0;
+  std::vector<std::string> stallReasons;  // metric names collected
+};
+
+class PcSampler : public TracerObserver {
+ public:
+  static PcSampler& instance();
+
+  // Starts sampling for session `slot`, loading the entry points from `handle`; `context` is
+  // the CUcontext to enable now (nullptr: the current one, if any). Throws std::runtime_error.
+  void start(int slot, void* handle, const std::string& libraryName, const PcSamplingOptions& options,
+             void* context);
+  // Stops sampling, fetches what is left and attaches it to the session's launches.
+  PcSamplingStats finish();
+  bool running() const { return slot_ >= 0; }
+  // A cubin whose module loaded before the session (e.g. Triton's, compiled earlier).
+  void addCubin(const void* cubin, size_t size);
+
+  void onLaunchExit(uint32_t correlation, uint32_t cbid, const void* cbData) override;
+  void onModuleLoaded(const void* cubin, size_t size) override { addCubin(cubin, size); }
+  void onModuleUnloading(const void* cubin, size_t size) override;
+  void onContextCreated(void* context) override;
+  void onContextDestroying(void* context) override;
+  // The launch path without CUPTI's callback data (host-side tests, hooks that know the name).
+  void noteLaunch(uint32_t correlation, const char* function);
+
+ private:
+  struct ContextState {
+    CUcontext context = nullptr;
+    CUpti_PCSamplingData data{};
+    std::vector<CUpti_PCSamplingPCData> pcs;
+    std::vector<CUpti_PCSamplingStallReason> stalls;  // pcs.size() x reasons
+    std::vector<uint32_t> reasonIndices;             // collected reasons
+  };
+
+  PcSampler() = default;
+  void check(const char* what, CUptiResult result) const;
+  void enableOn(CUcontext context);
+  void configure(ContextState& state);
+  void readStallReasons(ContextState& state);
+  void drain(ContextState& state);
+  void drainAll();
+  void takeBuffer(ContextState& state);
+  void stopContext(ContextState& state);
+  uint32_t lineOf(uint64_t crc, uint32_t function, uint64_t pc);
+
+  PcSamplingApi api_;
+  PcSamplingOptions options_;
+  int slot_ = -1;
+  std::mutex mutex_;
+  std::vector<ContextState*> contexts_;
+  PcSamples samples_;
+  PcSamplingStats stats_;
+  std::map<uint64_t, std::string> cubins_;  // crc -> cubin bytes
+  std::map<std::tuple<uint64_t, uint32_t, uint64_t>, uint32_t> lines_;
+  std::unordered_map<uint32_t, std::vector<uint32_t>> launches_;  // function -> correlations
+  uint32_t launchesSinceDrain_ = 0;
+};
+
+}  // namespace ftp

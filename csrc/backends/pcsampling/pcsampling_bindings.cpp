@@ -1,0 +1,78 @@
+// Python entry points of PC sampling (backend "cupti", mode "pcsampling").
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <dlfcn.h>
+
+#include <stdexcept>
+
+#include "backends/activity/activity_tracer.h"
+#include "backends/pcsampling/pc_sampler.h"
+
+namespace nb = nanobind;
+
+namespace ftp {
+namespace {
+
+// `library`: "" uses the libcupti the tracer loaded; a path is for stand-in libraries (tests).
+void startSampling(int slot, const std::string& library, uint32_t period, bool serialized, size_t scratchBytes,
+                   size_t hardwareBytes, size_t bufferPcs, uint32_t drainEvery, uintptr_t context) {
+  void* handle = nullptr;
+  std::string name = library;
+  if (library.empty()) {
+    ActivityTracer& tracer = ActivityTracer::instance();
+    if (!tracer.running() || !tracer.handle())
+      throw std::runtime_error("PC sampling needs the CUPTI tracer running (start a cupti session first)");
+    handle = tracer.handle();
+    name = tracer.libraryPath();
+  } else {
+    handle = dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (!handle) throw std::runtime_error("cannot load " + library + ": " + dlerror());
+  }
+  PcSamplingOptions options;
+  options.period = period;
+  options.serialized = serialized;
+  options.scratchBytes = scratchBytes;
+  options.hardwareBytes = hardwareBytes;
+  options.bufferPcs = bufferPcs;
+  options.drainEveryLaunches = drainEvery;
+  PcSampler::instance().start(slot, handle, name, options, reinterpret_cast<void*>(context));
+  if (library.empty()) ActivityTracer::instance().addObserver(&PcSampler::instance());
+}
+
+nb::dict finishSampling() {
+  ActivityTracer::instance().removeObserver(&PcSampler::instance());
+  PcSamplingStats s = PcSampler::instance().finish();
+  nb::dict d;
+  d["pcsampling_total_samples"] = s.totalSamples;
+  d["pcsampling_dropped_samples"] = s.droppedSamples;
+  d["pcsampling_non_user_samples"] = s.nonUserSamples;
+  d["pcsampling_unattributed_samples"] = s.unattributedSamples;
+  d["pcsampling_unknown_reason_samples"] = s.unknownReasonSamples;
+  d["pcsampling_lines_without_source"] = s.linesWithoutSource;
+  d["pcsampling_unknown_cubins"] = s.unknownCubins;
+  d["pcsampling_hardware_buffer_full"] = s.hardwareBufferFull;
+  d["pcsampling_get_data_calls"] = s.getDataCalls;
+  d["pcsampling_contexts"] = s.contexts;
+  d["pcsampling_failed_contexts"] = s.failedContexts;
+  d["pcsampling_stall_reasons"] = s.stallReasons;
+  return d;
+}
+
+}  // namespace
+}  // namespace ftp
+
+void registerPcSamplingBindings(nb::module_& m) {
+  using namespace ftp;
+  m.def("pcsampling_start", &startSampling, nb::arg("slot"), nb::arg("library"), nb::arg("period"),
+        nb::arg("serialized"), nb::arg("scratch_bytes"), nb::arg("hardware_bytes"), nb::arg("buffer_pcs"),
+        nb::arg("drain_every"), nb::arg("context") = 0, nb::call_guard<nb::gil_scoped_release>());
+  m.def("pcsampling_finish", &finishSampling);
+  m.def("pcsampling_running", []() { return PcSampler::instance().running(); });
+  m.def("pcsampling_add_cubin", [](nb::bytes cubin) { PcSampler::instance().addCubin(cubin.c_str(), cubin.size()); });
+  // The launch path without CUPTI callbacks (stand-in tests): correlation and kernel name.
+  m.def("pcsampling_note_launch", [](uint32_t correlation, const std::string& function) {
+    PcSampler::instance().noteLaunch(correlation, function.c_str());
+  });
+}

@@ -1,0 +1,130 @@
+"""Backend "cupti" (alias "cupti_pcsampling"): the nvidia backend's kernel activity, plus
+instruction sampling with CUPTI's PC-sampling API in mode "pcsampling".
+
+Mode string: ``pcsampling[:key=value,...]`` with keys
+  interval=<5..31>   log2 of the GPU cycles between samples (FLAGTREE_PROFILER_PCSAMPLING_INTERVAL)
+  collection=continuous|serialized   (FLAGTREE_PROFILER_PCSAMPLING_COLLECTION)
+  drain_every=<n>    fetch samples from CUPTI every n launches (default 0: at module unload and finalize)
+"cupti_pcsampling" samples with mode None; "cupti" with mode None records kernels only.
+"""
+import gc
+import sys
+
+from .. import _env
+from .nvidia import NvidiaBackend
+
+MODE_FORM = "pcsampling[:interval=<5..31>,collection=continuous|serialized,drain_every=<launches>]"
+SCRATCH_BYTES = 64 << 20  # CUPTI's decoded-record buffer
+HARDWARE_BYTES = 512 << 20  # the device buffer samples land in (CUPTI's default)
+BUFFER_PCS = 20000  # PC records per GetData call
+
+
+def _native():
+    from .. import _native as native
+
+    return native
+
+
+def parse_pcsampling_mode(mode):
+    """(normalised mode string, options dict) for a ``pcsampling[:...]`` mode; ValueError otherwise."""
+    head, _, rest = mode.partition(":")
+    if head.strip() != "pcsampling":
+        raise ValueError(f"mode {mode!r} is not supported by the cupti backend; supported: {MODE_FORM}")
+    options = {"interval": _env.pcsampling_interval(), "collection": _env.pcsampling_collection(), "drain_every": 0}
+    for item in filter(None, (part.strip() for part in rest.split(","))):
+        key, eq, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or key not in options:
+            raise ValueError(f"bad PC-sampling option {item!r} in mode {mode!r}; form: {MODE_FORM}")
+        if key == "collection":
+            if value not in ("continuous", "serialized"):
+                raise ValueError(f"collection must be continuous or serialized, got {value!r} in mode {mode!r}")
+            options[key] = value
+            continue
+        try:
+            options[key] = int(value, 0)
+        except ValueError:
+            raise ValueError(f"{key} must be an integer, got {value!r} in mode {mode!r}") from None
+    if not 5 <= options["interval"] <= 31:
+        raise ValueError(f"interval must be between 5 and 31 (log2 of cycles), got {options['interval']} in mode {mode!r}")
+    if options["drain_every"] < 0:
+        raise ValueError(f"drain_every must not be negative, got {options['drain_every']} in mode {mode!r}")
+    normal = "pcsampling:" + ",".join(f"{k}={v}" for k, v in options.items())
+    return normal, options
+
+
+def loaded_triton_cubins():
+    """Cubins of Triton kernels compiled in this process (modules loaded before the session
+    started never reach the module-load callback, and the line lookup needs their cubin)."""
+    compiler = sys.modules.get("triton.compiler.compiler")
+    kind = getattr(compiler, "CompiledKernel", None)
+    if kind is None:
+        return []
+    cubins = []
+    for obj in gc.get_objects():
+        if isinstance(obj, kind):
+            asm = getattr(obj, "asm", None)
+            if isinstance(asm, dict) and isinstance(asm.get("cubin"), bytes):
+                cubins.append(asm["cubin"])
+    return cubins
+
+
+class CuptiBackend(NvidiaBackend):
+    name = "cupti"
+    modes = ("pcsampling",)
+    default_mode = None
+    #: the PC-sampling library: "" is the libcupti the tracer loaded (tests point it at a stand-in)
+    pcsampling_library = ""
+
+    def check_mode(self, mode):
+        if mode is None:
+            mode = self.default_mode
+        if mode is None:
+            return None
+        if not isinstance(mode, str):
+            raise ValueError(f"mode must be a string, got {mode!r}; supported: {MODE_FORM}")
+        return parse_pcsampling_mode(mode)[0]
+
+    def _context(self):
+        """The CUcontext to enable now: 0 means the current one (later ones come from the tracer)."""
+        return 0
+
+    def attach_session(self, session):
+        if not session.mode:
+            return
+        _, options = parse_pcsampling_mode(session.mode)
+        native = _native()
+        native.session_enable_extras(session.slot)
+        try:
+            native.pcsampling_start(session.slot, self.pcsampling_library, options["interval"],
+                                    options["collection"] == "serialized", SCRATCH_BYTES, HARDWARE_BYTES,
+                                    BUFFER_PCS, options["drain_every"], self._context())
+        except RuntimeError as error:
+            raise RuntimeError(f"flagtree.profiler: {error}") from None
+        session.pcsampling = True
+
+    def session_outputs(self, session):
+        if not getattr(session, "pcsampling", False):
+            return {}
+        native = _native()
+        for cubin in loaded_triton_cubins():
+            native.pcsampling_add_cubin(cubin)
+        session.pcsampling = False
+        return dict(native.pcsampling_finish())
+
+    def detach_session(self, session):
+        # A session closed without outputs (an error at start) still stops sampling.
+        if getattr(session, "pcsampling", False):
+            session.pcsampling = False
+            _native().pcsampling_finish()
+
+    def describe(self):
+        info = super().describe()
+        info["backend"] = self.name
+        return info
+
+
+class CuptiPcSamplingBackend(CuptiBackend):
+    """The spec's spelling: PC sampling on with no mode given."""
+    name = "cupti_pcsampling"
+    default_mode = "pcsampling"

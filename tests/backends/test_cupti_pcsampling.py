@@ -1,0 +1,216 @@
+"""Backend "cupti_pcsampling" on the CPU: the real native PC sampler (configuration, GetData
+paging, aggregation, SASS->source lines, attachment to kernel nodes) and the real Python backend,
+against tests/standins/cupti_pcsampling_standin.c playing libcupti's PC-sampling API. The
+activity side (kernel records) is driven by hand, as the nvidia backend's CUPTI callbacks would."""
+import ctypes
+import json
+
+import pytest
+
+import flagtree.profiler as profiler
+from flagtree.profiler import _native, session as sessions
+from flagtree.profiler.backends import get_backend
+from flagtree.profiler.backends.cupti import CuptiBackend, parse_pcsampling_mode
+from flagtree.profiler.backends.nvidia import NvidiaBackend
+from flagtree.profiler.viewer.cli import main as viewer_main
+from profiles import find, load_tree
+from tests.standins.build import build_standin, load_standin
+
+REASON = {"selected": 3, "long_scoreboard": 7, "long_scoreboard_not_issued": 8, "barrier": 11}
+CUBIN = (b"FAKECUBIN\n"
+         b"slow_kernel 0 256 /src/kernels/slow.py 12\n"
+         b"slow_kernel 256 512 /src/kernels/slow.py 15\n"
+         b"add_kernel 0 128 /src/kernels/add.py 4\n")
+
+
+@pytest.fixture(scope="module")
+def standin(tmp_path_factory):
+    path = build_standin("cupti_pcsampling_standin.c", tmp_path_factory.mktemp("pcs"), "libcupti_pcs_standin.so",
+                         extra_flags=[f"-I{d}" for d in _header_dirs()])
+    return path, load_standin(path)
+
+
+def _header_dirs():
+    import subprocess
+    import sys
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, os.path.join(root, "csrc", "find_cuda_headers.py")],
+                         capture_output=True, text=True).stdout.strip()
+    dirs = [d for d in out.split(";") if d]
+    if not dirs:
+        pytest.skip("no CUPTI headers to build the PC-sampling stand-in against")
+    return dirs
+
+
+@pytest.fixture
+def backend(standin, monkeypatch):
+    """The cupti backends with the activity tracer left out (no GPU) and the stand-in as libcupti."""
+    for name in ("acquire", "flush", "release"):
+        monkeypatch.setattr(NvidiaBackend, name, lambda self, *a: None)
+    monkeypatch.setattr(NvidiaBackend, "unavailable_reason", lambda self: None)
+    monkeypatch.setattr(NvidiaBackend, "describe", lambda self: {"backend": self.name})
+    monkeypatch.setattr(CuptiBackend, "pcsampling_library", standin[0])
+    monkeypatch.setattr(CuptiBackend, "_context", lambda self: 0x5EED)
+    yield standin[1]
+    profiler.finalize()
+
+
+def crc_of(cubin):
+    h = 1469598103934665603
+    for b in cubin:
+        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def config(lib):
+    out = (ctypes.c_int * 6)()
+    lib.standin_pcs_config(out)
+    return dict(zip(("enabled", "started", "period", "mode", "start_stop", "reasons"), out))
+
+
+def queue(lib, corr, function, pc, reason, samples, cubin=CUBIN):
+    lib.standin_pcs_queue(ctypes.c_uint32(corr), ctypes.c_uint64(crc_of(cubin)), function.encode(),
+                          ctypes.c_uint64(pc), ctypes.c_uint32(REASON[reason]), ctypes.c_uint32(samples))
+
+
+def total(kernel, metric):
+    """A kernel's figure: the sum over its line nodes (tree metrics are exclusive)."""
+    assert metric not in kernel["metrics"]
+    return sum(c["metrics"].get(metric, 0) for c in kernel["children"])
+
+
+def metadata(path):
+    with open(str(path) + ".meta.json") as f:
+        return json.load(f)
+
+
+def test_serialized_samples_become_line_nodes_under_each_launch(backend, tmp_path):
+    lib = backend
+    sid = profiler.start(str(tmp_path / "p"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized,interval=9")
+    assert config(lib) == {"enabled": 1, "started": 1, "period": 9, "mode": 2, "start_stop": 1, "reasons": 4}
+    _native.pcsampling_add_cubin(CUBIN)  # as the module-load callback hands it over
+    with profiler.scope("attention"):
+        _native._debug_launch(9001, False)
+    with profiler.scope("mlp"):
+        _native._debug_launch(9002, False)
+    _native._debug_record(9001, "slow_kernel", 0, 1000, 0)
+    _native._debug_record(9002, "slow_kernel", 1000, 1500, 0)
+    queue(lib, 9001, "slow_kernel", 16, "long_scoreboard", 30)
+    queue(lib, 9001, "slow_kernel", 300, "selected", 5)
+    queue(lib, 9001, "slow_kernel", 300, "long_scoreboard_not_issued", 99)  # not collected: a subset reason
+    queue(lib, 9002, "slow_kernel", 32, "barrier", 4)
+    profiler.finalize()
+    assert config(lib)["enabled"] == 0
+    root, _ = load_tree(tmp_path / "p.hatchet")
+    first = find(root, "attention", "slow_kernel")
+    assert total(first, "num_samples") == 35 and total(first, "num_stalled_samples") == 30
+    assert total(first, "stalled_long_scoreboard") == 30 and total(first, "stalled_selected") == 5
+    line12 = find(first, "slow.py:12@slow_kernel")
+    line15 = find(first, "slow.py:15@slow_kernel")
+    assert line12["frame"]["kind"] == "line" and line12["metrics"]["num_samples"] == 30
+    assert line15["metrics"]["num_samples"] == 5 and line15["metrics"].get("num_stalled_samples", 0) == 0
+    second = find(root, "mlp", "slow_kernel")
+    assert total(second, "stalled_barrier") == 4 and find(second, "slow.py:12@slow_kernel")
+    assert "stalled_long_scoreboard_not_issued" not in json.dumps(root)
+    meta = metadata(tmp_path / "p")
+    assert meta["pcsampling_lines_without_source"] == 0
+    assert "stalled_barrier" in meta["pcsampling_stall_reasons"]
+
+
+def test_continuous_samples_are_shared_among_the_functions_launches(backend, tmp_path):
+    lib = backend
+    profiler.start(str(tmp_path / "c"), backend="cupti", mode="pcsampling")
+    assert config(lib)["mode"] == 1 and config(lib)["period"] == 12
+    _native.pcsampling_add_cubin(CUBIN)
+    for corr, scope in ((9101, "a"), (9102, "b")):
+        with profiler.scope(scope):
+            _native._debug_launch(corr, False)
+            _native.pcsampling_note_launch(corr, "slow_kernel")  # what the launch callback passes on
+        _native._debug_record(corr, "slow_kernel", 0, 100, 0)
+    queue(lib, 777, "slow_kernel", 16, "long_scoreboard", 10)  # continuous: correlation reads as 0
+    queue(lib, 0, "add_kernel", 8, "selected", 6)  # a function never launched in the session
+    profiler.finalize()
+    root, _ = load_tree(tmp_path / "c.hatchet")
+    for scope in ("a", "b"):
+        kernel = find(root, scope, "slow_kernel")
+        assert total(kernel, "num_samples") == pytest.approx(5.0)
+        assert find(kernel, "slow.py:12@slow_kernel")["metrics"]["stalled_long_scoreboard"] == pytest.approx(5.0)
+    stats = metadata(tmp_path / "c")
+    assert stats["pcsampling_unattributed_samples"] == 6
+
+
+def test_getdata_pages_through_more_records_than_one_buffer(backend, tmp_path, monkeypatch):
+    import flagtree.profiler.backends.cupti as cupti_module
+    monkeypatch.setattr(cupti_module, "BUFFER_PCS", 7)
+    lib = backend
+    profiler.start(str(tmp_path / "g"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized")
+    _native._debug_launch(9201, False)
+    _native._debug_record(9201, "slow_kernel", 0, 100, 0)
+    for pc in range(0, 512, 16):  # 32 PCs, unknown cubin: no line, still counted
+        queue(lib, 9201, "slow_kernel", pc, "barrier", 1, cubin=b"FAKECUBIN\nother")
+    profiler.finalize()
+    root, _ = load_tree(tmp_path / "g.hatchet")
+    kernel = find(root, "slow_kernel")
+    assert total(kernel, "num_samples") == 32
+    assert find(kernel, "<unknown cubin>@slow_kernel")["metrics"]["num_samples"] == 32
+    stats = metadata(tmp_path / "g")
+    assert stats["pcsampling_get_data_calls"] >= 5 and stats["pcsampling_unknown_cubins"] == 1
+
+
+def test_a_second_sampling_session_is_refused_and_the_first_keeps_going(backend, tmp_path):
+    profiler.start(str(tmp_path / "one"), backend="cupti_pcsampling")
+    with pytest.raises(RuntimeError, match="already on for another session"):
+        profiler.start(str(tmp_path / "two"), backend="cupti", mode="pcsampling")
+    plain = profiler.start(str(tmp_path / "plain"), backend="cupti")  # kernels only: allowed beside it
+    assert plain >= 0 and _native.pcsampling_running()
+    profiler.finalize()
+    assert not _native.pcsampling_running()
+
+
+@pytest.mark.parametrize("mode, message", [
+    ("pcsampling:interval=3", "between 5 and 31"),
+    ("pcsampling:collection=fast", "continuous or serialized"),
+    ("pcsampling:speed=2", "bad PC-sampling option"),
+    ("metrics", "not supported by the cupti backend"),
+])
+def test_bad_modes_say_what_is_supported(mode, message):
+    with pytest.raises(ValueError, match=message):
+        get_backend("cupti").check_mode(mode)
+
+
+def test_mode_defaults_and_environment(monkeypatch):
+    assert get_backend("cupti").check_mode(None) is None
+    monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_INTERVAL", "16")
+    assert get_backend("cupti_pcsampling").check_mode(None) == \
+        "pcsampling:interval=16,collection=continuous,drain_every=0"
+    assert parse_pcsampling_mode("pcsampling:interval=20")[1]["interval"] == 20
+    monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_COLLECTION", "sometimes")
+    with pytest.raises(ValueError, match="FLAGTREE_PROFILER_PCSAMPLING_COLLECTION"):
+        parse_pcsampling_mode("pcsampling")
+
+
+def test_viewer_picks_lines_out_of_a_pcsampling_profile(backend, tmp_path, capsys):
+    lib = backend
+    profiler.start(str(tmp_path / "v"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized")
+    _native.pcsampling_add_cubin(CUBIN)
+    with profiler.scope("attention"):
+        _native._debug_launch(9301, False)
+    with profiler.scope("norm"):
+        _native._debug_launch(9302, False)
+    _native._debug_record(9301, "slow_kernel", 0, 100, 0)
+    _native._debug_record(9302, "add_kernel", 0, 100, 0)
+    queue(lib, 9301, "slow_kernel", 16, "long_scoreboard", 90)
+    queue(lib, 9301, "slow_kernel", 300, "barrier", 2)
+    queue(lib, 9302, "add_kernel", 8, "selected", 8)
+    profiler.finalize()
+    path = str(tmp_path / "v.hatchet")
+    assert viewer_main(["-m", "num_samples", "-i", r"slow\.py", path]) == 0
+    out = capsys.readouterr().out
+    assert "slow.py:12@slow_kernel" in out and "add.py" not in out and "norm" not in out
+    assert viewer_main(["-m", "num_samples", "-t", "0.05", path]) == 0
+    out = capsys.readouterr().out
+    assert "slow.py:12@slow_kernel" in out and "slow.py:15@slow_kernel" not in out and "add.py:4" in out
+    assert viewer_main(["-m", "num_samples", "-d", "2", path]) == 0
+    out = capsys.readouterr().out
+    assert "slow_kernel" in out and "@slow_kernel" not in out
