@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash tools/gpu_round.sh [tests|bench|scale|probe|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash tools/gpu_round.sh [tests|bench|scale|probe|pcsampling|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -32,6 +32,10 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
 fi
 if [ "$what" = probe ]; then  # CUPTI PC-sampling API check (issue #7)
   timeout 590 python3 tools/probe_pcsampling.py --out "$OUT" 2>&1 | tee "$OUT/probe_pcsampling.log" | tail -60
+fi
+if [ "$what" = pcsampling ]; then  # issue #7: PC-sampling GPU tests and overhead
+  FLAGTREE_GPU_TESTS=1 timeout 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_pcsampling_gpu.py 2>&1 | tee "$OUT/pytest_pcsampling.log" | tail -30
+  timeout 280 python3 bench/pcsampling_bench.py "$@" 2>&1 | tee "$OUT/pcsampling_bench.log" | tail -12
 fi
 if [ "$what" = scale ]; then
   timeout 300 python3 bench/scale.py "$@" 2>&1 | tee "$OUT/scale.log" | tail -5

@@ -1,0 +1,107 @@
+"""PC sampling (backend cupti_pcsampling) on the GPU: samples land on the slow line, totals fit
+the kernel's duration and the sampling interval, and a plain nvidia session beside it still works."""
+import json
+import os
+
+import pytest
+
+import flagtree.profiler as profiler
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+tl = pytest.importorskip("triton.language")
+
+
+@triton.jit
+def slow_line_kernel(x_ptr, out_ptr, n_iter, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.load(x_ptr + offs)
+    for _ in range(n_iter):
+        acc = tl.sqrt(acc * acc + 1.0) * 0.999 + tl.sin(acc)  # SLOW_LINE
+    tl.store(out_ptr + offs, acc)
+
+
+SLOW_LINE = next(n for n, text in enumerate(open(__file__), 1) if text.rstrip().endswith("# SLOW_LINE"))
+
+
+def run_slow(n_launches=3, n_iter=4000):
+    x = torch.rand(132 * 1024, device="cuda")
+    out = torch.empty_like(x)
+    for _ in range(n_launches):
+        slow_line_kernel[(132,)](x, out, n_iter, BLOCK=1024)
+    torch.cuda.synchronize()
+
+
+def lines_of(path):
+    with open(path) as f:
+        root, _ = json.load(f)
+    found = []
+
+    def walk(node, kernel):
+        kind = node["frame"].get("kind")
+        if kind == "line":
+            found.append((kernel, node["frame"]["name"], node["metrics"]))
+        for child in node.get("children", []):
+            walk(child, node if kind == "kernel" else kernel)
+    walk(root, None)
+    return found
+
+
+def meta(base):
+    with open(base + ".meta.json") as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("collection", ["continuous", "serialized"])
+def test_most_samples_land_on_the_slow_line(tmp_path, collection):
+    run_slow(1, 10)  # compile and load outside the session
+    base = str(tmp_path / "pcs")
+    profiler.start(base, backend="cupti_pcsampling", mode=f"pcsampling:collection={collection}")
+    run_slow()
+    profiler.finalize()
+    lines = lines_of(base + ".hatchet")
+    assert lines, f"no line nodes; metadata: {meta(base)}"
+    total = sum(m.get("num_samples", 0) for _, _, m in lines)
+    on_slow = sum(m.get("num_samples", 0) for _, name, m in lines
+                  if name.startswith(f"{os.path.basename(__file__)}:{SLOW_LINE}@"))
+    assert on_slow / total > 0.5, (on_slow, total, sorted({n for _, n, _ in lines}))
+
+
+def test_sample_totals_fit_duration_and_interval(tmp_path):
+    run_slow(1, 10)
+    base = str(tmp_path / "fit")
+    interval = 12
+    profiler.start(base, backend="cupti_pcsampling", mode=f"pcsampling:interval={interval}")
+    run_slow(2)
+    profiler.finalize()
+    with open(base + ".hatchet") as f:
+        root, device_info = json.load(f)
+    kernels = []
+
+    def walk(node):
+        if node["frame"].get("kind") == "kernel":
+            kernels.append(node)
+        for child in node.get("children", []):
+            walk(child)
+    walk(root)
+    time_ns = sum(k["metrics"].get("time (ns)", 0) for k in kernels)
+    samples = sum(c["metrics"].get("num_samples", 0) for k in kernels for c in k["children"])
+    dev = next(iter(device_info["CUDA"].values()))
+    clock_khz, sms = dev["clock_rate"], dev["num_sms"]
+    # One sample per warp scheduler (4 per SM) every 2^interval cycles, while the kernel runs.
+    expected = time_ns * 1e-9 * clock_khz * 1e3 * sms * 4 / 2 ** interval
+    assert 0.1 * expected < samples < 3 * expected, (samples, expected, meta(base))
+
+
+def test_nvidia_session_beside_sampling_session(tmp_path):
+    run_slow(1, 10)
+    a, b = str(tmp_path / "sampled"), str(tmp_path / "plain")
+    profiler.start(a, backend="cupti_pcsampling")
+    profiler.start(b, backend="nvidia")
+    run_slow(2)
+    profiler.finalize()
+    assert lines_of(a + ".hatchet")
+    assert not lines_of(b + ".hatchet")
+    with open(b + ".hatchet") as f:
+        text = f.read()
+    assert "slow_line_kernel" in text and "num_samples" not in text
