@@ -198,6 +198,14 @@ class Sampler:
                         StallParams(ctx=self.ctx, numStallReasons=n, stallReasonIndex=self.indices, stallReasons=names))
         self.names = {self.indices[i]: bufs[i].value.decode() for i in range(n)}
         RESULT["num_stall_reasons"] = n
+        if self.args.reasons == "stall":  # leave out counters that are not stall reasons (sample_count, dropped)
+            keep = [i for i in range(n) if "_stalled_" in bufs[i].value.decode()
+                    and not bufs[i].value.decode().endswith("_not_issued")]
+            self.indices = (C.c_uint32 * len(keep))(*[self.indices[i] for i in keep])
+            self.collected = {self.indices[j]: self.names[self.indices[j]] for j in range(len(keep))}
+        else:
+            self.collected = dict(self.names)
+        RESULT["collected_reasons"] = len(self.collected)
         return self.names
 
     def allocate(self, num_pcs):
@@ -213,7 +221,7 @@ class Sampler:
     def configure_one(self, name, value):
         info = ConfigInfo(attributeType=ATTR[name])
         if name == "stall_reason":
-            info.data[0], info.data[1] = len(self.names), C.cast(self.indices, C.c_void_p).value
+            info.data[0], info.data[1] = len(self.collected), C.cast(self.indices, C.c_void_p).value
         elif name == "data_buffer":
             info.data[0] = C.addressof(self.data)
         else:
@@ -234,6 +242,7 @@ class Sampler:
     def drain(self):
         """GetData until nothing remains; returns aggregated records and buffer stats."""
         records, stats = [], dict(calls=0, totalSamples=0, droppedSamples=0, nonUser=0, hwFull=0, rangeIds=set())
+        empty_rounds = 0
         while True:
             self.data.totalNumPcs = 0
             self.cupti.call("cuptiPCSamplingGetData", GetDataParams(ctx=self.ctx, data=C.addressof(self.data)))
@@ -248,9 +257,15 @@ class Sampler:
                 stalls = {pc.stallReason[j].index: pc.stallReason[j].samples for j in range(pc.stallReasonCount)}
                 records.append(dict(crc=pc.cubinCrc, pc=pc.pcOffset, fn=(pc.functionName or b"").decode(),
                                     fidx=pc.functionIndex, corr=pc.correlationId, stalls=stalls))
+            if self.data.totalNumPcs == 0 and self.data.remainingNumPcs == 0 and not records \
+                    and empty_rounds < self.args.empty_retries:
+                empty_rounds += 1  # CUPTI's worker threads decode the hardware buffer every sleep span
+                time.sleep(self.args.wait_ms / 1000)
+                continue
             if self.data.remainingNumPcs == 0 or stats["calls"] > 1000:
                 break
         stats["rangeIds"] = sorted(stats["rangeIds"])[:8]
+        stats["empty_rounds"] = empty_rounds
         return records, stats
 
 
@@ -309,7 +324,8 @@ def run_mode(args):
     ctx = C.c_void_p()
     step("cuCtxGetCurrent", lambda: (cuda.cuCtxGetCurrent(C.byref(ctx)), hex(ctx.value or 0))[1])
     loops = cost_loops(slow, tiny, x, out, small, grid_gpu, torch)
-    step("cost before PC sampling is enabled", measure_before_enable, loops)
+    if args.cost:
+        step("cost before PC sampling is enabled", measure_before_enable, loops)
     activity = step("activity API (kernel records)", Activity, cupti) if args.activity else None
     sampler = Sampler(cupti, ctx, args)
     step("cuptiPCSamplingEnable", sampler.enable)
@@ -317,7 +333,7 @@ def run_mode(args):
     for index, name in sorted(names.items()):
         print(f"    {index:3d} {name}")
     sampler.allocate(args.num_pcs)
-    for name, value in [("period", args.period), ("stall_reason", None), ("scratch", args.scratch_mb << 20),
+    for name, value in [("sleep_span", args.sleep_ms), ("period", args.period), ("stall_reason", None), ("scratch", args.scratch_mb << 20),
                         ("hardware", args.hardware_mb << 20), ("mode", MODE[args.mode]), ("start_stop", 1),
                         ("output_format", 1), ("data_buffer", None)]:
         step(f"config {name}", sampler.configure_one, name, value)
@@ -335,6 +351,20 @@ def run_mode(args):
         sampler.ctl("Stop")
         return sampler.drain()
 
+    if args.late_module:  # a new specialisation (BLOCK=512) loads its module after Enable
+        def late_launches():
+            sampler.ctl("Start")
+            for _ in range(args.slow_launches):
+                compiled = slow[(264,)](x, out, 4000, BLOCK=512)
+            torch.cuda.synchronize()
+            sampler.ctl("Stop")
+            return sampler.drain(), compiled
+        late = step("late-module kernel: start, launches, stop, drain", late_launches)
+        if late:
+            (records, stats), compiled_late = late
+            print(f"  late-module stats {stats} records {len(records)}")
+            RESULT["late_records"] = len(records)
+            RESULT["late_samples"] = sum(sum(r["stalls"].values()) for r in records)
     got = step("slow kernel: start, launches, stop, one drain", sampled_launches)
     records, stats = got if got else ([], {})
     print(f"  stats {stats}")
@@ -342,7 +372,8 @@ def run_mode(args):
     report_records(records, stats, kernels, names, compiled_slow, cupti)
 
     # 2. cost: interleaved off / on, tiny launches and a GPU-bound kernel
-    step("cost (sampling started vs stopped, interleaved)", measure_cost, sampler, loops)
+    if args.cost:
+        step("cost (sampling started vs stopped, interleaved)", measure_cost, sampler, loops)
     if activity:
         step("activity after cost", lambda: len(activity.flush()))
     step("cuptiPCSamplingDisable", sampler.ctl, "Disable")
@@ -469,6 +500,13 @@ def main():
     parser.add_argument("--hardware-mb", type=int, default=512)
     parser.add_argument("--slow-launches", type=int, default=5)
     parser.add_argument("--no-activity", dest="activity", action="store_false")
+    parser.add_argument("--reasons", default="stall", choices=["stall", "all"],
+                        help="configure only *_stalled_* reasons without _not_issued (default), or all")
+    parser.add_argument("--late-module", action="store_true", help="also launch a kernel loaded after Enable")
+    parser.add_argument("--wait-ms", type=int, default=150, help="sleep between empty GetData retries")
+    parser.add_argument("--empty-retries", type=int, default=4)
+    parser.add_argument("--sleep-ms", type=int, default=10, help="CUPTI worker thread sleep span (ms)")
+    parser.add_argument("--no-cost", dest="cost", action="store_false")
     parser.add_argument("--out", default=os.environ.get("OUT", ""))
     args = parser.parse_args()
     if args.mode != "all":
@@ -477,16 +515,16 @@ def main():
     rows = []
     base = [sys.executable, HERE, "--period", str(args.period), "--num-pcs", str(args.num_pcs),
             "--scratch-mb", str(args.scratch_mb), "--hardware-mb", str(args.hardware_mb)]
-    variants = [("continuous", []), ("serialized", []), ("continuous", ["--no-activity"]),
-                ("continuous", ["--period", "14"])]
+    variants = [("continuous", ["--late-module", "--no-cost"]), ("serialized", ["--late-module", "--no-cost"]),
+                ("continuous", ["--reasons", "all", "--late-module"])]
     for mode, extra in variants:
         label = f"{mode} {' '.join(extra)}".strip()
         print(f"\n===== {label} =====", flush=True)
         try:
-            proc = subprocess.run(base + ["--mode", mode] + extra, capture_output=True, text=True, timeout=140)
+            proc = subprocess.run(base + ["--mode", mode] + extra, capture_output=True, text=True, timeout=100)
             text = proc.stdout + proc.stderr
         except subprocess.TimeoutExpired as exc:
-            text = (exc.stdout or b"").decode(errors="replace") + "\nTIMEOUT after 140 s"
+            text = (exc.stdout or b"").decode(errors="replace") + "\nTIMEOUT after 100 s"
         print(text, flush=True)
         if args.out:
             os.makedirs(args.out, exist_ok=True)
@@ -494,7 +532,7 @@ def main():
                 f.write(text)
         result = next((json.loads(l[7:]) for l in text.splitlines() if l.startswith("RESULT ")), {})
         rows.append((label, result))
-    keys = ["records", "samples", "distinct_correlation", "matched_correlation", "activity_kernels",
+    keys = ["collected_reasons", "late_records", "late_samples", "records", "samples", "distinct_correlation", "matched_correlation", "activity_kernels",
             "slow_line_share", "dropped", "tiny_off_vs_pre", "tiny_ratio", "gpu_ratio", "drain_s", "failed"]
     print("\n| variant | " + " | ".join(keys) + " |")
     for label, result in rows:

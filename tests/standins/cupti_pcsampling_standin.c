@@ -19,13 +19,13 @@
 #include <cupti_pcsampling.h>
 
 #define MAX_QUEUED 4096
-#define NUM_REASONS 5
+#define NUM_REASONS 6
 
 static const char* kReasons[NUM_REASONS] = {
     "smsp__pcsamp_warps_issue_stalled_selected", "smsp__pcsamp_warps_issue_stalled_long_scoreboard",
     "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued", "smsp__pcsamp_warps_issue_stalled_barrier",
-    "smsp__pcsamp_warps_issue_stalled_math_pipe_throttle"};
-static const uint32_t kReasonIndex[NUM_REASONS] = {3, 7, 8, 11, 20};
+    "smsp__pcsamp_warps_issue_stalled_math_pipe_throttle", "smsp__pcsamp_sample_count"};
+static const uint32_t kReasonIndex[NUM_REASONS] = {3, 7, 8, 11, 20, 0};
 
 typedef struct {
   uint32_t correlation;

@@ -100,7 +100,7 @@ void PcSampler::readStallReasons(ContextState& state) {
   stats_.stallReasons.clear();
   for (size_t i = 0; i < count; ++i) {
     std::string name(names[i].data());
-    if (isSubsetReason(name)) continue;
+    if (!isCollectedReason(name)) continue;
     state.reasonIndices.push_back(indices[i]);
     samples_.setReason(indices[i], intern(stallMetricName(name)), !isIssuedReason(name));
     stats_.stallReasons.push_back(stallMetricName(name));

@@ -41,6 +41,12 @@ bool isSubsetReason(const std::string& cuptiName) {
          cuptiName.compare(cuptiName.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+bool isCollectedReason(const std::string& cuptiName) {
+  if (isSubsetReason(cuptiName)) return false;
+  const bool cuptiCounter = cuptiName.rfind("smsp__pcsamp_", 0) == 0;
+  return !cuptiCounter || cuptiName.rfind(kCuptiPrefix, 0) == 0;
+}
+
 bool isIssuedReason(const std::string& cuptiName) { return stallMetricName(cuptiName) == "stalled_selected"; }
 
 void PcSamples::add(const PcKey& key, uint32_t reasonIndex, uint64_t samples) {

@@ -19,6 +19,9 @@ namespace ftp {
 std::string stallMetricName(const std::string& cuptiName);
 // Reasons counted twice by CUPTI (the "_not_issued" subset of another reason) are not collected.
 bool isSubsetReason(const std::string& cuptiName);
+// What to configure: stall reasons, not the counters CUPTI lists beside them on sm90
+// (smsp__pcsamp_sample_count, smsp__pcsamp_samples_data_dropped) and not the subsets.
+bool isCollectedReason(const std::string& cuptiName);
 // "selected" samples are warps that issued: counted in num_samples, not in num_stalled_samples.
 bool isIssuedReason(const std::string& cuptiName);
 
