@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash tools/gpu_round.sh [tests|bench|scale|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash tools/gpu_round.sh [tests|bench|scale|probe-counters|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -32,4 +32,9 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
 fi
 if [ "$what" = scale ]; then
   timeout 300 python3 bench/scale.py "$@" 2>&1 | tee "$OUT/scale.log" | tail -5
+fi
+if [ "$what" = probe-counters ]; then   # issue #10: CUPTI Host + Range Profiler API facts, alone then beside a session
+  timeout 240 python3 tools/probe_counters.py --json "$OUT/probe_counters.json" 2>&1 | tee "$OUT/probe_counters.log" | tail -60
+  timeout 240 python3 tools/probe_counters.py --with-flagtree --json "$OUT/probe_counters_ft.json" > "$OUT/probe_counters_ft.log" 2>&1
+  grep -E '^\[|SUMMARY' "$OUT/probe_counters_ft.log" | tail -25
 fi
