@@ -321,6 +321,120 @@ class Probe:
         return list(values)
 
 
+class Continuous:
+    """Collection that survives a full image: Stop, Decode, evaluate, re-initialise the image, SetConfig, Start.
+    `resetconfig=False` skips the re-initialise + SetConfig to see whether Start alone works again."""
+
+    def __init__(self, probe, metrics, max_ranges, resetconfig=True):
+        self.p, self.metrics, self.max_ranges, self.resetconfig = probe, metrics, max_ranges, resetconfig
+        self.image, self.passes, self.host = probe.config_image(metrics, keep_host=True)
+        self.names, self._keep = names_array(metrics)
+        cupti = probe.cupti
+        self.obj = cupti("cuptiRangeProfilerEnable", RPEnable.make(ctx=probe.ctx)).pRangeProfilerObject
+        self.size = cupti("cuptiRangeProfilerGetCounterDataSize", RPCounterDataSize.make(
+            pRangeProfilerObject=self.obj, pMetricNames=self.names, numMetrics=len(metrics),
+            maxNumOfRanges=max_ranges, maxNumRangeTreeNodes=max_ranges)).counterDataSize
+        self.data = (C.c_uint8 * self.size)()
+        self.ranges, self.dropped, self.errors = [], 0, []
+        self.configure()
+        cupti("cuptiRangeProfilerStart", RPObject.make(pRangeProfilerObject=self.obj))
+
+    def configure(self):
+        cupti = self.p.cupti
+        cupti("cuptiRangeProfilerCounterDataImageInitialize", RPCounterDataInit.make(
+            pRangeProfilerObject=self.obj, counterDataSize=self.size, pCounterData=C.cast(self.data, vp)))
+        cupti("cuptiRangeProfilerSetConfig", RPSetConfig.make(
+            pRangeProfilerObject=self.obj, configSize=len(self.image), pConfig=C.cast(self.image, vp),
+            counterDataImageSize=self.size, pCounterDataImage=C.cast(self.data, vp), range=CUPTI_AutoRange,
+            replayMode=CUPTI_KernelReplay, maxRangesPerPass=self.max_ranges, numNestingLevels=1,
+            minNestingLevel=1, passIndex=0, targetNestingLevel=1))
+
+    def collect(self, restart=True):
+        cupti = self.p.cupti
+        cupti("cuptiRangeProfilerStop", RPStop.make(pRangeProfilerObject=self.obj))
+        self.dropped += cupti("cuptiRangeProfilerDecodeData",
+                              RPDecode.make(pRangeProfilerObject=self.obj)).numOfRangeDropped
+        total = cupti("cuptiRangeProfilerGetCounterDataInfo", RPCounterDataInfo.make(
+            pCounterDataImage=C.cast(self.data, vp), counterDataImageSize=self.size)).numTotalRanges
+        for index in range(total):
+            info = cupti("cuptiRangeProfilerCounterDataGetRangeInfo", RPRangeInfo.make(
+                pCounterDataImage=C.cast(self.data, vp), counterDataImageSize=self.size, rangeIndex=index,
+                rangeDelimiter=b"/"))
+            values = self.p.evaluate(self.host, self.data, self.size, index, self.metrics)
+            self.ranges.append(((info.rangeName or b"").decode()[:60], values))
+        if restart:
+            if self.resetconfig:
+                self.configure()
+            cupti("cuptiRangeProfilerStart", RPObject.make(pRangeProfilerObject=self.obj))
+        return total
+
+    def close(self):
+        self.p.cupti("cuptiRangeProfilerDisable", RPObject.make(pRangeProfilerObject=self.obj))
+        self.p.free_host(self.host)
+
+
+CALLBACK = C.CFUNCTYPE(None, vp, cint, u32, vp)
+
+
+class CallbackData(C.Structure):
+    _fields_ = [("callbackSite", cint), ("functionName", cstr), ("functionParams", vp),
+                ("functionReturnValue", vp), ("symbolName", cstr), ("context", vp), ("contextUid", u32),
+                ("correlationData", vp), ("correlationId", u32)]
+
+
+def decode_in_callback(probe, metrics, kernel, launches=6, every=2):
+    """Subscribes to driver-API callbacks itself and runs Continuous.collect in the launch-exit
+    callback every `every` launches: may the range profiler be driven from inside a CUPTI callback?"""
+    lib = probe.cupti.lib
+    run = Continuous(probe, metrics, max_ranges=every)
+    seen = []
+
+    def on_api(userdata, domain, cbid, data):
+        try:
+            cb = C.cast(data, C.POINTER(CallbackData)).contents
+            name = C.c_char_p()
+            lib.cuptiGetCallbackName(domain, cbid, C.byref(name))
+            if b"LaunchKernel" not in (name.value or b"") or cb.callbackSite != 1:
+                return
+            seen.append(((cb.symbolName or b"")[:40].decode(errors="replace"), cb.correlationId))
+            if len(seen) % every == 0:
+                run.collect()
+        except Exception as error:
+            run.errors.append(str(error))
+
+    callback = CALLBACK(on_api)
+    subscriber = vp()
+    probe.cupti.lib.cuptiGetCallbackName.argtypes = [cint, u32, C.POINTER(C.c_char_p)]
+    code = lib.cuptiSubscribe(C.byref(subscriber), callback, None)
+    if code != 0:
+        run.close()
+        raise CuptiError(f"cuptiSubscribe -> {code}")
+    try:
+        lib.cuptiEnableDomain(1, subscriber, 1)  # CUPTI_CB_DOMAIN_DRIVER_API
+        for _ in range(launches):
+            kernel()
+        probe.torch.cuda.synchronize()
+    finally:
+        lib.cuptiUnsubscribe(subscriber)
+    leftover = run.collect(restart=False)
+    run.close()
+    return {"launches_seen": seen, "ranges": [(n, [round(v) for v in vals]) for n, vals in run.ranges],
+            "dropped": run.dropped, "errors": run.errors[:3], "leftover_at_end": leftover}
+
+
+def restart_without_callback(probe, metrics, kernel, resetconfig):
+    run = Continuous(probe, metrics, max_ranges=4, resetconfig=resetconfig)
+    try:
+        kernel(), kernel()
+        first = run.collect()
+        kernel(), kernel(), kernel()
+        second = run.collect(restart=False)
+        return {"first": first, "second": second, "dropped": run.dropped,
+                "names": [n for n, _ in run.ranges], "values": [[round(v) for v in vals] for _, vals in run.ranges]}
+    finally:
+        run.close()
+
+
 def kernels(torch):
     n = 64 * 1024 * 1024  # 64 Mi float32 = 256 MiB each way
     src = torch.rand(n, device="cuda")
@@ -425,6 +539,12 @@ def main():
     small_image = step("image too small (2 ranges, 5 launches)", probe.session, wanted[:2], [add] * 5, max_ranges=2)
     if small_image:
         print({k: v for k, v in small_image.items() if k != "ranges"}, len(small_image["ranges"]))
+
+    step("restart after decode, image re-initialised + SetConfig", restart_without_callback, probe, wanted[:2], add,
+         True)
+    step("restart after decode, Start only", restart_without_callback, probe, wanted[:2], add, False)
+    if session is None:
+        step("decode inside the launch-exit callback", decode_in_callback, probe, wanted[:2], add)
 
     # Cost per launch: 200 tiny launches, with counters vs without.
     def timed(fn, n=200):
