@@ -32,7 +32,7 @@ Session& sessionAt(int slot) {
   return *s;
 }
 
-nb::dict nodeMetrics(const TreeNode& n) {
+nb::dict nodeMetrics(const Session& s, uint32_t id, const TreeNode& n) {
   nb::dict m;
   const NodeMetrics& x = n.metrics;
   if (x.count) m["count"] = x.count;
@@ -40,7 +40,7 @@ nb::dict nodeMetrics(const TreeNode& n) {
   if (x.cpuTimeNs) m["cpu_time (ns)"] = x.cpuTimeNs;
   if (x.deviceId >= 0) m["device_id"] = x.deviceId;
   if (x.deviceType >= 0) m["device_type"] = x.deviceType;
-  for (const auto& u : x.user) m[nb::str(nameOf(u.first).c_str())] = u.second;
+  for (const auto& u : x.user) m[nb::str(nameOf(u.first).c_str())] = s.metricValue(id, u.first, u.second);
   return m;
 }
 
@@ -51,11 +51,12 @@ nb::dict exportTree(int slot, bool zero) {
   std::lock_guard<std::mutex> lock(s.tree.mutex());
   const auto& nodes = s.tree.nodes();
   nb::list parents, kinds, names, metrics, details;
-  for (const TreeNode& n : nodes) {
+  for (uint32_t id = 0; id < nodes.size(); ++id) {
+    const TreeNode& n = nodes[id];
     parents.append(n.parent);
     kinds.append(int(n.kind));
     names.append(nameOf(n.name));
-    metrics.append(nodeMetrics(n));
+    metrics.append(nodeMetrics(s, id, n));
     if (n.kind == NodeKind::Kernel && n.config) {
       const LaunchConfig& c = s.tree.configs()[n.config];
       nb::dict d;
@@ -85,6 +86,30 @@ std::vector<std::pair<uint32_t, double>> metricIds(const std::vector<std::pair<s
   out.reserve(in.size());
   for (const auto& m : in) out.emplace_back(intern(m.first), m.second);
   return out;
+}
+
+using MetricsIn = std::vector<std::pair<std::string, double>>;
+using ExtraChildIn = std::pair<std::vector<std::pair<std::string, std::string>>, MetricsIn>;
+
+NodeKind extraNodeKind(const std::string& kind) {
+  if (kind == "line") return NodeKind::Line;
+  if (kind == "device_scope") return NodeKind::DeviceScope;
+  if (kind == "kernel") return NodeKind::Kernel;
+  if (kind == "scope") return NodeKind::Scope;
+  throw std::invalid_argument("unknown node kind '" + kind + "' (line, device_scope, kernel, scope)");
+}
+
+void attachExtra(int slot, uint32_t correlation, const MetricsIn& metrics,
+                 const std::vector<ExtraChildIn>& children) {
+  LaunchExtra extra;
+  extra.metrics = metricIds(metrics);
+  for (const auto& c : children) {
+    LaunchExtra::Child child;
+    for (const auto& step : c.first) child.path.emplace_back(extraNodeKind(step.first), intern(step.second));
+    child.metrics = metricIds(c.second);
+    extra.children.push_back(std::move(child));
+  }
+  Profiler::instance().attachExtra(slot, correlation, std::move(extra));
 }
 
 // Host-side launches (the interpreter backend) get correlation ids from their own range.
@@ -204,6 +229,16 @@ NB_MODULE(_native, m) {
     d["unattributed"] = s.unattributed.load();
     return d;
   });
+  // Extras: results joined to a launch after the fact (counters, PC samples, kernel scopes).
+  m.def("session_attach", &attachExtra, nb::arg("slot"), nb::arg("correlation"), nb::arg("metrics"),
+        nb::arg("children") = std::vector<ExtraChildIn>{});
+  m.def("session_enable_extras", [](int slot) { Profiler::instance().enableExtras(slot); });
+  m.def("session_set_mean_metrics", [](int slot, const std::vector<std::string>& names) {
+    std::vector<uint32_t> ids;
+    for (const auto& n : names) ids.push_back(intern(n));
+    Profiler::instance().setMeanMetrics(slot, ids);
+  });
+  m.def("session_settle_extras", [](int slot) { return sessionAt(slot).settleExtras(); });
   m.def("pending_launches", [](int slot) { return Profiler::instance().pendingLaunches(1u << slot); });
   m.def("prune_graph_launches", [](uint64_t beforeNs) { return Profiler::instance().pruneMultiLaunches(beforeNs); });
   m.def("captured_graph_nodes", []() { return Profiler::instance().capturedGraphNodes(); });

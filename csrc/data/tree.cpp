@@ -79,8 +79,8 @@ static uint32_t bytesMetricId() {
   return id;
 }
 
-void Tree::addRecord(uint32_t context, uint32_t state, const DeviceRecord& record,
-                     const LaunchMetadata* meta) {
+uint32_t Tree::addRecord(uint32_t context, uint32_t state, const DeviceRecord& record,
+                         const LaunchMetadata* meta) {
   uint32_t parent = state ? child(context, NodeKind::State, state) : context;
   uint32_t name = (meta && meta->name) ? meta->name : record.name;
   uint32_t id = child(parent, nodeKindOf(record.kind), name);
@@ -99,6 +99,16 @@ void Tree::addRecord(uint32_t context, uint32_t state, const DeviceRecord& recor
   n.config = internConfig(config);
   if (meta)
     for (const auto& m : meta->metrics) n.metrics.add(m.first, m.second);
+  return id;
+}
+
+void Tree::addExtra(uint32_t at, const LaunchExtra& extra) {
+  for (const auto& m : extra.metrics) nodes_[at].metrics.add(m.first, m.second);
+  for (const auto& c : extra.children) {
+    uint32_t node = at;
+    for (const auto& step : c.path) node = child(node, step.first, step.second);
+    for (const auto& m : c.metrics) nodes_[node].metrics.add(m.first, m.second);
+  }
 }
 
 std::string Tree::path(uint32_t id) {

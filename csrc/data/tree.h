@@ -12,7 +12,8 @@
 
 namespace ftp {
 
-enum class NodeKind : uint8_t { Root = 0, Scope, Frame, State, Kernel, Memcpy, Memset };
+// Line: a source line of a kernel (PC sampling); DeviceScope: a scope marked inside a kernel.
+enum class NodeKind : uint8_t { Root = 0, Scope, Frame, State, Kernel, Memcpy, Memset, Line, DeviceScope };
 
 struct NodeMetrics {
   uint64_t count = 0;
@@ -32,6 +33,17 @@ struct TreeNode {
   uint32_t mangled = 0;
   uint32_t config = 0;  // last launch config seen (index into Tree::configs, 0 = none)
   NodeMetrics metrics;
+};
+
+// Results a backend learns about one launch apart from its activity record (hardware
+// counters, PC samples, kernel-side scopes), joined to the launch's kernel node later.
+struct LaunchExtra {
+  std::vector<std::pair<uint32_t, double>> metrics;  // interned metric name -> value, on the kernel node
+  struct Child {
+    std::vector<std::pair<NodeKind, uint32_t>> path;  // (kind, interned name) from the kernel node down
+    std::vector<std::pair<uint32_t, double>> metrics;
+  };
+  std::vector<Child> children;
 };
 
 class Tree {
@@ -57,8 +69,11 @@ class Tree {
   const std::vector<LaunchConfig>& configs() const { return configs_; }
 
   // Adds one finished record below context node `context` (and state `state`, 0 = none).
-  void addRecord(uint32_t context, uint32_t state, const DeviceRecord& record,
-                 const LaunchMetadata* meta);
+  // Returns the record's node. Caller holds the lock.
+  uint32_t addRecord(uint32_t context, uint32_t state, const DeviceRecord& record,
+                     const LaunchMetadata* meta);
+  // Adds `extra` at node `at` (its metrics) and below it (its children). Caller holds the lock.
+  void addExtra(uint32_t at, const LaunchExtra& extra);
 
   // "a/b/c" path of names from the root, for trace event arguments.
   std::string path(uint32_t id);

@@ -128,6 +128,11 @@ void writeDeviceEvent(JsonOut& out, Session& session, const DeviceEvent& e, uint
             c.staticSharedMemory, c.dynamicSharedMemory);
   else
     out.fmt(R"(,"bytes":%)" PRIu64, c.bytes);
+  for (const auto& m : session.traceExtras(e.correlation)) {  // counters and the like
+    out.raw(",");
+    out.str(nameOf(m.first));
+    out.fmt(":%.17g", m.second);
+  }
   out.raw("}}");
   if (!e.tid) return;  // launch not seen: no host side to draw
   // A short slice marks the launch on the host thread; the flow arrow binds to it.

@@ -198,6 +198,18 @@ void Profiler::onRecord(const DeviceRecord& record) {
   if (found && !p.multi) delete p.meta;
 }
 
+void Profiler::attachExtra(int slot, uint32_t correlation, LaunchExtra extra) {
+  if (Session* s = session(slot)) s->attachExtra(correlation, std::move(extra));
+}
+
+void Profiler::enableExtras(int slot) {
+  if (Session* s = session(slot)) s->enableExtras();
+}
+
+void Profiler::setMeanMetrics(int slot, const std::vector<uint32_t>& names) {
+  if (Session* s = session(slot)) s->setMeanMetrics(names);
+}
+
 size_t Profiler::pruneMultiLaunches(uint64_t beforeNs) {
   std::vector<uint32_t> stale;
   std::lock_guard<std::mutex> lock(pendingMutex_);

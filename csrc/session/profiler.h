@@ -51,6 +51,12 @@ class Profiler {
   void onGraphNodeCloned(uint64_t graphNode, uint64_t original);
   size_t capturedGraphNodes();
 
+  // Extras of one launch for the session in `slot` (see LaunchExtra, Session::attachExtra).
+  // Ignored when the slot holds no session.
+  void attachExtra(int slot, uint32_t correlation, LaunchExtra extra);
+  void enableExtras(int slot);
+  void setMeanMetrics(int slot, const std::vector<uint32_t>& names);
+
   // Shadow context and states of the calling thread.
   void enterScope(uint32_t name, const std::vector<std::pair<uint32_t, double>>& metrics);
   void exitScope(bool cpuTimed);

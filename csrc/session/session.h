@@ -3,7 +3,10 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "data/records.h"
 #include "data/trace.h"
@@ -30,6 +33,21 @@ class Session {
   static constexpr uint32_t kUnknownCapture = 0xFFFFFFFFu;
   uint32_t graftCaptured(uint32_t launchNode, uint32_t capturedNode);
 
+  // Extras (see LaunchExtra): joined to the launch's kernel node whether its record arrived
+  // before or after. Kernel nodes are remembered per correlation only once extras are enabled,
+  // so plain sessions pay nothing for this.
+  void enableExtras();
+  void attachExtra(uint32_t correlation, LaunchExtra&& extra);
+  // Metrics written as the mean over their attachments instead of the sum (ratios).
+  void setMeanMetrics(const std::vector<uint32_t>& names);
+  // The value to write for a user metric of a node (sum, or mean for mean metrics). Tree lock.
+  double metricValue(uint32_t node, uint32_t metric, double sum) const;
+  // Trace mode: the metrics attached to launch `correlation` (empty when none).
+  std::vector<std::pair<uint32_t, double>> traceExtras(uint32_t correlation);
+  // At finalize: extras whose launch never arrived go under ROOT/"<unmatched launch>" (tree) or
+  // are dropped (trace); returns how many launches that was.
+  uint64_t settleExtras();
+
   const uint32_t uid;
   const int slot;
   const ContextKind context;
@@ -40,7 +58,19 @@ class Session {
   std::atomic<uint64_t> unattributed{0};  // records whose launch was not seen (attributed to ROOT)
 
  private:
+  void applyExtra(uint32_t node, const LaunchExtra& extra);  // tree lock
+  void noteMeanAttachments(uint32_t node, const std::vector<std::pair<uint32_t, double>>& metrics);
+
   std::unordered_map<uint64_t, uint32_t> grafts_;  // (launch node, captured node) -> node; tree lock
+  std::atomic<bool> extrasEnabled_{false};
+  // Tree mode, under the tree lock:
+  std::unordered_map<uint32_t, uint32_t> kernelNodeOf_;              // correlation -> kernel node
+  std::unordered_map<uint32_t, std::vector<LaunchExtra>> earlyExtras_;  // extras before their record
+  std::unordered_set<uint32_t> meanMetrics_;
+  std::unordered_map<uint64_t, uint32_t> meanAttachments_;  // (node << 32 | metric) -> attachments
+  // Trace mode, under extrasMutex_: correlation -> (metrics summed, attachments).
+  std::mutex extrasMutex_;
+  std::unordered_map<uint32_t, std::pair<std::vector<std::pair<uint32_t, double>>, uint32_t>> traceExtras_;
 };
 
 }  // namespace ftp

@@ -1,5 +1,6 @@
 #include "backends/activity/activity_tracer.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -94,6 +95,10 @@ void ActivityTracer::start() {
     for (CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED})
       api_.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid);
   }
+  // Module and context events are rare; observers (PC sampling, counters) need them.
+  for (CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
+                                CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING})
+    api_.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid);
   rc = api_.registerCallbacks(&ActivityTracer::onBufferRequested, &ActivityTracer::onBufferCompleted);
   if (rc != CUPTI_SUCCESS) {
     api_.unsubscribe(subscriber_);
@@ -201,7 +206,12 @@ void CUPTIAPI ActivityTracer::onApi(void* userdata, CUpti_CallbackDomain domain,
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   ThreadState& ts = threadState();
   if (cb->callbackSite == CUPTI_API_EXIT) {
-    if (ts.apiDepth > 0 && --ts.apiDepth == 0) ts.apiCorrelation = 0;
+    if (ts.apiDepth > 0 && --ts.apiDepth == 0) {
+      const uint32_t correlation = ts.apiCorrelation;
+      ts.apiCorrelation = 0;
+      if (self->hasObservers_.load(std::memory_order_acquire))
+        self->notifyObservers([&](TracerObserver& o) { o.onLaunchExit(correlation, cbid, data); });
+    }
     return;
   }
   // A runtime launch may reach the driver's launch inside it: the kernel carries the outer
@@ -212,9 +222,59 @@ void CUPTIAPI ActivityTracer::onApi(void* userdata, CUpti_CallbackDomain domain,
   bool multi = cbid < graph.size() && graph[cbid];
   Profiler::instance().onLaunch(cb->correlationId, multi);
   self->noteContext(cb->context);
+  if (self->hasObservers_.load(std::memory_order_acquire))
+    self->notifyObservers([&](TracerObserver& o) { o.onLaunchEnter(cb->correlationId, cbid, data); });
+}
+
+void ActivityTracer::addObserver(TracerObserver* observer) {
+  std::lock_guard<std::mutex> lock(observersMutex_);
+  observers_.push_back(observer);
+  hasObservers_.store(true, std::memory_order_release);
+}
+
+void ActivityTracer::removeObserver(TracerObserver* observer) {
+  std::lock_guard<std::mutex> lock(observersMutex_);
+  observers_.erase(std::remove(observers_.begin(), observers_.end(), observer), observers_.end());
+  hasObservers_.store(!observers_.empty(), std::memory_order_release);
+}
+
+template <typename F>
+void ActivityTracer::notifyObservers(F&& f) {
+  std::lock_guard<std::mutex> lock(observersMutex_);
+  for (TracerObserver* o : observers_) f(*o);
 }
 
 void ActivityTracer::onResource(CUpti_CallbackId cbid, const void* data) {
+  const auto* resource = static_cast<const CUpti_ResourceData*>(data);
+  switch (cbid) {
+    case CUPTI_CBID_RESOURCE_MODULE_LOADED:
+    case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING: {
+      const auto* module = resource ? static_cast<const CUpti_ModuleResourceData*>(resource->resourceDescriptor) : nullptr;
+      if (!module || !hasObservers_.load(std::memory_order_acquire)) return;
+      const bool loaded = cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED;
+      notifyObservers([&](TracerObserver& o) {
+        if (loaded) o.onModuleLoaded(module->pCubin, module->cubinSize);
+        else o.onModuleUnloading(module->pCubin, module->cubinSize);
+      });
+      return;
+    }
+    case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
+    case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING: {
+      if (!resource || !hasObservers_.load(std::memory_order_acquire)) return;
+      void* context = resource->context;
+      const bool created = cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED;
+      notifyObservers([&](TracerObserver& o) {
+        if (created) o.onContextCreated(context);
+        else o.onContextDestroying(context);
+      });
+      return;
+    }
+    default:
+      onGraphResource(cbid, data);
+  }
+}
+
+void ActivityTracer::onGraphResource(CUpti_CallbackId cbid, const void* data) {
   if (cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED && cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) return;
   const auto* resource = static_cast<const CUpti_ResourceData*>(data);
   const auto* graph = resource ? static_cast<const CUpti_GraphData*>(resource->resourceDescriptor) : nullptr;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/activity/activity_api.h"
+#include "backends/activity/tracer_observer.h"
 #include "data/kernel_names.h"
 #include "data/records.h"
 
@@ -38,6 +39,14 @@ class ActivityTracer {
   uint64_t declinedBuffers() const { return declined_.load(); }
   uint32_t libraryVersion() const { return version_; }
   const std::string& libraryPath() const { return api_.path; }
+  // The loaded library's table and dlopen handle, for features that resolve more of its calls.
+  const ActivityApi& api() const { return api_; }
+  void* handle() const { return api_.handle; }
+
+  // Observers get the launch, module and context callbacks (see tracer_observer.h). They may be
+  // added before or while tracing; the caller keeps them alive until removed.
+  void addObserver(TracerObserver* observer);
+  void removeObserver(TracerObserver* observer);
 
  private:
   ActivityTracer() = default;
@@ -52,6 +61,9 @@ class ActivityTracer {
   void convertTransfer(const Record& m, RecordKind kind, uint32_t name, DeviceRecord& out);
   void noteContext(CUcontext context);
   void onResource(CUpti_CallbackId cbid, const void* data);
+  void onGraphResource(CUpti_CallbackId cbid, const void* data);
+  template <typename F>
+  void notifyObservers(F&& f);
 
   static void CUPTIAPI onApi(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                             const void* data);
@@ -79,6 +91,9 @@ class ActivityTracer {
   std::mutex contextsMutex_;
   std::vector<CUcontext> contexts_;
   KernelNames kernelNames_;
+  std::mutex observersMutex_;
+  std::vector<TracerObserver*> observers_;
+  std::atomic<bool> hasObservers_{false};  // checked on every launch before taking the lock
 };
 
 }  // namespace ftp

@@ -48,6 +48,7 @@ class Session:
         self.mode = mode
         self.hook = hook
         self.slot = None
+        self.extra_stats = {}  # what the backend adds to the metadata at finalize
         self.hook_handle = None
         self.start_realtime_ns = None
         self.stop_realtime_ns = None
@@ -127,9 +128,7 @@ def _start_locked(name, context, data, backend, mode, hook):
         _check_choice("hook", hook, HOOKS)
     backend_name = backend or select_backend()
     impl = get_backend(backend_name)
-    if mode is not None and mode not in impl.modes:
-        supported = ", ".join(impl.modes) if impl.modes else "none yet (leave mode unset)"
-        raise ValueError(f"backend {backend_name!r} does not support mode {mode!r}; supported modes: {supported}")
+    mode = impl.check_mode(mode)
     for other in _sessions.values():
         if other.name == base and other.data == data:
             raise ValueError(f"a session writing {other.output_path!r} is already open (session {other.id})")
@@ -143,6 +142,12 @@ def _start_locked(name, context, data, backend, mode, hook):
         impl.acquire(mode)
     except BaseException:
         native.session_remove(session.slot)
+        raise
+    try:
+        impl.attach_session(session)
+    except BaseException:
+        native.session_remove(session.slot)
+        impl.release()
         raise
     try:
         if hook == "triton":
@@ -266,6 +271,7 @@ def _finalize_locked(sessions):
     errors = []
     for s in sessions:
         try:
+            s.extra_stats = s.backend.session_outputs(s) or {}
             _write_outputs(s)
         except Exception as error:  # one failed output must not lose the other sessions'
             errors.append(error)
@@ -286,6 +292,10 @@ def _write_outputs(s):
         "lost_launches": native.pending_launches(s.slot),
         "dropped_records": s.backend.dropped_records() - s.dropped_at_start,
     }
+    unmatched = native.session_settle_extras(s.slot)
+    if unmatched:  # extras (counters, samples) whose launch never got a record
+        stats["unmatched_extras"] = unmatched
+    stats.update(s.extra_stats)
     if s.parts:  # the rest becomes the last part; no whole-run file is written
         _write_part(s)
         stats["parts"] = list(s.parts)
@@ -323,7 +333,10 @@ def _close(s):
         s.hook_handle.remove()
         s.hook_handle = None
     native.session_remove(s.slot)
-    s.backend.release()
+    try:
+        s.backend.detach_session(s)
+    finally:
+        s.backend.release()
 
 
 def open_sessions():

@@ -3,7 +3,7 @@ GraphFrame.from_literal reads (and Triton's proton-viewer): [root, device_info].
 import json
 
 # Node kinds as the native core numbers them (csrc/data/tree.h NodeKind).
-NODE_KINDS = ("root", "scope", "frame", "state", "kernel", "memcpy", "memset")
+NODE_KINDS = ("root", "scope", "frame", "state", "kernel", "memcpy", "memset", "line", "device_scope")
 
 
 def tree_literal(columns):
