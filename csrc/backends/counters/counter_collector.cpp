@@ -5,6 +5,10 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "backends/activity/activity_tracer.h"
+#include "core/strings.h"
+#include "session/profiler.h"
+
 namespace ftp {
 
 namespace {
@@ -60,7 +64,18 @@ CounterCollector& CounterCollector::instance() {
   return *collector;
 }
 
-int CounterCollector::deviceOfCurrentContext() {
+uintptr_t currentContext() {
+  using CtxGetCurrent = CUresult (*)(CUcontext*);
+  static CtxGetCurrent getCurrent = [] {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    return lib ? reinterpret_cast<CtxGetCurrent>(dlsym(lib, "cuCtxGetCurrent")) : nullptr;
+  }();
+  CUcontext context = nullptr;
+  if (!getCurrent || getCurrent(&context) != CUDA_SUCCESS) return 0;
+  return reinterpret_cast<uintptr_t>(context);
+}
+
+int deviceOfCurrentContext() {
   using CtxGetDevice = CUresult (*)(CUdevice*);
   static CtxGetDevice getDevice = [] {
     void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -87,7 +102,11 @@ void CounterCollector::addSession(const CountersApi& api, int slot, const std::v
     metrics_ = metrics;
     types_ = std::move(types);
     metricNames_.clear();
-    for (const auto& m : metrics_) metricNames_.push_back(m.c_str());
+    metricIds_.clear();
+    for (const auto& m : metrics_) {
+      metricNames_.push_back(m.c_str());
+      metricIds_.push_back(intern(m));
+    }
     maxRanges_ = maxRanges;
     peakGBps_ = std::move(peakGBps);
     stats_ = CounterStats();
@@ -100,6 +119,7 @@ void CounterCollector::addSession(const CountersApi& api, int slot, const std::v
       }
     }
   }
+  if (!slots_) ActivityTracer::instance().addObserver(this);
   slots_ |= 1u << slot;
 }
 
@@ -222,13 +242,17 @@ void CounterCollector::matchRanges(ContextState& state, size_t ranges) {
 }
 
 void CounterCollector::emit(const QueuedLaunch& launch, int device, const std::vector<double>& values) {
-  LaunchCounters out{launch.correlation, launch.slots, {}};
-  for (size_t i = 0; i < values.size(); ++i) out.metrics.emplace_back(metrics_[i], values[i]);
+  std::vector<std::pair<std::string, double>> measured;
+  LaunchExtra extra;
+  for (size_t i = 0; i < values.size(); ++i) {
+    measured.emplace_back(metrics_[i], values[i]);
+    extra.metrics.emplace_back(metricIds_[i], values[i]);
+  }
   double peak = device >= 0 && size_t(device) < peakGBps_.size() ? peakGBps_[device] : 0.0;
-  for (auto& d : derivedMetrics(out.metrics, peak)) out.metrics.push_back(std::move(d));
+  for (const auto& d : derivedMetrics(measured, peak)) extra.metrics.emplace_back(intern(d.first), d.second);
   ++stats_.rangesCollected;
-  for (int slot = 0; slot < 32; ++slot)
-    if (launch.slots & (1u << slot)) results_[slot].push_back(out);
+  for (int slot = 0; slot < kMaxSessions; ++slot)
+    if (launch.slots & (1u << slot)) Profiler::instance().attachExtra(slot, launch.correlation, extra);
 }
 
 void CounterCollector::onLaunchEnter(CUcontext context, uint32_t correlation, const char* kernel,
@@ -239,6 +263,23 @@ void CounterCollector::onLaunchEnter(CUcontext context, uint32_t correlation, co
   ContextState& state = stateOf(context, deviceOfCurrentContext());
   if (state.failed) return;
   state.queued.push_back(QueuedLaunch{correlation, slots, kernel ? kernel : ""});
+}
+
+// A runtime API call's callback data may carry no context at entry (the runtime creates the
+// context inside the call): the thread's current context is the one the kernel runs in.
+static CUcontext contextOf(const CUpti_CallbackData* cb) {
+  return cb->context ? cb->context : reinterpret_cast<CUcontext>(currentContext());
+}
+
+void CounterCollector::onLaunchEnter(uint32_t correlation, uint32_t cbid, const void* cbData) {
+  const auto* cb = static_cast<const CUpti_CallbackData*>(cbData);
+  if (!cb) return;
+  onLaunchEnter(contextOf(cb), correlation, cb->symbolName, Profiler::instance().activeMask());
+}
+
+void CounterCollector::onLaunchExit(uint32_t correlation, uint32_t cbid, const void* cbData) {
+  const auto* cb = static_cast<const CUpti_CallbackData*>(cbData);
+  if (cb) onLaunchExit(contextOf(cb), correlation);
 }
 
 void CounterCollector::onLaunchExit(CUcontext context, uint32_t correlation) {
@@ -261,7 +302,10 @@ void CounterCollector::removeSession(int slot) {
   bool last = slots_ == (1u << slot);
   for (auto& entry : contexts_) collect(entry.second, !last);
   slots_ &= ~(1u << slot);
-  if (last) disableAll();
+  if (last) {
+    ActivityTracer::instance().removeObserver(this);
+    disableAll();
+  }
 }
 
 void CounterCollector::disableAll() {
@@ -272,17 +316,6 @@ void CounterCollector::disableAll() {
     api_->rangeDisable(&off);
   }
   contexts_.clear();
-}
-
-std::vector<LaunchCounters> CounterCollector::take(int slot) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<LaunchCounters> out;
-  auto it = results_.find(slot);
-  if (it != results_.end()) {
-    out.swap(it->second);
-    results_.erase(it);
-  }
-  return out;
 }
 
 CounterStats CounterCollector::stats() const {

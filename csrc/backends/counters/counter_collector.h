@@ -15,17 +15,11 @@
 #include <utility>
 #include <vector>
 
+#include "backends/activity/tracer_observer.h"
 #include "backends/counters/counters_api.h"
 #include "backends/counters/metric_host.h"
 
 namespace ftp {
-
-// The metrics of one kernel launch, for the sessions in `slots` (a bit per session slot).
-struct LaunchCounters {
-  uint32_t correlation;
-  uint32_t slots;
-  std::vector<std::pair<std::string, double>> metrics;
-};
 
 struct CounterStats {
   size_t passes = 0;                 // replay passes per kernel for the metric set
@@ -42,19 +36,25 @@ struct CounterStats {
 // averages, ratios, throughputs, percentages, min/max and rates do not.
 bool isAdditiveMetric(const std::string& metric, CUpti_MetricType type);
 
+// The calling thread's current CUcontext (0 when none or without a driver).
+uintptr_t currentContext();
+// The CUDA device of the calling thread's current context (0 without a driver: stand-in tests).
+int deviceOfCurrentContext();
+
 // Derived per launch from measured metrics, when their inputs are present:
 // achieved_occupancy (%), dram_bandwidth (GB/s), dram_bandwidth_util (%) against `peakGBps` (>0).
 std::vector<std::pair<std::string, double>> derivedMetrics(
     const std::vector<std::pair<std::string, double>>& measured, double peakGBps);
 
-class CounterCollector {
+// Metrics go to the kernel nodes through Profiler::attachExtra, session by session.
+class CounterCollector : public TracerObserver {
  public:
   static CounterCollector& instance();
 
   // Starts collecting `metrics` for session `slot` (validated on the first context's chip).
   // A second session must ask for the same metrics. `peakGBps[d]`: device d's DRAM peak.
   // `context`: a CUcontext to enable at once (else contexts are enabled at their first launch),
-  // `deviceOfContext` its device index.
+  // `deviceOfContext` its device index. The first session registers with the activity tracer.
   void addSession(const CountersApi& api, int slot, const std::vector<std::string>& metrics,
                   size_t maxRanges, std::vector<double> peakGBps, CUcontext context, int deviceOfContext);
   // Collects what is queued for every context; the session stops receiving metrics. The last
@@ -62,8 +62,6 @@ class CounterCollector {
   void removeSession(int slot);
   // Decodes and evaluates everything launched so far (call with the device idle).
   void flush();
-  // Hands over (and forgets) the launches collected for session `slot`.
-  std::vector<LaunchCounters> take(int slot);
   CounterStats stats() const;
   std::vector<std::string> metrics() const;
   std::vector<std::string> meanMetrics() const;  // measured and derived metrics to average
@@ -73,6 +71,10 @@ class CounterCollector {
   // the sessions recording this launch. Never throw: failures go to stats().errors.
   void onLaunchEnter(CUcontext context, uint32_t correlation, const char* kernel, uint32_t activeSlots);
   void onLaunchExit(CUcontext context, uint32_t correlation);
+
+  // TracerObserver: the activity tracer's launch callbacks (cbData is a CUpti_CallbackData).
+  void onLaunchEnter(uint32_t correlation, uint32_t cbid, const void* cbData) override;
+  void onLaunchExit(uint32_t correlation, uint32_t cbid, const void* cbData) override;
 
  private:
   struct QueuedLaunch {
@@ -100,7 +102,6 @@ class CounterCollector {
   void emit(const QueuedLaunch& launch, int device, const std::vector<double>& values);
   void disableAll();
   void noteError(const std::string& message);
-  static int deviceOfCurrentContext();
 
   mutable std::mutex mutex_;
   const CountersApi* api_ = nullptr;
@@ -108,10 +109,10 @@ class CounterCollector {
   std::vector<std::string> metrics_;
   std::vector<const char*> metricNames_;  // into metrics_, for CUPTI
   std::vector<CUpti_MetricType> types_;
+  std::vector<uint32_t> metricIds_;  // interned metrics_
   size_t maxRanges_ = 0;
   std::vector<double> peakGBps_;
   std::map<CUcontext, ContextState> contexts_;
-  std::map<int, std::vector<LaunchCounters>> results_;  // by session slot
   CounterStats stats_;
 };
 

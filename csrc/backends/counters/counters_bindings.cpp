@@ -1,5 +1,4 @@
 // Python bindings of the hardware-counter backend (issue #10): flagtree.profiler._native.counters_*.
-#include <dlfcn.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -16,15 +15,6 @@ namespace nb = nanobind;
 namespace ftp {
 
 namespace {
-
-uintptr_t currentContext() {
-  using CtxGetCurrent = CUresult (*)(CUcontext*);
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  auto get = lib ? reinterpret_cast<CtxGetCurrent>(dlsym(lib, "cuCtxGetCurrent")) : nullptr;
-  CUcontext context = nullptr;
-  if (!get || get(&context) != CUDA_SUCCESS) return 0;
-  return reinterpret_cast<uintptr_t>(context);
-}
 
 nb::list listMetrics(const std::string& path, std::optional<std::string> chip, bool submetrics) {
   const CountersApi& api = CountersApi::load(path);
@@ -73,6 +63,7 @@ void registerCountersBindings(nb::module_& m) {
   m.def("counters_add_session",
         [](const std::string& path, int slot, const std::vector<std::string>& metrics, size_t maxRanges,
            std::vector<double> peaks, uintptr_t context, int device) {
+          if (device < 0) device = deviceOfCurrentContext();
           CounterCollector::instance().addSession(CountersApi::load(path), slot, metrics, maxRanges,
                                                   std::move(peaks), reinterpret_cast<CUcontext>(context), device);
         });
@@ -80,12 +71,6 @@ void registerCountersBindings(nb::module_& m) {
   m.def("counters_flush", [] {
     nb::gil_scoped_release release;
     CounterCollector::instance().flush();
-  });
-  m.def("counters_take", [](int slot) {
-    std::vector<std::pair<uint32_t, std::vector<std::pair<std::string, double>>>> out;
-    for (auto& launch : CounterCollector::instance().take(slot))
-      out.emplace_back(launch.correlation, std::move(launch.metrics));
-    return out;
   });
   m.def("counters_stats", &stats);
   m.def("counters_mean_metrics", [] { return CounterCollector::instance().meanMetrics(); });
