@@ -89,12 +89,30 @@ int deviceOfCurrentContext() {
 void CounterCollector::addSession(const CountersApi& api, int slot, const std::vector<std::string>& metrics,
                                   size_t maxRanges, std::vector<double> peakGBps, CUcontext context,
                                   int deviceOfContext) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   if (slots_ && metrics != metrics_)
     throw std::invalid_argument("hardware counters are already being collected for another session with "
                                 "other metrics; finalize it first or ask for the same metrics");
   if (!slots_) {
-    api.initializeProfiler();
+    api.acquireProfiler();
+    try {
+      startFirstSession(api, metrics, maxRanges, std::move(peakGBps), context, deviceOfContext);
+    } catch (...) {
+      api.releaseProfiler();
+      throw;
+    }
+  }
+  bool first = !slots_;
+  slots_ |= 1u << slot;
+  lock.unlock();
+  // Outside our lock: the tracer calls observers under its own lock, and they take ours.
+  if (first) ActivityTracer::instance().addObserver(this);
+}
+
+void CounterCollector::startFirstSession(const CountersApi& api, const std::vector<std::string>& metrics,
+                                         size_t maxRanges, std::vector<double> peakGBps, CUcontext context,
+                                         int deviceOfContext) {
+  {
     std::vector<CUpti_MetricType> types;
     MetricHost catalogue(api, chipOfDevice(api, size_t(deviceOfContext)), {});
     for (const auto& m : metrics) types.push_back(catalogue.typeOf(m));  // unknown names throw here
@@ -114,13 +132,11 @@ void CounterCollector::addSession(const CountersApi& api, int slot, const std::v
       ContextState& state = stateOf(context, deviceOfContext);
       if (state.failed) {
         std::string why = stats_.errors.empty() ? "unknown error" : stats_.errors.back();
-        contexts_.clear();
+        disableAll();
         throw std::runtime_error("cannot collect hardware counters on this GPU: " + why);
       }
     }
   }
-  if (!slots_) ActivityTracer::instance().addObserver(this);
-  slots_ |= 1u << slot;
 }
 
 CounterCollector::ContextState& CounterCollector::stateOf(CUcontext context, int device) {
@@ -297,14 +313,20 @@ void CounterCollector::flush() {
 }
 
 void CounterCollector::removeSession(int slot) {
+  bool last;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!(slots_ & (1u << slot))) return;
+    last = slots_ == (1u << slot);
+  }
+  // Outside our lock (see addSession); after this no launch callback reaches us.
+  if (last) ActivityTracer::instance().removeObserver(this);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!(slots_ & (1u << slot))) return;
-  bool last = slots_ == (1u << slot);
   for (auto& entry : contexts_) collect(entry.second, !last);
   slots_ &= ~(1u << slot);
   if (last) {
-    ActivityTracer::instance().removeObserver(this);
     disableAll();
+    api_->releaseProfiler();
   }
 }
 

@@ -94,6 +94,8 @@ class CounterCollector : public TracerObserver {
   };
 
   CounterCollector() = default;
+  void startFirstSession(const CountersApi& api, const std::vector<std::string>& metrics, size_t maxRanges,
+                         std::vector<double> peakGBps, CUcontext context, int deviceOfContext);
   ContextState& stateOf(CUcontext context, int device);
   void enable(ContextState& state);
   void startCollection(ContextState& state);

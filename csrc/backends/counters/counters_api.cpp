@@ -40,6 +40,7 @@ const CountersApi& CountersApi::load(const std::string& path) {
   };
   need(table->getResultString, "cuptiGetResultString");
   need(table->profilerInitialize, "cuptiProfilerInitialize");
+  need(table->profilerDeInitialize, "cuptiProfilerDeInitialize");
   need(table->deviceGetChipName, "cuptiDeviceGetChipName");
   need(table->getCounterAvailability, "cuptiProfilerGetCounterAvailability");
   need(table->hostInitialize, "cuptiProfilerHostInitialize");
@@ -88,14 +89,26 @@ void CountersApi::check(CUptiResult result, const char* what) const {
   throw std::runtime_error(message);
 }
 
-void CountersApi::initializeProfiler() const {
-  static std::once_flag once;
-  static CUptiResult result = CUPTI_SUCCESS;
-  std::call_once(once, [this] {
+namespace {
+std::mutex profilerUsersMutex;
+int profilerUsers = 0;
+}  // namespace
+
+void CountersApi::acquireProfiler() const {
+  std::lock_guard<std::mutex> lock(profilerUsersMutex);
+  if (profilerUsers == 0) {
     auto init = FTP_PARAMS(CUpti_Profiler_Initialize_Params);
-    result = profilerInitialize(&init);
-  });
-  check(result, "cuptiProfilerInitialize");
+    check(profilerInitialize(&init), "cuptiProfilerInitialize");
+  }
+  ++profilerUsers;
+}
+
+void CountersApi::releaseProfiler() const {
+  std::lock_guard<std::mutex> lock(profilerUsersMutex);
+  if (profilerUsers > 0 && --profilerUsers == 0) {
+    auto done = FTP_PARAMS(CUpti_Profiler_DeInitialize_Params);
+    profilerDeInitialize(&done);
+  }
 }
 
 }  // namespace ftp

@@ -15,6 +15,7 @@ namespace ftp {
 struct CountersApi {
 #define FTP_COUNTERS_FN(name, Params) CUptiResult (*name)(Params*) = nullptr;
   FTP_COUNTERS_FN(profilerInitialize, CUpti_Profiler_Initialize_Params)
+  FTP_COUNTERS_FN(profilerDeInitialize, CUpti_Profiler_DeInitialize_Params)
   FTP_COUNTERS_FN(deviceGetChipName, CUpti_Device_GetChipName_Params)
   FTP_COUNTERS_FN(getCounterAvailability, CUpti_Profiler_GetCounterAvailability_Params)
   FTP_COUNTERS_FN(hostInitialize, CUpti_Profiler_Host_Initialize_Params)
@@ -49,8 +50,10 @@ struct CountersApi {
   static const CountersApi& load(const std::string& path);
   // Throws std::runtime_error("<what>: <CUPTI's message>") unless `result` is CUPTI_SUCCESS.
   void check(CUptiResult result, const char* what) const;
-  // cuptiProfilerInitialize, once per process (the target side of the profiling API needs it).
-  void initializeProfiler() const;
+  // cuptiProfilerInitialize on the first of nested uses, cuptiProfilerDeInitialize when the last
+  // ends (the tracer's cuptiFinalize at the end of a run would leave a stale initialisation).
+  void acquireProfiler() const;
+  void releaseProfiler() const;
 };
 
 // Every params struct starts with structSize and pPriv: zeroed, size set from the header.

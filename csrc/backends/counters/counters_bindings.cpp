@@ -18,10 +18,18 @@ namespace {
 
 nb::list listMetrics(const std::string& path, std::optional<std::string> chip, bool submetrics) {
   const CountersApi& api = CountersApi::load(path);
-  api.initializeProfiler();
-  MetricHost host(api, chip ? *chip : chipOfDevice(api, 0), {});
+  std::vector<MetricInfo> metrics;
+  api.acquireProfiler();
+  try {
+    MetricHost host(api, chip ? *chip : chipOfDevice(api, 0), {});
+    metrics = host.list(submetrics);
+  } catch (...) {
+    api.releaseProfiler();
+    throw;
+  }
+  api.releaseProfiler();
   nb::list out;
-  for (const MetricInfo& m : host.list(submetrics)) {
+  for (const MetricInfo& m : metrics) {
     nb::dict d;
     d["name"] = m.name;
     d["type"] = m.type;
@@ -54,8 +62,16 @@ void registerCountersBindings(nb::module_& m) {
         "Loads the Profiler Host / Range Profiler table from libcupti at `path` (RuntimeError if too old).");
   m.def("counters_chip", [](const std::string& path, size_t device) {
     const CountersApi& api = CountersApi::load(path);
-    api.initializeProfiler();
-    return chipOfDevice(api, device);
+    api.acquireProfiler();
+    std::string chip;
+    try {
+      chip = chipOfDevice(api, device);
+    } catch (...) {
+      api.releaseProfiler();
+      throw;
+    }
+    api.releaseProfiler();
+    return chip;
   });
   m.def("counters_list_metrics", &listMetrics, nb::arg("path"), nb::arg("chip").none(),
         nb::arg("submetrics") = false);

@@ -78,8 +78,12 @@ def start_session(library, session, metrics):
         raise ValueError(f"flagtree.profiler: {error}") from None
     except RuntimeError as error:
         raise RuntimeError(f"flagtree.profiler: hardware counters cannot start: {error}") from None
-    native.session_enable_extras(session.slot)
-    native.session_set_mean_metrics(session.slot, native.counters_mean_metrics())
+    try:
+        native.session_enable_extras(session.slot)
+        native.session_set_mean_metrics(session.slot, native.counters_mean_metrics())
+    except BaseException:
+        native.counters_remove_session(session.slot)  # session.py will not call detach_session
+        raise
 
 
 def session_outputs(session, metrics):
