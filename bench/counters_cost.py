@@ -11,7 +11,10 @@ over repetitions of the ratio to the mean of the two neighbouring no-profiler ru
 Configurations: "tree" (the profiler without counters), "metrics 1 pass" (dram__bytes_read.sum),
 "metrics default" (mode="metrics": five metrics, the passes the chip needs).
 
-    python bench/counters_cost.py [--reps 3] [--out DIR]
+    python bench/counters_cost.py [--reps 2] [--out DIR]
+
+Measured by the probe on the H200 (CUPTI 13.0): about 11.6 ms per launch of a tiny kernel with 2
+metrics in 1 pass, against 14 us without counters.
 """
 import argparse
 import json
@@ -35,8 +38,8 @@ def workloads():
 
     # Sizes cut down from bench/overhead.py: every launch waits for its kernel under counters.
     return {
-        "launch (500 tiny kernels)": (LaunchBound(launches=500), 500),
-        "mix (transformer forward x2)": (TransformerBlock(passes=2), None),
+        "launch (200 tiny kernels)": (LaunchBound(launches=200), 200),
+        "mix (transformer forward x1)": (TransformerBlock(passes=1), None),
         "gpu (20 bf16 4096^3 matmuls)": (GpuBound(matmuls=20, size=4096), 20),
     }
 
@@ -97,7 +100,7 @@ def passes_of_default(outdir):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--out", help="folder for counters_cost.json")
     args = parser.parse_args(argv)
     results = {}

@@ -285,3 +285,13 @@ def test_additive_rule():
                  "sm__cycles_elapsed.max", "dram__bytes_read.avg"):
         assert not _native.counters_is_additive(name, "counter")
     assert not _native.counters_is_additive("sm__throughput", "throughput")
+
+
+def test_only_kernel_launch_apis_are_queued():
+    for name in ("cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel", "cudaLaunchKernel_v7000",
+                 "cudaLaunchKernelExC_v11060", "cuLaunchGrid"):
+        assert _native.counters_is_kernel_launch_api(name), name
+    # copies and sets run no kernel; a graph launch runs several; a host function none
+    for name in ("cuMemcpyAsync", "cudaMemcpyAsync_v3020", "cuMemsetD32Async", "cuGraphLaunch",
+                 "cudaGraphLaunch_v10000", "cuLaunchHostFunc", "cudaLaunchHostFunc_v10000", ""):
+        assert not _native.counters_is_kernel_launch_api(name), name

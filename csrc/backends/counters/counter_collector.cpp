@@ -287,15 +287,23 @@ static CUcontext contextOf(const CUpti_CallbackData* cb) {
   return cb->context ? cb->context : reinterpret_cast<CUcontext>(currentContext());
 }
 
+bool isKernelLaunchApi(const char* functionName) {
+  if (!functionName) return false;
+  std::string name(functionName);
+  bool launch = name.rfind("cuLaunch", 0) == 0 || name.rfind("cudaLaunch", 0) == 0;
+  return launch && name.find("HostFunc") == std::string::npos;
+}
+
 void CounterCollector::onLaunchEnter(uint32_t correlation, uint32_t cbid, const void* cbData) {
   const auto* cb = static_cast<const CUpti_CallbackData*>(cbData);
-  if (!cb) return;
+  // The tracer also reports copies, sets and graph launches: only single kernels make one range.
+  if (!cb || !isKernelLaunchApi(cb->functionName)) return;
   onLaunchEnter(contextOf(cb), correlation, cb->symbolName, Profiler::instance().activeMask());
 }
 
 void CounterCollector::onLaunchExit(uint32_t correlation, uint32_t cbid, const void* cbData) {
   const auto* cb = static_cast<const CUpti_CallbackData*>(cbData);
-  if (cb) onLaunchExit(contextOf(cb), correlation);
+  if (cb && isKernelLaunchApi(cb->functionName)) onLaunchExit(contextOf(cb), correlation);
 }
 
 void CounterCollector::onLaunchExit(CUcontext context, uint32_t correlation) {

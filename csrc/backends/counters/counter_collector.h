@@ -36,6 +36,11 @@ struct CounterStats {
 // averages, ratios, throughputs, percentages, min/max and rates do not.
 bool isAdditiveMetric(const std::string& metric, CUpti_MetricType type);
 
+// Does the API named `functionName` (CUpti_CallbackData::functionName) launch one kernel? True
+// for cuLaunch*/cudaLaunch* (kernels, cooperative kernels, grids), false for copies, sets, graph
+// launches and host-function launches, which make no range (or several).
+bool isKernelLaunchApi(const char* functionName);
+
 // The calling thread's current CUcontext (0 when none or without a driver).
 uintptr_t currentContext();
 // The CUDA device of the calling thread's current context (0 without a driver: stand-in tests).

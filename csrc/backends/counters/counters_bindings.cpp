@@ -93,6 +93,7 @@ void registerCountersBindings(nb::module_& m) {
   m.def("counters_is_additive", [](const std::string& name, const std::string& type) {
     return isAdditiveMetric(name, type == "counter" ? CUPTI_METRIC_TYPE_COUNTER : CUPTI_METRIC_TYPE_RATIO);
   });
+  m.def("counters_is_kernel_launch_api", [](const std::string& name) { return isKernelLaunchApi(name.c_str()); });
   // The launch path (the CUPTI launch callbacks call the same functions); exposed so that CPU
   // tests drive it with a stand-in libcupti.
   m.def("counters_on_launch_enter", [](uintptr_t context, uint32_t correlation, const std::string& kernel,

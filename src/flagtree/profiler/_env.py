@@ -15,7 +15,7 @@ ENVIRONMENT = {
     "FLAGTREE_PROFILER_BUFFER_LIMIT": "Most bytes of vendor activity buffers held at once (default 0 = no limit); past it buffer requests are declined and the records the vendor library drops are counted in dropped_records.",
     "FLAGTREE_PROFILER_NVTX": "0 stops torch.cuda.nvtx ranges from becoming scopes (default 1: range_push/range_pop/range enter and leave scopes).",
     "FLAGTREE_PROFILER_PERIODIC_S": "Seconds (> 0) between automatic parts: each open session writes <name>.part<k>.<ext> with what it collected since the previous part, then frees it.",
-    "FLAGTREE_PROFILER_COUNTER_RANGES": "With mode=\"metrics...\": kernel launches a counter data image holds before it is decoded (default 256, at least 1).",
+    "FLAGTREE_PROFILER_COUNTER_RANGES": "With mode=\"metrics...\": kernel launches a counter data image holds before it is decoded (default 64, at least 1; the image takes from a few KB to ~0.7 MB per launch depending on the metrics).",
 }
 
 DEFAULT_BUFFER_SIZE = 8 << 20
@@ -66,6 +66,6 @@ def buffer_limit():
 
 
 def counter_ranges():
-    """FLAGTREE_PROFILER_COUNTER_RANGES: launches per counter data image (default 256)."""
-    return _number("FLAGTREE_PROFILER_COUNTER_RANGES", lambda raw: int(raw, 0), "launches", 256,
+    """FLAGTREE_PROFILER_COUNTER_RANGES: launches per counter data image (default 64)."""
+    return _number("FLAGTREE_PROFILER_COUNTER_RANGES", lambda raw: int(raw, 0), "launches", 64,
                    lambda v: v >= 1, "be at least 1")
