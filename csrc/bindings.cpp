@@ -20,6 +20,10 @@
 namespace nb = nanobind;
 using namespace ftp;
 
+namespace ftp {
+void registerCountersBindings(nb::module_& m);  // backends/counters/counters_bindings.cpp
+}
+
 namespace {
 
 Session& sessionAt(int slot) {
@@ -173,6 +177,7 @@ NB_MODULE(_native, m) {
   registerPcSamplingBindings(m);
   m.doc() = "FlagTree Profiler native core";
   m.attr("MAX_SESSIONS") = kMaxSessions;
+  registerCountersBindings(m);
 
   m.def("intern", [](const std::string& s) { return intern(s); });
   m.def("monotonic_ns", &monotonicNs);

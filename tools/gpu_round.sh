@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash tools/gpu_round.sh [tests|bench|scale|probe|pcsampling|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash tools/gpu_round.sh [tests|bench|scale|probe|pcsampling|probe-counters|counters|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -39,4 +39,13 @@ if [ "$what" = pcsampling ]; then  # issue #7: PC-sampling GPU tests and overhea
 fi
 if [ "$what" = scale ]; then
   timeout 300 python3 bench/scale.py "$@" 2>&1 | tee "$OUT/scale.log" | tail -5
+fi
+if [ "$what" = probe-counters ]; then   # issue #10: CUPTI Host + Range Profiler API facts, alone then beside a session
+  timeout 240 python3 tools/probe_counters.py --json "$OUT/probe_counters.json" 2>&1 | tee "$OUT/probe_counters.log" | tail -60
+  timeout 240 python3 tools/probe_counters.py --with-flagtree --json "$OUT/probe_counters_ft.json" > "$OUT/probe_counters_ft.log" 2>&1
+  grep -E '^\[|SUMMARY' "$OUT/probe_counters_ft.log" | tail -25
+fi
+if [ "$what" = counters ] || [ "$what" = all ]; then   # issue #10: counters GPU tests, then their cost
+  FLAGTREE_GPU_TESTS=1 timeout 300 python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_counters_gpu.py 2>&1 | tee "$OUT/pytest_counters.log" | tail -25
+  timeout 240 python3 bench/counters_cost.py --out "$OUT" 2>&1 | tee "$OUT/counters_cost.log" | tail -14
 fi

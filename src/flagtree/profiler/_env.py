@@ -17,6 +17,7 @@ ENVIRONMENT = {
     "FLAGTREE_PROFILER_PCSAMPLING_INTERVAL": "PC sampling (backend cupti/cupti_pcsampling): log2 of the GPU cycles between samples, 5..31 (default 12); a mode's interval= wins.",
     "FLAGTREE_PROFILER_PCSAMPLING_COLLECTION": "PC sampling: continuous (default; samples per kernel function, shared among its launches) or serialized (exact launch per sample; kernels run one at a time); a mode's collection= wins.",
     "FLAGTREE_PROFILER_PERIODIC_S": "Seconds (> 0) between automatic parts: each open session writes <name>.part<k>.<ext> with what it collected since the previous part, then frees it.",
+    "FLAGTREE_PROFILER_COUNTER_RANGES": "With mode=\"metrics...\": kernel launches a counter data image holds before it is decoded (default 64, at least 1; the image takes from a few KB to ~0.7 MB per launch depending on the metrics).",
 }
 
 DEFAULT_BUFFER_SIZE = 8 << 20
@@ -79,3 +80,9 @@ def pcsampling_collection():
     if raw not in ("continuous", "serialized"):
         raise ValueError(f"FLAGTREE_PROFILER_PCSAMPLING_COLLECTION must be continuous or serialized, got {raw!r}")
     return raw
+
+
+def counter_ranges():
+    """FLAGTREE_PROFILER_COUNTER_RANGES: launches per counter data image (default 64)."""
+    return _number("FLAGTREE_PROFILER_COUNTER_RANGES", lambda raw: int(raw, 0), "launches", 64,
+                   lambda v: v >= 1, "be at least 1")

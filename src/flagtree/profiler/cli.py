@@ -31,6 +31,8 @@ examples:
   flagtree-profiler -b interpreter -k triton bench.py   # launch metadata via Triton's hook
   flagtree-profiler -n tests pytest -x tests/kernels    # profile a test run
   flagtree-profiler --module mypkg.bench --size 64      # like python -m mypkg.bench
+  flagtree-profiler -m metrics=dram__bytes_read.sum,dram__bytes_write.sum app.py   # hardware counters
+  flagtree-profiler --list-metrics [--chip GH100] [--submetrics]   # the metric names a GPU offers
 
 The profile is written when the target ends, also after sys.exit, an uncaught exception,
 Ctrl-C or SIGTERM; the command exits with the target's code (1 on an exception, 130 on
@@ -42,7 +44,7 @@ with host-measured times. View a profile with: flagtree-profiler-viewer NAME.hat
 
 # Options that take a value: the split between the profiler's options and the target needs them.
 _VALUE_OPTIONS = {"-n", "--name", "-b", "--backend", "-c", "--context", "-d", "--data",
-                  "-m", "--mode", "-k", "--hook"}
+                  "-m", "--mode", "-k", "--hook", "--chip"}
 
 
 class _UsageError(Exception):
@@ -74,6 +76,11 @@ def _parser():
     parser.add_argument("-m", "--mode", help="backend-specific collection mode (default: none)")
     parser.add_argument("-k", "--hook", choices=_session.HOOKS,
                         help="triton = also record launch metadata through Triton's launch hook")
+    parser.add_argument("--list-metrics", action="store_true",
+                        help="print the hardware metrics usable in -m metrics=<list> (nvidia) and exit")
+    parser.add_argument("--chip", help="with --list-metrics: the chip, e.g. GH100 (default: GPU 0's)")
+    parser.add_argument("--submetrics", action="store_true",
+                        help="with --list-metrics: print every full name (base metric + submetric)")
     parser.add_argument("--module", metavar="MODULE",
                         help="run MODULE as with python -m MODULE; the arguments after it go to it")
     return parser
@@ -99,6 +106,8 @@ def _parse(argv):
     """(options, kind, target, target args) with kind one of 'script', 'module', 'pytest'."""
     own, rest = _split(argv)
     options = _parser().parse_args(own)
+    if options.list_metrics:
+        return options, "list-metrics", None, rest
     if options.module is not None:
         return options, "module", options.module, rest
     if not rest:
@@ -278,6 +287,21 @@ def _say(message):
     print(f"{PROG}: {message}", file=sys.stderr, flush=True)
 
 
+def _list_metrics(options):
+    """--list-metrics: one metric per line, `name<TAB>type<TAB>unit<TAB>description`."""
+    from .backends.counters import list_metrics
+
+    try:
+        metrics = list_metrics(chip=options.chip, submetrics=options.submetrics)
+    except (RuntimeError, ValueError, BackendUnavailable) as error:
+        _say(f"error: {error}")
+        return 1
+    for m in metrics:
+        for name in (m.get("submetrics") if options.submetrics else None) or [m["name"]]:
+            print(f"{name}\t{m['type']}\t{m['unit']}\t{m['description']}")
+    return 0
+
+
 def main(argv=None):
     """Entry point of `flagtree-profiler`; returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -288,6 +312,8 @@ def main(argv=None):
         return 2
     except SystemExit as done:  # -h printed the help
         return done.code or 0
+    if kind == "list-metrics":
+        return _list_metrics(options)
     set_interpret = _maybe_use_interpreter(options)
     try:
         session_id = _session.begin_command_line_session(

@@ -15,6 +15,7 @@ import re
 import sys
 
 from .. import _env
+from . import counters
 from .base import Backend, BackendUnavailable
 from .libraries import could_load, loaded_library
 
@@ -61,6 +62,48 @@ class NvidiaBackend(Backend):
 
     def __init__(self):
         self._library = None
+        self._counter_sessions = {}  # session id -> metric names (mode "metrics...")
+
+    def check_mode(self, mode):
+        """None, "metrics" or "metrics=<a>,<b>,..." (hardware counters, see backends/counters.py)."""
+        if mode is None:
+            return None
+        metrics = counters.parse_mode(mode) if isinstance(mode, str) else None
+        if metrics is None:
+            raise ValueError(f"backend 'nvidia' does not support mode {mode!r}; supported modes: "
+                             f"{counters.MODE_FORMS}")
+        return counters.normalized_mode(metrics)
+
+    def attach_session(self, session):
+        metrics = counters.parse_mode(session.mode)
+        if metrics is None:
+            return
+        counters.start_session(self._library, session, metrics)
+        self._counter_sessions[session.id] = metrics
+
+    def session_outputs(self, session):
+        metrics = self._counter_sessions.get(session.id)
+        return counters.session_outputs(session, metrics) if metrics else {}
+
+    def detach_session(self, session):
+        if self._counter_sessions.pop(session.id, None) is not None:
+            counters.stop_session(session)
+
+    def counters_library(self):
+        """The libcupti for hardware counters: the one traced with, else the first candidate
+        that has the Range Profiler API."""
+        if self._library:
+            return self._library
+        version = _native().cuda_driver_version()
+        failures = []
+        for path in cupti_candidates(version // 1000 if version else None):
+            try:
+                _native().counters_load(path)
+                return path
+            except RuntimeError as error:
+                failures.append(str(error))
+        raise RuntimeError("flagtree.profiler: no libcupti with the Range Profiler API (CUPTI 12.6+) found; "
+                           "set FLAGTREE_PROFILER_CUPTI_PATH. Tried:\n  " + "\n  ".join(failures))
 
     def unavailable_reason(self):
         if not _native().cuda_driver_version():

@@ -17,8 +17,11 @@ CPU_TIME = "cpu_time (ns)"
 TIME_UNITS = {"s": 1e-9, "ms": 1e-6, "us": 1e-3, "ns": 1.0}
 PREFIXES = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
 FLOP_KEYS = {w: f"flops{w}" for w in FLOP_WIDTHS}
+# DRAM traffic measured by hardware counters (nvidia backend, mode="metrics=..."): where a node
+# has them, `util` uses them instead of the `bytes` a launch_metadata hook estimated.
+MEASURED_BYTES = ("dram__bytes_read.sum", "dram__bytes_write.sum")
 # Internal per-node sums of "seconds the work would take at peak speed".
-WORK_KEYS = frozenset(list(FLOP_KEYS.values()) + ["bytes"])
+WORK_KEYS = frozenset(list(FLOP_KEYS.values()) + ["bytes"] + list(MEASURED_BYTES))
 UTIL_KEYS = tuple(f"__util_flops{w}" for w in FLOP_WIDTHS) + ("__util_bytes",)
 
 _TIME_RE = re.compile(r"^(time|avg_time|cpu_time)/(.*)$")
@@ -137,7 +140,7 @@ def _flop_metric(spec, prefix, width, ctx):
 
 def _util_metric(spec, ctx):
     ctx.require(spec, TIME)
-    if not any(k in ctx.names for k in list(FLOP_KEYS.values()) + ["bytes"]):
+    if not any(k in ctx.names for k in list(FLOP_KEYS.values()) + ["bytes"] + list(MEASURED_BYTES)):
         raise ctx.missing(spec, "flops<width>' or 'bytes")
     if not ctx.devices.any_known():
         raise ViewerError(
@@ -187,8 +190,17 @@ def annotate_util(root, device_info):
             continue  # most nodes: nothing to normalise
         plan = _util_plan(_device_of(node, table), plans) or fallback
         for key, util_key, peak in plan:
-            if key in metrics:
-                metrics[util_key] = metrics[key] / peak
+            value = _measured_bytes(metrics) if key == "bytes" else None
+            if value is None and key in metrics:
+                value = metrics[key]
+            if value is not None:
+                metrics[util_key] = value / peak
+
+
+def _measured_bytes(metrics):
+    """DRAM bytes read + written as the counters measured them, or None."""
+    present = [metrics[k] for k in MEASURED_BYTES if k in metrics]
+    return sum(present) if present else None
 
 
 def _device_of(node, table):
@@ -226,7 +238,8 @@ def usable_specs(names, device_info):
             specs += ["flop/s", "gflop/s", "tflop/s"]
         if "bytes" in names:
             specs += ["byte/s", "gbyte/s", "tbyte/s"]
-        if (widths or "bytes" in names) and DeviceTable(device_info).any_known():
+        has_bytes = "bytes" in names or any(k in names for k in MEASURED_BYTES)
+        if (widths or has_bytes) and DeviceTable(device_info).any_known():
             specs.append("util")
     if CPU_TIME in names:
         specs += [f"cpu_time/{u}" for u in TIME_UNITS]
