@@ -20,6 +20,10 @@
 namespace nb = nanobind;
 using namespace ftp;
 
+namespace ftp {
+void registerInstrumentationBindings(nb::module_& m);  // backends/instrumentation/launch_correlation.cpp
+}
+
 namespace {
 
 Session& sessionAt(int slot) {
@@ -170,6 +174,7 @@ nb::list cudaDevices() {
 NB_MODULE(_native, m) {
   m.doc() = "FlagTree Profiler native core";
   m.attr("MAX_SESSIONS") = kMaxSessions;
+  registerInstrumentationBindings(m);
 
   m.def("intern", [](const std::string& s) { return intern(s); });
   m.def("monotonic_ns", &monotonicNs);

@@ -15,11 +15,13 @@ _instances = {}
 
 
 def _factories():
+    from .instrumentation import InstrumentationBackend
     from .interpreter import InterpreterBackend
     from .nvidia import NvidiaBackend
     from .roctracer import RoctracerBackend
 
-    return {"nvidia": NvidiaBackend, "interpreter": InterpreterBackend, "roctracer": RoctracerBackend}
+    return {"nvidia": NvidiaBackend, "interpreter": InterpreterBackend, "roctracer": RoctracerBackend,
+            "instrumentation": InstrumentationBackend}
 
 
 def implemented_backends():
