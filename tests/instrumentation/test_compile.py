@@ -1,27 +1,6 @@
 """backend="instrumentation" at compile time, with Triton's real compiler (sm_90 target, no GPU):
 kernels compiled inside the hook carry clock reads and scope records, kernels outside do not,
 the two never share a cache entry, and the hook leaves Triton as it found it."""
-import json
-import os
-import subprocess
-import sys
-
-import pytest
-
-HERE = os.path.dirname(__file__)
-
-
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton_cache"))  # compile for real, every run
-    env.pop("FLAGTREE_PROFILER_INSTRUMENT_TRITON", None)
-    done = subprocess.run([sys.executable, os.path.join(HERE, "compile_cases.py")], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
-
-
 def test_kernel_compiled_in_hook_has_scope_records_and_clock_reads(compiled):
     case = compiled["cases"]["triton_on"]
     assert case["records"] == 4  # enter/exit of "load" and of "store"
