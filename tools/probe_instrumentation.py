@@ -312,7 +312,7 @@ def timing():
     plain = time_it("plain")
     set_profile_allocator(allocator)
     results = {"plain_us": plain * 1000}
-    for mode in ("", "buffer_size=1024", "buffer_type=global"):
+    for mode in ("", "buffer_size=0", "buffer_type=global"):
         compiler_hook.install(parse_mode(mode + ":triton=on"))
         try:
             results[mode or "default"] = time_it(f"instrumented {mode or 'default'}") / plain
@@ -327,6 +327,7 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     environment()
     instrumented_add("triton=on", "add_warp", 1 << 20)
+    instrumented_add("triton=on:buffer_size=0", "add_triton_default_buffer", 1 << 20)
     instrumented_add("triton=on:granularity=cta", "add_cta", 1 << 20)
     instrumented_add("triton=on:buffer_type=global", "add_global", 1 << 20)
     instrumented_add("triton=on:buffer_size=64", "add_small_buffer", 1 << 16)

@@ -7,10 +7,12 @@ An empty mode (None or "") means every default. Keys:
 * buffer_type: shared (default) | global -- where a block keeps its records while it runs.
 * buffer_strategy: circular (a full buffer overwrites its oldest records, counted as dropped; the
   only strategy the NVIDIA lowering accepts, checked on 3.9).
-* buffer_size: bytes of record buffer per block, 0 (default) lets Triton choose.
+* buffer_size: bytes of record buffer per block, split among its warps (default 1024: 32 records
+  per warp with 4 warps; 0 lets Triton choose, 8 KiB in shared memory). Small keeps the profile
+  buffers of big grids small (16384 blocks x ~1.1 KiB per launch), so the pool holds many launches.
 * clock: 64 (default) | 32 -- width of the clock read (32 is cheaper, wraps after ~2 s at 2 GHz).
 * triton: off (default) | on -- also instrument Triton-language kernels (Gluon kernels always are).
-* pool_mb: device memory for profile buffers, in MiB (default 256). Launches take slices of it;
+* pool_mb: device memory for profile buffers, in MiB (default 1024). Launches take slices of it;
   the host reads it back only when it is full, at flush() and at stop, never per launch.
 """
 import dataclasses
@@ -35,10 +37,10 @@ class InstrumentationOptions:
     granularity: str = "warp"
     buffer_type: str = "shared"
     buffer_strategy: str = "circular"
-    buffer_size: int = 0
+    buffer_size: int = 1024
     clock: int = 64
     triton: bool = False
-    pool_mb: int = 256
+    pool_mb: int = 1024
 
     def compiler_mode(self):
         """The string put in triton.knobs.compilation.instrumentation_mode: part of every kernel's
