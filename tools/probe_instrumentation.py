@@ -3,7 +3,7 @@ did and survives the others' failures).
 
     python3 tools/probe_instrumentation.py            # writes under $OUT (or ./out)
 
-Writes: probe_<case>.raw (profile buffer bytes of the first blocks), probe_<case>.json (kernel
+Writes (packed into $OUT/probe_instrumentation.tar.gz): probe_<case>.raw (profile buffer bytes of the first blocks), probe_<case>.json (kernel
 metadata, layout, parsed summary), probe_<case>.ttgir / .ptx, probe_summary.json. The .raw/.json
 pairs are meant to become CPU-test fixtures (tests/instrumentation/fixtures).
 """
@@ -13,7 +13,10 @@ import sys
 import time
 import traceback
 
-OUT = os.environ.get("OUT", "out")
+# Files go to OUT/probe_files and end up in ONE archive, OUT/probe_instrumentation.tar.gz (the
+# device tool brings back few files per call).
+OUT_ROOT = os.environ.get("OUT", "out")
+OUT = os.path.join(OUT_ROOT, "probe_files")
 RESULTS = {}
 MAX_DUMP_BLOCKS = 64
 
@@ -339,6 +342,12 @@ def main():
     timing()
     with open(os.path.join(OUT, "probe_summary.json"), "w") as handle:
         json.dump(RESULTS, handle, indent=1, default=str)
+    import shutil
+    import tarfile
+
+    with tarfile.open(os.path.join(OUT_ROOT, "probe_instrumentation.tar.gz"), "w:gz") as archive:
+        archive.add(OUT, arcname="probe_files")
+    shutil.rmtree(OUT, ignore_errors=True)
     print("\n=== summary")
     for name, result in RESULTS.items():
         print(f"  {'OK  ' if result['ok'] else 'FAIL'} {name}: {result.get('error', '')}")

@@ -89,12 +89,12 @@ def test_trace_orders_long_before_short_on_each_warp(tmp_path):
         assert long["ts"] + long["dur"] <= short["ts"] + 1e-3 and long["dur"] > short["dur"]
 
 
-def test_kernels_compiled_outside_a_session_are_untouched():
+def test_kernels_compiled_outside_a_session_are_untouched(tmp_path):
     n = 1 << 16
     x = torch.randn(n, device="cuda")
     out = torch.empty_like(x)
     before = add_two_scopes[(n // 1024,)](x, x, out, n, BLOCK=1024)
-    profiler.start(None, backend="instrumentation", mode="triton=on")
+    profiler.start(str(tmp_path / "inside"), backend="instrumentation", mode="triton=on")
     inside = add_two_scopes[(n // 1024,)](x, x, out, n, BLOCK=1024)
     profiler.finalize()
     after = add_two_scopes[(n // 1024,)](x, x, out, n, BLOCK=1024)
@@ -105,13 +105,13 @@ def test_kernels_compiled_outside_a_session_are_untouched():
     assert torch.allclose(out, x + x)
 
 
-def test_no_host_sync_per_launch():
+def test_no_host_sync_per_launch(tmp_path):
     from flagtree.profiler.backends import get_backend
 
     n = 1 << 20
     x = torch.randn(n, device="cuda")
     out = torch.empty_like(x)
-    profiler.start(None, backend="instrumentation", mode="triton=on")
+    profiler.start(str(tmp_path / "nosync"), backend="instrumentation", mode="triton=on")
     collector = get_backend("instrumentation").collector
     for _ in range(50):
         add_two_scopes[(n // 1024,)](x, x, out, n, BLOCK=1024)
@@ -154,7 +154,7 @@ def test_gluon_kernels_are_instrumented_without_opt_in(tmp_path):
     assert copy["metrics"]["count"] == 8 * 4
 
 
-def test_save_a_real_buffer_for_cpu_fixtures():
+def test_save_a_real_buffer_for_cpu_fixtures(tmp_path):
     out_dir = os.environ.get("OUT")
     if not out_dir:
         pytest.skip("OUT not set")
@@ -163,7 +163,7 @@ def test_save_a_real_buffer_for_cpu_fixtures():
     n = 8 * 1024
     x = torch.randn(n, device="cuda")
     out = torch.empty_like(x)
-    profiler.start(None, backend="instrumentation", mode="triton=on")
+    profiler.start(str(tmp_path / "fixture"), backend="instrumentation", mode="triton=on")
     backend = get_backend("instrumentation")
     kernel = add_two_scopes[(8,)](x, x, out, n, BLOCK=1024)
     torch.cuda.synchronize()
@@ -171,8 +171,14 @@ def test_save_a_real_buffer_for_cpu_fixtures():
     raw = backend.collector.pool.view(launch.piece).cpu().numpy().tobytes()
     info = backend.registry[launch.function]
     profiler.finalize()
-    with open(os.path.join(out_dir, "instrumentation_add_8blocks.raw"), "wb") as handle:
-        handle.write(raw)
-    with open(os.path.join(out_dir, "instrumentation_add_8blocks.json"), "w") as handle:
-        json.dump({"layout": info.layout.__dict__, "scope_names": info.scope_names, "blocks": 8,
-                   "triton": triton.__version__, "profile_scratch_size": kernel.metadata.profile_scratch_size}, handle)
+    import io
+    import tarfile
+
+    facts = json.dumps({"layout": info.layout.__dict__, "scope_names": info.scope_names, "blocks": 8,
+                        "triton": triton.__version__,
+                        "profile_scratch_size": kernel.metadata.profile_scratch_size}).encode()
+    with tarfile.open(os.path.join(out_dir, "instrumentation_fixture.tar.gz"), "w:gz") as archive:
+        for name, data in (("add_8blocks.raw", raw), ("add_8blocks.json", facts)):
+            entry = tarfile.TarInfo(name)
+            entry.size = len(data)
+            archive.addfile(entry, io.BytesIO(data))

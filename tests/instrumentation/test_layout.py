@@ -80,3 +80,25 @@ def test_large_launch_is_vectorised():
     summary = L.summarize(records, LAYOUT)
     assert summary[0]["count"] == summary[1]["count"] == 4096 * 4
     assert summary[0]["cycles"] == pytest.approx(4096 * 4 * 100)
+
+
+# Block 0's first 24 words as an H200 wrote them (Triton 3.6, lead's GPU round 1, probe case
+# add_warp: 4 warps, 8 KiB buffer). Warp 0's four records follow the 10-word header and the four
+# per-warp counters; the other warps' segments were not in the log, so their counters are zeroed.
+H200_ADD_BLOCK0 = [0xdeadbeef, 0x0, 0x80, 0x2000, 0x3c81e860, 0x18ecb98f, 0x3c81eb40, 0x18ecb98f, 0x3c81ebe0,
+                   0x18ecb98f, 0x8, 0x8, 0x8, 0x8, 0x9, 0x16fbd7cd, 0x80000009, 0x16fbd8b5, 0x800009, 0x16fbda82,
+                   0x80800009, 0x16fbdc8e, 0x0, 0x0]
+
+
+def test_words_written_by_an_h200():
+    words = np.zeros(8320 // 4, dtype=np.uint32)
+    words[:24] = H200_ADD_BLOCK0
+    words[11:14] = 0  # warps 1-3: segments not captured
+    records = L.parse_raw(words.tobytes(), LAYOUT, 1)
+    assert records.bad_blocks == 0 and records.unmatched_records == 0 and records.dropped_records == 0
+    assert records.sm.tolist() == [0x80, 0x80]
+    assert records.block_start_ns == {0: 0x18ecb98f3c81e860}
+    summary = L.summarize(records, LAYOUT)
+    assert summary[0]["cycles"] == 0x16fbd8b5 - 0x16fbd7cd  # "load", clock above 2**32 (upper bits 9)
+    assert summary[1]["cycles"] == 0x16fbdc8e - 0x16fbda82  # "store"
+    assert records.start.min() == (9 << 32) | 0x16fbd7cd

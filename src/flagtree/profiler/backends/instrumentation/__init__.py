@@ -229,7 +229,8 @@ def _new_device_buffer(nbytes):
 def _info_from_cache(name, metadata_group):
     """KernelInfo from the files Triton's cache keeps for a kernel (json metadata, ttgir, ptx)."""
     paths = dict(metadata_group or {})
-    json_path = next((p for f, p in paths.items() if f.endswith(".json")), None)
+    json_path = paths.get(f"{name}.json") or next(
+        (p for f, p in paths.items() if f.endswith(".json") and not f.startswith("__grp__")), None)
     if json_path is None:
         return None
     with open(json_path) as handle:
@@ -238,7 +239,7 @@ def _info_from_cache(name, metadata_group):
         return None
     asm = {}
     for ext in ("ttgir", "ptx"):
-        path = next((p for f, p in paths.items() if f.endswith("." + ext)), None)
+        path = paths.get(f"{name}.{ext}") or next((p for f, p in paths.items() if f.endswith("." + ext)), None)
         if path:
             with open(path) as handle:
                 asm[ext] = handle.read()

@@ -138,23 +138,20 @@ def trace_events(info, records, launch_label, clock_ghz, max_blocks):
     process = the launch, thread = "block B warp W"; time in microseconds of the GPU's global timer
     (each block's start stamp plus its cycles converted with the SM clock). Returns (events, left out)."""
     blocks = np.unique(records.block)
-    kept = set(blocks[:max_blocks].tolist())
+    kept = np.isin(records.block, blocks[:max_blocks])
     left_out = max(0, len(blocks) - max_blocks)
+    block, unit, scope = records.block[kept], records.unit[kept], records.scope[kept]
+    start, sm = records.start[kept].astype(np.int64), records.sm[kept]
+    durations = records.durations(info.layout.clock_bits)[kept].astype(np.int64)
     first_cycle = {}
-    for block, start in zip(records.block.tolist(), records.start.tolist()):
-        if block in kept and (block not in first_cycle or start < first_cycle[block]):
-            first_cycle[block] = start
-    durations = records.durations(info.layout.clock_bits)
+    for b, c in zip(block.tolist(), start.tolist()):
+        if c < first_cycle.get(b, c + 1):
+            first_cycle[b] = c
     events = []
-    for i in range(len(records.block)):
-        block = int(records.block[i])
-        if block not in kept:
-            continue
-        origin_ns = records.block_start_ns.get(block, 0)
-        start_ns = origin_ns + (int(records.start[i]) - first_cycle[block]) / clock_ghz
-        events.append({"name": info.scope_names.get(int(records.scope[i]), str(int(records.scope[i]))), "ph": "X",
-                       "cat": "device_scope", "pid": launch_label,
-                       "tid": f"block {block} warp {int(records.unit[i])}", "ts": start_ns / 1000.0,
-                       "dur": float(durations[i]) / clock_ghz / 1000.0,
-                       "args": {"cycles": int(durations[i]), "sm": int(records.sm[i])}})
+    for b, u, s, c, d, m in zip(block.tolist(), unit.tolist(), scope.tolist(), start.tolist(), durations.tolist(),
+                                sm.tolist()):
+        start_ns = records.block_start_ns.get(b, 0) + (c - first_cycle[b]) / clock_ghz
+        events.append({"name": info.scope_names.get(s, str(s)), "ph": "X", "cat": "device_scope", "pid": launch_label,
+                       "tid": f"block {b} warp {u}", "ts": start_ns / 1000.0, "dur": d / clock_ghz / 1000.0,
+                       "args": {"cycles": d, "sm": m}})
     return events, left_out
