@@ -93,10 +93,13 @@ class InstrumentationBackend(NvidiaBackend):
         previous = _allocation._profile_allocator.get()
         _allocation.set_profile_allocator(self.collector)
         self._undo.append(lambda: _allocation.set_profile_allocator(previous))
-        owner = _launch_hook_owner()
-        self._undo.append(_attach(owner, "launch_exit_hook", self._launch_exit))
         import triton
 
+        if not hasattr(triton.knobs.runtime, "kernel_load_end_hook"):
+            raise BackendUnavailable(f"backend 'instrumentation' needs triton.knobs.runtime.kernel_load_end_hook "
+                                     f"(Triton 3.5 or later); this is Triton {triton.__version__}")
+        owner = _launch_hook_owner()
+        self._undo.append(_attach(owner, "launch_exit_hook", self._launch_exit))
         self._undo.append(_attach(triton.knobs.runtime, "kernel_load_end_hook", self._kernel_loaded))
 
     def _uninstall(self):

@@ -1,7 +1,7 @@
 """Reading the per-block profile buffers that instrumented kernels write.
 
 The layout (our reading of Triton's proton GPU lowering, checked against kernels compiled by
-Triton 3.9 on the CPU; Triton 3.6 is checked by tools/probe_instrumentation.py on the GPU):
+Triton 3.9 on the CPU and against buffers an H200 wrote with Triton 3.6: 10-word header there):
 
 Each block (CTA) owns ``stride`` bytes (the kernel's ``profile_scratch_size``) of the buffer, in
 linear block order. Words are little-endian uint32:
