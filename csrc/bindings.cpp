@@ -22,6 +22,7 @@ using namespace ftp;
 
 namespace ftp {
 void registerCountersBindings(nb::module_& m);  // backends/counters/counters_bindings.cpp
+void registerInstrumentationBindings(nb::module_& m);  // backends/instrumentation/launch_correlation.cpp
 }
 
 namespace {
@@ -178,6 +179,7 @@ NB_MODULE(_native, m) {
   m.doc() = "FlagTree Profiler native core";
   m.attr("MAX_SESSIONS") = kMaxSessions;
   registerCountersBindings(m);
+  registerInstrumentationBindings(m);
 
   m.def("intern", [](const std::string& s) { return intern(s); });
   m.def("monotonic_ns", &monotonicNs);

@@ -16,6 +16,7 @@ ENVIRONMENT = {
     "FLAGTREE_PROFILER_NVTX": "0 stops torch.cuda.nvtx ranges from becoming scopes (default 1: range_push/range_pop/range enter and leave scopes).",
     "FLAGTREE_PROFILER_PCSAMPLING_INTERVAL": "PC sampling (backend cupti/cupti_pcsampling): log2 of the GPU cycles between samples, 5..31 (default 12); a mode's interval= wins.",
     "FLAGTREE_PROFILER_PCSAMPLING_COLLECTION": "PC sampling: continuous (default; samples per kernel function, shared among its launches) or serialized (exact launch per sample; kernels run one at a time); a mode's collection= wins.",
+    "FLAGTREE_PROFILER_INSTRUMENT_TRITON": "1 instruments Triton-language kernels under backend=\"instrumentation\" (mode triton=on does the same; Gluon kernels always are).",
     "FLAGTREE_PROFILER_PERIODIC_S": "Seconds (> 0) between automatic parts: each open session writes <name>.part<k>.<ext> with what it collected since the previous part, then frees it.",
     "FLAGTREE_PROFILER_COUNTER_RANGES": "With mode=\"metrics...\": kernel launches a counter data image holds before it is decoded (default 64, at least 1; the image takes from a few KB to ~0.7 MB per launch depending on the metrics).",
 }

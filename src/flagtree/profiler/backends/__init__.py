@@ -16,12 +16,14 @@ _instances = {}
 
 def _factories():
     from .cupti import CuptiBackend, CuptiPcSamplingBackend
+    from .instrumentation import InstrumentationBackend
     from .interpreter import InterpreterBackend
     from .nvidia import NvidiaBackend
     from .roctracer import RoctracerBackend
 
     return {"nvidia": NvidiaBackend, "interpreter": InterpreterBackend, "roctracer": RoctracerBackend,
-            "cupti": CuptiBackend, "cupti_pcsampling": CuptiPcSamplingBackend}
+            "cupti": CuptiBackend, "cupti_pcsampling": CuptiPcSamplingBackend,
+            "instrumentation": InstrumentationBackend}
 
 
 def implemented_backends():

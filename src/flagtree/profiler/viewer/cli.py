@@ -41,7 +41,8 @@ examples:
   flagtree-profiler-viewer -m time/ms --diff-profile before.hatchet after.hatchet
   flagtree-profiler-viewer -m time/ms,cycles timing.hatchet cycles.hatchet
 
-Several profiles merge into one tree by node path (same path: metrics summed).
+Several profiles merge into one tree by node path (same path: metrics summed; profiles of
+concurrent sessions of one process, e.g. nvidia + instrumentation, count a shared metric once).
 Colour is used only on a terminal; NO_COLOR or --no-color turns it off.
 """
 

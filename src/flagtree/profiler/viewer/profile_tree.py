@@ -236,9 +236,18 @@ def load_profile(path):
     return Profile(build_tree(data[0], path, names), device_info, [path], names)
 
 
-def merge_into(dst, src):
-    """Add tree ``src`` into tree ``dst`` by node path; ``src`` is consumed."""
-    _add_metrics(dst.metrics, src.metrics)
+def _add_missing_metrics(dst, src):
+    for key, value in src.items():
+        dst.setdefault(key, value)
+
+
+def merge_into(dst, src, same_launches=False):
+    """Add tree ``src`` into tree ``dst`` by node path; ``src`` is consumed. With
+    ``same_launches`` (concurrent sessions over the same region, e.g. backend="nvidia" and
+    backend="instrumentation") a metric both trees have was measured once: dst's value is kept,
+    and src only adds the metrics dst lacks (cycles next to time)."""
+    add = _add_missing_metrics if same_launches else _add_metrics
+    add(dst.metrics, src.metrics)
     stack = [(dst, src)]
     while stack:
         dnode, snode = stack.pop()
@@ -248,7 +257,7 @@ def merge_into(dst, src):
                 schild.parent = dnode
                 dnode.children[name] = schild
             else:
-                _add_metrics(dchild.metrics, schild.metrics)
+                add(dchild.metrics, schild.metrics)
                 stack.append((dchild, schild))
 
 
@@ -262,12 +271,34 @@ def _merge_devices(dst, src):
             dst.setdefault(kind, devices)
 
 
+def _session_span(path):
+    """(pid, start ns, stop ns) from the .meta.json written next to a .hatchet, or None."""
+    import json
+
+    base = path[:-len(".hatchet")] if path.endswith(".hatchet") else path
+    try:
+        with open(base + ".meta.json") as handle:
+            meta = json.load(handle)
+        return meta["pid"], int(meta["start_time_ns"]), int(meta["stop_time_ns"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def concurrent_sessions(path_a, path_b):
+    """True when two profiles come from sessions of one process whose time spans overlap: they
+    saw the same launches (the spec's "Merging profiles": one region, several backends)."""
+    a, b = _session_span(path_a), _session_span(path_b)
+    if a is None or b is None or a[0] != b[0]:
+        return False
+    return a[1] < b[2] and b[1] < a[2]
+
+
 def load_profiles(paths):
     """Load several files and merge them into one Profile by node path."""
     profile = load_profile(paths[0])
     for path in paths[1:]:
         other = load_profile(path)
-        merge_into(profile.root, other.root)
+        merge_into(profile.root, other.root, same_launches=concurrent_sessions(paths[0], path))
         _merge_devices(profile.device_info, other.device_info)
         profile.names |= other.names
         profile.sources.append(path)

@@ -1,0 +1,157 @@
+"""Per-launch bookkeeping of instrumented kernels: which slice, kernel and sessions a launch has,
+and reading the slices back (a drain) into session results."""
+import dataclasses
+import threading
+
+import numpy as np
+
+from . import layout as L
+
+MEAN_METRICS = ["normalized_cycles"]
+
+
+@dataclasses.dataclass
+class Launch:
+    piece: object  # pool.Slice
+    function: int  # CUfunction handle (Triton's launch metadata "function")
+    name: str
+    correlation: int  # CUPTI correlation id of the launch, 0 if unknown
+    slots: tuple  # sessions that were collecting when it launched
+
+
+@dataclasses.dataclass
+class Totals:
+    launches: int = 0
+    drains: int = 0
+    dropped_records: int = 0
+    unmatched_records: int = 0
+    bad_blocks: int = 0
+    unknown_kernels: int = 0
+    uncorrelated: int = 0
+    unclaimed_buffers: int = 0
+    trace_blocks_left_out: int = 0
+
+    def as_stats(self):
+        return {f"instrumentation_{k}": v for k, v in dataclasses.asdict(self).items()}
+
+
+def read_launch(view, info, num_blocks):
+    """(meta [B, H+W], segments [B, S, K], segment words) of one launch's slice, copying to the
+    host only the header words and the part of each segment that holds records."""
+    stride_words = info.layout.stride // 4
+    words = view.view(dtype=_torch().int32).reshape(num_blocks, stride_words)
+    offset = info.layout.data_offset_words
+    meta = words[:, :offset].cpu().numpy().view(np.uint32)
+    good = meta[:, 0] == L.PREAMBLE
+    buffer_bytes = int(meta[good, 3].max()) if good.any() else 0
+    seg = info.layout.segment_words(buffer_bytes)
+    counts = meta[good][:, info.layout.header_words + info.layout.counter_slots()]
+    keep = min(seg, int(counts.max()) if counts.size else 0) & ~1
+    data = words[:, offset:offset + seg * info.layout.num_segments].reshape(num_blocks, info.layout.num_segments, seg)
+    segments = data[:, :, :keep].cpu().numpy().view(np.uint32)
+    return meta, segments, seg
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+class Collector:
+    def __init__(self, pool, registry, deliver, synchronize):
+        self.pool = pool
+        self.registry = registry  # function handle -> KernelInfo
+        self.deliver = deliver  # deliver(launch, info, records)
+        self.synchronize = synchronize
+        self.launches = []
+        self.totals = Totals()
+        self.slots = tuple  # () -> the slots of the sessions collecting now
+        self._pending = threading.local()
+        self._lock = threading.RLock()
+
+    # Triton's profile allocator: called by the launcher right before the launch.
+    def __call__(self, size, alignment, stream):
+        piece = self.pool.take(size, alignment)
+        if piece is None:  # pool full: read everything back (one sync), then start over
+            self.drain()
+            piece = self.pool.take(size, alignment)
+        previous = getattr(self._pending, "piece", None)
+        if previous is not None:  # the launch that took it failed before its exit hook
+            self.totals.unclaimed_buffers += 1
+        self._pending.piece = piece
+        return piece
+
+    def on_launch_exit(self, metadata, correlation):
+        """Triton's launch-exit hook, on the launching thread: pairs the slice with its kernel."""
+        piece = getattr(self._pending, "piece", None)
+        if piece is None:
+            return  # not an instrumented kernel
+        self._pending.piece = None
+        data = getattr(metadata, "data", None) or {}
+        with self._lock:
+            if not correlation:
+                self.totals.uncorrelated += 1
+            self.launches.append(Launch(piece, data.get("function"), data.get("name", "?"), correlation,
+                                        self.slots()))
+            self.totals.launches += 1
+
+    def drain(self):
+        """Reads back every launch so far and delivers its scopes; the pool is reused after."""
+        with self._lock:
+            if not self.launches:
+                self.pool.reset()
+                return
+            self.synchronize()
+            launches, self.launches = self.launches, []
+            self.totals.drains += 1
+            for launch in launches:
+                self._read(launch)
+            self.pool.reset()
+
+    def _read(self, launch):
+        info = self.registry.get(launch.function)
+        if info is None:
+            self.totals.unknown_kernels += 1
+            return
+        num_blocks = launch.piece.size // info.layout.stride
+        meta, segments, seg = read_launch(self.pool.view(launch.piece), info, num_blocks)
+        records = L.parse_launch(meta, segments, seg, info.layout)
+        self.totals.dropped_records += records.dropped_records
+        self.totals.unmatched_records += records.unmatched_records
+        self.totals.bad_blocks += records.bad_blocks
+        self.deliver(launch, info, records)
+
+
+def scope_children(info, records):
+    """session_attach children: one (path, metrics) per scope of one launch."""
+    children = []
+    for scope_id, values in sorted(L.summarize(records, info.layout).items()):
+        path = [("device_scope", name) for name in info.scope_path(scope_id)]
+        children.append((path, [("cycles", values["cycles"]), ("normalized_cycles", values["normalized_cycles"]),
+                                ("count", float(values["count"]))]))
+    return children
+
+
+def trace_events(info, records, launch_label, clock_ghz, max_blocks):
+    """Chrome-trace complete events, one per scope interval of the first max_blocks blocks:
+    process = the launch, thread = "block B warp W"; time in microseconds of the GPU's global timer
+    (each block's start stamp plus its cycles converted with the SM clock). Returns (events, left out)."""
+    blocks = np.unique(records.block)
+    kept = np.isin(records.block, blocks[:max_blocks])
+    left_out = max(0, len(blocks) - max_blocks)
+    block, unit, scope = records.block[kept], records.unit[kept], records.scope[kept]
+    start, sm = records.start[kept].astype(np.int64), records.sm[kept]
+    durations = records.durations(info.layout.clock_bits)[kept].astype(np.int64)
+    first_cycle = {}
+    for b, c in zip(block.tolist(), start.tolist()):
+        if c < first_cycle.get(b, c + 1):
+            first_cycle[b] = c
+    events = []
+    for b, u, s, c, d, m in zip(block.tolist(), unit.tolist(), scope.tolist(), start.tolist(), durations.tolist(),
+                                sm.tolist()):
+        start_ns = records.block_start_ns.get(b, 0) + (c - first_cycle[b]) / clock_ghz
+        events.append({"name": info.scope_names.get(s, str(s)), "ph": "X", "cat": "device_scope", "pid": launch_label,
+                       "tid": f"block {b} warp {u}", "ts": start_ns / 1000.0, "dur": d / clock_ghz / 1000.0,
+                       "args": {"cycles": d, "sm": m}})
+    return events, left_out

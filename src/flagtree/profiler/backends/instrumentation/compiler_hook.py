@@ -1,0 +1,215 @@
+"""How kernels compiled inside an instrumentation session get scope records.
+
+Route (no patching of Triton's sources): Triton's NVIDIA compiler has an instrumentation point
+between TritonGPU IR and LLVM IR, made for Triton's built-in proton dialect, which libtriton
+compiles in (``triton._C.libtriton.proton``). We put our pass pipeline there:
+
+* ttgpuir -> llvmir: ``add_convert_proton_to_protongpu`` (proton.record -> clock reads stored in a
+  per-block buffer in shared or global memory), CSE, ``add_allocate_proton_shared_memory``;
+* llvmir -> llvm: ``add_allocate_proton_global_scratch_buffer`` (Triton <= 3.6; later versions fold
+  it into the next pass) and ``add_convert_proton_nvidia_gpu_to_llvm``.
+
+Two ways Triton exposes that point:
+
+* Triton 3.5 and 3.6: the class attribute ``CUDABackend.instrumentation`` (an object with
+  ``patch(stage, pm, context)`` and ``load_dialects(context)``);
+* later Triton (3.7+, checked on 3.9): ``triton._instrumentation.register_instrumentation(point=...,
+  backend="nvidia", callback=...)`` with points "load-dialects", "ttgpuir-to-llvmir", "llvmir-to-llvm".
+
+``triton.knobs.compilation.instrumentation_mode`` is set to our options' string while the hook is
+installed: Triton puts it in the kernel's compile options, so it is part of the in-memory and
+on-disk cache keys: instrumented and plain binaries never share an entry. Everything installed is
+restored exactly on uninstall. Triton's own profiler (proton) uses the same point; both cannot be
+active at once (clear error).
+"""
+import threading
+
+from ... import language
+from ..base import BackendUnavailable
+
+PROFILE_BUFFER_ALIGNMENT = 128
+# Shared memory per block by compute capability, used when no device can be asked (CPU compiles).
+_MAX_SHARED_BY_ARCH = {80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 232448, 100: 232448,
+                       103: 232448, 120: 101376}
+
+_lock = threading.Lock()
+_installed = None  # undo function while installed
+
+
+def triton_proton():
+    """Triton's compiled-in proton dialect bindings, or BackendUnavailable saying why not."""
+    try:
+        import triton
+        from triton._C.libtriton import proton
+    except ImportError as error:
+        raise BackendUnavailable(f"backend 'instrumentation' needs Triton 3.5 or later with its proton "
+                                 f"dialect (triton._C.libtriton.proton): {error}") from None
+    for name in ("create_proton_record", "add_convert_proton_to_protongpu", "add_allocate_proton_shared_memory",
+                 "add_convert_proton_nvidia_gpu_to_llvm", "get_scope_id_names", "load_dialects"):
+        if not hasattr(proton, name):
+            raise BackendUnavailable(f"backend 'instrumentation': triton {triton.__version__}'s proton dialect "
+                                     f"lacks {name}; supported: Triton 3.5, 3.6 and later")
+    return proton
+
+
+def route():
+    """'register' (Triton 3.7+), 'class_attribute' (3.5/3.6), or BackendUnavailable."""
+    try:
+        import triton._instrumentation as points
+
+        if hasattr(points, "register_instrumentation"):
+            return "register"
+    except ImportError:
+        pass
+    try:
+        from triton.backends.nvidia.compiler import CUDABackend
+    except ImportError as error:
+        raise BackendUnavailable(f"backend 'instrumentation' needs Triton's NVIDIA backend: {error}") from None
+    if "instrumentation" in vars(CUDABackend):
+        return "class_attribute"
+    import triton
+
+    raise BackendUnavailable(f"backend 'instrumentation': triton {triton.__version__} has no compiler "
+                             f"instrumentation point (needs Triton 3.5 or later)")
+
+
+def max_shared_memory(arch):
+    """Bytes of shared memory a block may use: from the current device if there is one."""
+    try:
+        from triton.runtime import driver
+
+        device = driver.active.get_current_device()
+        return int(driver.active.utils.get_device_properties(device)["max_shared_mem"])
+    except Exception:  # no GPU (CPU compile for tests): the architecture's documented limit
+        return _MAX_SHARED_BY_ARCH.get(arch, 101376)
+
+
+def _enum(proton, enum_name, value):
+    return getattr(getattr(proton, enum_name), value.upper())
+
+
+class _Pipelines:
+    """Our two pass pipelines for one set of options."""
+
+    def __init__(self, options, arch):
+        self.options = options
+        self.arch = arch
+        self.proton = triton_proton()
+
+    def load_dialects(self, context):
+        self.proton.load_dialects(context)
+
+    def to_llvmir(self, pm):
+        from triton._C.libtriton import passes
+
+        p, o = self.proton, self.options
+        p.add_convert_proton_to_protongpu(
+            pm, p.METRIC_TYPE.CYCLE, p.SAMPLING_STRATEGY.NONE, "", _enum(p, "GRANULARITY", o.granularity),
+            _enum(p, "BUFFER_STRATEGY", o.buffer_strategy), _enum(p, "BUFFER_TYPE", o.buffer_type),
+            o.buffer_size, max_shared_memory(self.arch), 1, PROFILE_BUFFER_ALIGNMENT, o.clock == 64)
+        passes.common.add_cse(pm)
+        p.add_allocate_proton_shared_memory(pm)
+
+    def to_llvm(self, pm):
+        if hasattr(self.proton, "add_allocate_proton_global_scratch_buffer"):
+            self.proton.add_allocate_proton_global_scratch_buffer(pm)
+        self.proton.add_convert_proton_nvidia_gpu_to_llvm(pm)
+
+
+class _ClassAttributeHook:
+    """The object Triton 3.5/3.6 calls at CUDABackend.instrumentation."""
+
+    def __init__(self, pipelines):
+        self.pipelines = pipelines
+        self.stages = {"ttgpuir_to_llvmir": pipelines.to_llvmir, "llvmir_to_llvm": pipelines.to_llvm}
+
+    def __bool__(self):
+        return True
+
+    def load_dialects(self, context):
+        self.pipelines.load_dialects(context)
+
+    def patch(self, stage, pm, context):
+        self.pipelines.load_dialects(context)
+        if stage in self.stages:
+            self.stages[stage](pm)
+
+
+def _install_class_attribute(pipelines):
+    from triton.backends.nvidia.compiler import CUDABackend
+
+    previous = vars(CUDABackend).get("instrumentation")
+    if previous:
+        raise RuntimeError("backend 'instrumentation': Triton's compiler instrumentation is already in use "
+                           "(Triton's proton profiler?); stop it before start(backend='instrumentation')")
+    CUDABackend.instrumentation = _ClassAttributeHook(pipelines)
+
+    def undo():
+        CUDABackend.instrumentation = previous
+
+    return undo
+
+
+_POINTS = ("load-dialects", "ttgpuir-to-llvmir", "llvmir-to-llvm")
+
+
+def _install_register(pipelines):
+    import triton._instrumentation as points
+
+    callbacks = {"load-dialects": pipelines.load_dialects, "ttgpuir-to-llvmir": pipelines.to_llvmir,
+                 "llvmir-to-llvm": pipelines.to_llvm}
+    taken = [p for p in _POINTS if (p, "nvidia") in getattr(points, "_callbacks", {})]
+    if taken:
+        raise RuntimeError(f"backend 'instrumentation': Triton's instrumentation points {taken} are already in "
+                           f"use (Triton's proton profiler?); stop it before start(backend='instrumentation')")
+    for point in _POINTS:
+        points.register_instrumentation(point=point, backend="nvidia", callback=callbacks[point])
+
+    def undo():
+        for point in _POINTS:
+            points.unregister_instrumentation(point=point, backend="nvidia")
+
+    return undo
+
+
+def current_arch():
+    try:
+        from triton.runtime import driver
+
+        return int(driver.active.get_current_target().arch)
+    except Exception:
+        return 90
+
+
+def install(options, arch=None):
+    """Kernels compiled from now on carry scope records (until uninstall)."""
+    global _installed
+    import triton
+
+    with _lock:
+        if _installed is not None:
+            raise RuntimeError("backend 'instrumentation': the compiler hook is already installed")
+        pipelines = _Pipelines(options, arch if arch is not None else current_arch())
+        undo_point = (_install_register if route() == "register" else _install_class_attribute)(pipelines)
+        previous_mode = triton.knobs.compilation.instrumentation_mode
+        triton.knobs.compilation.instrumentation_mode = options.compiler_mode()
+        language._set_enabled(True, options.triton)
+
+        def undo():
+            language._set_enabled(False, False)
+            triton.knobs.compilation.instrumentation_mode = previous_mode
+            undo_point()
+
+        _installed = undo
+
+
+def uninstall():
+    global _installed
+    with _lock:
+        if _installed is not None:
+            undo, _installed = _installed, None
+            undo()
+
+
+def installed():
+    return _installed is not None

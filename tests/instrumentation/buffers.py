@@ -1,0 +1,33 @@
+"""Profile buffers built the way an instrumented kernel writes them (layout.py describes it)."""
+import numpy as np
+
+from flagtree.profiler.backends.instrumentation import layout as L
+
+
+def block_words(layout, buffer_bytes, block_id, sm, warp_records, start_ns=0):
+    """One block's region: warp_records[w] = [(scope, is_end, cycle), ...] in the order written;
+    a warp writing more than its segment holds wraps around as the circular strategy does."""
+    words = np.zeros(layout.stride // 4, dtype=np.uint32)
+    words[0], words[1], words[2], words[3] = L.PREAMBLE, block_id, sm, buffer_bytes
+    if layout.header_words >= L.LONG_HEADER_WORDS:
+        words[4], words[5] = start_ns & 0xFFFFFFFF, start_ns >> 32
+    seg = layout.segment_words(buffer_bytes)
+    for warp, records in enumerate(warp_records):
+        base = layout.data_offset_words + warp * seg
+        for i, (scope, is_end, cycle) in enumerate(records):
+            position = (2 * i) % seg
+            words[base + position:base + position + 2] = L.encode_record(scope, is_end, cycle)
+        words[layout.header_words + warp] = 2 * len(records)
+    return words
+
+
+def launch_bytes(layout, buffer_bytes, blocks):
+    """blocks: list of (block_id, sm, warp_records[, start_ns])."""
+    return np.concatenate([block_words(layout, buffer_bytes, *b) for b in blocks]).tobytes()
+
+
+def two_scopes(first_cycle, load_cycles, store_cycles):
+    """A warp's records for `load` (scope 0) then `store` (scope 1)."""
+    t = first_cycle
+    return [(0, 0, t), (0, 1, t + load_cycles), (1, 0, t + load_cycles + 5),
+            (1, 1, t + load_cycles + 5 + store_cycles)]
