@@ -58,6 +58,14 @@ def _semantic_wants_records(semantic):
     return False
 
 
+def _is_compiler_builder(builder):
+    try:
+        from triton._C.libtriton import ir
+    except ImportError:
+        return False
+    return isinstance(builder, ir.builder)
+
+
 def _unwrap(value):
     return getattr(value, "value", value)
 
@@ -67,8 +75,8 @@ def _record(is_start, name, semantic):
     if semantic is None or not _config["enabled"]:
         return None  # interpreter mode, or a compilation outside an instrumentation session
     builder = getattr(semantic, "builder", None)
-    if builder is None or not _semantic_wants_records(semantic):
-        return None
+    if not _is_compiler_builder(builder) or not _semantic_wants_records(semantic):
+        return None  # the interpreter's builder records nothing
     name = _unwrap(name)
     if not isinstance(name, str) or not name:
         raise TypeError(f"flagtree.profiler.language: a scope name must be a non-empty string constant, "
