@@ -118,15 +118,31 @@ def list_metrics(chip=None, submetrics=False):
     GPU is needed, only libcupti (CUPTI 12.6+)."""
     from . import get_backend
 
-    library = get_backend("nvidia").counters_library()
+    nvidia = get_backend("nvidia")
+    library = nvidia.counters_library()
     try:
-        metrics = _native().counters_list_metrics(library, chip, submetrics)
+        metrics = _list_reinitialising(nvidia, library, chip, submetrics)
     except RuntimeError as error:
         raise RuntimeError(f"flagtree.profiler: cannot list hardware metrics: {error}") from None
     for m in metrics:
         if "submetrics" in m:
             m["submetrics"] = [_full_name(m["name"], s) for s in m["submetrics"]]
     return metrics
+
+
+def _list_reinitialising(nvidia, library, chip, submetrics):
+    try:
+        return _native().counters_list_metrics(library, chip, submetrics)
+    except RuntimeError as error:
+        if "NOT_INITIALIZED" not in str(error):
+            raise
+    # A finished session ends with cuptiFinalize (so other tools can attach), after which CUPTI
+    # answers NOT_INITIALIZED until a client subscribes again: subscribe briefly, then ask again.
+    nvidia.acquire(None)
+    try:
+        return _native().counters_list_metrics(library, chip, submetrics)
+    finally:
+        nvidia.release()
 
 
 def _full_name(base, sub):
