@@ -102,3 +102,27 @@ def test_words_written_by_an_h200():
     assert summary[0]["cycles"] == 0x16fbd8b5 - 0x16fbd7cd  # "load", clock above 2**32 (upper bits 9)
     assert summary[1]["cycles"] == 0x16fbdc8e - 0x16fbda82  # "store"
     assert records.start.min() == (9 << 32) | 0x16fbd7cd
+
+
+def test_a_whole_launch_written_by_an_h200():
+    # tests/gpu/test_instrumentation_gpu.py saved this on the H200 (Triton 3.6, lead's GPU round 2):
+    # an 8-block add with scopes "load" and "store", 4 warps, the 1 KiB per-block default buffer.
+    import json
+    import os
+
+    here = os.path.join(os.path.dirname(__file__), "fixtures")
+    with open(os.path.join(here, "add_8blocks.json")) as f:
+        meta = json.load(f)
+    with open(os.path.join(here, "add_8blocks.raw"), "rb") as f:
+        raw = f.read()
+    layout = L.BlockLayout(**meta["layout"])
+    records = L.parse_raw(raw, layout, meta["blocks"])
+    assert records.bad_blocks == 0 and records.unmatched_records == 0 and records.dropped_records == 0
+    assert len(records.block_start_ns) == 8
+    summary = L.summarize(records, layout)
+    names = {int(k): v for k, v in meta["scope_names"].items()}
+    by_name = {names[scope]: s for scope, s in summary.items()}
+    assert set(by_name) == {"load", "store"}
+    for s in by_name.values():
+        assert s["count"] == 8 * 4  # blocks x warps, one entry each
+        assert s["cycles"] > 0 and s["normalized_cycles"] == pytest.approx(s["cycles"] / 32)
