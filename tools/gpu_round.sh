@@ -30,7 +30,7 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   timeout 420 python3 bench/run_all.py --out "$OUT" "$@" 2>&1 | tee "$OUT/bench.log" | tail -40
   timeout 150 python3 bench/scale.py 2>&1 | tee "$OUT/scale.json" | tail -3
 fi
-if [ "$what" = probe ]; then  # CUPTI PC-sampling API check (issue #7)
+if [ "$what" = probe ] || [ "$what" = probe-pcsampling ]; then  # CUPTI PC-sampling API check (issue #7)
   timeout 590 python3 tools/probe_pcsampling.py --out "$OUT" 2>&1 | tee "$OUT/probe_pcsampling.log" | tail -60
 fi
 if [ "$what" = pcsampling ]; then  # issue #7: PC-sampling GPU tests and overhead
