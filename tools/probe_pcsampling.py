@@ -1,11 +1,23 @@
 #!/usr/bin/env python3
 """Probe CUPTI's PC-sampling API end to end on one Triton kernel (GPU machine, standalone, ctypes only).
 
-Usage: python3 tools/probe_pcsampling.py [--mode all|continuous|serialized] [--period N] [--out DIR]
+Usage: python3 tools/probe_pcsampling.py [--mode all|continuous|serialized] [--sequence startonce|callbacks]
+                                         [--config proton|split] [--period N] [--out DIR]
 
-`all` (the default) runs each collection mode in its own child process (PC sampling is enabled once per
+`all` (the default) runs each variant in its own child process (PC sampling is enabled once per
 context and CUPTI keeps state per process) and prints a short summary table last. Every step prints
 `[step] ok ...` or `[step] FAILED ...` and the probe carries on where it can.
+
+Sequences (round 2 got 0 samples in every start-once variant; Proton gets samples on the same H200):
+  * startonce: Enable + configure, Start once, N launches, sync, Stop, GetData (our first design);
+  * callbacks: Proton's order (third_party/proton CuptiPCSampling.cpp/CuptiProfiler.cpp, read for facts):
+    a CUPTI subscriber on the driver-API launch callbacks; at the first launch ENTER in a context
+    Enable + one SetConfigurationAttribute call (stall reasons, period 2^10, hardware buffer 128 MiB,
+    scratch 16 MiB, data buffer of 1024 PCs, start/stop control on, collection mode; no output format,
+    no sleep span); at every ENTER cuCtxSynchronize then Start; at EXIT Stop then GetData (always once,
+    again while PCs remain).
+Configs: `proton` = that one-call attribute set; `split` = our round-2 set, one attribute per call
+(sleep span, output format and 512 MiB hardware buffer included).
 
 What it answers for the cupti_pcsampling backend:
   * stall reason names and indices on this GPU / CUPTI;
@@ -143,6 +155,44 @@ class Cupti:
         return params
 
 
+# ----------------------------------------------------------------------------- driver-API callbacks
+DOMAIN_DRIVER_API = 1
+LAUNCH_CBIDS = (307, 442, 477, 652, 653)  # cuLaunchKernel(_ptsz), cuLaunchCooperativeKernel, cuLaunchKernelEx(_ptsz)
+CB_SITE_OFFSET, CB_CONTEXT_OFFSET, CB_CORRELATION_OFFSET = 0, 40, 64  # CUpti_CallbackData (cupti_callbacks.h)
+CALLBACK_T = C.CFUNCTYPE(None, C.c_void_p, C.c_int, C.c_uint32, C.c_void_p)
+
+
+class LaunchCallbacks:
+    """One CUPTI subscriber on the launch callbacks; calls on_enter/on_exit(ctx, correlation)."""
+
+    def __init__(self, cupti, on_enter=None, on_exit=None):
+        self.cupti, self.on_enter, self.on_exit = cupti, on_enter, on_exit
+        self.launches, self.errors = 0, []
+        self._fn = CALLBACK_T(self.callback)
+        self.subscriber = C.c_void_p()
+        cupti.check("cuptiSubscribe", cupti.lib.cuptiSubscribe(C.byref(self.subscriber), self._fn, None))
+        for cbid in LAUNCH_CBIDS:
+            cupti.check("cuptiEnableCallback", cupti.lib.cuptiEnableCallback(1, self.subscriber,
+                                                                              DOMAIN_DRIVER_API, cbid))
+
+    def callback(self, userdata, domain, cbid, data):
+        try:
+            site = C.c_uint32.from_address(data + CB_SITE_OFFSET).value
+            ctx = C.c_void_p.from_address(data + CB_CONTEXT_OFFSET).value
+            correlation = C.c_uint32.from_address(data + CB_CORRELATION_OFFSET).value
+            if site == 0:
+                self.launches += 1
+                if self.on_enter:
+                    self.on_enter(ctx, correlation)
+            elif self.on_exit:
+                self.on_exit(ctx, correlation)
+        except Exception as exc:  # never raise into CUPTI
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+
+    def close(self):
+        self.cupti.lib.cuptiUnsubscribe(self.subscriber)
+
+
 # ----------------------------------------------------------------------------- activity records
 class Activity:
     """Kernel activity records through ctypes, to read the correlation ids CUPTI gives each launch."""
@@ -230,17 +280,39 @@ class Sampler:
         self.cupti.call("cuptiPCSamplingSetConfigurationAttribute", params)
         return f"{name}={value} status={info.attributeStatus}"
 
+    def configure_proton(self, mode):
+        """Proton's attribute set and order, in ONE SetConfigurationAttribute call."""
+        values = [("stall_reason", None), ("period", 10), ("hardware", 128 << 20), ("scratch", 16 << 20),
+                  ("data_buffer", None), ("start_stop", 1), ("mode", MODE[mode])]
+        infos = (ConfigInfo * len(values))()
+        for info, (name, value) in zip(infos, values):
+            info.attributeType = ATTR[name]
+            if name == "stall_reason":
+                info.data[0], info.data[1] = len(self.collected), C.cast(self.indices, C.c_void_p).value
+            elif name == "data_buffer":
+                info.data[0] = C.addressof(self.data)
+            else:
+                info.data[0] = value
+        self.cupti.call("cuptiPCSamplingSetConfigurationAttribute",
+                        ConfigParams(ctx=self.ctx, numAttributes=len(values), info=C.cast(infos, C.POINTER(ConfigInfo))))
+        return {name: infos[i].attributeStatus for i, (name, _) in enumerate(values)}
+
     def read_attribute(self, name):
         info = ConfigInfo(attributeType=ATTR[name])
         self.cupti.call("cuptiPCSamplingGetConfigurationAttribute",
                         ConfigParams(ctx=self.ctx, numAttributes=1, info=C.pointer(info)))
         return info.data[0]
 
+    before_start = None  # e.g. cuCtxSynchronize, as Proton does before every Start
+
     def ctl(self, what):
+        if what == "Start" and self.before_start:
+            self.before_start()
         self.cupti.call(f"cuptiPCSampling{what}", CtxParams(ctx=self.ctx))
 
-    def drain(self):
+    def drain(self, retries=None):
         """GetData until nothing remains; returns aggregated records and buffer stats."""
+        retries = self.args.empty_retries if retries is None else retries
         records, stats = [], dict(calls=0, totalSamples=0, droppedSamples=0, nonUser=0, hwFull=0, rangeIds=set())
         empty_rounds = 0
         while True:
@@ -258,7 +330,7 @@ class Sampler:
                 records.append(dict(crc=pc.cubinCrc, pc=pc.pcOffset, fn=(pc.functionName or b"").decode(),
                                     fidx=pc.functionIndex, corr=pc.correlationId, stalls=stalls))
             if self.data.totalNumPcs == 0 and self.data.remainingNumPcs == 0 and not records \
-                    and empty_rounds < self.args.empty_retries:
+                    and empty_rounds < retries:
                 empty_rounds += 1  # CUPTI's worker threads decode the hardware buffer every sleep span
                 time.sleep(self.args.wait_ms / 1000)
                 continue
@@ -328,19 +400,31 @@ def run_mode(args):
         step("cost before PC sampling is enabled", measure_before_enable, loops)
     activity = step("activity API (kernel records)", Activity, cupti) if args.activity else None
     sampler = Sampler(cupti, ctx, args)
+    if args.sequence == "callbacks":
+        run_callbacks(args, cupti, sampler, activity, slow, x, out, compiled_slow, torch)
+        print("RESULT " + json.dumps(RESULT))
+        return
+    noop_subscriber = None  # kept referenced until the end: CUPTI calls its ctypes callback
+    if args.subscribe:  # the backend always has one subscriber (the activity tracer): same here
+        noop_subscriber = step("subscribe to launch callbacks (no-op)", LaunchCallbacks, cupti)
     step("cuptiPCSamplingEnable", sampler.enable)
     names = step("stall reasons", sampler.stall_reasons) or {}
     for index, name in sorted(names.items()):
         print(f"    {index:3d} {name}")
     sampler.allocate(args.num_pcs)
-    for name, value in [("sleep_span", args.sleep_ms), ("period", args.period), ("stall_reason", None), ("scratch", args.scratch_mb << 20),
-                        ("hardware", args.hardware_mb << 20), ("mode", MODE[args.mode]), ("start_stop", 1),
-                        ("output_format", 1), ("data_buffer", None)]:
-        step(f"config {name}", sampler.configure_one, name, value)
+    if args.config == "proton":
+        step("config (one call, Proton's set)", sampler.configure_proton, args.mode)
+    else:
+        for name, value in [("sleep_span", args.sleep_ms), ("period", args.period), ("stall_reason", None),
+                            ("scratch", args.scratch_mb << 20), ("hardware", args.hardware_mb << 20),
+                            ("mode", MODE[args.mode]), ("start_stop", 1), ("output_format", 1), ("data_buffer", None)]:
+            step(f"config {name}", sampler.configure_one, name, value)
     for name in ("period", "scratch", "hardware", "mode", "sleep_span"):
         step(f"read back {name}", sampler.read_attribute, name)
     if activity:
         activity.flush()
+    if args.ctx_sync:
+        sampler.before_start = lambda: cuda.cuCtxSynchronize()
 
     # 1. the slow-line kernel, several launches, one drain at the end
     def sampled_launches():
@@ -368,8 +452,11 @@ def run_mode(args):
     got = step("slow kernel: start, launches, stop, one drain", sampled_launches)
     records, stats = got if got else ([], {})
     print(f"  stats {stats}")
+    RESULT["total_samples"], RESULT["non_user"] = stats.get("totalSamples"), stats.get("nonUser")
     kernels = activity.flush() if activity else []
     report_records(records, stats, kernels, names, compiled_slow, cupti)
+    if noop_subscriber:
+        print(f"  launch callbacks seen by the no-op subscriber: {noop_subscriber.launches}")
 
     # 2. cost: interleaved off / on, tiny launches and a GPU-bound kernel
     if args.cost:
@@ -378,6 +465,61 @@ def run_mode(args):
         step("activity after cost", lambda: len(activity.flush()))
     step("cuptiPCSamplingDisable", sampler.ctl, "Disable")
     print("RESULT " + json.dumps(RESULT))
+
+
+def run_callbacks(args, cupti, sampler, activity, slow, x, out, compiled_slow, torch):
+    """Proton's order: Enable + configure at the first launch ENTER of the context, then per launch
+    cuCtxSynchronize + Start at ENTER and Stop + GetData at EXIT."""
+    cuda = C.CDLL("libcuda.so.1")
+    state = dict(ready=False, records=[], stats=[], per_launch={})
+
+    def on_enter(ctx, correlation):
+        if not state["ready"]:
+            sampler.ctx = ctx
+            sampler.enable()
+            sampler.stall_reasons()
+            sampler.allocate(1024)
+            state["config_status"] = sampler.configure_proton(args.mode)
+            state["ready"] = True
+        cuda.cuCtxSynchronize()
+        sampler.ctl("Start")
+
+    def on_exit(ctx, correlation):
+        if not state["ready"]:
+            return
+        sampler.ctl("Stop")
+        records, stats = sampler.drain(retries=0)
+        state["records"] += records
+        state["stats"].append(stats)
+        state["per_launch"][correlation] = (stats["totalSamples"], len(records))
+
+    callbacks = step("subscribe to launch callbacks (Proton's order)", LaunchCallbacks, cupti, on_enter, on_exit)
+    if callbacks is None:
+        return
+
+    def launches():
+        for _ in range(args.slow_launches):
+            slow[(132,)](x, out, 4000, BLOCK=1024)
+        torch.cuda.synchronize()
+        return callbacks.launches
+
+    step("slow kernel: launches with Start/Stop in callbacks", launches)
+    callbacks.close()
+    print(f"  callback errors: {callbacks.errors[:5]}")
+    print(f"  config status per attribute: {state.get('config_status')}")
+    print(f"  per launch (callback correlation: totalSamples, PC records): {state['per_launch']}")
+    if callbacks.errors:
+        RESULT.setdefault("failed", []).append("callbacks: " + callbacks.errors[0][:80])
+    stats = {"calls": 0, "totalSamples": 0, "droppedSamples": 0, "nonUser": 0, "hwFull": 0}
+    for one in state["stats"]:
+        for key in stats:
+            stats[key] += one[key]
+    print(f"  stats {stats}")
+    RESULT["total_samples"], RESULT["non_user"] = stats["totalSamples"], stats["nonUser"]
+    kernels = activity.flush() if activity else []
+    report_records(state["records"], stats, kernels, sampler.names, compiled_slow, cupti)
+    if state["ready"]:
+        step("cuptiPCSamplingDisable", sampler.ctl, "Disable")
 
 
 def report_records(records, stats, kernels, names, compiled_slow, cupti):
@@ -507,34 +649,62 @@ def main():
     parser.add_argument("--empty-retries", type=int, default=4)
     parser.add_argument("--sleep-ms", type=int, default=10, help="CUPTI worker thread sleep span (ms)")
     parser.add_argument("--no-cost", dest="cost", action="store_false")
+    parser.add_argument("--sequence", default="startonce", choices=["startonce", "callbacks"],
+                        help="Start once around all launches, or Start/Stop in launch callbacks (Proton's order)")
+    parser.add_argument("--config", default="split", choices=["split", "proton"],
+                        help="one attribute per call (round 2) or Proton's set in one call")
+    parser.add_argument("--ctx-sync", action="store_true", help="cuCtxSynchronize before every Start")
+    parser.add_argument("--subscribe", action="store_true", help="start-once with a no-op launch-callback subscriber")
+    parser.add_argument("--budget-s", type=float, default=58, help="whole probe (all variants) wall-clock limit")
     parser.add_argument("--out", default=os.environ.get("OUT", ""))
     args = parser.parse_args()
     if args.mode != "all":
         run_mode(args)
         return
+    run_all(args)
+
+
+# Each variant runs in its own process: PC sampling is enabled once per context and CUPTI keeps
+# state per process. Round 2's start-once variants are left out (all gave 0; logs kept).
+VARIANTS = [
+    ("callbacks continuous (Proton)", ["--mode", "continuous", "--sequence", "callbacks"]),
+    ("callbacks serialized", ["--mode", "serialized", "--sequence", "callbacks"]),
+    ("startonce continuous, Proton config, ctx sync, subscribed",
+     ["--mode", "continuous", "--config", "proton", "--ctx-sync", "--subscribe"]),
+    ("startonce continuous, split config, hw 128 MiB, subscribed",
+     ["--mode", "continuous", "--hardware-mb", "128", "--subscribe"]),
+]
+
+
+def run_all(args):
     rows = []
+    deadline = time.monotonic() + args.budget_s
     base = [sys.executable, HERE, "--period", str(args.period), "--num-pcs", str(args.num_pcs),
-            "--scratch-mb", str(args.scratch_mb), "--hardware-mb", str(args.hardware_mb)]
-    variants = [("continuous", ["--late-module", "--no-cost"]), ("serialized", ["--late-module", "--no-cost"]),
-                ("continuous", ["--reasons", "all", "--late-module"])]
-    for mode, extra in variants:
-        label = f"{mode} {' '.join(extra)}".strip()
-        print(f"\n===== {label} =====", flush=True)
+            "--scratch-mb", str(args.scratch_mb), "--no-cost", "--empty-retries", "2", "--wait-ms", "100"]
+    for label, extra in VARIANTS:
+        left = deadline - time.monotonic()
+        print(f"\n===== {label} ({left:.0f} s left) =====", flush=True)
+        if left < 5:
+            rows.append((label, {"failed": ["no time left"]}))
+            continue
         try:
-            proc = subprocess.run(base + ["--mode", mode] + extra, capture_output=True, text=True, timeout=100)
+            proc = subprocess.run(base + extra, capture_output=True, text=True, timeout=min(left, 30))
             text = proc.stdout + proc.stderr
         except subprocess.TimeoutExpired as exc:
-            text = (exc.stdout or b"").decode(errors="replace") + "\nTIMEOUT after 100 s"
+            partial = exc.stdout or ""
+            text = (partial.decode(errors="replace") if isinstance(partial, bytes) else partial) + "\nTIMEOUT"
         print(text, flush=True)
         if args.out:
             os.makedirs(args.out, exist_ok=True)
-            with open(os.path.join(args.out, f"probe_{label.replace(' ', '_').replace('-', '')}.log"), "w") as f:
+            name = "probe_" + "".join(c if c.isalnum() else "_" for c in label) + ".log"
+            with open(os.path.join(args.out, name), "w") as f:
                 f.write(text)
         result = next((json.loads(l[7:]) for l in text.splitlines() if l.startswith("RESULT ")), {})
         rows.append((label, result))
-    keys = ["collected_reasons", "late_records", "late_samples", "records", "samples", "distinct_correlation", "matched_correlation", "activity_kernels",
-            "slow_line_share", "dropped", "tiny_off_vs_pre", "tiny_ratio", "gpu_ratio", "drain_s", "failed"]
+    keys = ["total_samples", "non_user", "records", "samples", "distinct_correlation", "matched_correlation",
+            "activity_kernels", "slow_line_share", "dropped", "failed"]
     print("\n| variant | " + " | ".join(keys) + " |")
+    print("|" + "---|" * (len(keys) + 1))
     for label, result in rows:
         print(f"| {label} | " + " | ".join(str(result.get(k, "-")) for k in keys) + " |")
 

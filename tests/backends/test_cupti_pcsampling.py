@@ -51,7 +51,6 @@ def backend(standin, monkeypatch):
     monkeypatch.setattr(NvidiaBackend, "unavailable_reason", lambda self: None)
     monkeypatch.setattr(NvidiaBackend, "describe", lambda self: {"backend": self.name})
     monkeypatch.setattr(CuptiBackend, "pcsampling_library", standin[0])
-    monkeypatch.setattr(CuptiBackend, "_context", lambda self: 0x5EED)
     yield standin[1]
     profiler.finalize()
 
@@ -74,6 +73,21 @@ def queue(lib, corr, function, pc, reason, samples, cubin=CUBIN):
                           ctypes.c_uint64(pc), ctypes.c_uint32(REASON[reason]), ctypes.c_uint32(samples))
 
 
+CONTEXT = 0x5EED
+
+
+def sampled_launch(lib, corr, function, samples=(), checks=None):
+    """One launch as the tracer passes it on: ENTER (Start), what the GPU samples while it runs
+    (queued in the stand-in), EXIT (Stop + GetData). `checks` runs between ENTER and EXIT."""
+    _native._debug_launch(corr, False)
+    _native.pcsampling_launch_enter(corr, CONTEXT)
+    if checks:
+        checks()
+    for args in samples:
+        queue(lib, *args)
+    _native.pcsampling_launch_exit(corr, function)
+
+
 def total(kernel, metric):
     """A kernel's figure: the sum over its line nodes (tree metrics are exclusive)."""
     assert metric not in kernel["metrics"]
@@ -87,19 +101,21 @@ def metadata(path):
 
 def test_serialized_samples_become_line_nodes_under_each_launch(backend, tmp_path):
     lib = backend
-    sid = profiler.start(str(tmp_path / "p"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized,interval=9")
-    assert config(lib) == {"enabled": 1, "started": 1, "period": 9, "mode": 2, "start_stop": 1, "reasons": 4}
+    profiler.start(str(tmp_path / "p"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized,interval=9")
+    assert config(lib)["enabled"] == 0  # contexts are enabled at their first launch (Proton's order)
     _native.pcsampling_add_cubin(CUBIN)  # as the module-load callback hands it over
+    started = []
     with profiler.scope("attention"):
-        _native._debug_launch(9001, False)
+        sampled_launch(lib, 9001, "slow_kernel", [
+            (9001, "slow_kernel", 16, "long_scoreboard", 30), (9001, "slow_kernel", 300, "selected", 5),
+            (9001, "slow_kernel", 300, "long_scoreboard_not_issued", 99)],  # not collected: a subset reason
+            checks=lambda: started.append(config(lib)))
+    assert started[0] == {"enabled": 1, "started": 1, "period": 9, "mode": 2, "start_stop": 1, "reasons": 4}
+    assert config(lib)["started"] == 0  # stopped when the launch call returned
     with profiler.scope("mlp"):
-        _native._debug_launch(9002, False)
+        sampled_launch(lib, 9002, "slow_kernel", [(9002, "slow_kernel", 32, "barrier", 4)])
     _native._debug_record(9001, "slow_kernel", 0, 1000, 0)
     _native._debug_record(9002, "slow_kernel", 1000, 1500, 0)
-    queue(lib, 9001, "slow_kernel", 16, "long_scoreboard", 30)
-    queue(lib, 9001, "slow_kernel", 300, "selected", 5)
-    queue(lib, 9001, "slow_kernel", 300, "long_scoreboard_not_issued", 99)  # not collected: a subset reason
-    queue(lib, 9002, "slow_kernel", 32, "barrier", 4)
     profiler.finalize()
     assert config(lib)["enabled"] == 0
     root, _ = load_tree(tmp_path / "p.hatchet")
@@ -115,29 +131,48 @@ def test_serialized_samples_become_line_nodes_under_each_launch(backend, tmp_pat
     assert "stalled_long_scoreboard_not_issued" not in json.dumps(root)
     meta = metadata(tmp_path / "p")
     assert meta["pcsampling_lines_without_source"] == 0
+    assert meta["pcsampling_sampled_launches"] == 2 and meta["pcsampling_errors"] == 0
     assert "stalled_barrier" in meta["pcsampling_stall_reasons"]
 
 
-def test_continuous_samples_are_shared_among_the_functions_launches(backend, tmp_path):
+def test_continuous_samples_go_to_the_launch_they_were_taken_in(backend, tmp_path):
     lib = backend
     profiler.start(str(tmp_path / "c"), backend="cupti", mode="pcsampling")
-    assert config(lib)["mode"] == 1 and config(lib)["period"] == 12
     _native.pcsampling_add_cubin(CUBIN)
-    for corr, scope in ((9101, "a"), (9102, "b")):
-        with profiler.scope(scope):
-            _native._debug_launch(corr, False)
-            _native.pcsampling_note_launch(corr, "slow_kernel")  # what the launch callback passes on
+    modes = []
+    for corr, scope, samples in ((9101, "a", 10), (9102, "b", 4)):
+        with profiler.scope(scope):  # continuous: the correlation id reads as 0, the launch is known
+            sampled_launch(lib, corr, "slow_kernel", [(777, "slow_kernel", 16, "long_scoreboard", samples)],
+                           checks=lambda: modes.append((config(lib)["mode"], config(lib)["period"])))
         _native._debug_record(corr, "slow_kernel", 0, 100, 0)
-    queue(lib, 777, "slow_kernel", 16, "long_scoreboard", 10)  # continuous: correlation reads as 0
-    queue(lib, 0, "add_kernel", 8, "selected", 6)  # a function never launched in the session
+    assert modes == [(1, 12), (1, 12)]
+    queue(lib, 0, "add_kernel", 8, "selected", 6)  # after every launch, of a function never launched
     profiler.finalize()
     root, _ = load_tree(tmp_path / "c.hatchet")
-    for scope in ("a", "b"):
-        kernel = find(root, scope, "slow_kernel")
-        assert total(kernel, "num_samples") == pytest.approx(5.0)
-        assert find(kernel, "slow.py:12@slow_kernel")["metrics"]["stalled_long_scoreboard"] == pytest.approx(5.0)
+    assert total(find(root, "a", "slow_kernel"), "num_samples") == 10
+    assert find(root, "b", "slow_kernel", "slow.py:12@slow_kernel")["metrics"]["stalled_long_scoreboard"] == 4
     stats = metadata(tmp_path / "c")
     assert stats["pcsampling_unattributed_samples"] == 6
+
+
+def test_a_launch_during_another_threads_sampled_launch_is_counted_not_sampled(backend, tmp_path):
+    lib = backend
+    profiler.start(str(tmp_path / "t"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized")
+    _native.pcsampling_add_cubin(CUBIN)
+    _native._debug_launch(9401, False)
+    _native.pcsampling_launch_enter(9401, CONTEXT)
+    sampled_launch(lib, 9402, "add_kernel")  # CUPTI has one sampling range per context
+    assert config(lib)["started"] == 1  # the other launch's exit did not stop the first one
+    queue(lib, 9401, "slow_kernel", 16, "barrier", 3)
+    _native.pcsampling_launch_exit(9401, "slow_kernel")
+    assert config(lib)["started"] == 0
+    for corr, name in ((9401, "slow_kernel"), (9402, "add_kernel")):
+        _native._debug_record(corr, name, 0, 100, 0)
+    profiler.finalize()
+    root, _ = load_tree(tmp_path / "t.hatchet")
+    assert total(find(root, "slow_kernel"), "num_samples") == 3
+    meta = metadata(tmp_path / "t")
+    assert meta["pcsampling_sampled_launches"] == 1 and meta["pcsampling_unsampled_launches"] == 1
 
 
 def test_getdata_pages_through_more_records_than_one_buffer(backend, tmp_path, monkeypatch):
@@ -145,10 +180,10 @@ def test_getdata_pages_through_more_records_than_one_buffer(backend, tmp_path, m
     monkeypatch.setattr(cupti_module, "BUFFER_PCS", 7)
     lib = backend
     profiler.start(str(tmp_path / "g"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized")
-    _native._debug_launch(9201, False)
+    # 32 PCs, unknown cubin: no line, still counted
+    sampled_launch(lib, 9201, "slow_kernel",
+                   [(9201, "slow_kernel", pc, "barrier", 1, b"FAKECUBIN\nother") for pc in range(0, 512, 16)])
     _native._debug_record(9201, "slow_kernel", 0, 100, 0)
-    for pc in range(0, 512, 16):  # 32 PCs, unknown cubin: no line, still counted
-        queue(lib, 9201, "slow_kernel", pc, "barrier", 1, cubin=b"FAKECUBIN\nother")
     profiler.finalize()
     root, _ = load_tree(tmp_path / "g.hatchet")
     kernel = find(root, "slow_kernel")
@@ -172,6 +207,7 @@ def test_a_second_sampling_session_is_refused_and_the_first_keeps_going(backend,
     ("pcsampling:interval=3", "between 5 and 31"),
     ("pcsampling:collection=fast", "continuous or serialized"),
     ("pcsampling:speed=2", "bad PC-sampling option"),
+    ("pcsampling:drain_every=4", "bad PC-sampling option"),  # gone: every launch is drained when it returns
     ("metrics", "not supported by the cupti backend"),
 ])
 def test_bad_modes_say_what_is_supported(mode, message):
@@ -183,7 +219,7 @@ def test_mode_defaults_and_environment(monkeypatch):
     assert get_backend("cupti").check_mode(None) is None
     monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_INTERVAL", "16")
     assert get_backend("cupti_pcsampling").check_mode(None) == \
-        "pcsampling:interval=16,collection=continuous,drain_every=0"
+        "pcsampling:interval=16,collection=continuous"
     assert parse_pcsampling_mode("pcsampling:interval=20")[1]["interval"] == 20
     monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_COLLECTION", "sometimes")
     with pytest.raises(ValueError, match="FLAGTREE_PROFILER_PCSAMPLING_COLLECTION"):
@@ -195,14 +231,12 @@ def test_viewer_picks_lines_out_of_a_pcsampling_profile(backend, tmp_path, capsy
     profiler.start(str(tmp_path / "v"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized")
     _native.pcsampling_add_cubin(CUBIN)
     with profiler.scope("attention"):
-        _native._debug_launch(9301, False)
+        sampled_launch(lib, 9301, "slow_kernel", [(9301, "slow_kernel", 16, "long_scoreboard", 90),
+                                                  (9301, "slow_kernel", 300, "barrier", 2)])
     with profiler.scope("norm"):
-        _native._debug_launch(9302, False)
+        sampled_launch(lib, 9302, "add_kernel", [(9302, "add_kernel", 8, "selected", 8)])
     _native._debug_record(9301, "slow_kernel", 0, 100, 0)
     _native._debug_record(9302, "add_kernel", 0, 100, 0)
-    queue(lib, 9301, "slow_kernel", 16, "long_scoreboard", 90)
-    queue(lib, 9301, "slow_kernel", 300, "barrier", 2)
-    queue(lib, 9302, "add_kernel", 8, "selected", 8)
     profiler.finalize()
     path = str(tmp_path / "v.hatchet")
     assert viewer_main(["-m", "num_samples", "-i", r"slow\.py", path]) == 0

@@ -13,15 +13,15 @@
 namespace ftp {
 namespace {
 
-CUcontext currentContext() {
-  // libcuda is loaded by whoever made the context; without it there is no context yet.
-  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-  if (!cuda) return nullptr;
-  auto getCurrent = reinterpret_cast<CUresult (*)(CUcontext*)>(dlsym(cuda, "cuCtxGetCurrent"));
-  CUcontext context = nullptr;
-  if (!getCurrent || getCurrent(&context) != CUDA_SUCCESS) context = nullptr;
-  dlclose(cuda);
-  return context;
+// Waits for the work queued before a launch so that the launch is sampled alone (Proton does
+// the same before every Start). libcuda is loaded by whoever made the context; without it
+// (host-side tests) there is no device work to wait for.
+void synchronizeContext() {
+  static auto sync = []() -> CUresult (*)() {
+    void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    return cuda ? reinterpret_cast<CUresult (*)()>(dlsym(cuda, "cuCtxSynchronize")) : nullptr;
+  }();
+  if (sync) sync();
 }
 
 std::string baseName(const char* path) {
@@ -47,8 +47,7 @@ void PcSampler::check(const char* what, CUptiResult result) const {
     throw std::runtime_error(std::string("PC sampling: ") + what + " failed: " + api_.describe(result));
 }
 
-void PcSampler::start(int slot, void* handle, const std::string& libraryName, const PcSamplingOptions& options,
-                      void* context) {
+void PcSampler::start(int slot, void* handle, const std::string& libraryName, const PcSamplingOptions& options) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (slot_ >= 0)
     throw std::runtime_error("PC sampling is already on for another session; finalize it first (CUPTI samples "
@@ -59,30 +58,41 @@ void PcSampler::start(int slot, void* handle, const std::string& libraryName, co
   stats_ = PcSamplingStats{};
   samples_ = PcSamples{};
   launches_.clear();
-  launchesSinceDrain_ = 0;
-  CUcontext ctx = context ? static_cast<CUcontext>(context) : currentContext();
+  active_ = nullptr;
+  activeLaunch_ = 0;
   slot_ = slot;
-  try {
-    if (ctx) enableOn(ctx);
-  } catch (...) {
-    slot_ = -1;
-    throw;
-  }
 }
 
-void PcSampler::enableOn(CUcontext context) {
+void PcSampler::noteError(const std::exception& e) {
+  if (stats_.errors++ == 0) stats_.firstError = e.what();
+}
+
+PcSampler::ContextState* PcSampler::stateFor(CUcontext context) {
   for (ContextState* s : contexts_)
-    if (s->context == context) return;
-  auto state = std::make_unique<ContextState>();
+    if (s->context == context) return s->failed ? nullptr : s;
+  auto* state = new ContextState();
   state->context = context;
-  CUpti_PCSamplingEnableParams enable{CUpti_PCSamplingEnableParamsSize, nullptr, context};
-  check("cuptiPCSamplingEnable", api_.enable(&enable));
-  readStallReasons(*state);
-  configure(*state);
-  CUpti_PCSamplingStartParams start{CUpti_PCSamplingStartParamsSize, nullptr, context};
-  check("cuptiPCSamplingStart", api_.start(&start));
-  contexts_.push_back(state.release());
+  contexts_.push_back(state);
+  try {
+    enableOn(*state);
+  } catch (const std::exception& e) {
+    // A context that cannot sample (e.g. a device without PC sampling): its kernels still get
+    // activity records; counted in the metadata (pcsampling_failed_contexts).
+    state->failed = true;
+    stats_.failedContexts++;
+    noteError(e);
+    return nullptr;
+  }
   stats_.contexts++;
+  return state;
+}
+
+// Enable, then every attribute in one configuration call (Proton's order). Start is per launch.
+void PcSampler::enableOn(ContextState& state) {
+  CUpti_PCSamplingEnableParams enable{CUpti_PCSamplingEnableParamsSize, nullptr, state.context};
+  check("cuptiPCSamplingEnable", api_.enable(&enable));
+  readStallReasons(state);
+  configure(state);
 }
 
 void PcSampler::readStallReasons(ContextState& state) {
@@ -144,9 +154,8 @@ void PcSampler::configure(ContextState& state) {
   info = attribute(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL);
   info.attributeData.enableStartStopControlData.enableStartStopControl = 1;
   infos.push_back(info);
-  info = attribute(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT);
-  info.attributeData.outputDataFormatData.outputDataFormat = CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED;
-  infos.push_back(info);
+  // No OUTPUT_DATA_FORMAT: PARSED is the default, and the configuration known to yield samples
+  // (Proton's) leaves it out.
   info = attribute(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER);
   info.attributeData.samplingDataBufferData.samplingDataBuffer = &state.data;
   infos.push_back(info);
@@ -155,7 +164,9 @@ void PcSampler::configure(ContextState& state) {
   check("cuptiPCSamplingSetConfigurationAttribute", api_.setConfig(&params));
 }
 
-void PcSampler::takeBuffer(ContextState& state) {
+// `launch`: the launch being drained (0: none); records CUPTI leaves without a correlation id
+// (continuous mode) belong to it, as the launch was sampled alone.
+void PcSampler::takeBuffer(ContextState& state, uint32_t launch) {
   CUpti_PCSamplingData& d = state.data;
   stats_.totalSamples += d.totalSamples;
   stats_.droppedSamples += d.droppedSamples;
@@ -163,7 +174,7 @@ void PcSampler::takeBuffer(ContextState& state) {
   stats_.hardwareBufferFull |= d.hardwareBufferFull != 0;
   for (size_t i = 0; i < d.totalNumPcs && i < state.pcs.size(); ++i) {
     const CUpti_PCSamplingPCData& pc = state.pcs[i];
-    PcKey key{pc.correlationId, pc.cubinCrc, intern(pc.functionName ? pc.functionName : "<unknown function>"),
+    PcKey key{pc.correlationId ? pc.correlationId : launch, pc.cubinCrc, intern(pc.functionName ? pc.functionName : "<unknown function>"),
               pc.pcOffset};
     for (size_t r = 0; r < pc.stallReasonCount; ++r)
       samples_.add(key, pc.stallReason[r].pcSamplingStallReasonIndex, pc.stallReason[r].samples);
@@ -172,7 +183,7 @@ void PcSampler::takeBuffer(ContextState& state) {
   d.totalSamples = d.droppedSamples = d.nonUsrKernelsTotalSamples = 0;
 }
 
-void PcSampler::drain(ContextState& state) {
+void PcSampler::drain(ContextState& state, uint32_t launch) {
   // GetData hands over at most collectNumPcs records per call: call until none remain.
   for (int round = 0; round < 100000; ++round) {
     CUpti_PCSamplingGetDataParams params{CUpti_PCSamplingGetDataParamsSize, nullptr, state.context, &state.data};
@@ -181,24 +192,36 @@ void PcSampler::drain(ContextState& state) {
     if (rc == CUPTI_ERROR_OUT_OF_MEMORY) stats_.hardwareBufferFull = true;  // counted, data of this call lost
     else check("cuptiPCSamplingGetData", rc);
     const bool more = state.data.remainingNumPcs > 0;
-    takeBuffer(state);
+    takeBuffer(state, launch);
     if (!more) return;
   }
 }
 
 void PcSampler::drainAll() {
-  for (ContextState* s : contexts_) drain(*s);
-  launchesSinceDrain_ = 0;
+  for (ContextState* s : contexts_)
+    if (!s->failed) drain(*s);
+}
+
+// Stops the launch being sampled now (if any) and takes its samples.
+void PcSampler::stopActive() {
+  ContextState* state = active_;
+  const uint32_t launch = activeLaunch_;
+  active_ = nullptr;
+  activeLaunch_ = 0;
+  if (!state) return;
+  CUpti_PCSamplingStopParams stop{CUpti_PCSamplingStopParamsSize, nullptr, state->context};
+  check("cuptiPCSamplingStop", api_.stop(&stop));
+  drain(*state, launch);
 }
 
 void PcSampler::stopContext(ContextState& state) {
-  CUpti_PCSamplingStopParams stop{CUpti_PCSamplingStopParamsSize, nullptr, state.context};
-  check("cuptiPCSamplingStop", api_.stop(&stop));
+  if (active_ == &state) stopActive();
+  if (state.failed) return;
   drain(state);
   // Disable copies what CUPTI still holds into the configured buffer (cupti_pcsampling.h).
   CUpti_PCSamplingDisableParams disable{CUpti_PCSamplingDisableParamsSize, nullptr, state.context};
   check("cuptiPCSamplingDisable", api_.disable(&disable));
-  takeBuffer(state);
+  takeBuffer(state, 0);
 }
 
 void PcSampler::addCubin(const void* cubin, size_t size) {
@@ -270,17 +293,49 @@ PcSamplingStats PcSampler::finish() {
   return stats_;
 }
 
-void PcSampler::noteLaunch(uint32_t correlation, const char* function) {
-  if (slot_ < 0 || !function) return;
+void PcSampler::launchEnter(uint32_t correlation, void* context) {
+  if (slot_ < 0 || !context) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (slot_ < 0) return;
-  if (!options_.serialized) launches_[intern(function)].push_back(correlation);
-  if (options_.drainEveryLaunches && ++launchesSinceDrain_ >= options_.drainEveryLaunches) drainAll();
+  if (active_) {  // another thread's launch is being sampled: CUPTI has one range per context
+    stats_.unsampledLaunches++;
+    return;
+  }
+  ContextState* state = stateFor(static_cast<CUcontext>(context));
+  if (!state) return;
+  try {
+    synchronizeContext();
+    CUpti_PCSamplingStartParams start{CUpti_PCSamplingStartParamsSize, nullptr, state->context};
+    check("cuptiPCSamplingStart", api_.start(&start));
+    active_ = state;
+    activeLaunch_ = correlation;
+    stats_.sampledLaunches++;
+  } catch (const std::exception& e) {
+    noteError(e);  // never throw into the vendor's callback
+  }
 }
 
-void PcSampler::onLaunchExit(uint32_t correlation, uint32_t cbid, const void* cbData) {
+void PcSampler::launchExit(uint32_t correlation, const char* function) {
+  if (slot_ < 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (slot_ < 0) return;
+  if (function) launches_[intern(function)].push_back(correlation);
+  if (!active_ || activeLaunch_ != correlation) return;
+  try {
+    stopActive();
+  } catch (const std::exception& e) {
+    noteError(e);
+  }
+}
+
+void PcSampler::onLaunchEnter(uint32_t correlation, uint32_t, const void* cbData) {
   const auto* cb = static_cast<const CUpti_CallbackData*>(cbData);
-  noteLaunch(correlation, cb && cb->symbolName ? cb->symbolName : "<unknown function>");
+  if (cb) launchEnter(correlation, cb->context);
+}
+
+void PcSampler::onLaunchExit(uint32_t correlation, uint32_t, const void* cbData) {
+  const auto* cb = static_cast<const CUpti_CallbackData*>(cbData);
+  launchExit(correlation, cb && cb->symbolName ? cb->symbolName : "<unknown function>");
 }
 
 void PcSampler::onModuleUnloading(const void* cubin, size_t size) {
@@ -288,18 +343,6 @@ void PcSampler::onModuleUnloading(const void* cubin, size_t size) {
   addCubin(cubin, size);
   std::lock_guard<std::mutex> lock(mutex_);
   if (slot_ >= 0) drainAll();
-}
-
-void PcSampler::onContextCreated(void* context) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (slot_ < 0) return;
-  try {
-    enableOn(static_cast<CUcontext>(context));
-  } catch (const std::exception&) {
-    // A context that cannot sample (e.g. a device without PC sampling): its kernels still get
-    // activity records; counted in the metadata (pcsampling_failed_contexts).
-    stats_.failedContexts++;
-  }
 }
 
 void PcSampler::onContextDestroying(void* context) {

@@ -1,10 +1,13 @@
-// PC sampling for one session at a time: enabled on every CUDA context (the current one at
-// start, later ones from the tracer's context callback), data fetched with GetData only when
-// needed (every `drainEveryLaunches` launches, on module unload, at finish: never a device sync
-// per launch), aggregated here, resolved to source lines once per (cubin, function, pc) from
-// the cubins seen at module load, and attached to the session's kernel nodes.
+// PC sampling for one session at a time, in the order Triton's Proton uses (the only order seen
+// to yield samples on the H200 with CUPTI 13.0; Start once around many launches gave none):
+// at the first launch in a context, Enable + one configuration call; at every launch ENTER
+// cuCtxSynchronize then Start; at EXIT Stop then GetData until no PC remains. Every launch is
+// thereby sampled alone (serialized with the work before it) and its samples carry its
+// correlation id. Samples are aggregated here, resolved to source lines once per
+// (cubin, function, pc) from the cubins seen at module load, and attached to kernel nodes.
 #pragma once
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <string>
@@ -23,7 +26,6 @@ struct PcSamplingOptions {
   size_t scratchBytes = 64u << 20;        // CUPTI's buffer of decoded PC records
   size_t hardwareBytes = 512u << 20;      // the device buffer samples land in
   size_t bufferPcs = 20000;               // PC records fetched per GetData call
-  uint32_t drainEveryLaunches = 0;        // 0: only at module unload and finish
 };
 
 struct PcSamplingStats {
@@ -38,6 +40,10 @@ struct PcSamplingStats {
   bool hardwareBufferFull = false;
   uint32_t contexts = 0;
   uint32_t failedContexts = 0;
+  uint64_t sampledLaunches = 0;
+  uint64_t unsampledLaunches = 0;   // launched while another thread's launch was being sampled
+  uint64_t errors = 0;              // CUPTI calls that failed inside launch callbacks
+  std::string firstError;
   std::vector<std::string> stallReasons;  // metric names collected
 };
 
@@ -45,23 +51,24 @@ class PcSampler : public TracerObserver {
  public:
   static PcSampler& instance();
 
-  // Starts sampling for session `slot`, loading the entry points from `handle`; `context` is
-  // the CUcontext to enable now (nullptr: the current one, if any). Throws std::runtime_error.
-  void start(int slot, void* handle, const std::string& libraryName, const PcSamplingOptions& options,
-             void* context);
+  // Starts sampling for session `slot`, loading the entry points from `handle`; contexts are
+  // enabled at their first launch. Throws std::runtime_error.
+  void start(int slot, void* handle, const std::string& libraryName, const PcSamplingOptions& options);
   // Stops sampling, fetches what is left and attaches it to the session's launches.
   PcSamplingStats finish();
   bool running() const { return slot_ >= 0; }
   // A cubin whose module loaded before the session (e.g. Triton's, compiled earlier).
   void addCubin(const void* cubin, size_t size);
 
+  void onLaunchEnter(uint32_t correlation, uint32_t cbid, const void* cbData) override;
   void onLaunchExit(uint32_t correlation, uint32_t cbid, const void* cbData) override;
   void onModuleLoaded(const void* cubin, size_t size) override { addCubin(cubin, size); }
   void onModuleUnloading(const void* cubin, size_t size) override;
-  void onContextCreated(void* context) override;
   void onContextDestroying(void* context) override;
-  // The launch path without CUPTI's callback data (host-side tests, hooks that know the name).
-  void noteLaunch(uint32_t correlation, const char* function);
+  // The launch path without CUPTI's callback data (host-side tests): enter/exit of the
+  // outermost launch call of a thread in `context`.
+  void launchEnter(uint32_t correlation, void* context);
+  void launchExit(uint32_t correlation, const char* function);
 
  private:
   struct ContextState {
@@ -70,16 +77,20 @@ class PcSampler : public TracerObserver {
     std::vector<CUpti_PCSamplingPCData> pcs;
     std::vector<CUpti_PCSamplingStallReason> stalls;  // pcs.size() x reasons
     std::vector<uint32_t> reasonIndices;             // collected reasons
+    bool failed = false;                             // Enable/configure failed: never sampled
   };
 
   PcSampler() = default;
   void check(const char* what, CUptiResult result) const;
-  void enableOn(CUcontext context);
+  ContextState* stateFor(CUcontext context);
+  void enableOn(ContextState& state);
+  void noteError(const std::exception& e);
   void configure(ContextState& state);
   void readStallReasons(ContextState& state);
-  void drain(ContextState& state);
+  void drain(ContextState& state, uint32_t launch = 0);
   void drainAll();
-  void takeBuffer(ContextState& state);
+  void takeBuffer(ContextState& state, uint32_t launch);
+  void stopActive();
   void stopContext(ContextState& state);
   uint32_t lineOf(uint64_t crc, uint32_t function, uint64_t pc);
 
@@ -93,7 +104,8 @@ class PcSampler : public TracerObserver {
   std::map<uint64_t, std::string> cubins_;  // crc -> cubin bytes
   std::map<std::tuple<uint64_t, uint32_t, uint64_t>, uint32_t> lines_;
   std::unordered_map<uint32_t, std::vector<uint32_t>> launches_;  // function -> correlations
-  uint32_t launchesSinceDrain_ = 0;
+  ContextState* active_ = nullptr;   // the context whose launch is being sampled now
+  uint32_t activeLaunch_ = 0;        // that launch's correlation id
 };
 
 }  // namespace ftp

@@ -17,7 +17,7 @@ namespace {
 
 // `library`: "" uses the libcupti the tracer loaded; a path is for stand-in libraries (tests).
 void startSampling(int slot, const std::string& library, uint32_t period, bool serialized, size_t scratchBytes,
-                   size_t hardwareBytes, size_t bufferPcs, uint32_t drainEvery, uintptr_t context) {
+                   size_t hardwareBytes, size_t bufferPcs) {
   void* handle = nullptr;
   std::string name = library;
   if (library.empty()) {
@@ -36,8 +36,7 @@ void startSampling(int slot, const std::string& library, uint32_t period, bool s
   options.scratchBytes = scratchBytes;
   options.hardwareBytes = hardwareBytes;
   options.bufferPcs = bufferPcs;
-  options.drainEveryLaunches = drainEvery;
-  PcSampler::instance().start(slot, handle, name, options, reinterpret_cast<void*>(context));
+  PcSampler::instance().start(slot, handle, name, options);
   if (library.empty()) ActivityTracer::instance().addObserver(&PcSampler::instance());
 }
 
@@ -57,6 +56,10 @@ nb::dict finishSampling() {
   d["pcsampling_contexts"] = s.contexts;
   d["pcsampling_failed_contexts"] = s.failedContexts;
   d["pcsampling_stall_reasons"] = s.stallReasons;
+  d["pcsampling_sampled_launches"] = s.sampledLaunches;
+  d["pcsampling_unsampled_launches"] = s.unsampledLaunches;
+  d["pcsampling_errors"] = s.errors;
+  if (s.errors) d["pcsampling_first_error"] = s.firstError;
   return d;
 }
 
@@ -67,12 +70,16 @@ void registerPcSamplingBindings(nb::module_& m) {
   using namespace ftp;
   m.def("pcsampling_start", &startSampling, nb::arg("slot"), nb::arg("library"), nb::arg("period"),
         nb::arg("serialized"), nb::arg("scratch_bytes"), nb::arg("hardware_bytes"), nb::arg("buffer_pcs"),
-        nb::arg("drain_every"), nb::arg("context") = 0, nb::call_guard<nb::gil_scoped_release>());
+        nb::call_guard<nb::gil_scoped_release>());
   m.def("pcsampling_finish", &finishSampling);
   m.def("pcsampling_running", []() { return PcSampler::instance().running(); });
   m.def("pcsampling_add_cubin", [](nb::bytes cubin) { PcSampler::instance().addCubin(cubin.c_str(), cubin.size()); });
-  // The launch path without CUPTI callbacks (stand-in tests): correlation and kernel name.
-  m.def("pcsampling_note_launch", [](uint32_t correlation, const std::string& function) {
-    PcSampler::instance().noteLaunch(correlation, function.c_str());
+  // The launch path without CUPTI callbacks (stand-in tests): what the tracer passes on at the
+  // ENTER (context) and EXIT (kernel name) of a launch.
+  m.def("pcsampling_launch_enter", [](uint32_t correlation, uintptr_t context) {
+    PcSampler::instance().launchEnter(correlation, reinterpret_cast<void*>(context));
+  });
+  m.def("pcsampling_launch_exit", [](uint32_t correlation, const std::string& function) {
+    PcSampler::instance().launchExit(correlation, function.c_str());
   });
 }

@@ -3,8 +3,9 @@ instruction sampling with CUPTI's PC-sampling API in mode "pcsampling".
 
 Mode string: ``pcsampling[:key=value,...]`` with keys
   interval=<5..31>   log2 of the GPU cycles between samples (FLAGTREE_PROFILER_PCSAMPLING_INTERVAL)
-  collection=continuous|serialized   (FLAGTREE_PROFILER_PCSAMPLING_COLLECTION)
-  drain_every=<n>    fetch samples from CUPTI every n launches (default 0: at module unload and finalize)
+  collection=continuous|serialized   CUPTI's collection-mode attribute (FLAGTREE_PROFILER_PCSAMPLING_COLLECTION)
+Every launch is sampled alone: cuCtxSynchronize + Start at the launch call, Stop + GetData when
+it returns (Proton's order; Start once around many launches gave no samples on the H200).
 "cupti_pcsampling" samples with mode None; "cupti" with mode None records kernels only.
 """
 import gc
@@ -13,9 +14,9 @@ import sys
 from .. import _env
 from .nvidia import NvidiaBackend
 
-MODE_FORM = "pcsampling[:interval=<5..31>,collection=continuous|serialized,drain_every=<launches>]"
-SCRATCH_BYTES = 64 << 20  # CUPTI's decoded-record buffer
-HARDWARE_BYTES = 512 << 20  # the device buffer samples land in (CUPTI's default)
+MODE_FORM = "pcsampling[:interval=<5..31>,collection=continuous|serialized]"
+SCRATCH_BYTES = 16 << 20  # CUPTI's decoded-record buffer (Proton's size, seen to work on the H200)
+HARDWARE_BYTES = 128 << 20  # the device buffer samples land in (Proton's size; CUPTI's default is 512 MiB)
 BUFFER_PCS = 20000  # PC records per GetData call
 
 
@@ -30,7 +31,7 @@ def parse_pcsampling_mode(mode):
     head, _, rest = mode.partition(":")
     if head.strip() != "pcsampling":
         raise ValueError(f"mode {mode!r} is not supported by the cupti backend; supported: {MODE_FORM}")
-    options = {"interval": _env.pcsampling_interval(), "collection": _env.pcsampling_collection(), "drain_every": 0}
+    options = {"interval": _env.pcsampling_interval(), "collection": _env.pcsampling_collection()}
     for item in filter(None, (part.strip() for part in rest.split(","))):
         key, eq, value = item.partition("=")
         key, value = key.strip(), value.strip()
@@ -47,8 +48,6 @@ def parse_pcsampling_mode(mode):
             raise ValueError(f"{key} must be an integer, got {value!r} in mode {mode!r}") from None
     if not 5 <= options["interval"] <= 31:
         raise ValueError(f"interval must be between 5 and 31 (log2 of cycles), got {options['interval']} in mode {mode!r}")
-    if options["drain_every"] < 0:
-        raise ValueError(f"drain_every must not be negative, got {options['drain_every']} in mode {mode!r}")
     normal = "pcsampling:" + ",".join(f"{k}={v}" for k, v in options.items())
     return normal, options
 
@@ -85,10 +84,6 @@ class CuptiBackend(NvidiaBackend):
             raise ValueError(f"mode must be a string, got {mode!r}; supported: {MODE_FORM}")
         return parse_pcsampling_mode(mode)[0]
 
-    def _context(self):
-        """The CUcontext to enable now: 0 means the current one (later ones come from the tracer)."""
-        return 0
-
     def attach_session(self, session):
         if not session.mode:
             return
@@ -98,7 +93,7 @@ class CuptiBackend(NvidiaBackend):
         try:
             native.pcsampling_start(session.slot, self.pcsampling_library, options["interval"],
                                     options["collection"] == "serialized", SCRATCH_BYTES, HARDWARE_BYTES,
-                                    BUFFER_PCS, options["drain_every"], self._context())
+                                    BUFFER_PCS)
         except RuntimeError as error:
             raise RuntimeError(f"flagtree.profiler: {error}") from None
         session.pcsampling = True
