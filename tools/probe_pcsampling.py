@@ -117,7 +117,14 @@ class CrcParams(C.Structure):
 ATTR = dict(period=1, stall_reason=2, scratch=3, hardware=4, mode=5, start_stop=6, output_format=7,
             data_buffer=8, sleep_span=9)
 MODE = dict(continuous=1, serialized=2)
-KIND_CONCURRENT_KERNEL = 10
+KIND_KERNEL, KIND_CONCURRENT_KERNEL = 3, 10
+# Proton's PCSamplingMetric value names (Data/Metric.h); a CUPTI reason is configured when its name contains
+# one (so *_not_issued ones too; "stalled_not_Selected" is spelt with a capital S there and matches none).
+PROTON_METRIC_NAMES = ("num_samples", "num_stalled_samples", "stalled_branch_resolving", "stalled_no_instruction",
+                       "stalled_short_scoreboard", "stalled_wait", "stalled_long_scoreboard", "stalled_tex_throttle",
+                       "stalled_barrier", "stalled_membar", "stalled_imc_miss", "stalled_mio_throttle",
+                       "stalled_math_pipe_throttle", "stalled_drain", "stalled_lg_throttle", "stalled_not_Selected",
+                       "stalled_misc", "stalled_dispatch_stall", "stalled_sleeping", "stalled_selected")
 KERNEL_CORRELATION_OFFSET, KERNEL_START_OFFSET, KERNEL_END_OFFSET = 92, 16, 24  # CUpti_ActivityKernel9
 
 
@@ -156,7 +163,8 @@ class Cupti:
 
 
 # ----------------------------------------------------------------------------- driver-API callbacks
-DOMAIN_DRIVER_API = 1
+DOMAIN_DRIVER_API, DOMAIN_RESOURCE = 1, 3
+RESOURCE_CBIDS = (1, 2, 6, 7)  # CONTEXT_CREATED, CONTEXT_DESTROY_STARTING, MODULE_LOADED, MODULE_UNLOAD_STARTING
 LAUNCH_CBIDS = (307, 442, 477, 652, 653)  # cuLaunchKernel(_ptsz), cuLaunchCooperativeKernel, cuLaunchKernelEx(_ptsz)
 CB_SITE_OFFSET, CB_CONTEXT_OFFSET, CB_CORRELATION_OFFSET = 0, 40, 64  # CUpti_CallbackData (cupti_callbacks.h)
 CALLBACK_T = C.CFUNCTYPE(None, C.c_void_p, C.c_int, C.c_uint32, C.c_void_p)
@@ -165,18 +173,23 @@ CALLBACK_T = C.CFUNCTYPE(None, C.c_void_p, C.c_int, C.c_uint32, C.c_void_p)
 class LaunchCallbacks:
     """One CUPTI subscriber on the launch callbacks; calls on_enter/on_exit(ctx, correlation)."""
 
-    def __init__(self, cupti, on_enter=None, on_exit=None):
+    def __init__(self, cupti, on_enter=None, on_exit=None, resource=False):
         self.cupti, self.on_enter, self.on_exit = cupti, on_enter, on_exit
-        self.launches, self.errors = 0, []
+        self.launches, self.errors, self.resource_events = 0, [], 0
         self._fn = CALLBACK_T(self.callback)
         self.subscriber = C.c_void_p()
         cupti.check("cuptiSubscribe", cupti.lib.cuptiSubscribe(C.byref(self.subscriber), self._fn, None))
         for cbid in LAUNCH_CBIDS:
             cupti.check("cuptiEnableCallback", cupti.lib.cuptiEnableCallback(1, self.subscriber,
                                                                               DOMAIN_DRIVER_API, cbid))
+        for cbid in (RESOURCE_CBIDS if resource else ()):  # as Proton: context created/destroyed, module (un)load
+            cupti.check("cuptiEnableCallback", cupti.lib.cuptiEnableCallback(1, self.subscriber, DOMAIN_RESOURCE, cbid))
 
     def callback(self, userdata, domain, cbid, data):
         try:
+            if domain != DOMAIN_DRIVER_API:
+                self.resource_events += 1
+                return
             site = C.c_uint32.from_address(data + CB_SITE_OFFSET).value
             ctx = C.c_void_p.from_address(data + CB_CONTEXT_OFFSET).value
             correlation = C.c_uint32.from_address(data + CB_CORRELATION_OFFSET).value
@@ -197,13 +210,15 @@ class LaunchCallbacks:
 class Activity:
     """Kernel activity records through ctypes, to read the correlation ids CUPTI gives each launch."""
 
-    def __init__(self, cupti):
+    def __init__(self, cupti, kind=KIND_CONCURRENT_KERNEL):
         self.cupti, self.kernels, self.buffers = cupti, [], []
         req_t = C.CFUNCTYPE(None, C.POINTER(C.c_void_p), C.POINTER(C.c_size_t), C.POINTER(C.c_size_t))
         done_t = C.CFUNCTYPE(None, C.c_void_p, C.c_uint32, C.c_void_p, C.c_size_t, C.c_size_t)
         self._req, self._done = req_t(self.requested), done_t(self.completed)
         cupti.check("cuptiActivityRegisterCallbacks", cupti.lib.cuptiActivityRegisterCallbacks(self._req, self._done))
-        cupti.check("cuptiActivityEnable", cupti.lib.cuptiActivityEnable(KIND_CONCURRENT_KERNEL))
+        # Proton enables KIND_KERNEL when PC sampling is on ("continuous PC sampling is not compatible with
+        # concurrent kernel profiling", CuptiProfiler.cpp); both record kinds share CUpti_ActivityKernel's layout.
+        cupti.check("cuptiActivityEnable", cupti.lib.cuptiActivityEnable(kind))
 
     def requested(self, buf, size, max_records):
         block = (C.c_uint8 * (8 << 20))()
@@ -217,7 +232,7 @@ class Activity:
         while self.cupti.lib.cuptiActivityGetNextRecord(C.c_void_p(buf), C.c_size_t(valid), C.byref(record)) == 0:
             base = record.value
             kind = C.c_uint32.from_address(base).value
-            if kind == KIND_CONCURRENT_KERNEL:
+            if kind in (KIND_KERNEL, KIND_CONCURRENT_KERNEL):
                 self.kernels.append((C.c_uint32.from_address(base + KERNEL_CORRELATION_OFFSET).value,
                                      C.c_uint64.from_address(base + KERNEL_END_OFFSET).value
                                      - C.c_uint64.from_address(base + KERNEL_START_OFFSET).value))
@@ -248,7 +263,11 @@ class Sampler:
                         StallParams(ctx=self.ctx, numStallReasons=n, stallReasonIndex=self.indices, stallReasons=names))
         self.names = {self.indices[i]: bufs[i].value.decode() for i in range(n)}
         RESULT["num_stall_reasons"] = n
-        if self.args.reasons == "stall":  # leave out counters that are not stall reasons (sample_count, dropped)
+        if self.args.reasons == "proton":  # Proton's rule: name contains one of its metric names (case-sensitive)
+            keep = [i for i in range(n) if any(m in bufs[i].value.decode() for m in PROTON_METRIC_NAMES)]
+            self.indices = (C.c_uint32 * len(keep))(*[self.indices[i] for i in keep])
+            self.collected = {self.indices[j]: self.names[self.indices[j]] for j in range(len(keep))}
+        elif self.args.reasons == "stall":  # leave out counters that are not stall reasons (sample_count, dropped)
             keep = [i for i in range(n) if "_stalled_" in bufs[i].value.decode()
                     and not bufs[i].value.decode().endswith("_not_issued")]
             self.indices = (C.c_uint32 * len(keep))(*[self.indices[i] for i in keep])
@@ -259,11 +278,12 @@ class Sampler:
         return self.names
 
     def allocate(self, num_pcs):
-        n = max(1, len(self.names))
+        # Proton sizes each stallReason array to the configured reasons and leaves PCData.size zero (calloc).
+        n = max(1, len(self.collected) if self.args.pc_size == "zero" else len(self.names))
         self.pcs = (PCData * num_pcs)()
         self.stalls = [(StallReason * n)() for _ in range(num_pcs)]
         for i in range(num_pcs):
-            self.pcs[i].size = C.sizeof(PCData)
+            self.pcs[i].size = C.sizeof(PCData) if self.args.pc_size == "struct" else 0
             self.pcs[i].stallReason = C.cast(self.stalls[i], C.POINTER(StallReason))
         self.data = SamplingData(size=C.sizeof(SamplingData), collectNumPcs=num_pcs,
                                  pPcData=C.cast(self.pcs, C.POINTER(PCData)))
@@ -310,25 +330,35 @@ class Sampler:
             self.before_start()
         self.cupti.call(f"cuptiPCSampling{what}", CtxParams(ctx=self.ctx))
 
+    def take(self, records, stats):
+        """Add what the configured buffer holds now (its totals and PC records) and mark it consumed."""
+        d = self.data
+        stats["totalSamples"] += d.totalSamples
+        stats["droppedSamples"] += d.droppedSamples
+        stats["nonUser"] += d.nonUsrKernelsTotalSamples
+        stats["hwFull"] |= d.hardwareBufferFull
+        stats["rangeIds"].add(d.rangeId)
+        for i in range(min(d.totalNumPcs, len(self.pcs))):
+            pc = self.pcs[i]
+            stalls = {pc.stallReason[j].index: pc.stallReason[j].samples for j in range(pc.stallReasonCount)}
+            records.append(dict(crc=pc.cubinCrc, pc=pc.pcOffset, fn=(pc.functionName or b"").decode(),
+                                fidx=pc.functionIndex, corr=pc.correlationId, stalls=stalls))
+        d.totalNumPcs = 0
+        d.totalSamples = d.droppedSamples = d.nonUsrKernelsTotalSamples = 0
+
     def drain(self, retries=None):
         """GetData until nothing remains; returns aggregated records and buffer stats."""
         retries = self.args.empty_retries if retries is None else retries
         records, stats = [], dict(calls=0, totalSamples=0, droppedSamples=0, nonUser=0, hwFull=0, rangeIds=set())
         empty_rounds = 0
+        if self.args.read_after_stop:  # Proton reads the configured buffer (filled by Stop?) before GetData
+            self.take(records, stats)
+            stats["after_stop_pcs"] = stats.get("after_stop_pcs", 0) + len(records)
         while True:
             self.data.totalNumPcs = 0
             self.cupti.call("cuptiPCSamplingGetData", GetDataParams(ctx=self.ctx, data=C.addressof(self.data)))
             stats["calls"] += 1
-            stats["totalSamples"] += self.data.totalSamples
-            stats["droppedSamples"] += self.data.droppedSamples
-            stats["nonUser"] += self.data.nonUsrKernelsTotalSamples
-            stats["hwFull"] |= self.data.hardwareBufferFull
-            stats["rangeIds"].add(self.data.rangeId)
-            for i in range(self.data.totalNumPcs):
-                pc = self.pcs[i]
-                stalls = {pc.stallReason[j].index: pc.stallReason[j].samples for j in range(pc.stallReasonCount)}
-                records.append(dict(crc=pc.cubinCrc, pc=pc.pcOffset, fn=(pc.functionName or b"").decode(),
-                                    fidx=pc.functionIndex, corr=pc.correlationId, stalls=stalls))
+            self.take(records, stats)
             if self.data.totalNumPcs == 0 and self.data.remainingNumPcs == 0 and not records \
                     and empty_rounds < retries:
                 empty_rounds += 1  # CUPTI's worker threads decode the hardware buffer every sleep span
@@ -398,7 +428,12 @@ def run_mode(args):
     loops = cost_loops(slow, tiny, x, out, small, grid_gpu, torch)
     if args.cost:
         step("cost before PC sampling is enabled", measure_before_enable, loops)
-    activity = step("activity API (kernel records)", Activity, cupti) if args.activity else None
+    if not args.activity:
+        args.activity_kind = "none"
+    kind = {"concurrent": KIND_CONCURRENT_KERNEL, "kernel": KIND_KERNEL}.get(args.activity_kind)
+    activity = step(f"activity API ({args.activity_kind} records)", Activity, cupti, kind) if kind else None
+    print(f"  setup: activity={args.activity_kind} reasons={args.reasons} pc_size={args.pc_size} "
+          f"read_after_stop={args.read_after_stop} resource_callbacks={args.resource_callbacks}")
     sampler = Sampler(cupti, ctx, args)
     if args.sequence == "callbacks":
         run_callbacks(args, cupti, sampler, activity, slow, x, out, compiled_slow, torch)
@@ -478,7 +513,7 @@ def run_callbacks(args, cupti, sampler, activity, slow, x, out, compiled_slow, t
             sampler.ctx = ctx
             sampler.enable()
             sampler.stall_reasons()
-            sampler.allocate(1024)
+            sampler.allocate(1024)  # Proton's DataBufferPCCount
             state["config_status"] = sampler.configure_proton(args.mode)
             state["ready"] = True
         cuda.cuCtxSynchronize()
@@ -493,7 +528,8 @@ def run_callbacks(args, cupti, sampler, activity, slow, x, out, compiled_slow, t
         state["stats"].append(stats)
         state["per_launch"][correlation] = (stats["totalSamples"], len(records))
 
-    callbacks = step("subscribe to launch callbacks (Proton's order)", LaunchCallbacks, cupti, on_enter, on_exit)
+    callbacks = step("subscribe to launch callbacks (Proton's order)", LaunchCallbacks, cupti, on_enter, on_exit,
+                     args.resource_callbacks)
     if callbacks is None:
         return
 
@@ -510,10 +546,11 @@ def run_callbacks(args, cupti, sampler, activity, slow, x, out, compiled_slow, t
     print(f"  per launch (callback correlation: totalSamples, PC records): {state['per_launch']}")
     if callbacks.errors:
         RESULT.setdefault("failed", []).append("callbacks: " + callbacks.errors[0][:80])
-    stats = {"calls": 0, "totalSamples": 0, "droppedSamples": 0, "nonUser": 0, "hwFull": 0}
+    stats = {"calls": 0, "totalSamples": 0, "droppedSamples": 0, "nonUser": 0, "hwFull": 0, "after_stop_pcs": 0}
     for one in state["stats"]:
         for key in stats:
-            stats[key] += one[key]
+            stats[key] += one.get(key, 0)
+    RESULT["after_stop_pcs"] = stats["after_stop_pcs"]
     print(f"  stats {stats}")
     RESULT["total_samples"], RESULT["non_user"] = stats["totalSamples"], stats["nonUser"]
     kernels = activity.flush() if activity else []
@@ -642,8 +679,17 @@ def main():
     parser.add_argument("--hardware-mb", type=int, default=512)
     parser.add_argument("--slow-launches", type=int, default=5)
     parser.add_argument("--no-activity", dest="activity", action="store_false")
-    parser.add_argument("--reasons", default="stall", choices=["stall", "all"],
-                        help="configure only *_stalled_* reasons without _not_issued (default), or all")
+    parser.add_argument("--reasons", default="stall", choices=["stall", "all", "proton"],
+                        help="configure only *_stalled_* reasons without _not_issued (default), all, or Proton's "
+                             "name-match set (not_issued included)")
+    parser.add_argument("--activity-kind", default="concurrent", choices=["concurrent", "kernel", "none"],
+                        help="kernel activity kind enabled next to PC sampling (Proton: kernel)")
+    parser.add_argument("--pc-size", default="struct", choices=["struct", "zero"],
+                        help="PCData.size = sizeof (ours) or left 0 as Proton's calloc leaves it")
+    parser.add_argument("--read-after-stop", action="store_true",
+                        help="take what the configured buffer holds right after Stop, before GetData (Proton)")
+    parser.add_argument("--resource-callbacks", action="store_true",
+                        help="also enable the resource-domain callbacks Proton enables (module/context)")
     parser.add_argument("--late-module", action="store_true", help="also launch a kernel loaded after Enable")
     parser.add_argument("--wait-ms", type=int, default=150, help="sleep between empty GetData retries")
     parser.add_argument("--empty-retries", type=int, default=4)
@@ -666,13 +712,17 @@ def main():
 
 # Each variant runs in its own process: PC sampling is enabled once per context and CUPTI keeps
 # state per process. Round 2's start-once variants are left out (all gave 0; logs kept).
-VARIANTS = [
-    ("callbacks continuous (Proton)", ["--mode", "continuous", "--sequence", "callbacks"]),
-    ("callbacks serialized", ["--mode", "serialized", "--sequence", "callbacks"]),
-    ("startonce continuous, Proton config, ctx sync, subscribed",
-     ["--mode", "continuous", "--config", "proton", "--ctx-sync", "--subscribe"]),
-    ("startonce continuous, split config, hw 128 MiB, subscribed",
-     ["--mode", "continuous", "--hardware-mb", "128", "--subscribe"]),
+PROTON_EXACT = ["--mode", "continuous", "--sequence", "callbacks", "--reasons", "proton", "--pc-size", "zero",
+                "--read-after-stop", "--activity-kind", "kernel", "--resource-callbacks"]
+VARIANTS = [  # round 6: every callbacks / start-once variant gave 0 samples (logs kept); each below changes ONE
+    # suspect of the round-6 "callbacks continuous (Proton)" setup toward Proton, the first changes all of them.
+    ("proton-exact", PROTON_EXACT),
+    ("read-after-stop", ["--mode", "continuous", "--sequence", "callbacks", "--read-after-stop"]),
+    ("kernel-activity", ["--mode", "continuous", "--sequence", "callbacks", "--activity-kind", "kernel"]),
+    ("no-activity", ["--mode", "continuous", "--sequence", "callbacks", "--activity-kind", "none"]),
+    ("proton-reasons+zero-pc-size", ["--mode", "continuous", "--sequence", "callbacks", "--reasons", "proton",
+                                     "--pc-size", "zero"]),
+    ("resource-callbacks", ["--mode", "continuous", "--sequence", "callbacks", "--resource-callbacks"]),
 ]
 
 
@@ -701,7 +751,7 @@ def run_all(args):
                 f.write(text)
         result = next((json.loads(l[7:]) for l in text.splitlines() if l.startswith("RESULT ")), {})
         rows.append((label, result))
-    keys = ["total_samples", "non_user", "records", "samples", "distinct_correlation", "matched_correlation",
+    keys = ["total_samples", "after_stop_pcs", "non_user", "records", "samples", "distinct_correlation", "matched_correlation",
             "activity_kernels", "slow_line_share", "dropped", "failed"]
     print("\n| variant | " + " | ".join(keys) + " |")
     print("|" + "---|" * (len(keys) + 1))
