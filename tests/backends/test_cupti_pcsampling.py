@@ -155,6 +155,26 @@ def test_continuous_samples_go_to_the_launch_they_were_taken_in(backend, tmp_pat
     assert stats["pcsampling_unattributed_samples"] == 6
 
 
+def test_samples_that_stop_flushes_into_the_configured_buffer_are_kept(backend, tmp_path):
+    """If Stop writes the range into the configured buffer (Proton reads it before GetData), the GetData
+    that follows overwrites it: the sampler must take the buffer first (H200 round 6 got 0 samples)."""
+    lib = backend
+    lib.standin_pcs_fill_at_stop(1)
+    try:
+        profiler.start(str(tmp_path / "s"), backend="cupti", mode="pcsampling")
+        _native.pcsampling_add_cubin(CUBIN)
+        sampled_launch(lib, 9301, "slow_kernel", [(0, "slow_kernel", 16, "long_scoreboard", 21),
+                                                  (0, "slow_kernel", 300, "selected", 2)])
+        _native._debug_record(9301, "slow_kernel", 0, 100, 0)
+        profiler.finalize()
+    finally:
+        lib.standin_pcs_fill_at_stop(0)
+    root, _ = load_tree(tmp_path / "s.hatchet")
+    kernel = find(root, "slow_kernel")
+    assert total(kernel, "num_samples") == 23 and total(kernel, "stalled_long_scoreboard") == 21
+    assert metadata(tmp_path / "s")["pcsampling_total_samples"] == 23
+
+
 def test_a_launch_during_another_threads_sampled_launch_is_counted_not_sampled(backend, tmp_path):
     lib = backend
     profiler.start(str(tmp_path / "t"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized")

@@ -130,9 +130,15 @@ CUptiResult cuptiPCSamplingStart(CUpti_PCSamplingStartParams* p) {
   return CUPTI_SUCCESS;
 }
 
+static void fill(CUpti_PCSamplingData* d);
+static int fillAtStop;
+/* 1: Stop flushes the range into the configured buffer, as Disable does (what Proton's read order implies). */
+void standin_pcs_fill_at_stop(int on) { fillAtStop = on; }
+
 CUptiResult cuptiPCSamplingStop(CUpti_PCSamplingStopParams* p) {
   if (!started) return CUPTI_ERROR_INVALID_OPERATION;
   started = 0;
+  if (fillAtStop && userBuffer) fill(userBuffer);
   return CUPTI_SUCCESS;
 }
 

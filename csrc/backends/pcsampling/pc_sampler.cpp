@@ -211,6 +211,9 @@ void PcSampler::stopActive() {
   if (!state) return;
   CUpti_PCSamplingStopParams stop{CUpti_PCSamplingStopParamsSize, nullptr, state->context};
   check("cuptiPCSamplingStop", api_.stop(&stop));
+  // Stop may flush the range into the configured buffer (cupti_pcsampling.h: data is flushed "after every
+  // range end"; Proton reads that buffer before its first GetData). Take it before GetData overwrites it.
+  takeBuffer(*state, launch);
   drain(*state, launch);
 }
 
