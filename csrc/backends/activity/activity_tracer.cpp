@@ -146,8 +146,25 @@ void ActivityTracer::enableApiCallbacks() {
   for (const auto& t : traced_) api_.enableCallback(1, subscriber_, t.first, t.second);
 }
 
+void ActivityTracer::setKernelActivityKind(CUpti_ActivityKind kind) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (users_ == 0 || kind == kernelKind_) return;
+  api_.disable(kernelKind_);  // the two kernel kinds are not meant to be enabled together
+  CUptiResult rc = api_.enable(kind);
+  if (rc != CUPTI_SUCCESS) {
+    api_.enable(kernelKind_);
+    throw std::runtime_error("cannot enable activity kind " + std::to_string(int(kind)) + " in " + api_.path +
+                             ": " + api_.describe(rc));
+  }
+  kernelKind_ = kind;
+}
+
 void ActivityTracer::stop() {
   flushLocked();
+  if (kernelKind_ != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {  // set by setKernelActivityKind
+    api_.disable(kernelKind_);
+    kernelKind_ = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  }
   for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                   CUPTI_ACTIVITY_KIND_MEMSET})
     api_.disable(kind);

@@ -47,6 +47,10 @@ class ActivityTracer {
   // added before or while tracing; the caller keeps them alive until removed.
   void addObserver(TracerObserver* observer);
   void removeObserver(TracerObserver* observer);
+  // Debugging knob of PC sampling: trace kernels as CUPTI_ACTIVITY_KIND_KERNEL (serial) instead of
+  // CONCURRENT_KERNEL while tracing (Proton does so when it samples). No-op when not tracing;
+  // tracing stops with CONCURRENT_KERNEL restored. Throws if the library refuses the kind.
+  void setKernelActivityKind(CUpti_ActivityKind kind);
 
  private:
   ActivityTracer() = default;
@@ -76,6 +80,7 @@ class ActivityTracer {
   ActivityApi api_;
   DeviceType deviceType_ = DeviceType::CUDA;
   bool floor_ = false;  // see startFloor
+  CUpti_ActivityKind kernelKind_ = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;  // see setKernelActivityKind
   size_t bufferBytes_ = 8 << 20;
   std::atomic<size_t> bufferLimit_{0};
   std::atomic<size_t> held_{0};  // bytes of buffers the library holds

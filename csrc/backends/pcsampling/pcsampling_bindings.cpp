@@ -16,8 +16,9 @@ namespace ftp {
 namespace {
 
 // `library`: "" uses the libcupti the tracer loaded; a path is for stand-in libraries (tests).
+// `serialKernelRecords`: debugging knob (FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY=kernel).
 void startSampling(int slot, const std::string& library, uint32_t period, bool serialized, size_t scratchBytes,
-                   size_t hardwareBytes, size_t bufferPcs) {
+                   size_t hardwareBytes, size_t bufferPcs, bool serialKernelRecords) {
   void* handle = nullptr;
   std::string name = library;
   if (library.empty()) {
@@ -36,6 +37,8 @@ void startSampling(int slot, const std::string& library, uint32_t period, bool s
   options.scratchBytes = scratchBytes;
   options.hardwareBytes = hardwareBytes;
   options.bufferPcs = bufferPcs;
+  if (library.empty() && serialKernelRecords)
+    ActivityTracer::instance().setKernelActivityKind(CUPTI_ACTIVITY_KIND_KERNEL);
   PcSampler::instance().start(slot, handle, name, options);
   if (library.empty()) ActivityTracer::instance().addObserver(&PcSampler::instance());
 }
@@ -43,6 +46,11 @@ void startSampling(int slot, const std::string& library, uint32_t period, bool s
 nb::dict finishSampling() {
   ActivityTracer::instance().removeObserver(&PcSampler::instance());
   PcSamplingStats s = PcSampler::instance().finish();
+  try {  // undo the debugging knob for sessions still tracing (no-op when unset)
+    ActivityTracer::instance().setKernelActivityKind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  } catch (const std::exception&) {
+    s.errors++;
+  }
   nb::dict d;
   d["pcsampling_total_samples"] = s.totalSamples;
   d["pcsampling_dropped_samples"] = s.droppedSamples;
@@ -70,6 +78,7 @@ void registerPcSamplingBindings(nb::module_& m) {
   using namespace ftp;
   m.def("pcsampling_start", &startSampling, nb::arg("slot"), nb::arg("library"), nb::arg("period"),
         nb::arg("serialized"), nb::arg("scratch_bytes"), nb::arg("hardware_bytes"), nb::arg("buffer_pcs"),
+        nb::arg("serial_kernel_records") = false,
         nb::call_guard<nb::gil_scoped_release>());
   m.def("pcsampling_finish", &finishSampling);
   m.def("pcsampling_running", []() { return PcSampler::instance().running(); });
