@@ -61,7 +61,9 @@ def loaded_triton_cubins():
         return []
     cubins = []
     for obj in gc.get_objects():
-        if isinstance(obj, kind):
+        # type(), not isinstance(): isinstance reads __class__, which some lazy module proxies
+        # (torch.distributed's) answer with a deprecation warning.
+        if type(obj) is kind:
             asm = getattr(obj, "asm", None)
             if isinstance(asm, dict) and isinstance(asm.get("cubin"), bytes):
                 cubins.append(asm["cubin"])
