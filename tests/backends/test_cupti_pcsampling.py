@@ -155,6 +155,38 @@ def test_continuous_samples_go_to_the_launch_they_were_taken_in(backend, tmp_pat
     assert stats["pcsampling_unattributed_samples"] == 6
 
 
+@pytest.mark.parametrize("fill_at_stop", [0, 1])
+def test_session_range_samples_once_and_splits_a_functions_samples_among_its_launches(backend, tmp_path,
+                                                                                      fill_at_stop):
+    """range=session: one Start at the first launch, no Stop per launch; at finalize Stop + the buffer +
+    GetData; continuous samples carry no launch, so a function's samples are split equally among its launches."""
+    lib = backend
+    lib.standin_pcs_fill_at_stop(fill_at_stop)
+    try:
+        profiler.start(str(tmp_path / "r"), backend="cupti", mode="pcsampling:range=session")
+        _native.pcsampling_add_cubin(CUBIN)
+        started = []
+        for corr, scope, function in ((9401, "a", "slow_kernel"), (9402, "b", "slow_kernel"), (9403, "c", "add_kernel")):
+            with profiler.scope(scope):
+                sampled_launch(lib, corr, function, checks=lambda: started.append(config(lib)["started"]))
+            _native._debug_record(corr, function, 0, 100, 0)
+            assert config(lib)["started"] == 1  # the range stays open across launches
+        queue(lib, 0, "slow_kernel", 16, "long_scoreboard", 20)
+        queue(lib, 0, "add_kernel", 8, "selected", 6)
+        profiler.finalize()
+    finally:
+        lib.standin_pcs_fill_at_stop(0)
+    assert started == [1, 1, 1] and config(lib)["started"] == 0 and config(lib)["enabled"] == 0
+    root, _ = load_tree(tmp_path / "r.hatchet")
+    assert total(find(root, "a", "slow_kernel"), "stalled_long_scoreboard") == 10
+    assert total(find(root, "b", "slow_kernel"), "num_samples") == 10
+    assert total(find(root, "c", "add_kernel"), "num_samples") == 6
+    stats = metadata(tmp_path / "r")
+    assert stats["pcsampling_range"] == "session" and stats["pcsampling_sampled_launches"] == 3
+    assert stats["pcsampling_attribution"].startswith("per function, split equally")
+    assert stats["pcsampling_total_samples"] == 26 and stats["pcsampling_unattributed_samples"] == 0
+
+
 def test_samples_that_stop_flushes_into_the_configured_buffer_are_kept(backend, tmp_path):
     """If Stop writes the range into the configured buffer (Proton reads it before GetData), the GetData
     that follows overwrites it: the sampler must take the buffer first (H200 round 6 got 0 samples)."""
@@ -173,6 +205,7 @@ def test_samples_that_stop_flushes_into_the_configured_buffer_are_kept(backend, 
     kernel = find(root, "slow_kernel")
     assert total(kernel, "num_samples") == 23 and total(kernel, "stalled_long_scoreboard") == 21
     assert metadata(tmp_path / "s")["pcsampling_total_samples"] == 23
+    assert metadata(tmp_path / "s")["pcsampling_range"] == "launch"
 
 
 def test_a_launch_during_another_threads_sampled_launch_is_counted_not_sampled(backend, tmp_path):
@@ -226,6 +259,7 @@ def test_a_second_sampling_session_is_refused_and_the_first_keeps_going(backend,
 @pytest.mark.parametrize("mode, message", [
     ("pcsampling:interval=3", "between 5 and 31"),
     ("pcsampling:collection=fast", "continuous or serialized"),
+    ("pcsampling:range=kernel", "range must be launch or session"),
     ("pcsampling:speed=2", "bad PC-sampling option"),
     ("pcsampling:drain_every=4", "bad PC-sampling option"),  # gone: every launch is drained when it returns
     ("metrics", "not supported by the cupti backend"),
@@ -239,7 +273,7 @@ def test_mode_defaults_and_environment(monkeypatch):
     assert get_backend("cupti").check_mode(None) is None
     monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_INTERVAL", "16")
     assert get_backend("cupti_pcsampling").check_mode(None) == \
-        "pcsampling:interval=16,collection=continuous"
+        "pcsampling:interval=16,collection=continuous,range=launch"
     assert parse_pcsampling_mode("pcsampling:interval=20")[1]["interval"] == 20
     monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_COLLECTION", "sometimes")
     with pytest.raises(ValueError, match="FLAGTREE_PROFILER_PCSAMPLING_COLLECTION"):
@@ -249,7 +283,7 @@ def test_mode_defaults_and_environment(monkeypatch):
 def test_kernel_activity_knob_reaches_the_sampler_and_bad_values_are_refused(backend, tmp_path, monkeypatch):
     calls = []
     original = _native.pcsampling_start
-    monkeypatch.setattr(_native, "pcsampling_start", lambda *a: (calls.append(a[-1]), original(*a))[1])
+    monkeypatch.setattr(_native, "pcsampling_start", lambda *a: (calls.append(a[7]), original(*a))[1])
     monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY", "kernel")
     profiler.start(str(tmp_path / "k"), backend="cupti_pcsampling")
     profiler.finalize()

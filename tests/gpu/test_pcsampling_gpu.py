@@ -52,11 +52,11 @@ def meta(base):
         return json.load(f)
 
 
-@pytest.mark.parametrize("collection", ["continuous", "serialized"])
-def test_most_samples_land_on_the_slow_line(tmp_path, collection):
+@pytest.mark.parametrize("options", ["collection=continuous", "collection=serialized", "range=session"])
+def test_most_samples_land_on_the_slow_line(tmp_path, options):
     run_slow(1, 10)  # compile and load outside the session
     base = str(tmp_path / "pcs")
-    profiler.start(base, backend="cupti_pcsampling", mode=f"pcsampling:collection={collection}")
+    profiler.start(base, backend="cupti_pcsampling", mode=f"pcsampling:{options}")
     run_slow()
     profiler.finalize()
     lines = lines_of(base + ".hatchet")

@@ -60,6 +60,10 @@ void PcSampler::start(int slot, void* handle, const std::string& libraryName, co
   launches_.clear();
   active_ = nullptr;
   activeLaunch_ = 0;
+  stats_.range = options.sessionRange ? "session" : "launch";
+  stats_.attribution = !options.sessionRange || options.serialized
+                           ? "per launch (exact)"
+                           : "per function, split equally among its launches in the session";
   slot_ = slot;
 }
 
@@ -208,18 +212,39 @@ void PcSampler::stopActive() {
   const uint32_t launch = activeLaunch_;
   active_ = nullptr;
   activeLaunch_ = 0;
-  if (!state) return;
-  CUpti_PCSamplingStopParams stop{CUpti_PCSamplingStopParamsSize, nullptr, state->context};
+  if (state) stopRange(*state, launch);
+}
+
+// One Start, shared by both ranges (range=launch: around one launch; range=session: until finalize).
+void PcSampler::startRange(ContextState& state) {
+  synchronizeContext();  // Proton syncs before every Start; once per range here in range=session
+  CUpti_PCSamplingStartParams start{CUpti_PCSamplingStartParamsSize, nullptr, state.context};
+  check("cuptiPCSamplingStart", api_.start(&start));
+  state.rangeOpen = true;
+}
+
+// Stop, then take what Stop flushed and what GetData still holds. `launch`: the launch the range
+// covered (range=launch), 0 for a session range (records keep CUPTI's correlation id, if any).
+void PcSampler::stopRange(ContextState& state, uint32_t launch) {
+  state.rangeOpen = false;
+  CUpti_PCSamplingStopParams stop{CUpti_PCSamplingStopParamsSize, nullptr, state.context};
   check("cuptiPCSamplingStop", api_.stop(&stop));
   // Stop may flush the range into the configured buffer (cupti_pcsampling.h: data is flushed "after every
   // range end"; Proton reads that buffer before its first GetData). Take it before GetData overwrites it.
-  takeBuffer(*state, launch);
-  drain(*state, launch);
+  takeBuffer(state, launch);
+  drain(state, launch);
+}
+
+// range=session: end every open range (finalize, module unload); the next launch opens a new one.
+void PcSampler::closeSessionRanges() {
+  for (ContextState* s : contexts_)
+    if (!s->failed && s->rangeOpen) stopRange(*s, 0);
 }
 
 void PcSampler::stopContext(ContextState& state) {
   if (active_ == &state) stopActive();
   if (state.failed) return;
+  if (state.rangeOpen) stopRange(state, 0);
   drain(state);
   // Disable copies what CUPTI still holds into the configured buffer (cupti_pcsampling.h).
   CUpti_PCSamplingDisableParams disable{CUpti_PCSamplingDisableParamsSize, nullptr, state.context};
@@ -307,9 +332,12 @@ void PcSampler::launchEnter(uint32_t correlation, void* context) {
   ContextState* state = stateFor(static_cast<CUcontext>(context));
   if (!state) return;
   try {
-    synchronizeContext();
-    CUpti_PCSamplingStartParams start{CUpti_PCSamplingStartParamsSize, nullptr, state->context};
-    check("cuptiPCSamplingStart", api_.start(&start));
+    if (options_.sessionRange) {  // one range for the session: open it at the context's first launch
+      if (!state->rangeOpen) startRange(*state);
+      stats_.sampledLaunches++;
+      return;
+    }
+    startRange(*state);
     active_ = state;
     activeLaunch_ = correlation;
     stats_.sampledLaunches++;
@@ -345,7 +373,13 @@ void PcSampler::onModuleUnloading(const void* cubin, size_t size) {
   // Continuous mode needs a fetch between a module's unload and a reload (cupti_pcsampling.h).
   addCubin(cubin, size);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (slot_ >= 0) drainAll();
+  if (slot_ < 0) return;
+  try {
+    closeSessionRanges();  // range=session: samples of the unloading module must be read now
+    drainAll();
+  } catch (const std::exception& e) {
+    noteError(e);
+  }
 }
 
 void PcSampler::onContextDestroying(void* context) {

@@ -1,9 +1,11 @@
-// PC sampling for one session at a time, in the order Triton's Proton uses (the only order seen
+// PC sampling for one session at a time. range=launch (default), in the order Triton's Proton uses (the only order seen
 // to yield samples on the H200 with CUPTI 13.0; Start once around many launches gave none):
 // at the first launch in a context, Enable + one configuration call; at every launch ENTER
 // cuCtxSynchronize then Start; at EXIT Stop then GetData until no PC remains. Every launch is
 // thereby sampled alone (serialized with the work before it) and its samples carry its
-// correlation id. Samples are aggregated here, resolved to source lines once per
+// correlation id. range=session: Start once per context at its first launch, Stop + fetch at
+// finalize and module unload (the next launch starts a new range); no per-launch cost, samples
+// per function. Samples are aggregated here, resolved to source lines once per
 // (cubin, function, pc) from the cubins seen at module load, and attached to kernel nodes.
 #pragma once
 #include <cstdint>
@@ -23,6 +25,9 @@ namespace ftp {
 struct PcSamplingOptions {
   uint32_t period = 0;                    // log2 of cycles between samples, 5..31; 0: CUPTI's default
   bool serialized = false;                // kernel-serialized mode: exact launch per sample
+  // range=session: one sampling range per context from its first launch to finalize (or a module
+  // unload), no per-launch sync/Start/Stop; continuous-mode samples are then per function.
+  bool sessionRange = false;
   size_t scratchBytes = 64u << 20;        // CUPTI's buffer of decoded PC records
   size_t hardwareBytes = 512u << 20;      // the device buffer samples land in
   size_t bufferPcs = 20000;               // PC records fetched per GetData call
@@ -44,6 +49,8 @@ struct PcSamplingStats {
   uint64_t unsampledLaunches = 0;   // launched while another thread's launch was being sampled
   uint64_t errors = 0;              // CUPTI calls that failed inside launch callbacks
   std::string firstError;
+  std::string range;                // "launch" | "session"
+  std::string attribution;          // how samples reach launches, for the metadata
   std::vector<std::string> stallReasons;  // metric names collected
 };
 
@@ -78,6 +85,7 @@ class PcSampler : public TracerObserver {
     std::vector<CUpti_PCSamplingStallReason> stalls;  // pcs.size() x reasons
     std::vector<uint32_t> reasonIndices;             // collected reasons
     bool failed = false;                             // Enable/configure failed: never sampled
+    bool rangeOpen = false;                          // range=session: Started, not yet Stopped
   };
 
   PcSampler() = default;
@@ -91,6 +99,9 @@ class PcSampler : public TracerObserver {
   void drainAll();
   void takeBuffer(ContextState& state, uint32_t launch);
   void stopActive();
+  void startRange(ContextState& state);
+  void stopRange(ContextState& state, uint32_t launch);
+  void closeSessionRanges();
   void stopContext(ContextState& state);
   uint32_t lineOf(uint64_t crc, uint32_t function, uint64_t pc);
 

@@ -18,7 +18,7 @@ namespace {
 // `library`: "" uses the libcupti the tracer loaded; a path is for stand-in libraries (tests).
 // `serialKernelRecords`: debugging knob (FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY=kernel).
 void startSampling(int slot, const std::string& library, uint32_t period, bool serialized, size_t scratchBytes,
-                   size_t hardwareBytes, size_t bufferPcs, bool serialKernelRecords) {
+                   size_t hardwareBytes, size_t bufferPcs, bool serialKernelRecords, bool sessionRange) {
   void* handle = nullptr;
   std::string name = library;
   if (library.empty()) {
@@ -34,6 +34,7 @@ void startSampling(int slot, const std::string& library, uint32_t period, bool s
   PcSamplingOptions options;
   options.period = period;
   options.serialized = serialized;
+  options.sessionRange = sessionRange;
   options.scratchBytes = scratchBytes;
   options.hardwareBytes = hardwareBytes;
   options.bufferPcs = bufferPcs;
@@ -66,6 +67,8 @@ nb::dict finishSampling() {
   d["pcsampling_stall_reasons"] = s.stallReasons;
   d["pcsampling_sampled_launches"] = s.sampledLaunches;
   d["pcsampling_unsampled_launches"] = s.unsampledLaunches;
+  d["pcsampling_range"] = s.range;
+  d["pcsampling_attribution"] = s.attribution;
   d["pcsampling_errors"] = s.errors;
   if (s.errors) d["pcsampling_first_error"] = s.firstError;
   return d;
@@ -78,7 +81,7 @@ void registerPcSamplingBindings(nb::module_& m) {
   using namespace ftp;
   m.def("pcsampling_start", &startSampling, nb::arg("slot"), nb::arg("library"), nb::arg("period"),
         nb::arg("serialized"), nb::arg("scratch_bytes"), nb::arg("hardware_bytes"), nb::arg("buffer_pcs"),
-        nb::arg("serial_kernel_records") = false,
+        nb::arg("serial_kernel_records") = false, nb::arg("session_range") = false,
         nb::call_guard<nb::gil_scoped_release>());
   m.def("pcsampling_finish", &finishSampling);
   m.def("pcsampling_running", []() { return PcSampler::instance().running(); });

@@ -4,8 +4,10 @@ instruction sampling with CUPTI's PC-sampling API in mode "pcsampling".
 Mode string: ``pcsampling[:key=value,...]`` with keys
   interval=<5..31>   log2 of the GPU cycles between samples (FLAGTREE_PROFILER_PCSAMPLING_INTERVAL)
   collection=continuous|serialized   CUPTI's collection-mode attribute (FLAGTREE_PROFILER_PCSAMPLING_COLLECTION)
-Every launch is sampled alone: cuCtxSynchronize + Start at the launch call, Stop + GetData when
-it returns (Proton's order; Start once around many launches gave no samples on the H200).
+  range=launch|session   launch (default): every launch is sampled alone, cuCtxSynchronize + Start at
+      the launch call, Stop + GetData when it returns (Proton's order), exact per-launch samples;
+      session: one range per context from its first launch to finalize (or a module unload), no
+      per-launch cost; continuous-mode samples are per function, split equally among its launches.
 "cupti_pcsampling" samples with mode None; "cupti" with mode None records kernels only.
 """
 import gc
@@ -14,7 +16,8 @@ import sys
 from .. import _env
 from .nvidia import NvidiaBackend
 
-MODE_FORM = "pcsampling[:interval=<5..31>,collection=continuous|serialized]"
+MODE_FORM = "pcsampling[:interval=<5..31>,collection=continuous|serialized,range=launch|session]"
+CHOICES = {"collection": ("continuous", "serialized"), "range": ("launch", "session")}
 SCRATCH_BYTES = 16 << 20  # CUPTI's decoded-record buffer (Proton's size, seen to work on the H200)
 HARDWARE_BYTES = 128 << 20  # the device buffer samples land in (Proton's size; CUPTI's default is 512 MiB)
 BUFFER_PCS = 20000  # PC records per GetData call
@@ -31,15 +34,16 @@ def parse_pcsampling_mode(mode):
     head, _, rest = mode.partition(":")
     if head.strip() != "pcsampling":
         raise ValueError(f"mode {mode!r} is not supported by the cupti backend; supported: {MODE_FORM}")
-    options = {"interval": _env.pcsampling_interval(), "collection": _env.pcsampling_collection()}
+    options = {"interval": _env.pcsampling_interval(), "collection": _env.pcsampling_collection(),
+               "range": "launch"}
     for item in filter(None, (part.strip() for part in rest.split(","))):
         key, eq, value = item.partition("=")
         key, value = key.strip(), value.strip()
         if not eq or key not in options:
             raise ValueError(f"bad PC-sampling option {item!r} in mode {mode!r}; form: {MODE_FORM}")
-        if key == "collection":
-            if value not in ("continuous", "serialized"):
-                raise ValueError(f"collection must be continuous or serialized, got {value!r} in mode {mode!r}")
+        if key in CHOICES:
+            if value not in CHOICES[key]:
+                raise ValueError(f"{key} must be {' or '.join(CHOICES[key])}, got {value!r} in mode {mode!r}")
             options[key] = value
             continue
         try:
@@ -95,7 +99,8 @@ class CuptiBackend(NvidiaBackend):
         try:
             native.pcsampling_start(session.slot, self.pcsampling_library, options["interval"],
                                     options["collection"] == "serialized", SCRATCH_BYTES, HARDWARE_BYTES,
-                                    BUFFER_PCS, _env.pcsampling_kernel_activity() == "kernel")
+                                    BUFFER_PCS, _env.pcsampling_kernel_activity() == "kernel",
+                                    options["range"] == "session")
         except RuntimeError as error:
             raise RuntimeError(f"flagtree.profiler: {error}") from None
         session.pcsampling = True
