@@ -101,7 +101,7 @@ def metadata(path):
 
 def test_serialized_samples_become_line_nodes_under_each_launch(backend, tmp_path):
     lib = backend
-    profiler.start(str(tmp_path / "p"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized,interval=9")
+    profiler.start(str(tmp_path / "p"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized,interval=9,range=launch")
     assert config(lib)["enabled"] == 0  # contexts are enabled at their first launch (Proton's order)
     _native.pcsampling_add_cubin(CUBIN)  # as the module-load callback hands it over
     started = []
@@ -137,7 +137,7 @@ def test_serialized_samples_become_line_nodes_under_each_launch(backend, tmp_pat
 
 def test_continuous_samples_go_to_the_launch_they_were_taken_in(backend, tmp_path):
     lib = backend
-    profiler.start(str(tmp_path / "c"), backend="cupti", mode="pcsampling")
+    profiler.start(str(tmp_path / "c"), backend="cupti", mode="pcsampling:range=launch")
     _native.pcsampling_add_cubin(CUBIN)
     modes = []
     for corr, scope, samples in ((9101, "a", 10), (9102, "b", 4)):
@@ -193,7 +193,7 @@ def test_samples_that_stop_flushes_into_the_configured_buffer_are_kept(backend, 
     lib = backend
     lib.standin_pcs_fill_at_stop(1)
     try:
-        profiler.start(str(tmp_path / "s"), backend="cupti", mode="pcsampling")
+        profiler.start(str(tmp_path / "s"), backend="cupti", mode="pcsampling:range=launch")
         _native.pcsampling_add_cubin(CUBIN)
         sampled_launch(lib, 9301, "slow_kernel", [(0, "slow_kernel", 16, "long_scoreboard", 21),
                                                   (0, "slow_kernel", 300, "selected", 2)])
@@ -210,7 +210,7 @@ def test_samples_that_stop_flushes_into_the_configured_buffer_are_kept(backend, 
 
 def test_a_launch_during_another_threads_sampled_launch_is_counted_not_sampled(backend, tmp_path):
     lib = backend
-    profiler.start(str(tmp_path / "t"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized")
+    profiler.start(str(tmp_path / "t"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized,range=launch")
     _native.pcsampling_add_cubin(CUBIN)
     _native._debug_launch(9401, False)
     _native.pcsampling_launch_enter(9401, CONTEXT)
@@ -259,7 +259,7 @@ def test_a_second_sampling_session_is_refused_and_the_first_keeps_going(backend,
 @pytest.mark.parametrize("mode, message", [
     ("pcsampling:interval=3", "between 5 and 31"),
     ("pcsampling:collection=fast", "continuous or serialized"),
-    ("pcsampling:range=kernel", "range must be launch or session"),
+    ("pcsampling:range=kernel", "range must be session or launch"),
     ("pcsampling:speed=2", "bad PC-sampling option"),
     ("pcsampling:drain_every=4", "bad PC-sampling option"),  # gone: every launch is drained when it returns
     ("metrics", "not supported by the cupti backend"),
@@ -273,7 +273,7 @@ def test_mode_defaults_and_environment(monkeypatch):
     assert get_backend("cupti").check_mode(None) is None
     monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_INTERVAL", "16")
     assert get_backend("cupti_pcsampling").check_mode(None) == \
-        "pcsampling:interval=16,collection=continuous,range=launch"
+        "pcsampling:interval=16,collection=continuous,range=session"
     assert parse_pcsampling_mode("pcsampling:interval=20")[1]["interval"] == 20
     monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_COLLECTION", "sometimes")
     with pytest.raises(ValueError, match="FLAGTREE_PROFILER_PCSAMPLING_COLLECTION"):

@@ -52,7 +52,7 @@ def meta(base):
         return json.load(f)
 
 
-@pytest.mark.parametrize("options", ["collection=continuous", "collection=serialized", "range=session"])
+@pytest.mark.parametrize("options", ["collection=continuous", "collection=serialized", "range=launch"])
 def test_most_samples_land_on_the_slow_line(tmp_path, options):
     run_slow(1, 10)  # compile and load outside the session
     base = str(tmp_path / "pcs")
