@@ -154,11 +154,11 @@ def test_gluon_kernels_are_instrumented_without_opt_in(tmp_path):
     assert copy["metrics"]["count"] == 8 * 4
 
 
-def test_save_a_real_buffer_for_cpu_fixtures(tmp_path):
-    out_dir = os.environ.get("OUT")
-    if not out_dir:
-        pytest.skip("OUT not set")
+def test_a_real_buffer_decodes_and_is_saved_for_cpu_fixtures(tmp_path):
+    """The raw buffer of one launch decodes to one entry per warp and scope; with $OUT set (the GPU
+    round) it is also saved, and became tests/instrumentation/fixtures/add_8blocks.*."""
     from flagtree.profiler.backends import get_backend
+    from flagtree.profiler.backends.instrumentation import layout as L
 
     n = 8 * 1024
     x = torch.randn(n, device="cuda")
@@ -171,6 +171,13 @@ def test_save_a_real_buffer_for_cpu_fixtures(tmp_path):
     raw = backend.collector.pool.view(launch.piece).cpu().numpy().tobytes()
     info = backend.registry[launch.function]
     profiler.finalize()
+    records = L.parse_raw(raw, info.layout, 8)
+    summary = L.summarize(records, info.layout)
+    assert records.bad_blocks == 0 and records.dropped_records == 0 and records.unmatched_records == 0
+    assert len(summary) == 2 and all(s["count"] == 8 * info.layout.num_warps for s in summary.values())
+    out_dir = os.environ.get("OUT")
+    if not out_dir:
+        return
     import io
     import tarfile
 
