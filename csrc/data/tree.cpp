@@ -102,15 +102,6 @@ uint32_t Tree::addRecord(uint32_t context, uint32_t state, const DeviceRecord& r
   return id;
 }
 
-void Tree::addExtra(uint32_t at, const LaunchExtra& extra) {
-  for (const auto& m : extra.metrics) nodes_[at].metrics.add(m.first, m.second);
-  for (const auto& c : extra.children) {
-    uint32_t node = at;
-    for (const auto& step : c.path) node = child(node, step.first, step.second);
-    for (const auto& m : c.metrics) nodes_[node].metrics.add(m.first, m.second);
-  }
-}
-
 std::string Tree::path(uint32_t id) {
   std::vector<uint32_t> chain;
   for (uint32_t cur = id; cur != kRoot; cur = nodes_[cur].parent) chain.push_back(nodes_[cur].name);

@@ -72,8 +72,6 @@ class Tree {
   // Returns the record's node. Caller holds the lock.
   uint32_t addRecord(uint32_t context, uint32_t state, const DeviceRecord& record,
                      const LaunchMetadata* meta);
-  // Adds `extra` at node `at` (its metrics) and below it (its children). Caller holds the lock.
-  void addExtra(uint32_t at, const LaunchExtra& extra);
 
   // "a/b/c" path of names from the root, for trace event arguments.
   std::string path(uint32_t id);

@@ -89,19 +89,20 @@ void Session::attachExtra(uint32_t correlation, LaunchExtra&& extra) {
 }
 
 void Session::applyExtra(uint32_t node, const LaunchExtra& extra) {
-  tree.addExtra(node, extra);
-  if (meanMetrics_.empty()) return;
-  noteMeanAttachments(node, extra.metrics);
+  addMetrics(node, extra.metrics);
   for (const auto& c : extra.children) {
     uint32_t at = node;
     for (const auto& step : c.path) at = tree.child(at, step.first, step.second);
-    noteMeanAttachments(at, c.metrics);
+    addMetrics(at, c.metrics);
   }
 }
 
-void Session::noteMeanAttachments(uint32_t node, const std::vector<std::pair<uint32_t, double>>& metrics) {
-  for (const auto& m : metrics)
-    if (meanMetrics_.count(m.first)) meanAttachments_[uint64_t(node) << 32 | m.first] += 1;
+void Session::addMetrics(uint32_t node, const std::vector<std::pair<uint32_t, double>>& metrics) {
+  NodeMetrics& target = tree.node(node).metrics;
+  for (const auto& m : metrics) {
+    target.add(m.first, m.second);
+    if (!meanMetrics_.empty() && meanMetrics_.count(m.first)) meanAttachments_[uint64_t(node) << 32 | m.first] += 1;
+  }
 }
 
 void Session::setMeanMetrics(const std::vector<uint32_t>& names) {
@@ -127,6 +128,7 @@ std::vector<std::pair<uint32_t, double>> Session::traceExtras(uint32_t correlati
 }
 
 uint64_t Session::settleExtras() {
+  if (!extrasEnabled_.load(std::memory_order_acquire)) return 0;  // plain sessions: nothing to settle
   if (data == DataKind::Trace) {
     std::unordered_set<uint32_t> seen;
     {

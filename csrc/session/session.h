@@ -59,7 +59,8 @@ class Session {
 
  private:
   void applyExtra(uint32_t node, const LaunchExtra& extra);  // tree lock
-  void noteMeanAttachments(uint32_t node, const std::vector<std::pair<uint32_t, double>>& metrics);
+  // Adds to one node, counting attachments of mean metrics. Tree lock.
+  void addMetrics(uint32_t node, const std::vector<std::pair<uint32_t, double>>& metrics);
 
   std::unordered_map<uint64_t, uint32_t> grafts_;  // (launch node, captured node) -> node; tree lock
   std::atomic<bool> extrasEnabled_{false};
