@@ -60,14 +60,13 @@ class _Breakdown:
 
     def wrap(self, owner, attr, label):
         original = getattr(owner, attr)
-        totals = self.totals
 
         def timed(*args, **kwargs):
             t0 = time.perf_counter()
             try:
                 return original(*args, **kwargs)
             finally:
-                totals[label] = totals.get(label, 0.0) + time.perf_counter() - t0
+                self.totals[label] = self.totals.get(label, 0.0) + time.perf_counter() - t0
 
         setattr(owner, attr, timed)
 
