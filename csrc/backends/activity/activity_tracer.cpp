@@ -8,6 +8,7 @@
 #include "backends/nvidia/cuda_driver.h"
 #include "context/thread_state.h"
 #include "core/clock.h"
+#include "core/errors.h"
 #include "core/strings.h"
 #include "session/profiler.h"
 
@@ -80,7 +81,7 @@ void ActivityTracer::release() {
 void ActivityTracer::start() {
   CUptiResult rc = api_.subscribe(&subscriber_, &ActivityTracer::onApi, this);
   if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    throw std::runtime_error(
+    throw SubscriberTaken(
         "another CUPTI client already holds the profiling slot (torch.profiler, Nsight Systems, "
         "Triton's proton, a second copy of libcupti, or a tool that stopped without "
         "cuptiFinalize); stop it before starting this session. Library: " + api_.path);
