@@ -9,6 +9,8 @@
 
 #include <string>
 
+#include "core/errors.h"  // load: LibraryNotFound; the tracer: SubscriberTaken
+
 namespace ftp {
 
 struct ActivityApi {

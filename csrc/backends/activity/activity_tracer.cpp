@@ -8,7 +8,6 @@
 #include "backends/nvidia/cuda_driver.h"
 #include "context/thread_state.h"
 #include "core/clock.h"
-#include "core/errors.h"
 #include "core/strings.h"
 #include "session/profiler.h"
 
