@@ -7,6 +7,7 @@ import threading
 
 from .base import Backend
 
+
 def interpreter_active():
     import os
 
