@@ -4,20 +4,6 @@
 
 namespace ftp {
 
-void PendingLaunches::insert(uint32_t correlation, const PendingLaunch& launch) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  map_.insert(correlation, launch);
-}
-
-bool PendingLaunches::takeForRecord(uint32_t correlation, PendingLaunch& out) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  PendingLaunch* entry = map_.get(correlation);
-  if (!entry) return false;
-  out = *entry;
-  if (!out.multi) map_.erase(correlation);
-  return true;
-}
-
 PendingLaunches::Capture PendingLaunches::takeCaptured(uint32_t correlation, PendingLaunch& out) {
   std::lock_guard<std::mutex> lock(mutex_);
   PendingLaunch* entry = map_.get(correlation);

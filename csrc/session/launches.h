@@ -25,13 +25,24 @@ struct PendingLaunch {
   bool multi;                   // several records under one correlation id (graph launches)
 };
 
-// The launches whose records have not arrived yet. One lock; no allocation per launch.
+// The launches whose records have not arrived yet. One lock; no allocation per launch. The two
+// calls of the launch and record paths are inline, as they were inside the profiler.
 class PendingLaunches {
  public:
-  void insert(uint32_t correlation, const PendingLaunch& launch);
+  void insert(uint32_t correlation, const PendingLaunch& launch) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    map_.insert(correlation, launch);
+  }
   // Copies out launch `correlation`; a single-record launch is forgotten, its one record having
   // come (the caller then owns `meta`). False when the launch is unknown.
-  bool takeForRecord(uint32_t correlation, PendingLaunch& out);
+  bool takeForRecord(uint32_t correlation, PendingLaunch& out) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    PendingLaunch* entry = map_.get(correlation);
+    if (!entry) return false;
+    out = *entry;
+    if (!out.multi) map_.erase(correlation);
+    return true;
+  }
   enum class Capture { Taken, GraphLaunch, Unknown };
   // For the graph node a captured launch creates: a single-record launch is taken (no record
   // will come; the caller owns `meta`), a graph launch is left alone.
