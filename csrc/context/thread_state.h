@@ -26,8 +26,14 @@ struct ThreadState {
   int apiDepth = 0;  // nesting of vendor API callbacks (runtime -> driver): only the outermost counts
   uint32_t apiCorrelation = 0;  // the outermost traced call's correlation id while it runs, else 0
 
-  // Python context: the frames of the current launch (outermost first) and, per slot, the node
-  // they resolved to for the frames of the previous launch on this thread.
+  // Counts this thread's launches; a context source that does per-launch work once, whatever
+  // the number of sessions, compares it with what it saw last (framesSerial).
+  uint64_t launchSerial = 0;
+
+  // Python context: the frames of the current launch (outermost first), the launch they were
+  // captured at, and, per slot, the node they resolved to for the frames of the previous launch
+  // on this thread.
+  uint64_t framesSerial = 0;
   std::vector<uint32_t> frames;
   std::vector<uint32_t> cachedFrames;
   uint32_t cachedNode[kMaxSessions] = {};

@@ -25,7 +25,7 @@ def load_kernel(backend, compiled, case="triton_on"):
 
 def launch(backend, info, correlation, blocks, load_cycles=100, store_cycles=40, start_ns=1_000_000):
     """One launch as Triton + the GPU + CUPTI make it: allocator, kernel writes, exit hook, record."""
-    _native._debug_launch(correlation, False)
+    _native.testing.launch(correlation, False)
     size = blocks * info.layout.stride
     piece = backend.collector(size, 128, 0)
     words = np.concatenate([block_words(info.layout, 1024, b, b % 7,
@@ -33,9 +33,9 @@ def launch(backend, info, correlation, blocks, load_cycles=100, store_cycles=40,
                                         start_ns + b) for b in range(blocks)])
     target = backend.collector.pool.view(piece).numpy()
     target[:] = np.frombuffer(words.tobytes(), dtype=np.uint8)
-    _native._debug_instrumentation_launch(correlation)
+    _native.testing.instrumentation_launch(correlation)
     backend._launch_exit(types.SimpleNamespace(data={"function": FUNCTION, "name": info.name}))
-    _native._debug_record(correlation, info.name, 100 * correlation, 100 * correlation + 50, 0)
+    _native.testing.record(correlation, info.name, 100 * correlation, 100 * correlation + 50, 0)
 
 
 def test_tree_has_a_child_per_scope_with_cycles_and_counts(tmp_path, cpu_device, compiled):

@@ -80,7 +80,7 @@ void ActivityTracer::release() {
 void ActivityTracer::start() {
   CUptiResult rc = api_.subscribe(&subscriber_, &ActivityTracer::onApi, this);
   if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    throw std::runtime_error(
+    throw SubscriberTaken(
         "another CUPTI client already holds the profiling slot (torch.profiler, Nsight Systems, "
         "Triton's proton, a second copy of libcupti, or a tool that stopped without "
         "cuptiFinalize); stop it before starting this session. Library: " + api_.path);

@@ -137,7 +137,7 @@ def _start_locked(name, context, data, backend, mode, hook):
 
     session = Session(_next_id[0], base, context, data, impl, mode, hook)
     native = _native()
-    session.slot = native.session_create(CONTEXTS.index(context), DATA_KINDS.index(data))
+    session.slot = native.session_create(native.ContextKind[context], native.DataKind[data])
     try:
         impl.acquire(mode)
     except BaseException:

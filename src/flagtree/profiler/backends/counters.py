@@ -64,8 +64,8 @@ def start_session(library, session, metrics):
     native = _native()
     try:
         native.counters_load(library)
-    except RuntimeError as error:
-        raise RuntimeError(f"flagtree.profiler: {error}") from None
+    except RuntimeError as error:  # keeps the type (LibraryNotFound: CUPTI older than 12.6)
+        raise type(error)(f"flagtree.profiler: {error}") from None
     try:
         devices = native.cuda_devices()
     except RuntimeError:
@@ -76,8 +76,8 @@ def start_session(library, session, metrics):
                                     dram_peaks_gbps(devices), context, -1)
     except ValueError as error:  # an unknown metric (the message says how to list them)
         raise ValueError(f"flagtree.profiler: {error}") from None
-    except RuntimeError as error:
-        raise RuntimeError(f"flagtree.profiler: hardware counters cannot start: {error}") from None
+    except RuntimeError as error:  # keeps the type (Unsupported: not on this GPU)
+        raise type(error)(f"flagtree.profiler: hardware counters cannot start: {error}") from None
     try:
         native.session_enable_extras(session.slot)
         native.session_set_mean_metrics(session.slot, native.counters_mean_metrics())
@@ -133,9 +133,8 @@ def list_metrics(chip=None, submetrics=False):
 def _list_reinitialising(nvidia, library, chip, submetrics):
     try:
         return _native().counters_list_metrics(library, chip, submetrics)
-    except RuntimeError as error:
-        if "NOT_INITIALIZED" not in str(error):
-            raise
+    except _native().NotInitialized:
+        pass
     # A finished session ends with cuptiFinalize (so other tools can attach), after which CUPTI
     # answers NOT_INITIALIZED until a client subscribes again: subscribe briefly, then ask again.
     nvidia.acquire(None)

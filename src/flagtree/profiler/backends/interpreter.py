@@ -7,9 +7,6 @@ import threading
 
 from .base import Backend
 
-# Number of the tree format's device_type for host-side (CPU) records.
-DEVICE_TYPE_CPU = 2
-
 
 def interpreter_active():
     import os
@@ -89,7 +86,7 @@ class InterpreterBackend(Backend):
         # The interpreter keeps the evaluated grid (grid may be a callable of the meta-args).
         dims = tuple(getattr(interpreter.interpreter_builder, "grid_dim", None) or (0, 0, 0))
         num_warps = int(kwargs.get("num_warps", 4) or 4)
-        _native.record_host_kernel(name, start, end, dims, (num_warps * 32, 1, 1), DEVICE_TYPE_CPU, 0, 0)
+        _native.record_host_kernel(name, start, end, dims, (num_warps * 32, 1, 1), _native.DeviceType.CPU, 0, 0)
         return result
 
     def device_info(self):

@@ -100,7 +100,7 @@ class NvidiaBackend(Backend):
             try:
                 _native().counters_load(path)
                 return path
-            except RuntimeError as error:
+            except _native().LibraryNotFound as error:
                 failures.append(str(error))
         raise RuntimeError("flagtree.profiler: no libcupti with the Range Profiler API (CUPTI 12.6+) found; "
                            "set FLAGTREE_PROFILER_CUPTI_PATH. Tried:\n  " + "\n  ".join(failures))
@@ -131,12 +131,11 @@ class NvidiaBackend(Backend):
         for path in cupti_candidates(driver_major):
             try:
                 native.cupti_acquire(path, buffer_bytes)
-            except RuntimeError as error:
-                message = str(error)
-                if "cannot load" in message or "lacks" in message:
-                    failures.append(message)
-                    continue
-                raise RuntimeError(f"flagtree.profiler: {message}") from None
+            except native.LibraryNotFound as error:  # cannot load, or too old: try the next
+                failures.append(str(error))
+                continue
+            except RuntimeError as error:  # keeps the type (SubscriberTaken: another tool)
+                raise type(error)(f"flagtree.profiler: {error}") from None
             self._library = native.cupti_library()
             self._check_version(native.cupti_version())
             return

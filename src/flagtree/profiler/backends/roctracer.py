@@ -82,12 +82,11 @@ class RoctracerBackend(Backend):
                 continue
             try:
                 native.roctracer_acquire(path, buffer_bytes)
-            except RuntimeError as error:
-                message = str(error)
-                if message.startswith("cannot load") or " lacks roctracer_" in message:
-                    tried.append(f"{where}: {message}")
-                    continue
-                raise RuntimeError(f"flagtree.profiler: {message}") from None
+            except native.LibraryNotFound as error:  # cannot load, or not roctracer: try the next
+                tried.append(f"{where}: {error}")
+                continue
+            except RuntimeError as error:  # keeps the type (SubscriberTaken: another tool)
+                raise type(error)(f"flagtree.profiler: {error}") from None
             self._library = native.roctracer_library()
             return
         raise BackendUnavailable(

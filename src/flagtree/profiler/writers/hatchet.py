@@ -2,16 +2,16 @@
 GraphFrame.from_literal reads (and Triton's proton-viewer): [root, device_info]."""
 import json
 
-# Node kinds as the native core numbers them (csrc/data/tree.h NodeKind).
-NODE_KINDS = ("root", "scope", "frame", "state", "kernel", "memcpy", "memset", "line", "device_scope")
-
 
 def tree_literal(columns):
     """Nested node dicts from the native core's flat columns (parents precede children)."""
+    from .. import _native
+
+    kind_names = {int(kind): kind.name for kind in _native.NodeKind}  # the native numbering
     nodes = []
     for parent, kind, name, metrics, details in zip(columns["parent"], columns["kind"], columns["name"],
                                                     columns["metrics"], columns["details"]):
-        node = {"frame": {"name": name, "type": "function", "kind": NODE_KINDS[kind]},
+        node = {"frame": {"name": name, "type": "function", "kind": kind_names[kind]},
                 "metrics": metrics, "children": []}
         if details:
             node["metadata"] = details

@@ -1,0 +1,62 @@
+// The shadow scope stack and the state stack of the calling thread (ThreadState): scopes
+// entered and exited by flagtree.profiler.scope, states pushed and popped around launches,
+// and the metadata waiting for the thread's next launch.
+#include <mutex>
+
+#include "context/context_source.h"
+#include "core/clock.h"
+#include "session/profiler.h"
+
+namespace ftp {
+
+void Profiler::enterScope(uint32_t name, const std::vector<std::pair<uint32_t, double>>& metrics) {
+  ThreadState& ts = threadState();
+  ScopeEntry entry;
+  entry.name = name;
+  entry.startNs = monotonicNs();
+  for (int i = 0; i < kMaxSessions; ++i) entry.uid[i] = 0;
+  ts.scopes.push_back(entry);
+  if (metrics.empty()) return;
+  const ContextSource& shadow = contextSource(ContextKind::Shadow);
+  sessions_.forEach(sessions_.activeMask(), [&](int, Session& s) {
+    if (s.context != ContextKind::Shadow) return;
+    uint32_t node = shadow.resolve(ts, s);
+    std::lock_guard<std::mutex> lock(s.tree.mutex());
+    for (const auto& m : metrics) s.tree.node(node).metrics.add(m.first, m.second);
+  });
+}
+
+void Profiler::exitScope(bool cpuTimed) {
+  ThreadState& ts = threadState();
+  if (ts.scopes.empty()) return;
+  const uint64_t now = monotonicNs();
+  const ScopeEntry& top = ts.scopes.back();
+  const ContextSource& shadow = contextSource(ContextKind::Shadow);
+  sessions_.forEach(sessions_.activeMask(), [&](int, Session& s) {
+    if (s.data == DataKind::Trace) {
+      std::lock_guard<std::mutex> lock(s.trace.mutex());
+      s.trace.addScope(ScopeEvent{top.startNs, now, top.name, currentTid()});
+    }
+    if (cpuTimed && s.context == ContextKind::Shadow) {
+      uint32_t node = shadow.resolve(ts, s);
+      std::lock_guard<std::mutex> lock(s.tree.mutex());
+      s.tree.node(node).metrics.cpuTimeNs += now - top.startNs;
+    }
+  });
+  ts.scopes.pop_back();
+}
+
+void Profiler::pushState(uint32_t name) { threadState().states.push_back(name); }
+
+void Profiler::popState() {
+  auto& states = threadState().states;
+  if (!states.empty()) states.pop_back();
+}
+
+void Profiler::setLaunchMetadata(LaunchMetadata* meta) {
+  ThreadState& ts = threadState();
+  delete ts.takeMetadata();
+  ts.pendingMetadata = meta;
+}
+
+}  // namespace ftp
