@@ -1,0 +1,94 @@
+// Python bindings of the per-session launch log (data/launch_log.h):
+// flagtree.profiler._native.launch_log_*.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+
+#include <unordered_map>
+
+#include "core/strings.h"
+#include "data/launch_log.h"
+#include "session/profiler.h"
+
+namespace nb = nanobind;
+
+namespace ftp {
+
+namespace {
+
+Session& sessionIn(int slot) {
+  Session* s = Profiler::instance().session(slot);
+  if (!s) throw nb::value_error("no profiling session in this slot");
+  return *s;
+}
+
+NodeKind nodeKindOfRecord(RecordKind kind) {
+  switch (kind) {
+    case RecordKind::Memcpy: return NodeKind::Memcpy;
+    case RecordKind::Memset: return NodeKind::Memset;
+    default: return NodeKind::Kernel;
+  }
+}
+
+const char* kindName(RecordKind kind) {
+  switch (kind) {
+    case RecordKind::Memcpy: return "memcpy";
+    case RecordKind::Memset: return "memset";
+    default: return "kernel";
+  }
+}
+
+// The node each entry landed on: its kernel node in a tree session (the node exists, so
+// child() only finds it), its context node in a trace session. Tree lock held.
+uint32_t landedNode(Session& s, const LaunchLogEntry& e) {
+  const uint32_t parent = e.state ? s.tree.child(e.context, NodeKind::State, e.state) : e.context;
+  if (s.data == DataKind::Trace) return parent;
+  return s.tree.child(parent, nodeKindOfRecord(e.kind), e.name);
+}
+
+// The log as columns (one list per field, entries in arrival order).
+nb::dict entriesOf(int slot) {
+  Session& s = sessionIn(slot);
+  const std::vector<LaunchLogEntry> log = launch_log::entries(s);
+  nb::list corr, names, nodes, paths, devices, streams, starts, ends, launches, kinds, tids;
+  std::lock_guard<std::mutex> lock(s.tree.mutex());
+  std::unordered_map<uint32_t, std::string> pathOf;
+  for (const LaunchLogEntry& e : log) {
+    const uint32_t node = landedNode(s, e);
+    auto it = pathOf.find(node);
+    if (it == pathOf.end()) it = pathOf.emplace(node, s.tree.path(node)).first;
+    corr.append(e.correlation);
+    names.append(nameOf(e.name));
+    nodes.append(node);
+    paths.append(it->second);
+    devices.append(e.deviceId);
+    streams.append(e.streamId);
+    starts.append(e.startNs);
+    ends.append(e.endNs);
+    launches.append(e.launchNs);
+    kinds.append(kindName(e.kind));
+    tids.append(e.tid);
+  }
+  nb::dict out;
+  out["correlation"] = corr;
+  out["name"] = names;
+  out["node"] = nodes;
+  out["path"] = paths;
+  out["device_id"] = devices;
+  out["stream_id"] = streams;
+  out["start_ns"] = starts;
+  out["end_ns"] = ends;
+  out["launch_ns"] = launches;
+  out["kind"] = kinds;
+  out["tid"] = tids;
+  return out;
+}
+
+}  // namespace
+
+void registerLaunchLogBindings(nb::module_& m) {
+  m.def("launch_log_enable", [](int slot, bool on) { launch_log::enable(sessionIn(slot), on); },
+        nb::arg("slot"), nb::arg("on") = true);
+  m.def("launch_log_entries", &entriesOf, nb::arg("slot"));
+}
+
+}  // namespace ftp
