@@ -24,14 +24,18 @@ def strict(value):
 
 
 def write_json_atomic(path, document, **dump_options):
-    """Writes `document` as strict JSON to `path` through a temporary file in the same folder and
-    os.replace, so readers see the old file or the new one; a symlink planted at `path` is
-    replaced, never followed."""
+    """Writes `document` as strict JSON to `path` (see write_text_atomic)."""
+    write_text_atomic(path, json.dumps(strict(document), allow_nan=False, **dump_options))
+
+
+def write_text_atomic(path, text):
+    """Writes `text` to `path` through a temporary file in the same folder and os.replace, so
+    readers see the old file or the new one; a symlink planted at `path` is replaced, never followed."""
     folder = os.path.dirname(os.path.abspath(path))
     handle, temporary = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
     try:
         with os.fdopen(handle, "w") as out:
-            json.dump(strict(document), out, allow_nan=False, **dump_options)
+            out.write(text)
         os.replace(temporary, path)
     except BaseException:
         try:
