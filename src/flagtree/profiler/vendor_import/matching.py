@@ -53,7 +53,10 @@ class _Index:
     def __init__(self, launches, task_ids):
         self.launches = launches
         self.by_correlation = {launch.correlation: launch for launch in launches}
-        self.by_task = dict(task_ids or {})  # (device, stream, task) -> launch
+        self.by_task = {}  # (device or None, stream, task) -> launch
+        for (device, stream, task), launch in (task_ids or {}).items():
+            self.by_task[(device, stream, task)] = launch
+            self.by_task.setdefault((None, stream, task), launch)
         self.claimed = defaultdict(set)  # source -> launch indexes
         self.by_key = {}
         self._build_time_lists()
@@ -98,7 +101,8 @@ def _by_correlation(row, index):
 def _by_task(row, index):
     if row.task_id is None:
         return None
-    return index.by_task.get((row.device_id, row.stream_id, row.task_id))
+    found = index.by_task.get((row.device_id, row.stream_id, row.task_id))
+    return found if found is not None else index.by_task.get((None, row.stream_id, row.task_id))
 
 
 def _timed(key_of, window):
@@ -150,5 +154,6 @@ def match_rows(rows, launches, rules, task_ids=None):
 
 def _learn_task(index, row, launch):
     """A row placed by id that carries a task id teaches it for the other sources' rows."""
-    if row.task_id is not None:
+    if row.task_id is not None:  # files without a device column look it up under None
         index.by_task.setdefault((row.device_id, row.stream_id, row.task_id), launch)
+        index.by_task.setdefault((None, row.stream_id, row.task_id), launch)
