@@ -108,17 +108,27 @@ def test_vendor_metrics_choose_sections_and_skip_shifts_name_order(workdir):
     assert [a["runtime_event"]["launch_index"] for a in vendor["associations"]] == [1, 2]
 
 
-def test_sigterm_writes_profile_and_exits_143(workdir):
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_signals_write_profile_and_exit_as_the_plain_command(workdir, signum, code):
     child = subprocess.Popen(_command(target_args=("wait",)), cwd=workdir, env=_env(),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while not os.path.exists(workdir / "ready") and time.time() < deadline:
         time.sleep(0.1)
-    child.send_signal(signal.SIGTERM)
+    child.send_signal(signum)
     out, err = child.communicate(timeout=120)
-    assert child.returncode == 143, err
+    assert child.returncode == code, err
     kernels, _ = _kernels(workdir)
     assert "tianshu.launch_statistics.grid_size" in kernels["add_kernel"]
+
+
+def test_trace_events_get_the_metrics(workdir):
+    done = _run(workdir, "-d", "trace")
+    assert done.returncode == 0, done.stderr
+    events = json.load(open(workdir / "run.chrome_trace"))["traceEvents"]
+    adds = sorted(e["args"]["tianshu.launch_statistics.grid_size"] for e in events
+                  if e.get("ph") == "X" and e.get("name") == "add_kernel" and "correlation" in e.get("args", {}))
+    assert adds == [2, 6, 8]  # one event per launch, each with its own launch's row
 
 
 @pytest.mark.parametrize("options, message", [

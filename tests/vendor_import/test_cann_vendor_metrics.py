@@ -157,3 +157,15 @@ def test_no_msprof_still_writes_vendor_json_saying_why(toolkit, tmp_path, monkey
     profiler.finalize(sid)
     assert counts["vendor_rows"] == 0
     assert any("msprof not found" in r for r in counts["vendor_degrade_reasons"])
+
+
+def test_viewer_shows_the_vendor_metrics(toolkit, tmp_path, monkeypatch, capsys):
+    from flagtree.profiler.viewer.cli import main
+
+    _profile_with_vendor_metrics(tmp_path, monkeypatch)
+    capsys.readouterr()
+    assert main(["-m", "cann.aicore_time (us)", "--no-color", str(tmp_path / "prof.hatchet")]) == 0
+    lines = {line.split()[-1]: float(line.split()[0]) for line in capsys.readouterr().out.splitlines()[1:]
+             if line.split() and line.split()[0][0].isdigit()}
+    assert lines["add_kernel"] == pytest.approx(12.0) and lines["copy_kernel"] == pytest.approx(12.0)
+    assert lines["mystery_op"] == pytest.approx(7.5)

@@ -32,6 +32,7 @@ def test_ixkn_csv_units_messages_quoting_and_order():
     rows = {r.raw["kernel_id"]: r for r in parsed.rows}
     assert rows["1"].metrics == {"tianshu.launch_statistics.grid_size": 1024.0} and rows["1"].ordinal == 0
     assert rows["2"].metrics == {"tianshu.occupancy.achieved_occupancy (%)": 45.5} and rows["2"].ordinal == 1
+    assert rows["2"].raw["process_name"] == 'python "a.py"'  # ixKN's unescaped quotes, repaired
     assert rows["3"].ordinal is None  # another process: cannot be this session's launch
     assert rows["3"].values == {"tianshu.memory_access.l2_hit_rate": "n/a"}
     assert parsed.messages == [{"level": "WRN", "kernel_id": "1", "kernel_name": "k", "section": "Launch Statistics",

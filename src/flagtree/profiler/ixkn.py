@@ -159,8 +159,12 @@ class _Capture:
 
 
 def _run_child(command):
-    """Runs `command`, passing SIGINT/SIGTERM on; returns its exit status as the plain CLI would."""
-    child = subprocess.Popen(command, stdout=subprocess.PIPE)
+    """Runs `command`, passing SIGINT/SIGTERM on; returns its exit status as the plain CLI would.
+    The child has its own process group, so a Ctrl-C at the terminal reaches it once, through
+    this process and ixkn-cli, rather than a second time directly (which could interrupt the
+    child while it writes its profile)."""
+    own_group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, **own_group)
     capture = _Capture(child.stdout)
     previous = {}
 

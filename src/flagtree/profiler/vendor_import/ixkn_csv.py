@@ -41,20 +41,19 @@ def csv_part(text):
 
 
 def _fields(line, width):
-    """The fields of one line: the csv module's split, else a split on the "," separators of a
-    fully quoted line (repairs stray quotes inside Process Name); None when neither fits."""
+    """The fields of one line. A fully quoted line is split on its "," separators, which also
+    repairs the unescaped quotes ixKN leaves inside Process Name; other lines go through the csv
+    module. None when neither gives `width` fields."""
+    stripped = line.strip()
+    if len(stripped) > 1 and stripped.startswith('"') and stripped.endswith('"'):
+        fields = [f.replace('""', '"') for f in stripped[1:-1].split('","')]
+        if len(fields) == width:
+            return fields
     try:
         fields = next(csv.reader([line]))
     except (csv.Error, StopIteration):
-        fields = None
-    if fields is not None and len(fields) == width:
-        return fields
-    stripped = line.strip()
-    if stripped.startswith('"') and stripped.endswith('"'):
-        fields = stripped[1:-1].split('","')
-        if len(fields) == width:
-            return fields
-    return None
+        return None
+    return fields if len(fields) == width else None
 
 
 def parse(text, pid=None, ordinal_offsets=None):
@@ -65,7 +64,7 @@ def parse(text, pid=None, ordinal_offsets=None):
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         return result
-    header = _fields(lines[0], len(next(csv.reader([lines[0]]))))
+    header = next(csv.reader([lines[0]]))
     columns = {name.strip(): i for i, name in enumerate(header or ())}
     missing = [name for name in HEADER if name not in columns]
     if missing:
