@@ -93,10 +93,14 @@ def test_prior_art_mode_names_are_accepted():
     assert "vendor_metrics=launch_stats,occupancy,instruction,memory" in mode and "ixkn_import_path=x.csv" in mode
 
 
-def test_ixkn_import_path_attaches_in_process(tmp_path):
+@pytest.mark.parametrize("report", ["ixkn.csv", "saved.ixkn-rep"])
+def test_ixkn_import_path_attaches_in_process(tmp_path, monkeypatch, report):
     import os
 
-    csv = tmp_path / "ixkn.csv"
+    standin = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "standins",
+                           "ixkn_cli_standin.py")
+    monkeypatch.setenv("FLAGTREE_PROFILER_IXKN_CLI", standin)  # reads .ixkn-rep reports (-i <report> --csv)
+    csv = tmp_path / report
     lines = ['"Kernel ID","Process ID","Process Name","Kernel Name","Context","Stream","Section","Metrics","Value"']
     for k, name in enumerate(["copy_kernel", "add_kernel", "add_kernel", "ghost_kernel"], start=1):
         lines.append(f'"{k}","{os.getpid()}","python","{name}","1","7","Occupancy","Achieved Occupancy","{k}0 %"')

@@ -3,8 +3,6 @@ the launch log under threads, strict atomic writes."""
 import json
 import os
 
-import pytest
-
 from flagtree.profiler import _native
 from flagtree.profiler.vendor_import import (IXKN_RULES, MSPROF_RULES, Launch, VendorRow, match_rows,
                                              number_and_unit, session_launches, write_json_atomic)

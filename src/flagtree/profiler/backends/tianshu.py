@@ -53,7 +53,10 @@ def kernel_scope_route():
     """Raises BackendUnavailable naming what Triton's build lacks for kernel-side scopes on CoreX."""
     from .instrumentation import compiler_hook
 
-    compiler_hook.triton_proton()  # the proton dialect's passes (names what is missing)
+    try:
+        compiler_hook.triton_proton()  # the proton dialect's passes
+    except BackendUnavailable as error:
+        raise BackendUnavailable(f"backend 'tianshu': kernel_scopes needs Triton's proton dialect: {error}") from None
     try:
         from triton.backends import backends as compilers
     except ImportError as error:
