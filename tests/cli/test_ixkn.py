@@ -131,6 +131,20 @@ def test_trace_events_get_the_metrics(workdir):
     assert adds == [2, 6, 8]  # one event per launch, each with its own launch's row
 
 
+def test_rows_are_kept_when_the_child_wrote_no_profile(workdir):
+    assert _run(workdir).returncode == 0
+    old = time.time() - 3600
+    for leftover in ("run.hatchet", "run.launches.json"):  # a previous run's files must not be used
+        os.utime(workdir / leftover, (old, old))
+    done = _run(workdir, FLAGTREE_PROFILER_DISABLE="1")
+    assert done.returncode == 0, done.stderr
+    vendor = json.load(open(workdir / "run.vendor.json"))
+    assert vendor["summary"]["rows"] == 5 and vendor["summary"]["unmatched_rows"] == 5
+    assert any("no launch log" in r for r in vendor["degrade_reasons"])
+    assert any("was not written" in r for r in vendor["degrade_reasons"])
+    assert "5 unmatched" in done.stderr
+
+
 @pytest.mark.parametrize("options, message", [
     (("-b", "nvidia"), "backend tianshu"),
     (("--ixkn-cli", "/nonexistent/ixkn-cli"), "does not exist"),

@@ -19,12 +19,12 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 from . import _env
 
 VALUE_OPTIONS = {"--ixkn-cli", "--ixkn-devices", "--ixkn-section", "--ixkn-kernel-name", "--ixkn-launch-count",
                  "--ixkn-launch-skip", "--ixkn-export-profile"}
-_FLAGS = ("ixkn_profile_child_processes", "no_ixkn_csv")
 
 
 def add_options(parser):
@@ -197,29 +197,50 @@ def run(options, kind, target, args, name, say):
         say(f"error: {error}")
         return 2
     report = options.ixkn_export_profile or name
+    _forget(name + ".launches.json")  # a previous run's log must not be matched to this run's rows
+    started = time.time()
     command = [cli, *_ixkn_arguments(options, report), sys.executable, "-m", "flagtree.profiler.cli",
                *_profiler_arguments(options, name, kind, target, args)]
-    code, csv_text = _run_child(command)
     try:
-        say(_import(options, cli, name, report, csv_text))
+        code, csv_text = _run_child(command)
+    except OSError as error:
+        say(f"error: cannot run {cli}: {error}")
+        return 2
+    try:
+        say(_import(options, cli, name, report, csv_text, started))
     except Exception as error:  # the profile the child wrote stays; say what failed
         say(f"error: ixKN import failed: {error}")
         return code or 1
     return code
 
 
-def _report_file(report):
+def _forget(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _fresh(path, started):
+    """Whether `path` exists and was written by this run (not left by an earlier one)."""
+    try:
+        return os.path.getmtime(path) >= started - 1  # coarse file-system timestamps
+    except OSError:
+        return False
+
+
+def _report_file(report, started):
     for path in (report, report + ".ixkn-rep"):
-        if os.path.isfile(path):
+        if _fresh(path, started):
             return path
     return None
 
 
-def _import(options, cli, name, report, csv_text):
+def _import(options, cli, name, report, csv_text, started):
     from .vendor_import import attach_to_hatchet, attach_to_trace, ixkn_import
 
     reasons, raw_inputs = [], []
-    saved = _report_file(report)
+    saved = _report_file(report, started)
     if csv_text is None:
         if saved is None:
             raise RuntimeError(f"ixkn-cli printed no CSV and wrote no report {report}.ixkn-rep")
@@ -231,7 +252,7 @@ def _import(options, cli, name, report, csv_text):
     offsets = _ordinal_offsets(options, reasons)
     parsed, result = ixkn_import.import_csv(csv_text, launches, pid=pid, ordinal_offsets=offsets)
     output = name + (".hatchet" if data == "tree" else ".chrome_trace")
-    if os.path.isfile(output):
+    if _fresh(output, started):
         missing = (attach_to_hatchet if data == "tree" else attach_to_trace)(output, result)
         if missing:
             reasons.append(f"{missing} matched launches have no node in {output}")

@@ -11,6 +11,11 @@ SECTIONS = {"launch_stats": "Launch Statistics", "occupancy": "Occupancy",
             "instruction": "Instruction Statistics", "memory": "Memory Access"}
 
 
+def printable(text):
+    """`text` with control characters escaped, for a terminal."""
+    return "".join(c if c.isprintable() or c == " " else f"\\x{ord(c):02x}" for c in text)
+
+
 def report_csv(ixkn_cli, report, timeout=600):
     """The CSV of a saved report (``ixkn-cli -i <report> --csv``); raises RuntimeError saying why not."""
     try:
@@ -20,7 +25,7 @@ def report_csv(ixkn_cli, report, timeout=600):
     part = ixkn_csv.csv_part(done.stdout)
     if part is None:
         raise RuntimeError(f"{ixkn_cli} -i {report} --csv printed no CSV (exit status {done.returncode}): "
-                           f"{done.stderr.strip()[:300]}")
+                           f"{printable(done.stderr.strip()[:300])}")
     return part
 
 
