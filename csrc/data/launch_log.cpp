@@ -46,6 +46,7 @@ void add(const Session& session, uint32_t context, uint32_t state, const DeviceR
   LaunchLogEntry e{};
   e.correlation = record.correlation;
   e.name = (meta && meta->name) ? meta->name : record.name;
+  e.kernel = record.name;
   e.context = context;
   e.state = state;
   e.deviceId = record.deviceId;

@@ -15,7 +15,8 @@ class Session;
 
 struct LaunchLogEntry {
   uint32_t correlation;
-  uint32_t name;      // interned display name (a launch-metadata override applied)
+  uint32_t name;      // interned display name (a launch-metadata override applied): the node's
+  uint32_t kernel;    // interned kernel name as the record gives it: what vendor tools call it
   uint32_t context;   // the context node it was launched under
   uint32_t state;     // 0 = none
   uint32_t deviceId;

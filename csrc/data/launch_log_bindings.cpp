@@ -65,7 +65,7 @@ nb::list pathTo(Tree& tree, uint32_t node) {
 nb::dict entriesOf(int slot) {
   Session& s = sessionIn(slot);
   const std::vector<LaunchLogEntry> log = launch_log::entries(s);
-  nb::list corr, names, nodes, paths, devices, streams, starts, ends, launches, kinds, tids;
+  nb::list corr, names, kernels, nodes, paths, devices, streams, starts, ends, launches, kinds, tids;
   std::lock_guard<std::mutex> lock(s.tree.mutex());
   std::unordered_map<uint32_t, nb::list> pathOf;
   for (const LaunchLogEntry& e : log) {
@@ -74,6 +74,7 @@ nb::dict entriesOf(int slot) {
     if (it == pathOf.end()) it = pathOf.emplace(node, pathTo(s.tree, node)).first;
     corr.append(e.correlation);
     names.append(nameOf(e.name));
+    kernels.append(nameOf(e.kernel));
     nodes.append(node);
     paths.append(it->second);
     devices.append(e.deviceId);
@@ -87,6 +88,7 @@ nb::dict entriesOf(int slot) {
   nb::dict out;
   out["correlation"] = corr;
   out["name"] = names;
+  out["kernel"] = kernels;
   out["node"] = nodes;
   out["path"] = paths;
   out["device_id"] = devices;

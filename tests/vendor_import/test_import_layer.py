@@ -119,3 +119,21 @@ def test_strict_atomic_json(tmp_path):
     assert json.loads(target.read_text()) == {"a": None, "b": [None, 1.5]}
     assert elsewhere.read_text() == "x" and not os.path.islink(target)
     assert [p for p in os.listdir(tmp_path) if p.endswith(".tmp")] == []
+
+
+def test_rows_match_the_kernel_name_not_a_launch_metadata_rename():
+    slot = _native.session_create(0, 0)
+    _native.session_set_active(slot, True)
+    _native.launch_log_enable(slot, True)
+    try:
+        _native.set_launch_metadata("renamed_by_hook", [])
+        _native._debug_launch(1, False)
+        _native._debug_record(1, "k", 10, 20, 0)
+        (launch,) = session_launches(slot)
+        assert (launch.name, launch.kernel_name, launch.path) == ("renamed_by_hook", "k",
+                                                                   (("kernel", "renamed_by_hook"),))
+        result = match_rows([VendorRow("ixkn", "k", ordinal=0)], [launch], IXKN_RULES)
+        assert result.by_rule == {"name_order": 1}
+    finally:
+        _native.launch_log_enable(slot, False)
+        _native.session_remove(slot)

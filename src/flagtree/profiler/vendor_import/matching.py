@@ -62,12 +62,12 @@ class _Index:
         self._build_time_lists()
         self.by_name = defaultdict(list)
         for launch in launches:
-            self.by_name[kernel_key(launch.name)].append(launch)
+            self.by_name[kernel_key(launch.kernel_name)].append(launch)
 
     def _build_time_lists(self):
         groups = defaultdict(list)
         for launch in self.launches:
-            name = kernel_key(launch.name)
+            name = kernel_key(launch.kernel_name)
             groups[("ndst", name, launch.device_id, launch.stream_id)].append(launch)
             groups[("nt", name)].append(launch)
             groups[("t",)].append(launch)

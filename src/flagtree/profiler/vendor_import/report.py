@@ -52,7 +52,7 @@ def runtime_event(launch, row):
         return {"scope_id": None, "op_name": row.name, "task_id": row.task_id, "correlation_id": row.correlation_id,
                 "device_id": row.device_id, "stream_id": row.stream_id, "start_time_ns": row.start_ns,
                 "end_time_ns": row.end_ns}
-    return {"scope_id": launch.node, "scope_path": [name for _, name in launch.path], "op_name": launch.name,
+    return {"scope_id": launch.node, "scope_path": [name for _, name in launch.path], "op_name": launch.kernel_name,
             "task_id": row.task_id, "correlation_id": launch.correlation, "device_id": launch.device_id,
             "stream_id": launch.stream_id, "start_time_ns": launch.start_ns, "end_time_ns": launch.end_ns,
             "launch_index": launch.index}

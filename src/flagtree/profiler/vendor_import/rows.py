@@ -35,6 +35,12 @@ class Launch:
     start_ns: int
     end_ns: int
     launch_ns: int
+    kernel: str = None  # the kernel's own name when `name` is a launch-metadata override
+
+    @property
+    def kernel_name(self):
+        """The name vendor tools know the kernel by."""
+        return self.kernel or self.name
 
 
 def session_launches(slot):
@@ -47,13 +53,14 @@ def session_launches(slot):
 def launches_from_log(columns):
     """Launches from the native log's columns (or a launches file's), kernels only, ordered by
     launch time: records arrive in completion order, launch order is what tools count in."""
+    kernels = columns.get("kernel") or columns["name"]
     order = sorted((i for i, kind in enumerate(columns["kind"]) if kind == "kernel"),
                    key=lambda i: (columns["launch_ns"][i], columns["start_ns"][i], columns["correlation"][i]))
     return [Launch(index=k, correlation=columns["correlation"][i], name=columns["name"][i],
                    node=columns["node"][i], path=tuple(tuple(step) for step in columns["path"][i]),
                    device_id=columns["device_id"][i], stream_id=columns["stream_id"][i],
                    start_ns=columns["start_ns"][i], end_ns=columns["end_ns"][i],
-                   launch_ns=columns["launch_ns"][i])
+                   launch_ns=columns["launch_ns"][i], kernel=kernels[i])
             for k, i in enumerate(order)]
 
 
