@@ -67,20 +67,24 @@ def attach_to_hatchet(path, result):
     with open(path) as handle:
         document = json.load(handle)
     root = document[0]
-    per_node = defaultdict(lambda: defaultdict(list))
+    nodes = {}  # id(node) -> node
+    values = defaultdict(lambda: defaultdict(list))  # id(node) -> metric -> one value per launch
     missing = 0
+    found = {}  # path -> node (launches of one kernel node share it)
     for launch, metrics in _folded(result).items():
-        node = _find(root, launch.path)
+        if launch.path not in found:
+            found[launch.path] = _find(root, launch.path)
+        node = found[launch.path]
         if node is None:
             missing += 1
             continue
+        nodes[id(node)] = node
         for name, value in metrics.items():
-            per_node[id(node)][name].append(value)
-        per_node[id(node)]["__node__"] = node
-    for entry in per_node.values():
-        node = entry.pop("__node__")
-        for name, value in _combine(entry).items():
-            node["metrics"][name] = node["metrics"].get(name, 0) + value if is_additive(name) else value
+            values[id(node)][name].append(value)
+    for key, by_metric in values.items():
+        target = nodes[key]["metrics"]
+        for name, value in _combine(by_metric).items():
+            target[name] = target.get(name, 0) + value if is_additive(name) else value
     for m in result.matches:
         if m.launch is None:
             _hold(root, m.row)
