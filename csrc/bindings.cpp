@@ -19,4 +19,5 @@ NB_MODULE(_native, m) {
   registerCountersBindings(m, testing);
   registerPcSamplingBindings(m, testing);
   registerInstrumentationBindings(m, testing);
+  registerLaunchLogBindings(m);
 }

@@ -26,6 +26,7 @@ void registerRoctracerBindings(nb::module_& m);
 void registerCountersBindings(nb::module_& m, nb::module_& testing);
 void registerPcSamplingBindings(nb::module_& m, nb::module_& testing);
 void registerInstrumentationBindings(nb::module_& m, nb::module_& testing);
+void registerLaunchLogBindings(nb::module_& m);  // data/launch_log_bindings.cpp
 
 // The session in `slot`; ValueError when the slot is empty.
 Session& sessionAt(int slot);

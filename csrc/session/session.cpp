@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/strings.h"
+#include "data/launch_log.h"
 
 namespace ftp {
 
@@ -30,6 +31,7 @@ uint32_t Session::graftCaptured(uint32_t launchNode, uint32_t capturedNode) {
 void Session::addRecord(uint32_t contextNode, uint32_t state, const DeviceRecord& record,
                         const LaunchMetadata* meta, uint64_t launchNs, uint32_t tid) {
   records.fetch_add(1, std::memory_order_relaxed);
+  launch_log::note(*this, slot, contextNode, state, record, meta, launchNs, tid);
   if (data == DataKind::Tree) {
     std::lock_guard<std::mutex> lock(tree.mutex());
     const uint32_t node = tree.addRecord(contextNode, state, record, meta);

@@ -20,6 +20,7 @@ ENVIRONMENT = {
     "FLAGTREE_PROFILER_INSTRUMENT_TRITON": "1 instruments Triton-language kernels under backend=\"instrumentation\" (mode triton=on does the same; Gluon kernels always are).",
     "FLAGTREE_PROFILER_PERIODIC_S": "Seconds (> 0) between automatic parts: each open session writes <name>.part<k>.<ext> with what it collected since the previous part, then frees it.",
     "FLAGTREE_PROFILER_COUNTER_RANGES": "With mode=\"metrics...\": kernel launches a counter data image holds before it is decoded (default 64, at least 1; the image takes from a few KB to ~0.7 MB per launch depending on the metrics).",
+    "FLAGTREE_PROFILER_IXKN_CLI": "Path of ixkn-cli for flagtree-profiler --ixkn and tianshu's ixkn_import_path= of .ixkn-rep files (then IXKN_CLI, then the PATH); --ixkn-cli wins.",
 }
 
 DEFAULT_BUFFER_SIZE = 8 << 20
@@ -96,3 +97,14 @@ def counter_ranges():
     """FLAGTREE_PROFILER_COUNTER_RANGES: launches per counter data image (default 64)."""
     return _number("FLAGTREE_PROFILER_COUNTER_RANGES", lambda raw: int(raw, 0), "launches", 64,
                    lambda v: v >= 1, "be at least 1")
+
+
+def ixkn_cli():
+    """ixkn-cli's path: FLAGTREE_PROFILER_IXKN_CLI, IXKN_CLI, else the PATH; None when none."""
+    import shutil
+
+    for variable in ("FLAGTREE_PROFILER_IXKN_CLI", "IXKN_CLI"):
+        value = os.environ.get(variable, "").strip()
+        if value:
+            return value
+    return shutil.which("ixkn-cli")

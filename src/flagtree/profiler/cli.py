@@ -18,6 +18,7 @@ import signal
 import sys
 import types
 
+from . import ixkn as _ixkn
 from . import session as _session
 from .backends import KNOWN_BACKENDS, BackendUnavailable, implemented_backends
 
@@ -44,7 +45,7 @@ with host-measured times. View a profile with: flagtree-profiler-viewer NAME.hat
 
 # Options that take a value: the split between the profiler's options and the target needs them.
 _VALUE_OPTIONS = {"-n", "--name", "-b", "--backend", "-c", "--context", "-d", "--data",
-                  "-m", "--mode", "-k", "--hook", "--chip"}
+                  "-m", "--mode", "-k", "--hook", "--chip"} | _ixkn.VALUE_OPTIONS
 
 
 class _UsageError(Exception):
@@ -83,6 +84,7 @@ def _parser():
                         help="with --list-metrics: print every full name (base metric + submetric)")
     parser.add_argument("--module", metavar="MODULE",
                         help="run MODULE as with python -m MODULE; the arguments after it go to it")
+    _ixkn.add_options(parser)
     return parser
 
 
@@ -312,6 +314,8 @@ def main(argv=None):
         return 2
     except SystemExit as done:  # -h printed the help
         return done.code or 0
+    if _ixkn.requested(options):
+        return _ixkn.main(options, kind, target, args, _default_name, _say)
     if kind == "list-metrics":
         return _list_metrics(options)
     set_interpret = _maybe_use_interpreter(options)

@@ -20,10 +20,12 @@ def _factories():
     from .interpreter import InterpreterBackend
     from .nvidia import NvidiaBackend
     from .roctracer import RoctracerBackend
+    from .tianshu import TianshuBackend
 
     return {"nvidia": NvidiaBackend, "interpreter": InterpreterBackend, "roctracer": RoctracerBackend,
             "cupti": CuptiBackend, "cupti_pcsampling": CuptiPcSamplingBackend,
-            "instrumentation": InstrumentationBackend}
+            "instrumentation": InstrumentationBackend,
+            "tianshu": TianshuBackend}
 
 
 def implemented_backends():
