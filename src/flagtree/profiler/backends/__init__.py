@@ -1,6 +1,5 @@
 """The backend registry: which backends exist, which run here, and automatic selection."""
-import os
-
+from .. import _env
 from .base import Backend, BackendUnavailable
 
 # Every backend the spec names, with the state of its implementation in this build.
@@ -57,7 +56,7 @@ def get_backend(name):
 
 def select_backend():
     """The backend for start() without backend=: FLAGTREE_PROFILER_BACKEND, else Triton's target."""
-    explicit = os.environ.get("FLAGTREE_PROFILER_BACKEND", "").strip()
+    explicit = _env.backend()
     if explicit:
         return explicit
     from .interpreter import interpreter_active
