@@ -12,6 +12,7 @@
 #include "backends/activity/activity_tracer.h"
 #include "backends/nvidia/cuda_driver.h"
 #include "backends/roctracer/roctracer_tracer.h"  // roctracer backend
+#include "context/python_frames.h"
 #include "core/clock.h"
 #include "core/strings.h"
 #include "dump/chrome_trace.h"
@@ -182,6 +183,7 @@ NB_MODULE(_native, m) {
   registerInstrumentationBindings(m);
 
   m.def("intern", [](const std::string& s) { return intern(s); });
+  m.def("python_frames_skip", &setExtraInternalFiles, nb::arg("fragments"));
   m.def("monotonic_ns", &monotonicNs);
   m.def("realtime_ns", &realtimeNs);
 

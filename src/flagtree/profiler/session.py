@@ -306,7 +306,7 @@ def _write_outputs(s):
     if s.parts:  # the rest becomes the last part; no whole-run file is written
         _write_part(s)
         stats["parts"] = list(s.parts)
-    metadata = build_metadata(s, _backend_facts(s.backend), stats)
+    metadata = build_metadata(s, s.backend.metadata_facts(), stats)
     if s.parts:
         pass
     elif s.data == "tree":
@@ -324,14 +324,6 @@ def _write_outputs(s):
                       f"{stats['dropped_records']} records dropped for lack of buffer space); raise "
                       f"FLAGTREE_PROFILER_BUFFER_SIZE (or FLAGTREE_PROFILER_BUFFER_LIMIT). Counts are in "
                       f"{s.metadata_path}", stacklevel=4)
-
-
-def _backend_facts(impl):
-    """The backend's facts for the metadata; every metadata file has "devices" (a list), [] for
-    a backend whose library describes none (roctracer)."""
-    facts = dict(impl.describe())
-    facts.setdefault("devices", [])
-    return facts
 
 
 def _close(s):
@@ -378,6 +370,14 @@ def end_command_line_session():
         # The script may have finalized nothing and opened nothing else; close all that is open.
         if _sessions:
             _finalize_locked(list(_sessions.values()))
+
+
+def discard_open_sessions():
+    """Closes every open session without writing it: the command was stopped while starting."""
+    with _lock:
+        _cli["session"] = None
+        for s in list(_sessions.values()):
+            _close(s)
 
 
 def _finalize_at_exit():

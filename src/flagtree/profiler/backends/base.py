@@ -85,5 +85,12 @@ class Backend:
         return {}
 
     def describe(self):
-        """Facts for the metadata file (library path and version, ...)."""
+        """Facts for the metadata file (library path and version, "devices", ...)."""
         return {"backend": self.name}
+
+    def metadata_facts(self):
+        """describe(), with "devices" (a list) always there: [] for a backend whose library
+        describes no devices (roctracer)."""
+        facts = dict(self.describe())
+        facts.setdefault("devices", [])
+        return facts
