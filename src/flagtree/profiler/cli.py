@@ -127,24 +127,26 @@ def _check_module(name):
     """A usage error unless `python -m name` would find something to run: checked before the
     session starts, so a misspelt module writes nothing. Parent packages are imported, as
     python -m imports them."""
-    import importlib.util
-
     saved, sys.path[0] = sys.path[0], os.getcwd()  # where _run_module looks, as python -m does
     try:
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.submodule_search_locations is not None:
-            if importlib.util.find_spec(name + ".__main__") is None:
-                raise _UsageError(f"{name!r} is a package without a __main__ module; it cannot be run")
-    except (ImportError, ValueError):  # a parent package missing, or a relative/empty name
-        spec = None
-    except _UsageError:
-        raise
-    except Exception as error:  # a parent package that fails to import
-        raise _UsageError(f"error while finding module {name!r}: {type(error).__name__}: {error}") from None
+        spec = _find_spec(name)
+        if spec is None:
+            raise _UsageError(f"no module named {name!r}")
+        if spec.submodule_search_locations is not None and _find_spec(name + ".__main__") is None:
+            raise _UsageError(f"{name!r} is a package without a __main__ module; it cannot be run")
     finally:
         sys.path[0] = saved
-    if spec is None:
-        raise _UsageError(f"no module named {name!r}")
+
+
+def _find_spec(name):
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name)
+    except (ImportError, ValueError):  # a parent package missing, or a relative/empty name
+        return None
+    except Exception as error:  # a parent package that fails to import
+        raise _UsageError(f"error while finding module {name!r}: {type(error).__name__}: {error}") from None
 
 
 def _default_name(kind, target):

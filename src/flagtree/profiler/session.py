@@ -141,7 +141,7 @@ def _start_locked(name, context, data, backend, mode, hook):
     check_writable(base)
     periodic = _env.periodic_seconds()  # a bad value is an error before anything starts
 
-    paths = output_paths(base, data, shared_name=_name_kinds.setdefault(base, data) != data)
+    paths = output_paths(base, data, shared_name=_name_kinds.get(base, data) != data)
     session = Session(_next_id[0], base, context, data, impl, options, hook, paths)
     native = _native()
     session.slot = native.session_create(CONTEXTS.index(context), DATA_KINDS.index(data))
@@ -175,6 +175,7 @@ def _start_locked(name, context, data, backend, mode, hook):
     session.start_monotonic_ns = native.monotonic_ns()
     _next_id[0] += 1
     _sessions[session.id] = session
+    _name_kinds.setdefault(base, data)  # claimed once the session runs: a failed start claims nothing
     if periodic is not None:
         _start_timer(session, periodic)
     return session.id

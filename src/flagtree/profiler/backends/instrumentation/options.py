@@ -23,7 +23,6 @@ from ... import _env
 GRANULARITIES = ("warp",)
 BUFFER_TYPES = ("shared", "global")
 BUFFER_STRATEGIES = ("circular",)
-TRITON_KERNELS_ENV = "FLAGTREE_PROFILER_INSTRUMENT_TRITON"
 
 _SWITCH = {"on": True, "1": True, "true": True, "yes": True, "off": False, "0": False, "false": False,
            "no": False}
