@@ -29,7 +29,9 @@ SCRIPT = KERNEL + textwrap.dedent('''
         profiler.flush_part()
         launch(1)
     if "bad_start" in sys.argv:
-        for call in (lambda: profiler.start(123), lambda: profiler.start(context="stack")):
+        for call in (lambda: profiler.start(123), lambda: profiler.start(context="stack"),
+                     lambda: profiler.start(mode="metrics"),  # no backend named: the mode is not judged
+                     lambda: profiler.start(backend="interpreter", mode="fast")):
             try:
                 call()
             except (TypeError, ValueError) as error:
@@ -83,7 +85,9 @@ def test_the_scripts_bad_start_calls_are_errors_under_the_command(workdir):
     errors = [line for line in result.stdout.splitlines() if line.startswith("ERROR ")]
     assert errors == ["ERROR TypeError: flagtree.profiler.start: name must be a path string (the output path "
                       "without extension), got 123 (int)",
-                      "ERROR ValueError: unknown context 'stack'; supported: shadow, python"]
+                      "ERROR ValueError: unknown context 'stack'; supported: shadow, python",
+                      "ERROR ValueError: backend 'interpreter' does not support mode 'fast'; supported modes: "
+                      "none yet (leave mode unset)"]
     assert kernel_count(workdir / "bad.hatchet") == 2
 
 
@@ -108,11 +112,11 @@ def test_pytest_frames_are_folded_under_python_context(workdir, keep):
 def test_a_signal_before_the_session_exists_exits_143_and_writes_nothing(workdir, tmp_path):
     driver = textwrap.dedent(f'''
         import os, signal, sys, time
-        from flagtree.profiler import cli, session
+        from flagtree.profiler import cli, command_line
         def slow_start(**options):  # SIGTERM arrives while the session is being started
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(30)
-        session.begin_command_line_session = slow_start
+        command_line.begin_command_line_session = slow_start
         sys.exit(cli.main(["-n", "never", {str(workdir / "work.py")!r}]))
     ''')
     result = subprocess.run([sys.executable, "-c", driver], cwd=tmp_path, capture_output=True, text=True,
@@ -130,7 +134,7 @@ def test_ctrl_c_before_the_session_exists_exits_130(capsys, monkeypatch, tmp_pat
     def interrupted(**options):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli._session, "begin_command_line_session", interrupted)
+    monkeypatch.setattr(cli._command, "begin_command_line_session", interrupted)
     assert cli.main(["-n", str(tmp_path / "never"), str(script)]) == 130
     assert capsys.readouterr().err.splitlines() == [
         "flagtree-profiler: interrupted before the profiling session started; no profile was written"]

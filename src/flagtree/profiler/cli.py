@@ -16,6 +16,7 @@ import signal
 import sys
 
 from . import _env, runner
+from . import command_line as _command
 from . import session as _session
 from .backends import KNOWN_BACKENDS, BackendUnavailable, implemented_backends
 
@@ -215,7 +216,7 @@ def _install_sigterm():
 def _finish(opened, code):
     """Writes the profile and says where; a failed write turns a clean exit into status 1."""
     try:
-        _session.end_command_line_session()
+        _command.end_command_line_session()
     except Exception as error:
         _say(f"error: could not write the profile: {error}")
         return code or 1
@@ -294,7 +295,7 @@ def main(argv=None):
         _announce_backend(opened, set_interpret)
         code = runner.run_profiled(kind, target, args)
     except (KeyboardInterrupt, SystemExit) as stop:  # a signal while the session was starting
-        _session.discard_open_sessions()
+        _command.discard_open_sessions()
         _say("interrupted before the profiling session started; no profile was written")
         return 130 if isinstance(stop, KeyboardInterrupt) else runner.exit_code(stop)
     finally:
@@ -311,7 +312,7 @@ def _begin(options, kind, target):
 
         _native.python_frames_skip(runner.PYTEST_FRAME_FILES)
     try:
-        session_id = _session.begin_command_line_session(
+        session_id = _command.begin_command_line_session(
             name=options.name or _default_name(kind, target), context=options.context,
             data=options.data, backend=options.backend, mode=options.mode, hook=options.hook)
     except (ValueError, BackendUnavailable, ImportError) as error:

@@ -7,8 +7,7 @@ session) writes what a session collected since its previous part to ``<name>.par
 their ids) with their metrics zeroed, and empty nodes are left out of the part; the trace's event
 store is emptied. Once a session has written a part, its finalize writes the rest as the last part
 and no ``<name>.hatchet``; the metadata file lists every part under ``parts``. Merging all parts
-(``flagtree-profiler-viewer name.part*.hatchet``) gives the totals of an unsplit run.
-Metadata goes to ``<name>.meta.json`` (paths.py says when it is ``<name>.<ext>.meta.json``).
+(``flagtree-profiler-viewer name.part*.hatchet``) gives the totals of an unsplit run. File names: paths.py.
 
 Interpreter exit: sessions still open when the interpreter exits are finalized by an atexit
 handler, so a script that forgets finalize() still gets its profile; under flagtree-profiler the
@@ -105,21 +104,24 @@ def start(name=None, *, context="shadow", data="tree", backend=None, mode=None, 
         return -1
     with _lock:
         if _cli["session"] is not None:
-            # Checked all the same: a wrong argument is the script's bug, under the command too.
-            _check_arguments(name, context, data, backend, mode, hook)
+            # A wrong argument is the script's bug under the command too; a mode is checked only
+            # against a backend the script names (the one selected here may not be the one meant).
+            _check_arguments(name, context, data, backend, mode, hook, select=backend is not None)
             _tell_once("start", "flagtree.profiler: the script's start() is ignored under flagtree-profiler, "
                                 "which runs one session for the whole command")
             return _cli["session"]
         return _start_locked(name, context, data, backend, mode, hook)
 
 
-def _check_arguments(name, context, data, backend, mode, hook):
-    """(name without extension, backend instance, backend options), or the error start() raises."""
+def _check_arguments(name, context, data, backend, mode, hook, select=True):
+    """(name without extension, backend, its options), or start()'s error; select=False: no backend."""
     base = base_name(name)
     _check_choice("context", context, CONTEXTS)
     _check_choice("data", data, DATA_KINDS)
     if hook is not None:
         _check_choice("hook", hook, HOOKS)
+    if not select:
+        return base, None, None
     impl = get_backend(backend or select_backend())
     return base, impl, impl.check_mode(mode)
 
@@ -350,35 +352,6 @@ def _close(s):
 def open_sessions():
     with _lock:
         return sorted(_sessions)
-
-
-# --- command-line mode (used by flagtree.profiler.cli) ---
-
-def begin_command_line_session(**options):
-    """Starts the command's one session; later start/finalize calls of the script defer to it."""
-    with _lock:
-        session_id = start(**options)
-        _cli["session"] = session_id
-        _cli["told"] = set()
-        return session_id
-
-
-def end_command_line_session():
-    with _lock:
-        session_id, _cli["session"] = _cli["session"], None
-        if session_id is None or session_id == -1:
-            return
-        # The script may have finalized nothing and opened nothing else; close all that is open.
-        if _sessions:
-            _finalize_locked(list(_sessions.values()))
-
-
-def discard_open_sessions():
-    """Closes every open session without writing it: the command was stopped while starting."""
-    with _lock:
-        _cli["session"] = None
-        for s in list(_sessions.values()):
-            _close(s)
 
 
 def _finalize_at_exit():

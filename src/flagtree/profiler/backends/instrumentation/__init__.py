@@ -146,7 +146,8 @@ class InstrumentationBackend(NvidiaBackend):
 
     def _active_sessions(self):
         native = _native()
-        return tuple(s for s in self._sessions.values() if native.session_is_active(s.slot))
+        open_now = tuple(self._sessions.values())  # one snapshot: sessions may open and close meanwhile
+        return tuple(s for s in open_now if native.session_is_active(s.slot))
 
     # -- Triton hooks ------------------------------------------------------------------------
     def _kernel_loaded(self, module, function, name, metadata_group, hash_):
