@@ -272,7 +272,7 @@ def test_bad_modes_say_what_is_supported(mode, message):
 def test_mode_defaults_and_environment(monkeypatch):
     assert get_backend("cupti").check_mode(None) is None
     monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_INTERVAL", "16")
-    assert get_backend("cupti_pcsampling").check_mode(None) == \
+    assert get_backend("cupti_pcsampling").check_mode(None).canonical() == \
         "pcsampling:interval=16,collection=continuous,range=session"
     assert parse_pcsampling_mode("pcsampling:interval=20")[1]["interval"] == 20
     monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_COLLECTION", "sometimes")

@@ -89,7 +89,7 @@ def test_mode_errors_are_clear(tmp_path, mode, message):
 
 def test_prior_art_mode_names_are_accepted():
     mode = get_backend("tianshu").check_mode("runtime_base:vendor_metrics=launch_stats,occupancy,instruction,memory:"
-                                             "ixkn_import_path=x.csv:device_id=1")
+                                             "ixkn_import_path=x.csv:device_id=1").canonical()
     assert "vendor_metrics=launch_stats,occupancy,instruction,memory" in mode and "ixkn_import_path=x.csv" in mode
 
 

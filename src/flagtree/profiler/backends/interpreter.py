@@ -33,7 +33,14 @@ class InterpreterBackend(Backend):
             return "Triton's interpreter mode is off (set TRITON_INTERPRET=1 before triton is imported)"
         return None
 
-    def acquire(self, mode):
+    def acquire(self, options):
+        if not interpreter_active():
+            from .base import BackendUnavailable
+
+            # Without it Triton would look for a GPU driver at the first launch and fail there.
+            raise BackendUnavailable("the interpreter backend needs Triton's interpreter mode, which is off: set "
+                                     "TRITON_INTERPRET=1 before triton is imported (flagtree-profiler -b "
+                                     "interpreter sets it for the script it runs)")
         with self._lock:
             if self._users == 0:
                 self._patch()
@@ -96,4 +103,10 @@ class InterpreterBackend(Backend):
                               "memory_clock_rate": 0, "bus_width": 0}}}
 
     def describe(self):
-        return {"backend": self.name, "note": "Triton interpreter mode: host-measured kernel durations"}
+        import platform
+
+        # The interpreter runs every kernel on this host's CPU: that is the one device.
+        cpu = {"index": 0, "name": platform.processor() or platform.machine(), "arch": platform.machine(),
+               "type": "CPU"}
+        return {"backend": self.name, "note": "Triton interpreter mode: host-measured kernel durations",
+                "devices": [cpu]}

@@ -92,17 +92,17 @@ class TianshuBackend(Backend):
         return None
 
     def check_mode(self, mode):
-        """The mode's canonical string (the metadata file's "mode"); parsed again where used."""
+        """The mode parsed once into a VendorMode (kept as session.options)."""
         parsed = parse_vendor_mode(mode, self.name, METRICS, OPTIONS)
         if parsed.options.get("kernel_scopes"):
             kernel_scope_route()
-        return parsed.canonical()
+        return parsed
 
     # -- recording launches --------------------------------------------------------------------
-    def acquire(self, mode):
+    def acquire(self, options):
         with self._lock:
             if self._users == 0:
-                self.device_id = parse_mode(mode).options.get("device_id", 0)
+                self.device_id = (options or parse_mode(None)).options.get("device_id", 0)
                 self._install()
             self._users += 1
 
@@ -210,7 +210,7 @@ class TianshuBackend(Backend):
         for launch in launches:
             _native.session_attach(session.slot, launch.correlation, [(HOST_TIMED, 1.0)])
         stats = {"time_source": "host", HOST_TIMED: len(launches)}
-        mode = parse_mode(session.mode)
+        mode = session.options or parse_mode(None)
         options = mode.options
         if options.get("launch_log"):
             stats["launch_log"] = write_launch_log(session)

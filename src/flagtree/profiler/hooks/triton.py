@@ -44,10 +44,11 @@ import collections
 import collections.abc
 import math
 import numbers
-import os
 import re
 import threading
-import warnings
+
+from .. import _env
+from .launch_site import warn_at_launch_site
 
 INCLUDE_ENV = "FLAGTREE_PROFILER_HOOK_INCLUDE"
 EXCLUDE_ENV = "FLAGTREE_PROFILER_HOOK_EXCLUDE"
@@ -96,7 +97,7 @@ def _warn_once(kernel, kind, message):
     if key in _warned:
         return
     _warned.add(key)
-    warnings.warn(f"flagtree.profiler: kernel {kernel!r}: {message}", RuntimeWarning, stacklevel=3)
+    warn_at_launch_site(f"flagtree.profiler: kernel {kernel!r}: {message}")
 
 
 def _clear_pending():
@@ -285,7 +286,7 @@ def _interpreter_before_launch(interpreted, args, grid, kwargs):
 # --- installation --------------------------------------------------------------------------
 
 def _compile_filter(variable):
-    raw = os.environ.get(variable, "")
+    raw = _env.raw(variable)
     if not raw.strip():
         return None
     try:

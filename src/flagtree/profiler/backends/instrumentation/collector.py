@@ -1,5 +1,6 @@
 """Per-launch bookkeeping of instrumented kernels: which slice, kernel and sessions a launch has,
-and reading the slices back (a drain) into session results."""
+and reading the slices back (a drain) into session results. Imported once the backend starts:
+numpy is needed for the decoding, not for importing flagtree.profiler."""
 import dataclasses
 import threading
 
@@ -7,16 +8,13 @@ import numpy as np
 
 from . import layout as L
 
-MEAN_METRICS = ["normalized_cycles"]
-
-
 @dataclasses.dataclass
 class Launch:
     piece: object  # pool.Slice
     function: int  # CUfunction handle (Triton's launch metadata "function")
     name: str
     correlation: int  # CUPTI correlation id of the launch, 0 if unknown
-    slots: tuple  # sessions that were collecting when it launched
+    sessions: tuple  # the sessions (session.Session) that were collecting when it launched
 
 
 @dataclasses.dataclass
@@ -66,7 +64,7 @@ class Collector:
         self.synchronize = synchronize
         self.launches = []
         self.totals = Totals()
-        self.slots = tuple  # () -> the slots of the sessions collecting now
+        self.sessions = tuple  # () -> the sessions collecting now
         self._pending = threading.local()
         self._lock = threading.RLock()
 
@@ -93,7 +91,7 @@ class Collector:
             if not correlation:
                 self.totals.uncorrelated += 1
             self.launches.append(Launch(piece, data.get("function"), data.get("name", "?"), correlation,
-                                        self.slots()))
+                                        self.sessions()))
             self.totals.launches += 1
 
     def drain(self):
