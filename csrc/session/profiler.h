@@ -15,6 +15,14 @@
 
 namespace ftp {
 
+// Told of every scope entered and left on any thread while installed (the cann backend's
+// mirroring of scopes as mstx ranges). `depth`: open scopes after entering / before leaving.
+struct ScopeListener {
+  virtual ~ScopeListener() = default;
+  virtual void onScopeEnter(uint32_t name, size_t depth) = 0;
+  virtual void onScopeExit(size_t depth) = 0;
+};
+
 class Profiler {
  public:
   static Profiler& instance();
@@ -63,6 +71,8 @@ class Profiler {
   void pushState(uint32_t name);
   void popState();
   void setLaunchMetadata(LaunchMetadata* meta);
+  // One listener at a time (nullptr removes it); its owner keeps it alive for the process.
+  void setScopeListener(ScopeListener* listener) { scopeListener_.store(listener, std::memory_order_release); }
 
  private:
   Profiler() = default;
@@ -99,6 +109,7 @@ class Profiler {
   std::mutex graphMutex_;
   std::unordered_map<uint64_t, CapturedContext> captured_;  // graph node id -> capture context
   std::atomic<bool> anyCaptured_{false};
+  std::atomic<ScopeListener*> scopeListener_{nullptr};
 };
 
 }  // namespace ftp

@@ -214,7 +214,7 @@ def test_usage_errors_are_one_line_with_status_2(capsys, argv, message):
 def test_unsupported_backend_and_mode_are_usage_errors(capsys, tmp_path):
     script = tmp_path / "never_runs.py"
     script.write_text("raise SystemExit('must not run')\n")
-    for argv, message in [(["-b", "cann", str(script)], "backend 'cann' is not available"),
+    for argv, message in [(["-b", "tianshu", str(script)], "backend 'tianshu' is not available"),
                           (["-b", "interpreter", "-m", "fast", str(script)], "does not support mode 'fast'")]:
         assert cli.main(argv) == 2
         line, = capsys.readouterr().err.splitlines()

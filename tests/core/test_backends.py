@@ -51,7 +51,7 @@ def test_available_backends_covers_every_named_backend(monkeypatch):
     assert report["interpreter"] is None  # the test run is in interpreter mode
     assert "libcuda" in report["nvidia"]
     assert "libroctracer64.so not found" in report["roctracer"]
-    assert report["cann"] == "not implemented in this version of flagtree.profiler"
+    assert report["tianshu"] == "not implemented in this version of flagtree.profiler"
 
 
 @pytest.mark.parametrize("target, expected", [
@@ -83,8 +83,8 @@ def test_explicit_choices_win(monkeypatch):
 def test_unknown_and_unimplemented_backends_are_clear_errors():
     with pytest.raises(ValueError, match="unknown backend 'cuda'; known backends: nvidia, cupti"):
         backends.get_backend("cuda")
-    with pytest.raises(ValueError, match="backend 'cann' is not available in this version"):
-        backends.get_backend("cann")
+    with pytest.raises(ValueError, match="backend 'tianshu' is not available in this version"):
+        backends.get_backend("tianshu")
 
 
 def _fake_lib(directory, name):
