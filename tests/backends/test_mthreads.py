@@ -37,6 +37,7 @@ def standin(tmp_path_factory):
     lib.standin_memcpy.argtypes = [ctypes.c_uint8, u64, u32, u64]
     lib.standin_memset.argtypes = [u64, u32, u64]
     lib.standin_state.restype = u64
+    lib.standin_graph_launch.argtypes = [ctypes.c_char_p, ctypes.c_int, u32, u64]
     lib.standin_define_function.argtypes = [ctypes.c_char_p] + [ctypes.c_int] * 4
     for name, regs, smem, local, blocks in (("_Z6matmulPfS_i", 64, 8192, 16, 4), ("softmax_kernel", 32, 0, 0, 8)):
         lib.standin_define_function(name.encode(), regs, smem, local, blocks)
@@ -57,6 +58,7 @@ def mupti_env(standin, monkeypatch):
     standin.standin_drop_next(0)
     standin.standin_hold_subscriber(0)
     standin.standin_no_export_table(0)
+    standin.standin_refuse_kind(0)
 
 
 def launch(lib, kernel, grid=(1, 1, 1), block=(128, 1, 1), smem=0, stream=7, ns=1000):
@@ -285,6 +287,28 @@ def test_another_subscriber_is_a_clear_error_and_the_program_goes_on(standin, tm
     launch(standin, "softmax_kernel")
     profiler.finalize()
     assert find(load_tree(tmp_path / "after")[0], "softmax_kernel")["metrics"]["count"] == 1
+
+
+def test_graph_launch_records_share_one_launch(standin, tmp_path):
+    base = tmp_path / "g"
+    profiler.start(name=str(base), backend="mthreads")
+    with profiler.scope("graph"):
+        standin.standin_graph_launch(b"softmax_kernel", 3, 5, 100)
+    profiler.finalize()
+    node = find(load_tree(base)[0], "graph", "softmax_kernel")
+    assert (node["metrics"]["count"], node["metrics"]["time (ns)"]) == (3, 300)
+    meta = load_meta(base)
+    assert (meta["kernel_records"], meta["unattributed_records"], meta["lost_launches"]) == (3, 0, 0)
+
+
+def test_refused_activity_kind_names_it_and_leaves_nothing_subscribed(standin, tmp_path):
+    standin.standin_refuse_kind(2)  # MEMSET
+    with pytest.raises(RuntimeError, match="cannot enable activity kind 2 in " + standin.path):
+        profiler.start(name=str(tmp_path / "k"), backend="mthreads")
+    assert standin.standin_state(STATE_SUBSCRIBED) == 0 and standin.standin_state(7) == 0
+    standin.standin_refuse_kind(0)
+    profiler.start(name=str(tmp_path / "k2"), backend="mthreads")
+    profiler.finalize()
 
 
 def test_missing_driver_export_table_is_explained(standin, tmp_path):

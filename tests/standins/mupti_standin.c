@@ -132,7 +132,7 @@ static complete_fn g_complete;
 static uint8_t* g_buf;
 static size_t g_buf_size, g_buf_used;
 static uint32_t g_next_corr = 5000;
-static int g_zero_next, g_drop_next;
+static int g_zero_next, g_drop_next, g_refused_kind;
 static uint64_t g_dropped, g_pending, g_unforced_flushes, g_finalize_calls, g_syncs, g_delivered;
 static char g_context_storage;
 #define CONTEXT ((void*)&g_context_storage)
@@ -286,7 +286,7 @@ EXPORT int muptiActivityRegisterCallbacks(request_fn request, complete_fn comple
   return MUPTI_SUCCESS;
 }
 EXPORT int muptiActivityEnable(uint32_t kind) {
-  if (kind >= 16) return MUPTI_ERROR_INVALID_PARAMETER;
+  if (kind >= 16 || (int)kind == g_refused_kind) return MUPTI_ERROR_INVALID_PARAMETER;
   g_kinds[kind] = 1;
   return MUPTI_SUCCESS;
 }
@@ -454,6 +454,26 @@ EXPORT uint32_t standin_memset(uint64_t bytes, uint32_t stream, uint64_t duratio
   return corr;
 }
 
+/* muGraphLaunch of a graph of `nodes` kernels named `name`: one call, one correlation id, one
+ * record per node (told apart by graphNodeId). */
+EXPORT uint32_t standin_graph_launch(const char* name, int nodes, uint32_t stream, uint64_t duration) {
+  const api_name* api = find_api("muGraphLaunch");
+  uint32_t corr = next_correlation();
+  callback(api, SITE_ENTER, corr, NULL);
+  for (int i = 0; i < nodes; ++i) {
+    kernel6 k;
+    memset(&k, 0, sizeof k);
+    k.kind = KIND_CONCURRENT_KERNEL;
+    stamp(&k.start, &k.end, duration);
+    k.streamId = stream, k.correlationId = corr, k.graphNodeId = 100 + (uint64_t)i, k.graphId = 1;
+    k.name = function_named(name) ? function_named(name)->name : "unknown_kernel";
+    write_record(&k, sizeof k, KIND_CONCURRENT_KERNEL);
+  }
+  callback(api, SITE_EXIT, corr, NULL);
+  return corr;
+}
+
+EXPORT void standin_refuse_kind(int kind) { g_refused_kind = kind; }
 EXPORT void standin_zero_next(int n) { pthread_mutex_lock(&g_lock); g_zero_next = n; pthread_mutex_unlock(&g_lock); }
 EXPORT void standin_drop_next(int n) { pthread_mutex_lock(&g_lock); g_drop_next = n; pthread_mutex_unlock(&g_lock); }
 EXPORT void standin_hold_subscriber(int held) { g_held_by_other = held; }

@@ -112,6 +112,7 @@ class DialectTracer {
   void handleBuffer(uint8_t* buffer, size_t validSize);
   void bufferDone(Context context, uint32_t streamId, uint8_t* buffer, size_t size, size_t validSize);
   void noteContext(Context context);
+  // Unsubscribes and throws "cannot <what> <library>: <result>".
   [[noreturn]] void failStart(const std::string& what, typename D::Result rc);
 
   static void onApi(void* userdata, typename D::Domain domain, typename D::CallbackId cbid,

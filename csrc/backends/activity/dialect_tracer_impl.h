@@ -64,7 +64,7 @@ template <typename D>
 void DialectTracer<D>::failStart(const std::string& what, typename D::Result rc) {
   api_.unsubscribe(subscriber_);
   subscriber_ = {};
-  throw std::runtime_error("cannot " + what + " in " + api_.path + ": " + api_.describe(rc));
+  throw std::runtime_error("cannot " + what + " " + api_.path + ": " + api_.describe(rc));
 }
 
 template <typename D>
@@ -79,7 +79,7 @@ void DialectTracer<D>::start() {
     rc = api_.registerCallbacks(&DialectTracer::onBufferRequested, &DialectTracer::onBufferCompletedIn);
   else
     rc = api_.registerCallbacks(&DialectTracer::onBufferRequested, &DialectTracer::onBufferCompleted);
-  if (rc != D::kSuccess) failStart("register activity buffers", rc);
+  if (rc != D::kSuccess) failStart("register activity buffers with", rc);
   clockOffset_ = 0;
   uint64_t vendorNow = 0;
   if (api_.getTimestamp && api_.getTimestamp(&vendorNow) == D::kSuccess)
@@ -95,7 +95,7 @@ void DialectTracer<D>::enableKinds() {
     typename D::Result rc = api_.enable(kind);
     if (rc == D::kSuccess || !D::kindRequired(kind)) continue;
     for (size_t j = 0; j < i; ++j) api_.disable(D::kActivityKinds[j]);
-    failStart("enable activity kind " + std::to_string(int(kind)), rc);
+    failStart("enable activity kind " + std::to_string(int(kind)) + " in", rc);
   }
 }
 

@@ -85,7 +85,8 @@ struct MuptiDialect {
         out.registers = k->registersPerThread;
         out.staticSharedMemory = k->staticSharedMemory;
         out.dynamicSharedMemory = k->dynamicSharedMemory;
-        out.graphNodeId = k->graphNodeId;
+        // graphNodeId is left 0: without graph-node callbacks no capture context is known, so a
+        // graph's kernels stay directly under their graph launch (one launch, several records).
         c.names.assign(k->name, out);
         return Decoded::Record;
       }
@@ -118,7 +119,6 @@ struct MuptiDialect {
     out.startNs = m.start - c.clockOffset;
     out.endNs = m.end - c.clockOffset;
     out.bytes = m.bytes;
-    out.graphNodeId = m.graphNodeId;
     out.name = name;
     return Decoded::Record;
   }
