@@ -264,6 +264,7 @@ def test_profiling_mode_environment_is_detected(standin, tmp_path, monkeypatch):
 
 
 def test_torch_npu_profiler_is_detected(standin, tmp_path, monkeypatch):
+    monkeypatch.setenv("FLAGTREE_PROFILER_NVTX", "0")  # the nvtx hook would look for torch.cuda
     fake_torch = types.SimpleNamespace(autograd=types.SimpleNamespace(
         profiler=types.SimpleNamespace(_is_profiler_enabled=True)))
     monkeypatch.setitem(sys.modules, "torch", fake_torch)
