@@ -180,6 +180,19 @@ def test_vendor_metrics_occupancy_resources_launch_stats_and_bandwidth(standin, 
     assert meta.get("unmatched_extras", 0) == 0
 
 
+def test_two_sessions_get_their_own_metric_groups(standin, tmp_path):
+    occ = profiler.start(name=str(tmp_path / "occ"), backend="mthreads", mode="vendor_metrics=occupancy")
+    stats = profiler.start(name=str(tmp_path / "stats"), backend="mthreads", mode="vendor_metrics=launch_stats")
+    launch(standin, "softmax_kernel", grid=(8, 1, 1), block=(96, 1, 1))
+    profiler.finalize(stats)
+    launch(standin, "softmax_kernel", grid=(8, 1, 1), block=(96, 1, 1))  # the first session only
+    profiler.finalize(occ)
+    a = find(load_tree(tmp_path / "occ")[0], "softmax_kernel")["metrics"]
+    b = find(load_tree(tmp_path / "stats")[0], "softmax_kernel")["metrics"]
+    assert a["count"] == 2 and a["occupancy"] == pytest.approx(24 / 64) and "grid_size" not in a
+    assert b["count"] == 1 and (b["grid_size"], b["block_size"]) == (8, 96) and "occupancy" not in b
+
+
 def test_plain_session_has_no_vendor_metrics(standin, tmp_path):
     base = tmp_path / "plain"
     profiler.start(name=str(base), backend="mthreads")
