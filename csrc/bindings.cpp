@@ -20,4 +20,5 @@ NB_MODULE(_native, m) {
   registerPcSamplingBindings(m, testing);
   registerInstrumentationBindings(m, testing);
   registerLaunchLogBindings(m);
+  registerVendorTracerBindings(m);
 }

@@ -27,6 +27,7 @@ void registerCountersBindings(nb::module_& m, nb::module_& testing);
 void registerPcSamplingBindings(nb::module_& m, nb::module_& testing);
 void registerInstrumentationBindings(nb::module_& m, nb::module_& testing);
 void registerLaunchLogBindings(nb::module_& m);  // data/launch_log_bindings.cpp
+void registerVendorTracerBindings(nb::module_& m);  // backends/activity/vendor_bindings.cpp (mthreads, cann)
 
 // The session in `slot`; ValueError when the slot is empty.
 Session& sessionAt(int slot);

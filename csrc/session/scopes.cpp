@@ -16,6 +16,7 @@ void Profiler::enterScope(uint32_t name, const std::vector<std::pair<uint32_t, d
   entry.startNs = monotonicNs();
   for (int i = 0; i < kMaxSessions; ++i) entry.uid[i] = 0;
   ts.scopes.push_back(entry);
+  if (ScopeListener* l = scopeListener_.load(std::memory_order_acquire)) l->onScopeEnter(name, ts.scopes.size());
   if (metrics.empty()) return;
   const ContextSource& shadow = contextSource(ContextKind::Shadow);
   sessions_.forEach(sessions_.activeMask(), [&](int, Session& s) {
@@ -29,6 +30,7 @@ void Profiler::enterScope(uint32_t name, const std::vector<std::pair<uint32_t, d
 void Profiler::exitScope(bool cpuTimed) {
   ThreadState& ts = threadState();
   if (ts.scopes.empty()) return;
+  if (ScopeListener* l = scopeListener_.load(std::memory_order_acquire)) l->onScopeExit(ts.scopes.size());
   const uint64_t now = monotonicNs();
   const ScopeEntry& top = ts.scopes.back();
   const ContextSource& shadow = contextSource(ContextKind::Shadow);

@@ -10,6 +10,8 @@ ENVIRONMENT = {
     "FLAGTREE_PROFILER_BUFFER_SIZE": "Bytes per vendor activity buffer, 4096..1073741824 (default 8388608 = 8 MiB).",
     "FLAGTREE_PROFILER_BACKEND": "Backend used when start() names none (else auto-selected).",
     "FLAGTREE_PROFILER_ROCTRACER_PATH": "Path of libroctracer64.so (the file or its folder); searched first.",
+    "FLAGTREE_PROFILER_MUPTI_PATH": "Path of libmupti.so (the file or its folder) for backend mthreads; searched first.",
+    "FLAGTREE_PROFILER_MSPTI_PATH": "Path of libmspti.so (the file or its folder) for backend cann; searched first.",
     "FLAGTREE_PROFILER_HOOK_INCLUDE": "With hook=\"triton\": regex; only matching kernel names get launch_metadata evaluated.",
     "FLAGTREE_PROFILER_HOOK_EXCLUDE": "With hook=\"triton\": regex; matching kernel names never get launch_metadata evaluated.",
     "FLAGTREE_PROFILER_BUFFER_LIMIT": "Most bytes of vendor activity buffers held at once, at most 2**48 (default 0 = no limit); past it buffer requests are declined and the records the vendor library drops are counted in dropped_records.",

@@ -20,10 +20,12 @@ def _factories():
     from .nvidia import NvidiaBackend
     from .roctracer import RoctracerBackend
     from .tianshu import TianshuBackend
+    from .mthreads import MthreadsBackend
+    from .cann import CannBackend
 
     return {"nvidia": NvidiaBackend, "interpreter": InterpreterBackend, "roctracer": RoctracerBackend,
             "cupti": CuptiBackend, "cupti_pcsampling": CuptiPcSamplingBackend,
-            "instrumentation": InstrumentationBackend,
+            "instrumentation": InstrumentationBackend, "mthreads": MthreadsBackend, "cann": CannBackend,
             "tianshu": TianshuBackend}
 
 

@@ -8,7 +8,7 @@ differs between boards of one architecture (H100 SXM vs H200, for example).
 import re
 
 # device_type metric value -> device_info key
-DEVICE_KINDS = {1: "CUDA", 0: "HIP", 2: "CPU"}
+DEVICE_KINDS = {1: "CUDA", 0: "HIP", 2: "CPU", 3: "NPU", 4: "MUSA"}
 
 # Dense peak TFLOP/s by flops width. Widths a chip lacks natively use the
 # next wider format it runs them with (A100 runs fp8 work as fp16).
