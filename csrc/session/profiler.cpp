@@ -93,10 +93,10 @@ uint32_t Profiler::resolveShadow(ThreadState& ts, Session& s) {
   while (resolved >= 0 && stack[resolved].uid[slot] != s.uid) --resolved;
   if (resolved == static_cast<int>(stack.size()) - 1) return stack[resolved].node[slot];
   // Resolve the scopes entered since this session last looked, under one lock.
-  std::lock_guard<std::mutex> lock(s.tree.mutex());
+  std::lock_guard<std::mutex> lock(s.contexts().mutex());
   uint32_t node = resolved >= 0 ? stack[resolved].node[slot] : Tree::kRoot;
   for (size_t i = resolved + 1; i < stack.size(); ++i) {
-    node = s.tree.child(node, NodeKind::Scope, stack[i].name);
+    node = s.contexts().child(node, NodeKind::Scope, stack[i].name);
     stack[i].node[slot] = node;
     stack[i].uid[slot] = s.uid;
   }
@@ -114,9 +114,9 @@ uint32_t Profiler::resolvePython(ThreadState& ts, Session& s, bool& framesCaptur
   }
   const int slot = s.slot;
   if (ts.cachedUid[slot] == s.uid) return ts.cachedNode[slot];
-  std::lock_guard<std::mutex> lock(s.tree.mutex());
+  std::lock_guard<std::mutex> lock(s.contexts().mutex());
   uint32_t node = Tree::kRoot;
-  for (uint32_t frame : ts.frames) node = s.tree.child(node, NodeKind::Frame, frame);
+  for (uint32_t frame : ts.frames) node = s.contexts().child(node, NodeKind::Frame, frame);
   ts.cachedNode[slot] = node;
   ts.cachedUid[slot] = s.uid;
   return node;
@@ -292,9 +292,7 @@ void Profiler::enterScope(uint32_t name, const std::vector<std::pair<uint32_t, d
   if (metrics.empty()) return;
   forEachActive(activeMask(), [&](int, Session& s) {
     if (s.context != ContextKind::Shadow) return;
-    uint32_t node = resolveShadow(ts, s);
-    std::lock_guard<std::mutex> lock(s.tree.mutex());
-    for (const auto& m : metrics) s.tree.node(node).metrics.add(m.first, m.second);
+    s.store().addScopeMetrics(resolveShadow(ts, s), metrics);
   });
 }
 
@@ -304,15 +302,9 @@ void Profiler::exitScope(bool cpuTimed) {
   const uint64_t now = monotonicNs();
   const ScopeEntry& top = ts.scopes.back();
   forEachActive(activeMask(), [&](int, Session& s) {
-    if (s.data == DataKind::Trace) {
-      std::lock_guard<std::mutex> lock(s.trace.mutex());
-      s.trace.addScope(ScopeEvent{top.startNs, now, top.name, currentTid()});
-    }
-    if (cpuTimed && s.context == ContextKind::Shadow) {
-      uint32_t node = resolveShadow(ts, s);
-      std::lock_guard<std::mutex> lock(s.tree.mutex());
-      s.tree.node(node).metrics.cpuTimeNs += now - top.startNs;
-    }
+    const bool timed = cpuTimed && s.context == ContextKind::Shadow;
+    s.store().closeScope(ScopeEvent{top.startNs, now, top.name, currentTid()},
+                         timed ? resolveShadow(ts, s) : DataStore::kNoNode);
   });
   ts.scopes.pop_back();
 }

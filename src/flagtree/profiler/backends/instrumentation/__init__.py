@@ -12,6 +12,7 @@ import json
 import threading
 
 from ..base import BackendUnavailable
+from ...writers.device_scopes import write_device_scopes
 from ..nvidia import NvidiaBackend
 from . import compiler_hook
 from .collector import MEAN_METRICS, Collector, scope_children, trace_events
@@ -199,7 +200,7 @@ class InstrumentationBackend(NvidiaBackend):
             stats["instrumentation_route"] = compiler_hook.route()
             if session.slot in self._trace_events:
                 path = session.name + ".device_scopes.json"
-                write_scope_trace(path, self._trace_events[session.slot], self._clock_ghz())
+                write_device_scopes(path, self._trace_events[session.slot], self._clock_ghz())
                 stats["device_scope_trace"] = path
                 stats["device_scope_trace_blocks_left_out"] = self._left_out[session.slot]
             if stats.get("instrumentation_dropped_records"):
@@ -214,13 +215,6 @@ class InstrumentationBackend(NvidiaBackend):
         facts = super().describe()
         facts["backend"] = self.name
         return facts
-
-
-def write_scope_trace(path, events, clock_ghz):
-    with open(path, "w") as out:
-        json.dump({"traceEvents": events, "displayTimeUnit": "ns",
-                   "otherData": {"clock_ghz": clock_ghz, "time_base": "GPU globaltimer (ns) at each block's start"}},
-                  out, separators=(",", ":"))
 
 
 def _new_device_buffer(nbytes):
