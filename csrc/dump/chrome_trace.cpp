@@ -36,7 +36,8 @@ class ChromeTraceWriter {
 
  private:
   void beginEvent() {
-    out_.raw(first_ ? "\n" : ",\n");
+    if (first_) out_.raw('\n');
+    else out_.raw(",\n");
     first_ = false;
   }
   void ts(uint64_t ns) { out_.micros(int64_t(ns) - int64_t(req_.originNs)); }

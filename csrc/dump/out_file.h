@@ -58,6 +58,7 @@ class AtomicOutFile {
   int error_ = 0;  // first write errno; writes after it are dropped, commit() reports it
   std::unique_ptr<char[]> buffer_;
   size_t used_ = 0;
+  uint64_t written_ = 0;  // bytes handed to the file so far
 };
 
 // JSON text on an AtomicOutFile: strict numbers (NaN and infinities as null) and strings
@@ -65,7 +66,12 @@ class AtomicOutFile {
 class JsonOut {
  public:
   explicit JsonOut(AtomicOutFile& file) : file_(file) {}
-  void raw(std::string_view text) { file_.write(text); }
+  template <size_t N>
+  void raw(const char (&literal)[N]) {  // sized at compile time: no strlen per call
+    file_.write(literal, N - 1);
+  }
+  void raw(const std::string& text) { file_.write(text.data(), text.size()); }
+  void raw(const char* text) { file_.write(text, std::strlen(text)); }
   void raw(char c) { file_.put(c); }
   template <typename Int>
   void integer(Int value) {
