@@ -71,12 +71,12 @@ def check_file(path, on_key=None):
 
 
 def check_deep_chain(path):
-    """Checks a Hatchet file and returns its node count (the "frame" keys)."""
+    """Checks a Hatchet file; returns its node count (the "frame" keys) and deepest nesting."""
     frames = [0]
 
     def count(key, depth):
         if key == "frame":
             frames[0] += 1
 
-    check_file(path, count)
-    return frames[0]
+    deepest = check_file(path, count)
+    return frames[0], deepest

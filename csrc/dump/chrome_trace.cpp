@@ -200,26 +200,24 @@ class ChromeTraceWriter {
     }
   }
 
-  // "a/b/c" names from the root (escaped), built once per context node from its parent's.
+  // "a/b/c" names from the root (escaped), built once per context node that events name (not
+  // for every ancestor: that would cost the square of the depth on a deep chain).
   const std::string& contextPath(uint32_t id) {
     if (id < pathKnown_.size() && pathKnown_[id]) return paths_[id];
     const auto& nodes = in_.contexts.nodes();
     if (nodes.size() > pathKnown_.size()) {
       pathKnown_.resize(nodes.size(), 0);
       paths_.resize(nodes.size());
-      pathKnown_[Tree::kRoot] = 1;  // the root's path is empty
     }
-    std::vector<uint32_t> chain;  // unknown ancestors, innermost first
-    for (uint32_t cur = id; !pathKnown_[cur]; cur = nodes[cur].parent) chain.push_back(cur);
+    std::vector<uint32_t> chain;  // innermost first
+    for (uint32_t cur = id; cur != Tree::kRoot; cur = nodes[cur].parent) chain.push_back(nodes[cur].name);
+    std::string& path = paths_[id];
     for (size_t i = chain.size(); i-- > 0;) {
-      const uint32_t node = chain[i];
-      const uint32_t parent = nodes[node].parent;
-      std::string& path = paths_[node];
-      if (parent != Tree::kRoot) path = paths_[parent] + '/';
-      path += names_[nodes[node].name];
-      pathKnown_[node] = 1;
+      path += names_[chain[i]];
+      if (i) path += '/';
     }
-    return paths_[id];
+    pathKnown_[id] = 1;
+    return path;
   }
 
   const ChromeTraceInput& in_;
