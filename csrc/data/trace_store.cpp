@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "dump/chrome_trace.h"
+#include "dump/out_file.h"
 
 namespace ftp {
 
@@ -74,11 +75,17 @@ std::unordered_map<uint32_t, Metrics> TraceStore::extrasToWrite() const {
 }
 
 uint64_t TraceStore::write(const OutputRequest& request) {
-  std::lock_guard<std::mutex> lock(mutex());
-  const std::unordered_map<uint32_t, Metrics> extras = extrasToWrite();
-  ChromeTraceInput input{device_, scopes_, tree_, extras};
-  const uint64_t written = writeChromeTrace(input, request);
-  if (request.part) clearEvents();  // written: the next part holds only what arrives from now on
+  AtomicOutFile file(request.path);
+  uint64_t written;
+  {
+    std::lock_guard<std::mutex> lock(mutex());
+    const std::unordered_map<uint32_t, Metrics> extras = extrasToWrite();
+    ChromeTraceInput input{device_, scopes_, tree_, extras};
+    written = writeChromeTrace(input, request, file);
+    file.flush();  // a write error shows here, before anything is cleared
+    if (request.part) clearEvents();  // the next part holds only what arrives from now on
+  }
+  file.commit();  // the fsync waits for the disk outside the lock: launches go on meanwhile
   return written;
 }
 

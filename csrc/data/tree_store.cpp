@@ -4,6 +4,7 @@
 
 #include "core/strings.h"
 #include "dump/hatchet_writer.h"
+#include "dump/out_file.h"
 
 namespace ftp {
 
@@ -76,15 +77,21 @@ uint64_t TreeStore::settleExtras() {
 }
 
 uint64_t TreeStore::write(const OutputRequest& request) {
-  std::lock_guard<std::mutex> lock(mutex());
-  HatchetInput input{tree_, [this](uint32_t node, uint32_t metric, double sum) {
-                       return metricValue(node, metric, sum);
-                     }};
-  const uint64_t written = writeHatchet(input, request);
-  if (request.part) {  // written: the next part holds only what arrives from now on
-    tree_.zeroMetrics();
-    meanAttachments_.clear();
+  AtomicOutFile file(request.path);
+  uint64_t written;
+  {
+    std::lock_guard<std::mutex> lock(mutex());
+    HatchetInput input{tree_, [this](uint32_t node, uint32_t metric, double sum) {
+                         return metricValue(node, metric, sum);
+                       }};
+    written = writeHatchet(input, request, file);
+    file.flush();  // a write error shows here, before anything is zeroed
+    if (request.part) {  // the next part holds only what arrives from now on
+      tree_.zeroMetrics();
+      meanAttachments_.clear();
+    }
   }
+  file.commit();  // the fsync waits for the disk outside the lock: launches go on meanwhile
   return written;
 }
 

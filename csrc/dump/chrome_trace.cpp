@@ -231,11 +231,9 @@ class ChromeTraceWriter {
 
 }  // namespace
 
-uint64_t writeChromeTrace(const ChromeTraceInput& input, const OutputRequest& request) {
-  AtomicOutFile file(request.path);
+uint64_t writeChromeTrace(const ChromeTraceInput& input, const OutputRequest& request, AtomicOutFile& file) {
   JsonOut out(file);
   ChromeTraceWriter(input, request, out).write();
-  file.commit();
   return input.device.size();
 }
 

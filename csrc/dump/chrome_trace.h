@@ -10,6 +10,7 @@
 
 #include "data/trace.h"
 #include "data/tree.h"
+#include "dump/out_file.h"
 #include "dump/output.h"
 
 namespace ftp {
@@ -22,7 +23,8 @@ struct ChromeTraceInput {
   const std::unordered_map<uint32_t, std::vector<std::pair<uint32_t, double>>>& extras;
 };
 
-// Returns the number of device events written; throws std::runtime_error on failure.
-uint64_t writeChromeTrace(const ChromeTraceInput& input, const OutputRequest& request);
+// Writes the file's text into `file` (the caller commits it once it has released its lock).
+// Returns the number of device events written.
+uint64_t writeChromeTrace(const ChromeTraceInput& input, const OutputRequest& request, AtomicOutFile& file);
 
 }  // namespace ftp

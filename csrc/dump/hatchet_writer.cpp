@@ -163,15 +163,13 @@ class HatchetWriter {
 
 }  // namespace
 
-uint64_t writeHatchet(const HatchetInput& input, const OutputRequest& request) {
-  AtomicOutFile file(request.path);
+uint64_t writeHatchet(const HatchetInput& input, const OutputRequest& request, AtomicOutFile& file) {
   JsonOut out(file);
   out.raw('[');
   const uint64_t written = HatchetWriter(input, out).write(request.part);
   out.raw(',');
   out.raw(request.deviceInfoJson);
   out.raw(']');
-  file.commit();
   return written;
 }
 

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "data/tree.h"
+#include "dump/out_file.h"
 #include "dump/output.h"
 
 namespace ftp {
@@ -16,8 +17,9 @@ struct HatchetInput {
   std::function<double(uint32_t node, uint32_t metric, double sum)> metricValue;
 };
 
-// With request.part, nodes with no metrics and nothing kept below them are left out (the
-// root stays). Returns the number of nodes written; throws std::runtime_error on failure.
-uint64_t writeHatchet(const HatchetInput& input, const OutputRequest& request);
+// Writes the file's text into `file` (the caller commits it once it has released its lock).
+// With request.part, nodes with no metrics and nothing kept below them are left out (the root
+// stays). Returns the number of nodes written.
+uint64_t writeHatchet(const HatchetInput& input, const OutputRequest& request, AtomicOutFile& file);
 
 }  // namespace ftp

@@ -73,9 +73,13 @@ void AtomicOutFile::drain() {
   used_ = 0;
 }
 
-void AtomicOutFile::commit() {
+void AtomicOutFile::flush() {
   drain();
   if (error_) fail("cannot write", error_);
+}
+
+void AtomicOutFile::commit() {
+  flush();
   // The data reaches the disk before the name does: a crash never leaves an empty target.
   if (::fsync(fd_) != 0) fail("cannot sync", errno);
   const int closed = ::close(fd_);

@@ -16,7 +16,7 @@ namespace ftp {
 
 class AtomicOutFile {
  public:
-  // Creates ".<name>.<random>.tmp" in the target's folder; throws std::runtime_error.
+  // Creates ".<name>.<pid>.<n>.tmp" in the target's folder; throws std::runtime_error.
   explicit AtomicOutFile(const std::string& path);
   ~AtomicOutFile();  // removes the temporary file unless committed
   AtomicOutFile(const AtomicOutFile&) = delete;
@@ -42,8 +42,10 @@ class AtomicOutFile {
   }
   void advance(char* end) { used_ = static_cast<size_t>(end - buffer_.get()); }
 
-  // Flushes, fsyncs, renames over the target and fsyncs the folder. Throws on any failure
-  // (the first write error included), leaving the target as it was.
+  // Hands the buffered text to the file; throws on the first write error (a full disk).
+  void flush();
+  // Flushes, fsyncs and renames over the target. Throws on any failure, leaving the target as
+  // it was.
   void commit();
 
  private:
