@@ -41,9 +41,7 @@ def write_text(path, text):
     """Writes `text` (UTF-8) to `path` atomically."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
-    temp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.py{next(_counter)}.tmp")
-    # O_EXCL: never write through something already there (a planted link included).
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    temp, fd = _create_temporary(folder, os.path.basename(path))
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
@@ -56,7 +54,19 @@ def write_text(path, text):
         except OSError:
             pass
         raise
-    _sync_folder(folder)
+    # No fsync of the folder (as in the native writers): after a power loss the name holds the
+    # old file or the new one, both whole.
+
+
+def _create_temporary(folder, name):
+    for _ in range(100):  # a name left by a killed process with a reused pid is skipped
+        temp = os.path.join(folder, f".{name}.{os.getpid()}.py{next(_counter)}.tmp")
+        try:
+            # O_EXCL: never write through something already there (a planted link included).
+            return temp, os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"cannot create a temporary file beside {os.path.join(folder, name)}")
 
 
 def write_json(path, value, **dump_options):
@@ -69,16 +79,3 @@ def remove(path):
         os.unlink(path)
     except FileNotFoundError:
         pass
-
-
-def _sync_folder(folder):
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
