@@ -4,6 +4,8 @@ points (no GPU), then one timed `session_write` puts the store on disk.
 - trace: N device events (default 1,000,000) written as Chrome trace JSON; resident memory
   growth per event from before the first record to after the write (bars: <= 1 s, <= 64 B);
   the write's CPU time beside its wall time (a loaded machine stretches the latter);
+- perfetto: the same events as a Perfetto protobuf trace (targets: 1/3 of the JSON's size,
+  written 3x faster);
 - tree: a 100,000-node tree (scopes with a kernel each) written as Hatchet JSON (bar: <= 0.2 s);
 - deep: a chain of 100,000 nested scopes, written and read back by an iterative check;
 - session: a 20,000-launch session from start() to the end of finalize(), tree against trace,
@@ -25,7 +27,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # the session part uses the inte
 
 from flagtree.profiler import _native as native  # noqa: E402
 
-TREE, TRACE = 0, 1  # data kinds as session_create numbers them
+TREE, TRACE, PERFETTO = 0, 1, 2  # data kinds as session_create numbers them
 SHADOW = 0
 
 
@@ -39,14 +41,14 @@ def record(correlation, name, start_ns):
     native._debug_record(correlation, name, start_ns, start_ns + 1000, 0)
 
 
-def bench_trace(folder, events):
+def bench_trace(folder, events, kind=TRACE):
     before = rss_bytes()
-    slot = native.session_create(SHADOW, TRACE)
+    slot = native.session_create(SHADOW, kind)
     native.scope_enter(native.intern("step"))
     for i in range(events):
         record(i + 1, "kernel_a" if i % 2 else "kernel_b", 10_000 + 2_000 * i)
     native.scope_exit()
-    path = os.path.join(folder, "t.chrome_trace")
+    path = os.path.join(folder, "t.chrome_trace" if kind == TRACE else "t.pftrace")
     began, cpu = time.perf_counter(), time.process_time()
     written = native.session_write(slot, path, other_data="{}", origin_ns=0, pid=os.getpid())
     seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
@@ -125,7 +127,8 @@ def main(argv=None):
     parser.add_argument("--out", help="also write the results to this JSON file")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as folder:
-        results = {"trace": bench_trace(folder, args.events), "tree": bench_tree(folder, args.nodes),
+        results = {"trace": bench_trace(folder, args.events),
+                   "perfetto": bench_trace(folder, args.events, PERFETTO), "tree": bench_tree(folder, args.nodes),
                    "deep": bench_deep(folder, args.depth),
                    "session": bench_sessions(folder, args.launches, args.reps)}
     print(json.dumps(results))

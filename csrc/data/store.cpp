@@ -14,7 +14,8 @@ void DataStore::setMeanMetrics(const std::vector<uint32_t>& names) {
 
 // The one place that looks at the kind of data: everything after goes through DataStore.
 std::unique_ptr<DataStore> makeStore(DataKind kind) {
-  if (kind == DataKind::Trace) return std::make_unique<TraceStore>();
+  if (kind == DataKind::Trace) return std::make_unique<TraceStore>(TraceStore::Format::ChromeJson);
+  if (kind == DataKind::Perfetto) return std::make_unique<TraceStore>(TraceStore::Format::PerfettoProto);
   return std::make_unique<TreeStore>();
 }
 

@@ -18,7 +18,8 @@
 
 namespace ftp {
 
-enum class DataKind : uint8_t { Tree = 0, Trace = 1 };
+// Trace and Perfetto keep the same events (a TraceStore) and differ in their writer.
+enum class DataKind : uint8_t { Tree = 0, Trace = 1, Perfetto = 2 };
 
 using Metrics = std::vector<std::pair<uint32_t, double>>;  // (interned metric name, value)
 

@@ -5,6 +5,7 @@
 
 #include "dump/chrome_trace.h"
 #include "dump/out_file.h"
+#include "dump/perfetto_trace.h"
 
 namespace ftp {
 
@@ -81,7 +82,8 @@ uint64_t TraceStore::write(const OutputRequest& request) {
     std::lock_guard<std::mutex> lock(mutex());
     const std::unordered_map<uint32_t, Metrics> extras = extrasToWrite();
     ChromeTraceInput input{device_, scopes_, tree_, extras};
-    written = writeChromeTrace(input, request, file);
+    written = format_ == Format::PerfettoProto ? writePerfettoTrace(input, request, file)
+                                               : writeChromeTrace(input, request, file);
     file.flush();  // a write error shows here, before anything is cleared
     if (request.part) clearEvents();  // the next part holds only what arrives from now on
   }

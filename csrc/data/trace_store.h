@@ -1,5 +1,6 @@
-// The store of a data="trace" session: one compact event per record and per closed scope,
-// written as Chrome trace-event JSON. Its context tree only names each event's context.
+// The store of a data="trace" (or "perfetto") session: one compact event per record and per
+// closed scope, written as Chrome trace-event JSON (or a Perfetto protobuf trace). Its context
+// tree only names each event's context.
 #pragma once
 #include <cstdint>
 #include <unordered_map>
@@ -12,6 +13,9 @@ namespace ftp {
 
 class TraceStore final : public DataStore {
  public:
+  enum class Format : uint8_t { ChromeJson, PerfettoProto };  // `.chrome_trace` or `.pftrace`
+  explicit TraceStore(Format format) : format_(format) {}
+
   void addRecord(uint32_t context, uint32_t state, const DeviceRecord& record, const LaunchMetadata* meta,
                  uint64_t launchNs, uint32_t tid) override;
   void addScopeMetrics(uint32_t, const Metrics&) override {}  // no place for them in a trace
@@ -26,6 +30,7 @@ class TraceStore final : public DataStore {
   std::unordered_map<uint32_t, Metrics> extrasToWrite() const;
   void clearEvents();
 
+  const Format format_;
   // Under mutex():
   ChunkedVector<DeviceEvent> device_;
   ChunkedVector<ScopeEvent> scopes_;

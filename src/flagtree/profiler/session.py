@@ -26,10 +26,10 @@ from .writers.metadata import build_metadata, write_metadata
 from .writers.profile import write_profile
 
 CONTEXTS = ("shadow", "python")
-DATA_KINDS = ("tree", "trace")
+DATA_KINDS = ("tree", "trace", "perfetto")
 HOOKS = ("triton",)
 DEFAULT_NAME = "flagtree"
-_EXTENSIONS = {"tree": ".hatchet", "trace": ".chrome_trace"}
+_EXTENSIONS = {"tree": ".hatchet", "trace": ".chrome_trace", "perfetto": ".pftrace"}
 
 
 def _native():

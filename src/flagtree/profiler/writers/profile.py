@@ -1,5 +1,6 @@
 """The profile itself, written by the native writer of the session's store (csrc/dump/):
-`<name>.hatchet` (tree) or `<name>.chrome_trace` (trace), whole or as a part. Python only
+`<name>.hatchet` (tree), `<name>.chrome_trace` (trace) or `<name>.pftrace` (perfetto), whole or
+as a part. Python only
 supplies what the native side does not know: the device facts of a tree, the metadata a trace
 embeds as `otherData`."""
 import os
@@ -23,7 +24,7 @@ def _trace_request(session, other_data):
 
 
 # What each kind of data hands its native writer.
-_REQUESTS = {"tree": _tree_request, "trace": _trace_request}
+_REQUESTS = {"tree": _tree_request, "trace": _trace_request, "perfetto": _trace_request}
 
 
 def write_profile(session, path, *, part=False, other_data=None):

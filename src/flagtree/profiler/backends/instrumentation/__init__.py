@@ -129,7 +129,7 @@ class InstrumentationBackend(NvidiaBackend):
         with self._lock:
             session.instrumentation_totals_at_start = dict(self.collector.totals.as_stats())
             self._sessions[session.slot] = session
-            if session.data == "trace":
+            if session.data in ("trace", "perfetto"):
                 self._trace_events[session.slot] = []
                 self._left_out[session.slot] = 0
 
