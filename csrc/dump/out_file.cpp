@@ -120,15 +120,6 @@ void JsonOut::number(double value) {
   file_.advance(end);
 }
 
-void JsonOut::string(std::string_view text) {
-  static thread_local std::string escaped;
-  escaped.clear();
-  appendJsonEscaped(text, escaped);
-  file_.put('"');
-  file_.write(escaped);
-  file_.put('"');
-}
-
 namespace {
 
 // Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not one.

@@ -63,8 +63,8 @@ class AtomicOutFile {
   uint64_t written_ = 0;  // bytes handed to the file so far
 };
 
-// JSON text on an AtomicOutFile: strict numbers (NaN and infinities as null) and strings
-// escaped to valid UTF-8 JSON.
+// JSON text on an AtomicOutFile: strict numbers (NaN and infinities as null); strings go in
+// escaped beforehand (appendJsonEscaped, EscapedNames).
 class JsonOut {
  public:
   explicit JsonOut(AtomicOutFile& file) : file_(file) {}
@@ -85,7 +85,6 @@ class JsonOut {
   // Shortest round-trip form, with ".0" on integral values (as Python writes floats); null
   // for NaN and infinities.
   void number(double value);
-  void string(std::string_view text);  // quoted and escaped
   AtomicOutFile& file() { return file_; }
 
  private:
