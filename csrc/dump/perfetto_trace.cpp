@@ -198,14 +198,14 @@ class PerfettoWriter {
     emitEvent(e.launchNs);
   }
 
-  void annotation(uint64_t name, uint32_t valueField, uint64_t value) {
+  void annotation(uint64_t name, uint32_t valueField, uint64_t value, ProtoMessage* into = nullptr) {
     note_.clear();
     note_.varintField(field::kAnnotationNameIid, name);
     note_.varintField(valueField, value);
-    event_.messageField(field::kEventAnnotations, note_);
+    (into ? *into : event_).messageField(field::kEventAnnotations, note_);
   }
 
-  void arrayAnnotation(uint64_t name, const int32_t (&values)[3]) {
+  void arrayAnnotation(uint64_t name, const int32_t (&values)[3], ProtoMessage& into) {
     note_.clear();
     note_.varintField(field::kAnnotationNameIid, name);
     for (int32_t v : values) {
@@ -213,7 +213,27 @@ class PerfettoWriter {
       entry_.sintField(field::kAnnotationInt, v);
       note_.messageField(field::kAnnotationArray, entry_);
     }
-    event_.messageField(field::kEventAnnotations, note_);
+    into.messageField(field::kEventAnnotations, note_);
+  }
+
+  // The launch-configuration annotations, encoded once per configuration and kind of record.
+  std::string_view configAnnotations(const DeviceEvent& e) {
+    const bool kernel = static_cast<RecordKind>(e.kind) == RecordKind::Kernel;
+    const size_t key = size_t(e.config) * 2 + kernel;
+    if (key >= configNotes_.size()) configNotes_.resize(key + 1);
+    ProtoMessage& notes = configNotes_[key];
+    if (!notes.bytes().empty()) return notes.bytes();
+    const LaunchConfig& c = in_.contexts.configs()[e.config];
+    if (kernel) {
+      arrayAnnotation(kGrid, c.grid, notes);
+      arrayAnnotation(kBlock, c.block, notes);
+      annotation(kRegisters, field::kAnnotationInt, static_cast<uint64_t>(int64_t(c.registers)), &notes);
+      annotation(kStaticShared, field::kAnnotationInt, static_cast<uint64_t>(int64_t(c.staticSharedMemory)), &notes);
+      annotation(kDynamicShared, field::kAnnotationInt, static_cast<uint64_t>(int64_t(c.dynamicSharedMemory)), &notes);
+    } else {
+      annotation(kBytes, field::kAnnotationUint, c.bytes, &notes);
+    }
+    return notes.bytes();
   }
 
   void writeAnnotations(const DeviceEvent& e) {
@@ -227,16 +247,7 @@ class PerfettoWriter {
     annotation(kContext, field::kAnnotationStringIid, pathIid);
     annotation(kCorrelation, field::kAnnotationUint, e.correlation);
     annotation(kDevice, field::kAnnotationUint, e.deviceId);
-    const LaunchConfig& c = in_.contexts.configs()[e.config];
-    if (static_cast<RecordKind>(e.kind) == RecordKind::Kernel) {
-      arrayAnnotation(kGrid, c.grid);
-      arrayAnnotation(kBlock, c.block);
-      annotation(kRegisters, field::kAnnotationInt, static_cast<uint64_t>(int64_t(c.registers)));
-      annotation(kStaticShared, field::kAnnotationInt, static_cast<uint64_t>(int64_t(c.staticSharedMemory)));
-      annotation(kDynamicShared, field::kAnnotationInt, static_cast<uint64_t>(int64_t(c.dynamicSharedMemory)));
-    } else {
-      annotation(kBytes, field::kAnnotationUint, c.bytes);
-    }
+    event_.append(configAnnotations(e));
     if (in_.extras.empty()) return;
     auto extra = in_.extras.find(e.correlation);
     if (extra == in_.extras.end()) return;
@@ -268,6 +279,7 @@ class PerfettoWriter {
   // Reused buffers: after the first events, writing allocates nothing per event.
   ProtoMessage frame_, packet_, head_, event_, tail_, note_, entry_, track_, interned_;
   Interner eventNames_, launchNames_{1u << 30}, contextPaths_, extraNames_;
+  std::vector<ProtoMessage> configNotes_;  // by config id * 2 + is-kernel
 };
 
 }  // namespace

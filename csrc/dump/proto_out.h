@@ -38,6 +38,10 @@ class ProtoMessage {
     size_ += value.size();
   }
   void messageField(uint32_t field, const ProtoMessage& nested) { bytesField(field, nested.bytes()); }
+  void append(std::string_view encoded) {  // fields encoded elsewhere
+    std::memcpy(room(encoded.size()), encoded.data(), encoded.size());
+    size_ += encoded.size();
+  }
   // The head of a length-delimited field whose `size` bytes the caller writes after it.
   void lengthField(uint32_t field, size_t size) {
     tag(field, 2);
