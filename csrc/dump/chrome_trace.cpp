@@ -155,7 +155,7 @@ class ChromeTraceWriter {
       out_.raw(",\"");
       out_.raw(names_[m.first]);
       out_.raw("\":");
-      out_.number(m.second);
+      out_.number(m.second, false);
     }
   }
 

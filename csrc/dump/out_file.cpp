@@ -106,11 +106,11 @@ void JsonOut::micros(int64_t ns) {
   file_.advance(p + 4);
 }
 
-void JsonOut::number(double value) {
+void JsonOut::number(double value, bool pointZero) {
   if (!std::isfinite(value)) return raw("null");
   char* start = file_.space(40);
   char* end = std::to_chars(start, start + 32, value).ptr;
-  bool integral = true;
+  bool integral = pointZero;
   for (char* c = start; c < end; ++c)
     if (*c == '.' || *c == 'e') integral = false;
   if (integral) {

@@ -82,9 +82,9 @@ class JsonOut {
   }
   // `ns` nanoseconds as microseconds with three decimals (what %.3f of ns/1000 prints).
   void micros(int64_t ns);
-  // Shortest round-trip form, with ".0" on integral values (as Python writes floats); null
-  // for NaN and infinities.
-  void number(double value);
+  // Shortest round-trip form, null for NaN and infinities; with `pointZero`, ".0" on integral
+  // values (as Python writes floats: the tree's metrics), else without (the trace's arguments).
+  void number(double value, bool pointZero = true);
   AtomicOutFile& file() { return file_; }
 
  private:
