@@ -116,12 +116,14 @@ def test_non_finite_metrics_are_written_as_null(tmp_path):
 
 
 def test_non_finite_extras_in_a_trace_are_null(tmp_path):
-    profiler.start(str(tmp_path / "tr"), data="trace", backend="interpreter")
-    slot = profiler.session._sessions[max(profiler.session._sessions)].slot
-    _native._debug_launch(7, False)
-    _native._debug_record(7, "k", 100, 200, 0)
-    _native.session_attach(slot, 7, [("ratio", math.nan), ("ok", 2.0)])
-    profiler.finalize()
+    slot = _native.session_create(0, 1)  # shadow context, trace store
+    try:
+        _native._debug_launch(7, False)
+        _native._debug_record(7, "k", 100, 200, 0)
+        _native.session_attach(slot, 7, [("ratio", math.nan), ("ok", 2.0)])
+        _native.session_write(slot, str(tmp_path / "tr.chrome_trace"), pid=os.getpid())
+    finally:
+        _native.session_remove(slot)
     (kernel,) = [e for e in _strict_load(tmp_path / "tr.chrome_trace")["traceEvents"] if e.get("cat") == "kernel"]
     assert kernel["args"]["ratio"] is None and kernel["args"]["ok"] == 2.0
 
