@@ -13,7 +13,7 @@ NB_MODULE(_native, m) {
   registerErrorsAndEnums(m);
   registerContextBindings(m, testing);
   registerSessionBindings(m, testing);
-  registerOutputBindings(m);
+  registerDumpBindings(m);
   registerNvidiaBindings(m, testing);
   registerRoctracerBindings(m);
   registerCountersBindings(m, testing);

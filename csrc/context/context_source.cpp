@@ -14,10 +14,10 @@ uint32_t ShadowContext::resolve(ThreadState& ts, Session& s) const {
   while (resolved >= 0 && stack[resolved].uid[slot] != s.uid) --resolved;
   if (resolved == static_cast<int>(stack.size()) - 1) return stack[resolved].node[slot];
   // Resolve the scopes entered since this session last looked, under one lock.
-  std::lock_guard<std::mutex> lock(s.tree.mutex());
+  std::lock_guard<std::mutex> lock(s.contexts().mutex());
   uint32_t node = resolved >= 0 ? stack[resolved].node[slot] : Tree::kRoot;
   for (size_t i = resolved + 1; i < stack.size(); ++i) {
-    node = s.tree.child(node, NodeKind::Scope, stack[i].name);
+    node = s.contexts().child(node, NodeKind::Scope, stack[i].name);
     stack[i].node[slot] = node;
     stack[i].uid[slot] = s.uid;
   }
@@ -35,9 +35,9 @@ uint32_t PythonContext::resolve(ThreadState& ts, Session& s) const {
   }
   const int slot = s.slot;
   if (ts.cachedUid[slot] == s.uid) return ts.cachedNode[slot];
-  std::lock_guard<std::mutex> lock(s.tree.mutex());
+  std::lock_guard<std::mutex> lock(s.contexts().mutex());
   uint32_t node = Tree::kRoot;
-  for (uint32_t frame : ts.frames) node = s.tree.child(node, NodeKind::Frame, frame);
+  for (uint32_t frame : ts.frames) node = s.contexts().child(node, NodeKind::Frame, frame);
   ts.cachedNode[slot] = node;
   ts.cachedUid[slot] = s.uid;
   return node;

@@ -18,14 +18,6 @@ namespace ftp {
 
 namespace {
 
-NodeKind nodeKindOfRecord(RecordKind kind) {
-  switch (kind) {
-    case RecordKind::Memcpy: return NodeKind::Memcpy;
-    case RecordKind::Memset: return NodeKind::Memset;
-    default: return NodeKind::Kernel;
-  }
-}
-
 const char* kindName(RecordKind kind) {
   switch (kind) {
     case RecordKind::Memcpy: return "memcpy";
@@ -34,24 +26,14 @@ const char* kindName(RecordKind kind) {
   }
 }
 
-// The node each entry landed on: its kernel node in a tree session (the node exists, so
-// child() only finds it), its context node in a trace session. Tree lock held.
-uint32_t landedNode(Session& s, const LaunchLogEntry& e) {
-  const uint32_t parent = e.state ? s.tree.child(e.context, NodeKind::State, e.state) : e.context;
-  if (s.data == DataKind::Trace) return parent;
-  return s.tree.child(parent, nodeKindOfRecord(e.kind), e.name);
-}
-
 // [(kind, name), ...] from below the root down to `node` (kinds as the tree output spells them).
 nb::list pathTo(Tree& tree, uint32_t node) {
-  static const char* kinds[] = {"root", "scope", "frame", "state", "kernel", "memcpy", "memset", "line",
-                                "device_scope"};
   std::vector<uint32_t> chain;
   for (uint32_t cur = node; cur != Tree::kRoot; cur = tree.node(cur).parent) chain.push_back(cur);
   nb::list out;
   for (size_t i = chain.size(); i-- > 0;) {
     const TreeNode& n = tree.node(chain[i]);
-    out.append(nb::make_tuple(kinds[int(n.kind)], nameOf(n.name)));
+    out.append(nb::make_tuple(nodeKindName(n.kind), nameOf(n.name)));
   }
   return out;
 }
@@ -61,12 +43,14 @@ nb::dict entriesOf(int slot) {
   Session& s = sessionAt(slot);
   const std::vector<LaunchLogEntry> log = launch_log::entries(s);
   nb::list corr, names, kernels, nodes, paths, devices, streams, starts, ends, launches, kinds, tids;
-  std::lock_guard<std::mutex> lock(s.tree.mutex());
+  DataStore& store = s.store();
+  std::lock_guard<std::mutex> lock(store.mutex());
   std::unordered_map<uint32_t, nb::list> pathOf;
   for (const LaunchLogEntry& e : log) {
-    const uint32_t node = landedNode(s, e);
+    // The record's node exists already, so this only finds it.
+    const uint32_t node = store.recordNode(e.context, e.state, e.kind, e.name);
     auto it = pathOf.find(node);
-    if (it == pathOf.end()) it = pathOf.emplace(node, pathTo(s.tree, node)).first;
+    if (it == pathOf.end()) it = pathOf.emplace(node, pathTo(store.contexts(), node)).first;
     corr.append(e.correlation);
     names.append(nameOf(e.name));
     kernels.append(nameOf(e.kernel));
@@ -100,13 +84,12 @@ nb::dict entriesOf(int slot) {
 // counted and with their metrics, so they are visible rather than dropped.
 void addHeldRow(int slot, const std::string& holder, const std::vector<std::string>& names,
                 const std::vector<std::pair<std::string, double>>& metrics) {
-  Session& s = sessionAt(slot);
-  std::lock_guard<std::mutex> lock(s.tree.mutex());
-  uint32_t node = s.tree.child(Tree::kRoot, NodeKind::Scope, intern(holder));
-  for (const std::string& name : names) node = s.tree.child(node, NodeKind::Scope, intern(name));
-  NodeMetrics& target = s.tree.node(node).metrics;
-  target.count += 1;
-  for (const auto& m : metrics) target.add(intern(m.first), m.second);
+  DataStore& store = sessionAt(slot).store();
+  std::lock_guard<std::mutex> lock(store.mutex());
+  Tree& tree = store.contexts();
+  uint32_t node = tree.child(Tree::kRoot, NodeKind::Scope, intern(holder));
+  for (const std::string& name : names) node = tree.child(node, NodeKind::Scope, intern(name));
+  store.holdRow(node, metricIds(metrics));
 }
 
 }  // namespace

@@ -21,9 +21,7 @@ void Profiler::enterScope(uint32_t name, const std::vector<std::pair<uint32_t, d
   const ContextSource& shadow = contextSource(ContextKind::Shadow);
   sessions_.forEach(sessions_.activeMask(), [&](int, Session& s) {
     if (s.context != ContextKind::Shadow) return;
-    uint32_t node = shadow.resolve(ts, s);
-    std::lock_guard<std::mutex> lock(s.tree.mutex());
-    for (const auto& m : metrics) s.tree.node(node).metrics.add(m.first, m.second);
+    s.store().addScopeMetrics(shadow.resolve(ts, s), metrics);
   });
 }
 
@@ -35,15 +33,9 @@ void Profiler::exitScope(bool cpuTimed) {
   const ScopeEntry& top = ts.scopes.back();
   const ContextSource& shadow = contextSource(ContextKind::Shadow);
   sessions_.forEach(sessions_.activeMask(), [&](int, Session& s) {
-    if (s.data == DataKind::Trace) {
-      std::lock_guard<std::mutex> lock(s.trace.mutex());
-      s.trace.addScope(ScopeEvent{top.startNs, now, top.name, currentTid()});
-    }
-    if (cpuTimed && s.context == ContextKind::Shadow) {
-      uint32_t node = shadow.resolve(ts, s);
-      std::lock_guard<std::mutex> lock(s.tree.mutex());
-      s.tree.node(node).metrics.cpuTimeNs += now - top.startNs;
-    }
+    const bool timed = cpuTimed && s.context == ContextKind::Shadow;
+    s.store().closeScope(ScopeEvent{top.startNs, now, top.name, currentTid()},
+                         timed ? shadow.resolve(ts, s) : DataStore::kNoNode);
   });
   ts.scopes.pop_back();
 }

@@ -8,13 +8,13 @@ import tempfile
 from dataclasses import dataclass
 
 DEFAULT_NAME = "flagtree"
-EXTENSIONS = {"tree": ".hatchet", "trace": ".chrome_trace"}
+EXTENSIONS = {"tree": ".hatchet", "trace": ".chrome_trace", "perfetto": ".pftrace"}
 
 
 @dataclass(frozen=True)
 class OutputPaths:
     """Every file name one session writes."""
-    output: str  # the whole-run file: <name>.hatchet or <name>.chrome_trace
+    output: str  # the whole-run file: <name>.hatchet, <name>.chrome_trace or <name>.pftrace
     metadata: str
     part_stem: str  # part k is f"{part_stem}{k}{extension}"
     extension: str

@@ -14,7 +14,6 @@ handler, so a script that forgets finalize() still gets its profile; under flagt
 command's own session is written by the command first, and the handler finds nothing open.
 """
 import atexit
-import json
 import os
 import threading
 import warnings
@@ -23,11 +22,12 @@ from . import _env
 from .backends import BackendUnavailable, get_backend, select_backend
 from .backends.base import mode_text
 from .paths import base_name, check_writable, output_paths
-from .writers.hatchet import write_tree
+from .writers.atomic import remove
 from .writers.metadata import build_metadata, write_metadata
+from .writers.profile import write_profile
 
 CONTEXTS = ("shadow", "python")
-DATA_KINDS = ("tree", "trace")
+DATA_KINDS = ("tree", "trace", "perfetto")
 HOOKS = ("triton",)
 
 
@@ -223,13 +223,8 @@ def _write_parts_locked(sessions):
 
 
 def _write_part(s):
-    native = _native()
     path = s.part_path(len(s.parts) + 1)
-    if s.data == "tree":
-        write_tree(path, native.session_export_tree(s.slot, zero=True), s.backend.device_info(), prune=True)
-    else:
-        other = {"name": s.name, "part": len(s.parts) + 1, "session": s.id}
-        native.session_write_trace(s.slot, path, s.start_monotonic_ns, os.getpid(), json.dumps(other), clear=True)
+    write_profile(s, path, part=True, other_data={"name": s.name, "part": len(s.parts) + 1, "session": s.id})
     s.parts.append(path)
     return path
 
@@ -306,17 +301,16 @@ def _write_outputs(s):
     if unmatched:  # extras (counters, samples) whose launch never got a record
         stats["unmatched_extras"] = unmatched
     stats.update(s.extra_stats)
+    # Order: the old metadata goes first, the new one is written last, once the profile is in
+    # place. An interruption in between leaves a profile without metadata, never a profile
+    # beside the metadata of another run.
+    remove(s.metadata_path)
     if s.parts:  # the rest becomes the last part; no whole-run file is written
         _write_part(s)
         stats["parts"] = list(s.parts)
     metadata = build_metadata(s, s.backend.metadata_facts(), stats)
-    if s.parts:
-        pass
-    elif s.data == "tree":
-        write_tree(s.output_path, native.session_export_tree(s.slot), s.backend.device_info())
-    else:
-        native.session_write_trace(s.slot, s.output_path, s.start_monotonic_ns, os.getpid(),
-                                   json.dumps(metadata, sort_keys=True))
+    if not s.parts:
+        write_profile(s, s.output_path, other_data=metadata)
     write_metadata(s.metadata_path, metadata)
     # A dropped record leaves its launch without a record, so the two counts overlap: the
     # larger one is the loss.

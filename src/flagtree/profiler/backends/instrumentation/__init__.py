@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass, field
 
 from ..base import BackendUnavailable
+from ...writers.device_scopes import write_device_scopes
 from ..nvidia import NvidiaBackend
 from . import compiler_hook
 from .options import FORMS, parse_mode
@@ -136,7 +137,7 @@ class InstrumentationBackend(NvidiaBackend):
         native.session_set_mean_metrics(session.slot, MEAN_METRICS)
         with self._lock:
             session.state.totals_at_start = dict(self.collector.totals.as_stats())
-            if session.data == "trace":
+            if session.data in ("trace", "perfetto"):
                 session.state.trace_events = []
             self._sessions[session.id] = session
 
@@ -208,7 +209,7 @@ class InstrumentationBackend(NvidiaBackend):
             stats["instrumentation_route"] = compiler_hook.route()
             if session.state.trace_events is not None:
                 path = session.name + ".device_scopes.json"
-                write_scope_trace(path, session.state.trace_events, self._clock_ghz())
+                write_device_scopes(path, session.state.trace_events, self._clock_ghz())
                 stats["device_scope_trace"] = path
                 stats["device_scope_trace_blocks_left_out"] = session.state.blocks_left_out
             if stats.get("instrumentation_dropped_records"):
@@ -223,13 +224,6 @@ class InstrumentationBackend(NvidiaBackend):
         facts = super().describe()
         facts["backend"] = self.name
         return facts
-
-
-def write_scope_trace(path, events, clock_ghz):
-    with open(path, "w") as out:
-        json.dump({"traceEvents": events, "displayTimeUnit": "ns",
-                   "otherData": {"clock_ghz": clock_ghz, "time_base": "GPU globaltimer (ns) at each block's start"}},
-                  out, separators=(",", ":"))
 
 
 def _new_device_buffer(nbytes):
