@@ -23,6 +23,7 @@ using namespace ftp;
 namespace ftp {
 void registerCountersBindings(nb::module_& m);  // backends/counters/counters_bindings.cpp
 void registerInstrumentationBindings(nb::module_& m);  // backends/instrumentation/launch_correlation.cpp
+void registerInheritanceBindings(nb::module_& m);  // context/inheritance_bindings.cpp
 }
 
 namespace {
@@ -180,6 +181,7 @@ NB_MODULE(_native, m) {
   m.attr("MAX_SESSIONS") = kMaxSessions;
   registerCountersBindings(m);
   registerInstrumentationBindings(m);
+  registerInheritanceBindings(m);
 
   m.def("intern", [](const std::string& s) { return intern(s); });
   m.def("monotonic_ns", &monotonicNs);

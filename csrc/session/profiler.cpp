@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "context/inheritance.h"  // [inheritance]
 #include "context/python_frames.h"
 #include "core/clock.h"
 
@@ -87,15 +88,17 @@ void Profiler::forEachActive(uint32_t mask, F&& f) {
 
 uint32_t Profiler::resolveShadow(ThreadState& ts, Session& s) {
   auto& stack = ts.scopes;
-  if (stack.empty()) return Tree::kRoot;
+  if (stack.empty()) return inheritedNode(ts, s);  // [inheritance] an empty stack inherits
   const int slot = s.slot;
   int resolved = static_cast<int>(stack.size()) - 1;
   while (resolved >= 0 && stack[resolved].uid[slot] != s.uid) --resolved;
   if (resolved == static_cast<int>(stack.size()) - 1) return stack[resolved].node[slot];
   // Resolve the scopes entered since this session last looked, under one lock.
+  const uint32_t below = resolved >= 0 ? stack[resolved].node[slot] : inheritedNode(ts, s);  // [inheritance]
   std::lock_guard<std::mutex> lock(s.tree.mutex());
-  uint32_t node = resolved >= 0 ? stack[resolved].node[slot] : Tree::kRoot;
+  uint32_t node = below;
   for (size_t i = resolved + 1; i < stack.size(); ++i) {
+    if (stack[i].rooted) node = Tree::kRoot;  // [inheritance] backward under its forward scope
     node = s.tree.child(node, NodeKind::Scope, stack[i].name);
     stack[i].node[slot] = node;
     stack[i].uid[slot] = s.uid;
@@ -106,6 +109,7 @@ uint32_t Profiler::resolveShadow(ThreadState& ts, Session& s) {
 uint32_t Profiler::resolvePython(ThreadState& ts, Session& s, bool& framesCaptured) {
   if (!framesCaptured) {
     capturePythonFrames(ts.frames);
+    prependInheritedFrames(ts, ts.frames);  // [inheritance] the starter's or driver's frames first
     framesCaptured = true;
     if (ts.frames != ts.cachedFrames) {
       ts.cachedFrames = ts.frames;
@@ -140,7 +144,7 @@ void Profiler::onLaunch(uint32_t correlation, bool multiRecord, uint64_t launchN
   p.launchNs = launchNs ? launchNs : monotonicNs();
   p.meta = ts.takeMetadata();
   p.tid = currentTid();
-  p.state = ts.states.empty() ? 0 : ts.states.back();
+  p.state = ts.states.empty() ? inheritedState(ts) : ts.states.back();  // [inheritance]
   p.mask = 0;
   p.multi = multiRecord;
   bool framesCaptured = false;

@@ -19,6 +19,7 @@ ENVIRONMENT = {
     "FLAGTREE_PROFILER_PCSAMPLING_COLLECTION": "PC sampling: continuous (default; samples per kernel function, shared among its launches) or serialized (exact launch per sample; kernels run one at a time); a mode's collection= wins.",
     "FLAGTREE_PROFILER_INSTRUMENT_TRITON": "1 instruments Triton-language kernels under backend=\"instrumentation\" (mode triton=on does the same; Gluon kernels always are).",
     "FLAGTREE_PROFILER_PERIODIC_S": "Seconds (> 0) between automatic parts: each open session writes <name>.part<k>.<ext> with what it collected since the previous part, then frees it.",
+    "FLAGTREE_PROFILER_BACKWARD_SCOPES": "Where backward kernels go: caller (default: under the scopes of the thread that called backward) or forward (under the forward scope each op ran in, as layer3/<backward>/kernel).",
     "FLAGTREE_PROFILER_COUNTER_RANGES": "With mode=\"metrics...\": kernel launches a counter data image holds before it is decoded (default 64, at least 1; the image takes from a few KB to ~0.7 MB per launch depending on the metrics).",
 }
 
@@ -96,3 +97,11 @@ def counter_ranges():
     """FLAGTREE_PROFILER_COUNTER_RANGES: launches per counter data image (default 64)."""
     return _number("FLAGTREE_PROFILER_COUNTER_RANGES", lambda raw: int(raw, 0), "launches", 64,
                    lambda v: v >= 1, "be at least 1")
+
+
+def backward_scopes():
+    """FLAGTREE_PROFILER_BACKWARD_SCOPES: caller (default) or forward."""
+    raw = os.environ.get("FLAGTREE_PROFILER_BACKWARD_SCOPES", "").strip().lower() or "caller"
+    if raw not in ("caller", "forward"):
+        raise ValueError(f"FLAGTREE_PROFILER_BACKWARD_SCOPES must be caller or forward, got {raw!r}")
+    return raw

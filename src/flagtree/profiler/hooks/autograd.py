@@ -1,0 +1,180 @@
+"""Backward passes under the scopes of whoever asked for them.
+
+Driving threads (always on while a session is open). PyTorch runs a CUDA backward pass on its own
+per-device engine threads, whose scope stacks are empty. ``torch.autograd``'s backward entry
+(``_engine_run_backward``, behind ``Tensor.backward``, ``torch.autograd.backward`` and
+``torch.autograd.grad``; those two themselves on a torch without it) is wrapped: while a thread
+waits in it, threads that were not started through ``threading`` (hooks/threads.py) and launch on
+an empty stack inherit that thread's context: its scopes, innermost state and Python frames
+(context/inheritance.h has the rule). A CPU backward runs on the calling thread and needs nothing.
+
+Backward by forward layer (``FLAGTREE_PROFILER_BACKWARD_SCOPES=forward``; default ``caller``):
+each backward kernel goes under the forward scope its op ran in, as
+``layer3/mlp/<backward>/kernel``. Built on autograd's own facts: every scope boundary in forward
+records the thread's autograd sequence number (``torch._C._autograd._get_sequence_nr``) with the
+scope stack; at backward the graph is walked from its roots, each node's ``_sequence_nr()`` finds
+the stack its op was created under, the node's ``metadata`` keeps it and a pre-hook / post-hook
+pair pushes and pops it (as rooted scopes: they replace the stack below) on the thread that runs
+the node. Limits: the forward must run on the thread that calls backward (sequence numbers are per
+thread); scopes entered through nvtx ranges or native calls are not seen; nodes created before the
+first scope boundary after the session opened, and nodes of a graph built more than 65,536
+boundaries before its backward, stay under the caller; AccumulateGrad nodes take the scope of the
+node that feeds them; a node whose backward raises leaves its scopes on its thread until that
+thread's next tagged node.
+"""
+import bisect
+import importlib
+import sys
+import threading
+
+from .. import _env
+
+BACKWARD_SCOPE = "<backward>"
+MAX_MARKS = 1 << 16
+_TAG_KEY = "flagtree_profiler_scopes"
+_NO_SEQUENCE = 1 << 63  # AccumulateGrad and other nodes outside the forward's numbering
+
+_wrapped = []  # (owner, attribute, original, wrapper)
+_forward_mode = [False]
+_marks = {}  # thread ident -> _Marks of that thread's forward
+
+
+class _Marks:
+    """Scope boundaries of one thread's forward: sequence number -> hooks of the stack then."""
+
+    __slots__ = ("seqs", "hooks")
+
+    def __init__(self):
+        self.seqs = []
+        self.hooks = []
+
+    def add(self, seq, hooks):
+        if self.seqs and self.seqs[-1] == seq:  # no node was made since the last boundary
+            self.hooks[-1] = hooks
+            return
+        if len(self.seqs) >= MAX_MARKS:
+            del self.seqs[: MAX_MARKS // 2], self.hooks[: MAX_MARKS // 2]
+        self.seqs.append(seq)
+        self.hooks.append(hooks)
+
+    def at(self, seq):
+        i = bisect.bisect_right(self.seqs, seq) - 1
+        return self.hooks[i] if i >= 0 else None
+
+
+def _node_hooks(snapshot):
+    """The (scope names, pre-hook, post-hook) that put a node's kernels under `snapshot`."""
+    from .. import _native
+
+    tag = snapshot.extended(BACKWARD_SCOPE)
+
+    def enter(grad_outputs):
+        _native.rooted_scopes_push(tag if _forward_mode[0] else None)
+
+    def leave(grad_inputs, grad_outputs):
+        _native.rooted_scopes_pop()
+
+    return tag.scopes, enter, leave
+
+
+def _mark():
+    """scope.py's boundary hook: what stack the nodes made from here on belong to."""
+    import torch
+    from .. import _native
+
+    seq = torch._C._autograd._get_sequence_nr()
+    snapshot = _native.context_snapshot(False)
+    marks = _marks.get(threading.get_ident())
+    if marks is None:
+        marks = _marks[threading.get_ident()] = _Marks()
+    marks.add(seq, _node_hooks(snapshot) if snapshot.scopes else None)
+
+
+def _root_nodes(outputs):
+    import torch
+
+    if isinstance(outputs, torch.Tensor) or not isinstance(outputs, (list, tuple)):
+        outputs = (outputs,)
+    for output in outputs:
+        node = getattr(output, "grad_fn", None) if isinstance(output, torch.Tensor) else getattr(output, "node", None)
+        if node is not None:
+            yield node
+
+
+def _tag_graph(outputs):
+    """Tags every node not tagged yet that the backward of `outputs` reaches."""
+    marks = _marks.get(threading.get_ident())
+    if marks is None:
+        return
+    pending = [(node, None) for node in _root_nodes(outputs)]
+    while pending:
+        node, consumer = pending.pop()
+        if node is None:
+            continue
+        metadata = node.metadata
+        if _TAG_KEY in metadata:
+            continue
+        seq = node._sequence_nr()
+        hooks = consumer if seq >= _NO_SEQUENCE else marks.at(seq)
+        metadata[_TAG_KEY] = hooks[0] if hooks else None
+        if hooks:
+            node.register_prehook(hooks[1])
+            node.register_hook(hooks[2])
+        pending.extend((edge[0], hooks) for edge in node.next_functions)
+
+
+def _driving(original):
+    def run_backward(*args, **kwargs):
+        from .. import _native
+
+        if _forward_mode[0]:
+            try:
+                outputs = args[0] if args else kwargs.get("t_outputs", kwargs.get("tensors", kwargs.get("outputs")))
+                _tag_graph(outputs)
+            except Exception:  # a profiler problem must not fail the user's backward
+                pass
+        token = _native.drive_begin()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            _native.drive_end(token)
+
+    run_backward.__wrapped__ = original
+    run_backward.__name__ = getattr(original, "__name__", "run_backward")
+    run_backward.__doc__ = getattr(original, "__doc__", None)
+    return run_backward
+
+
+def _scope_module():
+    # The package exports the scope class under the module's name, hence the lookup by path.
+    return importlib.import_module("..scope", __package__)
+
+
+def install():
+    """Wraps torch's backward entry when torch is imported (a torch imported later is picked up
+    by the next first session). Sets up backward-by-forward-layer when the variable asks."""
+    torch = sys.modules.get("torch")
+    autograd = getattr(torch, "autograd", None)
+    if autograd is None or _wrapped:
+        return
+    names = ["_engine_run_backward"] if hasattr(autograd, "_engine_run_backward") else ["backward", "grad"]
+    for name in names:
+        original = getattr(autograd, name)
+        wrapper = _driving(original)
+        setattr(autograd, name, wrapper)
+        _wrapped.append((autograd, name, original, wrapper))
+    if _env.backward_scopes() == "forward" and hasattr(torch._C._autograd, "_get_sequence_nr"):
+        _forward_mode[0] = True
+        _scope_module()._boundary_hook = _mark
+
+
+def uninstall():
+    scope = _scope_module()
+    if scope._boundary_hook is _mark:
+        scope._boundary_hook = None
+    _forward_mode[0] = False
+    _marks.clear()
+    while _wrapped:
+        owner, name, original, wrapper = _wrapped.pop()
+        if getattr(owner, name, None) is wrapper:
+            setattr(owner, name, original)
