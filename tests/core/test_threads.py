@@ -184,3 +184,43 @@ def test_inheritance_is_per_thread_under_concurrent_workers(tmp_path):
         run_threads(worker, range(4))
     profiler.finalize()
     assert kernel_counts(tree(tmp_path, "c")) == {("parent", f"own{i}", "add_kernel"): 1 for i in range(4)}
+
+
+def test_interpreter_grid_is_each_launchs_own_under_eight_threads(tmp_path, monkeypatch):
+    # Eight threads launch at once, each with its own grid. The interpreter cannot run two
+    # kernels at once, so only its run takes turns (a lock below the backend's wrapper); the
+    # backend's own work around each launch overlaps the other threads', with frequent switches.
+    import sys
+
+    import triton
+    from triton.runtime import interpreter
+
+    from kernels import add_kernel
+
+    run = interpreter.InterpretedFunction.run
+
+    def run_in_turn(*args, **kwargs):
+        with interpreter_lock:
+            return run(*args, **kwargs)
+
+    monkeypatch.setattr(interpreter.InterpretedFunction, "run", run_in_turn)
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    profiler.start(str(tmp_path / "g"))
+    barrier = threading.Barrier(8)
+
+    def worker(i):
+        n = 16 * (i + 1)
+        x, y, out = tensors(n)
+        with profiler.scope(f"t{i}"):
+            barrier.wait(timeout=30)
+            for _ in range(3):
+                add_kernel[lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),)](x, y, out, n, BLOCK=16)
+
+    try:
+        run_threads(worker, range(8))
+    finally:
+        sys.setswitchinterval(previous)
+    profiler.finalize()
+    grids = {p[0]: n["metadata"]["grid"] for p, n in walk(tree(tmp_path, "g")) if n["frame"].get("kind") == "kernel"}
+    assert grids == {f"t{i}": [i + 1, 1, 1] for i in range(8)}
