@@ -37,29 +37,40 @@ _NO_SEQUENCE = 1 << 63  # AccumulateGrad and other nodes outside the forward's n
 _wrapped = []  # (owner, attribute, original, wrapper)
 _forward_mode = [False]
 _marks = {}  # thread ident -> _Marks of that thread's forward
+_sequence_nr = None  # torch._C._autograd._get_sequence_nr, bound at install
+_snapshot = None  # _native.context_snapshot, bound at install
 
 
 class _Marks:
-    """Scope boundaries of one thread's forward: sequence number -> hooks of the stack then."""
+    """Scope boundaries of one thread's forward: sequence number -> the stack from then on.
+    Hooks are made on first use, so a boundary costs a sequence-number read and a snapshot."""
 
-    __slots__ = ("seqs", "hooks")
+    __slots__ = ("seqs", "snapshots", "hooks")
 
     def __init__(self):
         self.seqs = []
-        self.hooks = []
+        self.snapshots = []
+        self.hooks = {}  # index in seqs -> hooks (or None), cleared when the lists are trimmed
 
-    def add(self, seq, hooks):
+    def add(self, seq, snapshot):
         if self.seqs and self.seqs[-1] == seq:  # no node was made since the last boundary
-            self.hooks[-1] = hooks
+            self.snapshots[-1] = snapshot
+            self.hooks.pop(len(self.seqs) - 1, None)
             return
         if len(self.seqs) >= MAX_MARKS:
-            del self.seqs[: MAX_MARKS // 2], self.hooks[: MAX_MARKS // 2]
+            del self.seqs[: MAX_MARKS // 2], self.snapshots[: MAX_MARKS // 2]
+            self.hooks.clear()
         self.seqs.append(seq)
-        self.hooks.append(hooks)
+        self.snapshots.append(snapshot)
 
     def at(self, seq):
         i = bisect.bisect_right(self.seqs, seq) - 1
-        return self.hooks[i] if i >= 0 else None
+        if i < 0:
+            return None
+        if i not in self.hooks:
+            snapshot = self.snapshots[i]
+            self.hooks[i] = _node_hooks(snapshot) if snapshot.scopes else None
+        return self.hooks[i]
 
 
 def _node_hooks(snapshot):
@@ -79,15 +90,11 @@ def _node_hooks(snapshot):
 
 def _mark():
     """scope.py's boundary hook: what stack the nodes made from here on belong to."""
-    import torch
-    from .. import _native
-
-    seq = torch._C._autograd._get_sequence_nr()
-    snapshot = _native.context_snapshot(False)
-    marks = _marks.get(threading.get_ident())
+    ident = threading.get_ident()
+    marks = _marks.get(ident)
     if marks is None:
-        marks = _marks[threading.get_ident()] = _Marks()
-    marks.add(seq, _node_hooks(snapshot) if snapshot.scopes else None)
+        marks = _marks[ident] = _Marks()
+    marks.add(_sequence_nr(), _snapshot(False))
 
 
 def _root_nodes(outputs):
@@ -164,6 +171,10 @@ def install():
         setattr(autograd, name, wrapper)
         _wrapped.append((autograd, name, original, wrapper))
     if _env.backward_scopes() == "forward" and hasattr(torch._C._autograd, "_get_sequence_nr"):
+        global _sequence_nr, _snapshot
+        from .. import _native
+
+        _sequence_nr, _snapshot = torch._C._autograd._get_sequence_nr, _native.context_snapshot
         _forward_mode[0] = True
         _scope_module()._boundary_hook = _mark
 

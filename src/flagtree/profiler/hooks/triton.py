@@ -49,12 +49,13 @@ import re
 import threading
 import warnings
 
+from .triton_chain import _attach, _launch_hook_owner  # noqa: F401 (instrumentation imports them from here)
+
 INCLUDE_ENV = "FLAGTREE_PROFILER_HOOK_INCLUDE"
 EXCLUDE_ENV = "FLAGTREE_PROFILER_HOOK_EXCLUDE"
 
 #: Keys Triton itself puts in the launch-metadata dict on a GPU; never metrics.
 _TRITON_KEYS = frozenset(("name", "function", "stream"))
-_MINIMUM_TRITON = (3, 2)
 
 #: What the interpreter hands a launch_metadata function as `metadata` (Triton passes the
 #: compiled kernel's metadata on a GPU, a named tuple with these fields among others).
@@ -76,6 +77,10 @@ _bindings = {}  # id(python function) -> (function, argument names, defaults)
 _pending = False
 _set_metadata = None
 _clear_metadata = None
+_metadata_state = None  # _metadata_state(True) enters the METADATA_STATE state, (False) leaves it
+
+#: The state around a launch_metadata function's own launches (Proton: __proton_launch_metadata).
+METADATA_STATE = "__launch_metadata"
 
 
 # --- the per-launch path -------------------------------------------------------------------
@@ -236,9 +241,14 @@ def _binding(interpreted):
 
 def _evaluate(kernel, compute):
     """The launch metadata dict that compute() gives, or None (pending metadata cleared, the
-    problem reported once per kernel) when it raises or gives something else."""
+    problem reported once per kernel) when it raises or gives something else. Kernels that
+    compute() launches itself go under the state METADATA_STATE, beside the kernel's node."""
     try:
-        values = compute()
+        _metadata_state(True)
+        try:
+            values = compute()
+        finally:
+            _metadata_state(False)
     except Exception as error:
         _clear_pending()
         _warn_once(kernel, "raised", f"launch_metadata raised {type(error).__name__}: {error}; "
@@ -295,7 +305,7 @@ def _compile_filter(variable):
 
 
 def _reset_state():
-    global _include, _exclude, _pending, _set_metadata, _clear_metadata
+    global _include, _exclude, _pending, _set_metadata, _clear_metadata, _metadata_state
     include = _compile_filter(INCLUDE_ENV)
     exclude = _compile_filter(EXCLUDE_ENV)
     from .. import _native
@@ -303,91 +313,16 @@ def _reset_state():
     _include, _exclude = include, exclude
     _set_metadata = _native.set_launch_metadata
     _clear_metadata = _native.clear_launch_metadata
+    state_id = _native.intern(METADATA_STATE)
+
+    def metadata_state(enter):
+        _native.state_push(state_id) if enter else _native.state_pop()
+
+    _metadata_state = metadata_state
     _decisions.clear()
     _warned.clear()
     _bindings.clear()
     _pending = False
-
-
-def _version_tuple(text):
-    parts = re.findall(r"\d+", text or "")[:2]
-    return tuple(int(p) for p in parts) if len(parts) == 2 else None
-
-
-def _launch_hook_owner():
-    """The object holding Triton's launch_enter_hook/launch_exit_hook on this Triton version."""
-    try:
-        import triton
-    except ImportError as error:
-        raise RuntimeError(f"hook='triton' needs Triton, which cannot be imported here: {error}") from None
-    version = getattr(triton, "__version__", "unknown")
-    parsed = _version_tuple(version)
-    if parsed is not None and parsed < _MINIMUM_TRITON:
-        raise RuntimeError(f"hook='triton' needs Triton >= 3.2 for launch hooks; this is Triton {version}")
-    try:
-        from triton import knobs
-
-        runtime = knobs.runtime
-        if hasattr(runtime, "launch_enter_hook") and hasattr(runtime, "launch_exit_hook"):
-            return runtime  # Triton >= 3.4
-    except Exception:
-        pass
-    try:
-        from triton.compiler import CompiledKernel
-
-        if hasattr(CompiledKernel, "launch_enter_hook") and hasattr(CompiledKernel, "launch_exit_hook"):
-            return CompiledKernel  # Triton 3.2 / 3.3
-    except Exception:
-        pass
-    raise RuntimeError(f"hook='triton' found no launch hooks in Triton {version} (neither "
-                       f"triton.knobs.runtime.launch_enter_hook nor CompiledKernel.launch_enter_hook); "
-                       f"it needs Triton >= 3.2")
-
-
-def _is_chain(value):
-    return value is not None and callable(getattr(value, "add", None)) and callable(getattr(value, "remove", None))
-
-
-def _attach(owner, attribute, hook):
-    """Puts `hook` into owner.attribute, keeping what is there; returns the undo function."""
-    current = getattr(owner, attribute)
-    if _is_chain(current):
-        current.add(hook)
-
-        def undo():
-            current.remove(hook)
-
-        return undo
-
-    previous = current
-    own = attribute in getattr(owner, "__dict__", {})
-    state = {"active": True}
-
-    def chained(metadata):
-        if previous is not None:
-            previous(metadata)
-        if state["active"]:
-            hook(metadata)
-
-    chained.__wrapped__ = hook
-    chained.flagtree_previous = previous
-    setattr(owner, attribute, chained)
-
-    def undo():
-        state["active"] = False
-        if getattr(owner, attribute, None) is chained:
-            if own:
-                setattr(owner, attribute, previous)
-            else:
-                try:
-                    delattr(owner, attribute)
-                except AttributeError:
-                    setattr(owner, attribute, previous)
-                if getattr(owner, attribute, None) is not previous:
-                    setattr(owner, attribute, previous)
-        # else: someone replaced our hook since; theirs stays, ours now only forwards.
-
-    return undo
 
 
 def _install_gpu():
