@@ -160,3 +160,33 @@ def test_backward_by_forward_layer(tmp_path, training, monkeypatch):
     assert all("fill" in p[-1].lower() for p in with_caller), with_caller
     at_root = sum(t for p, t, _ in found if len(p) == 1)
     assert at_root <= 0.01 * sum(t for _, t, _ in found)
+
+
+# --- PC sampling on a real torch kernel (issue 15, item 5) -----------------------------------
+
+@pytest.mark.parametrize("elements", [1 << 10, 1 << 20])
+def test_pcsampling_default_settings_sample_a_short_torch_fill(tmp_path, elements):
+    """A torch fill of ~2 us gets samples at the default settings (range=session, the default
+    interval): expected about resident cycles x 4 schedulers per busy SM / 2^interval."""
+    import json
+
+    if profiler.available_backends().get("cupti_pcsampling") is not None:
+        pytest.skip(f"cupti_pcsampling: {profiler.available_backends()['cupti_pcsampling']}")
+    out = torch.empty(elements, device="cuda")
+    out.fill_(1.0)  # load torch's module and warm up outside the session
+    torch.cuda.synchronize()
+    base = str(tmp_path / f"fill{elements}")
+    profiler.start(base, backend="cupti_pcsampling")
+    for _ in range(20):
+        out.fill_(2.0)
+    torch.cuda.synchronize()
+    profiler.finalize()
+    with open(base + ".meta.json") as f:
+        metadata = json.load(f)
+    diagnosis = {k: v for k, v in metadata.items() if k.startswith("pcsampling_")}
+    fills = [(p, n) for p, n in walk(load_tree(base + ".hatchet")[0])
+             if n["frame"].get("kind") == "kernel" and "fill" in p[-1].lower()]
+    assert fills, diagnosis
+    samples = sum(c["metrics"].get("num_samples", 0) for _, n in fills for c in n["children"])
+    per_launch_ns = sum(n["metrics"]["time (ns)"] for _, n in fills) / 20
+    assert samples > 0, (per_launch_ns, diagnosis)

@@ -14,7 +14,7 @@ ENVIRONMENT = {
     "FLAGTREE_PROFILER_HOOK_EXCLUDE": "With hook=\"triton\": regex; matching kernel names never get launch_metadata evaluated.",
     "FLAGTREE_PROFILER_BUFFER_LIMIT": "Most bytes of vendor activity buffers held at once (default 0 = no limit); past it buffer requests are declined and the records the vendor library drops are counted in dropped_records.",
     "FLAGTREE_PROFILER_NVTX": "0 stops torch.cuda.nvtx ranges from becoming scopes (default 1: range_push/range_pop/range enter and leave scopes).",
-    "FLAGTREE_PROFILER_PCSAMPLING_INTERVAL": "PC sampling (backend cupti/cupti_pcsampling): log2 of the GPU cycles between samples, 5..31 (default 12); a mode's interval= wins.",
+    "FLAGTREE_PROFILER_PCSAMPLING_INTERVAL": "PC sampling (backend cupti/cupti_pcsampling): log2 of the GPU cycles between samples, 5..31 (default 10); a mode's interval= wins.",
     "FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY": "Debugging knob of PC sampling: kernel (trace kernels as CUPTI's serial KIND_KERNEL records while a sampling session is attached, as Proton does) or concurrent (default).",
     "FLAGTREE_PROFILER_PCSAMPLING_COLLECTION": "PC sampling: continuous (default; samples per kernel function, shared among its launches) or serialized (exact launch per sample; kernels run one at a time); a mode's collection= wins.",
     "FLAGTREE_PROFILER_INSTRUMENT_TRITON": "1 instruments Triton-language kernels under backend=\"instrumentation\" (mode triton=on does the same; Gluon kernels always are).",
@@ -70,7 +70,7 @@ def buffer_limit():
                    lambda v: v >= 0, "not be negative")
 
 
-DEFAULT_PCSAMPLING_INTERVAL = 12
+DEFAULT_PCSAMPLING_INTERVAL = 10  # Proton's: a 2 us kernel on a few SMs gets samples (README)
 
 
 def pcsampling_interval():
