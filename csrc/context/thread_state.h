@@ -56,6 +56,7 @@ struct ThreadState {
   uint32_t cachedUid[kMaxSessions] = {};
 
   InheritedBase base;  // what launches on an empty stack inherit (context/inheritance.h)
+  uint32_t baseState = 0;  // the inherited state when the first of the thread's own scopes opened
   std::vector<size_t> rootedPushes;  // entries each pushRootedScopes added, innermost last
 
   LaunchMetadata* takeMetadata() {

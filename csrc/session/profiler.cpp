@@ -144,7 +144,8 @@ void Profiler::onLaunch(uint32_t correlation, bool multiRecord, uint64_t launchN
   p.launchNs = launchNs ? launchNs : monotonicNs();
   p.meta = ts.takeMetadata();
   p.tid = currentTid();
-  p.state = ts.states.empty() ? inheritedState(ts) : ts.states.back();  // [inheritance]
+  // [inheritance] no own state: the inherited one (taken when the thread's first scope opened)
+  p.state = !ts.states.empty() ? ts.states.back() : ts.scopes.empty() ? inheritedState(ts) : ts.baseState;
   p.mask = 0;
   p.multi = multiRecord;
   bool framesCaptured = false;
@@ -288,6 +289,7 @@ size_t Profiler::pendingLaunches(uint32_t slotMask) {
 
 void Profiler::enterScope(uint32_t name, const std::vector<std::pair<uint32_t, double>>& metrics) {
   ThreadState& ts = threadState();
+  if (ts.scopes.empty()) ts.baseState = inheritedState(ts);  // [inheritance]
   ScopeEntry entry;
   entry.name = name;
   entry.startNs = monotonicNs();
