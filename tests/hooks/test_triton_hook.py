@@ -627,7 +627,7 @@ def test_leftover_metadata_not_inherited(run):
     assert result["kernels"] == {"plain_gpu": {"count": 1}}
 
 
-def test_kernels_launched_by_launch_metadata_go_under_their_own_state(run):
+def test_kernels_launched_by_launch_metadata_go_under_their_own_state(run, tmp_path, capsys):
     result = run("metadata_launches")
     # shadow: beside the kernel, under the same scopes; the user's state stays on the user's kernel
     # (bytes: 2 launches x 16 counted by helper.sum(); the helper add_kernel's own 2 x 12 x 8)
@@ -637,3 +637,12 @@ def test_kernels_launched_by_launch_metadata_go_under_their_own_state(run):
     (own,) = [p for p in python if p.endswith("/mine/counted_kernel")]
     (inner,) = [p for p in python if p.endswith("/__launch_metadata/add_kernel")]
     assert "@counting_meta" in inner and "@counting_meta" not in own
+    # the viewer hides them unless asked
+    from flagtree.profiler.viewer.cli import main
+
+    capsys.readouterr()
+    assert main(["--no-color", "-m", "count", str(tmp_path / "shadow.hatchet")]) == 0
+    hidden = capsys.readouterr().out
+    assert main(["--no-color", "-m", "count", "--launch-metadata", str(tmp_path / "shadow.hatchet")]) == 0
+    shown = capsys.readouterr().out
+    assert "counted_kernel" in hidden and "__launch_metadata" not in hidden and "__launch_metadata" in shown
