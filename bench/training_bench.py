@@ -1,6 +1,6 @@
 """Cost of training-aware attribution on the CPU (no GPU needed).
 
-    PYTHONPATH=src python bench/training_bench.py [--launches 200000] [--steps 30]
+    PYTHONPATH=src python bench/training_bench.py [--launches 200000] [--steps 30] [--device cuda]
 
 1. The launch path (native onLaunch + record, driven by _native._debug_launch/_debug_record,
    shadow tree session) per launch, for: a thread with its own scope (the unchanged fast path),
@@ -9,6 +9,8 @@
 2. Backward by forward layer: a CPU training step of small torch layers under per-layer scopes,
    FLAGTREE_PROFILER_BACKWARD_SCOPES=caller vs forward (scope boundaries mark sequence numbers,
    every graph node gets a pre/post hook pair), and the cost of one scope enter/exit.
+With --device cuda (GPU machine, no TRITON_INTERPRET) the training step runs on the GPU, its
+backward on autograd's engine thread, so the hooks and the driving-thread rule are on the real path.
 Prints one JSON object.
 """
 import _thread
@@ -21,7 +23,8 @@ import tempfile
 import threading
 import time
 
-os.environ.setdefault("TRITON_INTERPRET", "1")
+if "--device" not in sys.argv:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 def launch_loop(native, n, base):
@@ -81,14 +84,16 @@ def training_step(profiler, torch, model, x):
     loss = h.square().mean()
     with profiler.scope("backward"):
         loss.backward()
+    if x.is_cuda:
+        torch.cuda.synchronize()
 
 
-def step_costs(profiler, steps, reps):
+def step_costs(profiler, steps, reps, device):
     import torch
 
     torch.manual_seed(0)
-    model = [torch.nn.Linear(32, 32) for _ in range(12)]
-    x = torch.randn(8, 32)
+    model = [torch.nn.Linear(32, 32).to(device) for _ in range(12)]
+    x = torch.randn(8, 32, device=device)
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
         for mode in ("caller", "forward", "caller", "forward"):
@@ -119,13 +124,14 @@ def main():
     parser.add_argument("--launches", type=int, default=200000)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--device", default="cpu", help="where the training step runs (cpu, cuda)")
     args = parser.parse_args()
     import flagtree.profiler as profiler
     from flagtree.profiler import _native
 
     result = {"launch_ns": launch_costs(profiler, _native, args.launches, args.reps),
-              "training_step": step_costs(profiler, args.steps, args.reps),
-              "python": sys.version.split()[0]}
+              "training_step": step_costs(profiler, args.steps, args.reps, args.device),
+              "device": args.device, "python": sys.version.split()[0]}
     print(json.dumps(result))
 
 
