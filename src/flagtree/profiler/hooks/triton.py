@@ -14,29 +14,20 @@ that are not numbers never stops the kernel: the problem is reported once per ke
 of problem (a ``RuntimeWarning`` naming the kernel), the numeric values that were fine are kept, and
 a launch whose function raised is recorded with no metadata.
 
-Environment variables (read when the first hook="triton" session starts):
+Filters, read when the first hook="triton" session starts: ``FLAGTREE_PROFILER_HOOK_INCLUDE`` and
+``FLAGTREE_PROFILER_HOOK_EXCLUDE``, regular expressions searched (``re.search``) in each kernel's name:
+only matching kernels (include) and never matching ones (exclude, which wins) have their launch
+metadata evaluated. Kernels left out are still profiled, under their own name with no metadata.
 
-* ``FLAGTREE_PROFILER_HOOK_INCLUDE``: a regular expression searched (``re.search``) in each kernel's
-  name; when set, only the kernels whose name matches have their launch metadata evaluated.
-* ``FLAGTREE_PROFILER_HOOK_EXCLUDE``: a regular expression searched in each kernel's name; matching
-  kernels never have their launch metadata evaluated (exclusion wins over inclusion).
+Kernels that ``fn`` launches itself go under the state ``__launch_metadata`` (METADATA_STATE),
+beside the kernel's node; the viewer hides them unless asked.
 
-Kernels left out by the filters are still profiled, under their own name and with no metadata.
-
-How the hook reaches Triton:
-
-* GPU backends: Triton's launch hooks. Triton >= 3.4 keeps them in ``triton.knobs.runtime``
-  (``launch_enter_hook`` / ``launch_exit_hook``); where the knob is a hook chain (an object with
-  ``add``/``remove``, Triton 3.6 and later) our hooks are added to it, otherwise (3.4/3.5, or a
-  plain callable put there by someone else) our hook replaces the value and calls the previous one
-  first. Triton 3.2/3.3 keep them as ``triton.compiler.CompiledKernel`` class attributes, handled
-  the same way. The enter hook receives Triton's lazy launch-metadata object; its ``get()`` evaluates
-  the kernel's function. The result goes to the native core with ``set_launch_metadata`` and is
-  consumed by the next recorded launch on the same thread; the exit hook clears what was not.
-  Whatever was installed before is restored exactly by ``remove()``.
-* The interpreter backend (TRITON_INTERPRET=1): Triton calls no launch hooks there, so the backend's
-  ``before_launch`` evaluates the kernel's launch_metadata itself, with the same arguments Triton
-  passes on a GPU.
+How the hook reaches Triton: on GPU backends through Triton's launch enter/exit hooks
+(hooks/triton_chain.py says where each Triton version keeps them and how ours sit next to others);
+the enter hook's lazy metadata ``get()`` evaluates ``fn``, the result goes to the native core with
+``set_launch_metadata`` and is consumed by the next recorded launch on the same thread; the exit hook
+clears what was not. The interpreter backend (TRITON_INTERPRET=1) calls no launch hooks, so its
+``before_launch`` evaluates ``fn`` itself, with the arguments Triton passes on a GPU.
 
 Sessions share one installation (reference counted): the hooks go away with the last session.
 """

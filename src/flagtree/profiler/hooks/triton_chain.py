@@ -1,6 +1,12 @@
 """Where Triton keeps its launch hooks on each version, and putting a hook there next to what
-is already installed (hook chains of Triton >= 3.6, or a wrapper that calls the previous value).
-Used by hook="triton" (hooks/triton.py) and the instrumentation backend."""
+is already installed. Used by hook="triton" (hooks/triton.py) and the instrumentation backend.
+
+Triton >= 3.4 keeps them in ``triton.knobs.runtime`` (``launch_enter_hook`` / ``launch_exit_hook``);
+where the knob is a hook chain (an object with ``add``/``remove``, Triton 3.6 and later) our hook is
+added to it, otherwise (3.4/3.5, or a plain callable put there by someone else) our hook replaces
+the value and calls the previous one first. Triton 3.2/3.3 keep them as
+``triton.compiler.CompiledKernel`` class attributes, handled the same way. The undo function
+restores exactly what was installed before."""
 import re
 
 _MINIMUM_TRITON = (3, 2)
