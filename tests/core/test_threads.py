@@ -2,6 +2,7 @@
 threads started through threading.Thread inherit their starter's context at start(); other
 threads (autograd's engine threads; here a _thread stand-in) inherit the context of a thread
 waiting in backward()/autograd.grad. Real torch CPU autograd drives the backward passes."""
+import os
 import threading
 
 import pytest
@@ -224,3 +225,41 @@ def test_interpreter_grid_is_each_launchs_own_under_eight_threads(tmp_path, monk
     profiler.finalize()
     grids = {p[0]: n["metadata"]["grid"] for p, n in walk(tree(tmp_path, "g")) if n["frame"].get("kind") == "kernel"}
     assert grids == {f"t{i}": [i + 1, 1, 1] for i in range(8)}
+
+
+def test_torch_imported_after_the_session_opened_is_wrapped(tmp_path):
+    # flagtree-profiler opens its session before the script imports torch
+    script = tmp_path / "late_torch.py"
+    script.write_text(
+        "import os, sys, threading, _thread\n"
+        "os.environ['TRITON_INTERPRET'] = '1'\n"
+        "import flagtree.profiler as profiler\n"
+        "profiler.start(sys.argv[1])\n"
+        "assert 'torch' not in sys.modules\n"
+        "import torch\n"
+        "assert hasattr(torch.autograd._engine_run_backward, '__wrapped__')\n"
+        "from flagtree.profiler import _native\n"
+        "seen = []\n"
+        "class F(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, x): return x * 2\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, g):\n"
+        "        done = threading.Event()\n"
+        "        _thread.start_new_thread(lambda: (seen.append(_native.context_inherited()), done.set()), ())\n"
+        "        done.wait(30)\n"
+        "        return g * 2\n"
+        "with profiler.scope('late'):\n"
+        "    F.apply(torch.ones(2, requires_grad=True)).sum().backward()\n"
+        "profiler.finalize()\n"
+        "assert seen == [['late']], seen\n"
+        "assert not hasattr(torch.autograd._engine_run_backward, '__wrapped__')\n"
+        "print('ok')\n")
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    env.pop("FLAGTREE_PROFILER_DISABLE", None)
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "late")], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-2000:]

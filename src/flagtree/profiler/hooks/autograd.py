@@ -158,11 +158,19 @@ def _scope_module():
 
 
 def install():
-    """Wraps torch's backward entry when torch is imported (a torch imported later is picked up
-    by the next first session). Sets up backward-by-forward-layer when the variable asks."""
+    """Wraps torch's backward entry, now when torch is imported, else right after torch.autograd
+    loads (flagtree-profiler opens its session before the script imports torch). Sets up
+    backward-by-forward-layer when the variable asks."""
     torch = sys.modules.get("torch")
     autograd = getattr(torch, "autograd", None)
-    if autograd is None or _wrapped:
+    if autograd is not None:
+        _wrap(torch, autograd)
+    elif _watcher not in sys.meta_path:
+        sys.meta_path.insert(0, _watcher)
+
+
+def _wrap(torch, autograd):
+    if _wrapped:
         return
     names = ["_engine_run_backward"] if hasattr(autograd, "_engine_run_backward") else ["backward", "grad"]
     for name in names:
@@ -179,7 +187,48 @@ def install():
         _scope_module()._boundary_hook = _mark
 
 
+class _AutogradImportWatcher:
+    """A sys.meta_path finder, in place only while a session waits for torch: it lets the normal
+    finders locate torch.autograd and wraps the loader so that _wrap runs once the module ran."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch.autograd":
+            return None
+        import importlib.machinery
+
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        spec.loader = _WrapAfterExec(spec.loader)
+        return spec
+
+
+class _WrapAfterExec:
+    def __init__(self, loader):
+        self._loader = loader
+
+    def __getattr__(self, name):  # get_source, get_data, ... as the real loader has them
+        return getattr(self._loader, name)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        if _watcher in sys.meta_path:
+            sys.meta_path.remove(_watcher)
+            try:
+                _wrap(sys.modules["torch"], module)
+            except Exception:  # a profiler problem must not fail the user's import of torch
+                pass
+
+
+_watcher = _AutogradImportWatcher()
+
+
 def uninstall():
+    if _watcher in sys.meta_path:
+        sys.meta_path.remove(_watcher)
     scope = _scope_module()
     if scope._boundary_hook is _mark:
         scope._boundary_hook = None
