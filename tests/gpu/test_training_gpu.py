@@ -73,7 +73,8 @@ class Model(torch.nn.Module):
 
 
 def train_step(model, optimizer, x, target, scope):
-    optimizer.zero_grad(set_to_none=False)  # grads exist: AccumulateGrad launches kernels
+    with scope("zero_grad"):
+        optimizer.zero_grad(set_to_none=False)  # grads exist: AccumulateGrad launches kernels
     h = model(x, scope)
     with scope("loss"):
         loss = torch.nn.functional.mse_loss(h, target)
