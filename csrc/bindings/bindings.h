@@ -26,6 +26,7 @@ void registerCountersBindings(nb::module_& m, nb::module_& testing);
 void registerPcSamplingBindings(nb::module_& m, nb::module_& testing);
 void registerInstrumentationBindings(nb::module_& m, nb::module_& testing);
 void registerDumpBindings(nb::module_& m);  // dump/dump_bindings.cpp
+void registerInheritanceBindings(nb::module_& m);  // context/inheritance_bindings.cpp
 void registerLaunchLogBindings(nb::module_& m);  // data/launch_log_bindings.cpp
 void registerVendorTracerBindings(nb::module_& m);  // backends/activity/vendor_bindings.cpp (mthreads, cann)
 

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "context/context_source.h"
+#include "context/inheritance.h"
 #include "core/clock.h"
 #include "session/profiler.h"
 
@@ -11,6 +12,7 @@ namespace ftp {
 
 void Profiler::enterScope(uint32_t name, const std::vector<std::pair<uint32_t, double>>& metrics) {
   ThreadState& ts = threadState();
+  if (ts.scopes.empty()) ts.baseState = inheritedState(ts);  // a first scope nests under the inherited state
   ScopeEntry entry;
   entry.name = name;
   entry.startNs = monotonicNs();
@@ -22,6 +24,17 @@ void Profiler::enterScope(uint32_t name, const std::vector<std::pair<uint32_t, d
   sessions_.forEach(sessions_.activeMask(), [&](int, Session& s) {
     if (s.context != ContextKind::Shadow) return;
     s.store().addScopeMetrics(shadow.resolve(ts, s), metrics);
+  });
+}
+
+// Scope metrics given at exit (exit_scope(name, metrics), as Proton's API allows): they add to
+// the node of the scope being left, exactly as metrics given at entry do.
+void Profiler::addScopeMetrics(const std::vector<std::pair<uint32_t, double>>& metrics) {
+  ThreadState& ts = threadState();
+  if (metrics.empty() || ts.scopes.empty()) return;
+  const ContextSource& shadow = contextSource(ContextKind::Shadow);
+  sessions_.forEach(sessions_.activeMask(), [&](int, Session& s) {
+    if (s.context == ContextKind::Shadow) s.store().addScopeMetrics(shadow.resolve(ts, s), metrics);
   });
 }
 

@@ -16,11 +16,12 @@ ENVIRONMENT = {
     "FLAGTREE_PROFILER_HOOK_EXCLUDE": "With hook=\"triton\": regex; matching kernel names never get launch_metadata evaluated.",
     "FLAGTREE_PROFILER_BUFFER_LIMIT": "Most bytes of vendor activity buffers held at once, at most 2**48 (default 0 = no limit); past it buffer requests are declined and the records the vendor library drops are counted in dropped_records.",
     "FLAGTREE_PROFILER_NVTX": "0 stops torch.cuda.nvtx ranges from becoming scopes (default 1: range_push/range_pop/range enter and leave scopes).",
-    "FLAGTREE_PROFILER_PCSAMPLING_INTERVAL": "PC sampling (backend cupti/cupti_pcsampling): log2 of the GPU cycles between samples, 5..31 (default 12); a mode's interval= wins.",
+    "FLAGTREE_PROFILER_PCSAMPLING_INTERVAL": "PC sampling (backend cupti/cupti_pcsampling): log2 of the GPU cycles between samples, 5..31 (default 10); a mode's interval= wins.",
     "FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY": "Debugging knob of PC sampling: kernel (trace kernels as CUPTI's serial KIND_KERNEL records while a sampling session is attached, as Proton does) or concurrent (default).",
     "FLAGTREE_PROFILER_PCSAMPLING_COLLECTION": "PC sampling: continuous (default; samples per kernel function, shared among its launches) or serialized (exact launch per sample; kernels run one at a time); a mode's collection= wins.",
     "FLAGTREE_PROFILER_INSTRUMENT_TRITON": "1 instruments Triton-language kernels under backend=\"instrumentation\" (mode triton=on does the same; Gluon kernels always are).",
     "FLAGTREE_PROFILER_PERIODIC_S": "Seconds between automatic parts, 0.1..604800 (a week): each open session writes <name>.part<k>.<ext> with what it collected since the previous part, then frees it.",
+    "FLAGTREE_PROFILER_BACKWARD_SCOPES": "Where backward kernels go: caller (default: under the scopes of the thread that called backward) or forward (under the forward scope each op ran in, as layer3/<backward>/kernel).",
     "FLAGTREE_PROFILER_COUNTER_RANGES": "With mode=\"metrics...\": kernel launches a counter data image holds before it is decoded (default 64, at least 1; the image takes from a few KB to ~0.7 MB per launch depending on the metrics).",
     "FLAGTREE_PROFILER_IXKN_CLI": "Path of ixkn-cli for flagtree-profiler --ixkn and tianshu's ixkn_import_path= of .ixkn-rep files (then IXKN_CLI, then the PATH); --ixkn-cli wins.",
 }
@@ -116,7 +117,7 @@ def buffer_limit():
                    lambda v: 0 <= v <= MAX_BUFFER_LIMIT, f"be between 0 and {MAX_BUFFER_LIMIT} bytes")
 
 
-DEFAULT_PCSAMPLING_INTERVAL = 12
+DEFAULT_PCSAMPLING_INTERVAL = 10  # Proton's: a 2 us kernel on a few SMs gets samples (README)
 
 
 def pcsampling_interval():
@@ -154,3 +155,11 @@ def ixkn_cli():
         if value:
             return value
     return shutil.which("ixkn-cli")
+
+
+def backward_scopes():
+    """FLAGTREE_PROFILER_BACKWARD_SCOPES: caller (default) or forward."""
+    raw = text("FLAGTREE_PROFILER_BACKWARD_SCOPES").lower() or "caller"
+    if raw not in ("caller", "forward"):
+        raise ValueError(f"FLAGTREE_PROFILER_BACKWARD_SCOPES must be caller or forward, got {raw!r}")
+    return raw

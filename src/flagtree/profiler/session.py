@@ -55,6 +55,7 @@ class Session:
         self.slot = None
         self.extra_stats = {}  # what the backend adds to the metadata at finalize
         self.hook_handle = None
+        self.inheritance = False  # holds a reference on hooks/inheritance.py's installation
         self.start_realtime_ns = None
         self.stop_realtime_ns = None
         self.start_monotonic_ns = None
@@ -159,11 +160,17 @@ def _start_locked(name, context, data, backend, mode, hook):
         impl.release()
         raise
     try:
+        from .hooks import inheritance  # threads and autograd inherit scopes (hooks/inheritance.py)
+
+        inheritance.install()
+        session.inheritance = True
         if hook == "triton":
             from .hooks.triton import install
 
             session.hook_handle = install(impl)
     except BaseException:
+        if session.inheritance:
+            inheritance.uninstall()
         native.session_remove(session.slot)
         impl.release()
         raise
@@ -336,6 +343,11 @@ def _close(s):
     if s.hook_handle is not None:
         s.hook_handle.remove()
         s.hook_handle = None
+    if s.inheritance:
+        from .hooks import inheritance
+
+        inheritance.uninstall()
+        s.inheritance = False
     native.session_remove(s.slot)
     try:
         s.backend.detach_session(s)

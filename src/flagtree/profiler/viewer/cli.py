@@ -68,6 +68,9 @@ def build_parser():
     add("-f", "--format", choices=FRAME_FORMATS, default="full",
         help="how to print python frames '<file>:<line>@<function>' (default: full)")
     add("--diff-profile", metavar="OTHER", help="show this profile minus OTHER, node by node")
+    add("--launch-metadata", action="store_true",
+        help="show the kernels launch_metadata functions launched themselves (__launch_metadata nodes, "
+             "hidden by default)")
     add("--no-color", action="store_true", help="never colour the output")
     return parser
 
@@ -117,10 +120,16 @@ def _value_lookup(metrics, root):
     return values_of
 
 
-def _prepare(profile, spec, include_rx, exclude_rx):
+# The profiler's own work for hook="triton" (ours and Proton's name): hidden unless asked.
+_LAUNCH_METADATA = re.compile(r"^(__launch_metadata|__proton_launch_metadata)$")
+
+
+def _prepare(profile, spec, include_rx, exclude_rx, launch_metadata=False):
     """Filter and sum one profile; returns its value lookup function."""
     root = profile.root
     metrics = parse_metrics(spec, profile.names, profile.device_info, profile.label)
+    if not launch_metadata:
+        exclude(root, _LAUNCH_METADATA)
     if exclude_rx is not None:
         exclude(root, exclude_rx)
     if include_rx is not None:
@@ -144,12 +153,12 @@ def run(args, stream):
     profile = load_profiles(args.profiles)
     if args.list:
         return _list_metrics(profile)
-    metrics, values_of = _prepare(profile, args.metrics, include_rx, exclude_rx)
+    metrics, values_of = _prepare(profile, args.metrics, include_rx, exclude_rx, args.launch_metadata)
     trees = [profile.root]
     diff = args.diff_profile is not None
     if diff:
         other = load_profiles([args.diff_profile])
-        _, other_values = _prepare(other, args.metrics, include_rx, exclude_rx)
+        _, other_values = _prepare(other, args.metrics, include_rx, exclude_rx, args.launch_metadata)
         trees += [other.root, diff_tree(profile.root, other.root, values_of, other_values)]
         values_of = _diff_lookup
     view = View(metrics, values_of, depth=depth, threshold=threshold, frame_format=args.format,

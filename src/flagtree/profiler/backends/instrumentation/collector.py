@@ -149,7 +149,8 @@ def trace_events(info, records, launch_label, clock_ghz, max_blocks):
     for b, u, s, c, d, m in zip(block.tolist(), unit.tolist(), scope.tolist(), start.tolist(), durations.tolist(),
                                 sm.tolist()):
         start_ns = records.block_start_ns.get(b, 0) + (c - first_cycle[b]) / clock_ghz
-        events.append({"name": info.scope_names.get(s, str(s)), "ph": "X", "cat": "device_scope", "pid": launch_label,
+        # Proton's fields: name = scope, cat = kernel, a track per warp (README, Instrumentation).
+        events.append({"name": info.scope_names.get(s, str(s)), "ph": "X", "cat": info.name, "pid": launch_label,
                        "tid": f"block {b} warp {u}", "ts": start_ns / 1000.0, "dur": d / clock_ghz / 1000.0,
-                       "args": {"cycles": d, "sm": m}})
+                       "args": {"cycles": d, "sm": m, "block": b, "warp": u}})
     return events, left_out
