@@ -1,0 +1,311 @@
+"""Streaming reader of one ``.hatchet`` file into a tree of Nodes, without recursion.
+
+The file is decoded CHUNK bytes at a time, so a 2 GiB profile is never one string. Nodes and
+their ``children`` lists are parsed by a loop with an explicit stack: nesting depth costs a
+list entry, never C stack. For speed, each node is first offered whole to the stdlib's C
+scanner; a subtree that fits in the buffer and within the scanner's nesting limit is decoded
+at C speed and turned into Nodes at once (its raw objects are dropped right after). One that
+does not (it crosses the buffer's end, or nests too deeply) is opened by the loop here, which
+offers its children to the scanner in turn. After a nesting failure the next SKIP_LEVELS
+levels are parsed by the loop, so a 100,000-deep chain costs one failed scan per SKIP_LEVELS.
+"""
+
+import codecs
+import json
+import re
+from json import scanner as _json_scanner
+
+from .errors import ViewerError
+from .nodes import NO_CHILDREN, add_metrics, attach, make_node, not_profile
+
+CHUNK = 1 << 25  # bytes read (and decoded) at a time
+# Parsing goes on with at least this much text ahead, so a subtree smaller than it is never
+# cut by the buffer's end (a scan that is cut wastes its work up to there).
+AHEAD = 1 << 24
+SKIP_LEVELS = 256
+
+_SCAN = _json_scanner.make_scanner(json.JSONDecoder())
+_SIGNIFICANT = re.compile(r"[ \t\n\r]*([^ \t\n\r])")
+_KEY = re.compile(r'[ \t\n\r]*"([^"\\\x00-\x1f]*)"[ \t\n\r]*:[ \t\n\r]*')
+_BLANK = re.compile(r"[ \t\n\r]*")
+# JSONDecodeError, and the ValueError of an integer over Python's digit limit.
+_SCAN_ERRORS = (StopIteration, ValueError)
+
+
+class _Text:
+    """The file's text, decoded chunk by chunk; parsing goes on at ``text[pos:]``."""
+
+    def __init__(self, handle, path):
+        self.handle, self.path = handle, path
+        self.decode = codecs.getincrementaldecoder("utf-8-sig")().decode
+        self.text = ""
+        self.eof = False
+        self.base = 0  # file offset, in characters, of text[0]
+        self.lines = 0  # newlines before text[0]
+        self.line_start = 0  # file offset of the start of the line text[0] is on
+
+    def fill(self, pos):
+        """Drop text[:pos], append the next chunk; returns the new position (0)."""
+        if self.eof:
+            return pos
+        try:
+            data = self.handle.read(CHUNK)
+            more = self.decode(data, final=len(data) < CHUNK)
+        except UnicodeDecodeError as exc:
+            where = f"byte {self.handle.tell() - len(data) + exc.start}"
+            raise ViewerError(f"'{self.path}' is not valid JSON (not UTF-8 text at {where})") from None
+        except OSError as exc:
+            raise ViewerError(f"cannot read profile '{self.path}': {exc.strerror or exc}") from None
+        self.eof = len(data) < CHUNK
+        text = self.text
+        newlines = text.count("\n", 0, pos)
+        if newlines:
+            self.lines += newlines
+            self.line_start = self.base + text.rfind("\n", 0, pos) + 1
+        self.base += pos
+        self.text = text[pos:] + more
+        return 0
+
+    def window(self, pos):
+        if len(self.text) - pos < AHEAD and not self.eof:
+            return self.fill(pos)
+        return pos
+
+    def where(self, pos):
+        text = self.text
+        line = self.lines + text.count("\n", 0, pos) + 1
+        last = text.rfind("\n", 0, pos)
+        column = pos - last if last >= 0 else self.base + pos - self.line_start + 1
+        return f"line {line} column {column}"
+
+
+class _Open:
+    """A node whose object is being parsed by the loop: members so far, finished children."""
+
+    __slots__ = ("fields", "kids", "scan_from")
+
+    def __init__(self, scan_from):
+        self.fields = {}
+        self.kids = []
+        self.scan_from = scan_from
+
+
+_NODE, _MEMBER_FIRST, _MEMBER_NEXT, _AFTER_CHILD = range(4)
+
+
+class _Parser:
+    def __init__(self, src, path, names):
+        self.src, self.path, self.names = src, path, names
+
+    def error(self, pos, what):
+        return ViewerError(f"'{self.path}' is not valid JSON ({what} at {self.src.where(pos)})")
+
+    def scan_error(self, pos, exc):
+        if isinstance(exc, json.JSONDecodeError):
+            return self.error(exc.pos, exc.msg)
+        if isinstance(exc, StopIteration):
+            return self.error(pos, "Expecting value")
+        return self.error(pos, str(exc))
+
+    def significant(self, pos):
+        """(next non-blank character, its position); ('', end) at the end of the file."""
+        src = self.src
+        while True:
+            match = _SIGNIFICANT.match(src.text, pos)
+            if match:
+                return match.group(1), match.start(1)
+            if src.eof:
+                return "", len(src.text)
+            pos = src.fill(pos)
+
+    def value(self, pos):
+        """Decode one JSON value (not a node) at pos; returns (value, end)."""
+        src = self.src
+        while True:
+            pos = _BLANK.match(src.text, src.window(pos)).end()
+            try:
+                value, end = _SCAN(src.text, pos)
+            except RecursionError:
+                raise self.error(pos, "nested too deeply") from None
+            except _SCAN_ERRORS as exc:
+                if src.eof:
+                    raise self.scan_error(pos, exc) from None
+                pos = src.fill(pos)  # the value may go on in the next chunk
+                continue
+            if end < len(src.text) or src.eof:  # a number may go on in the next chunk
+                return value, end
+            pos = src.fill(pos)
+
+    def key(self, pos):
+        """A member name and the position after its ':'."""
+        pos = self.src.window(pos)
+        match = _KEY.match(self.src.text, pos)
+        if match:
+            return match.group(1), match.end()
+        char, pos = self.significant(pos)
+        if char != '"':
+            raise self.error(pos, "Expecting property name enclosed in double quotes")
+        name, pos = self.value(pos)
+        char, pos = self.significant(pos)
+        if char != ":":
+            raise self.error(pos, "Expecting ':' delimiter")
+        return name, pos + 1
+
+    def scan_node(self, pos):
+        """(Node, end, False) when the C scanner decodes the node whole; else (None, pos, deep)."""
+        pos = self.src.window(pos)
+        text = self.src.text
+        pos = _BLANK.match(text, pos).end()
+        try:
+            raw, end = _SCAN(text, pos)
+        except RecursionError:
+            return None, pos, True
+        except _SCAN_ERRORS:
+            return None, pos, False
+        if type(raw) is not dict:
+            return None, pos, False
+        return self.build(raw), end, False
+
+    def build(self, raw_root):
+        """Nodes from a decoded subtree, top-down with a stack; same-named siblings merge."""
+        path, names = self.path, self.names
+        root = make_node(raw_root, path)
+        names.update(root.metrics)
+        stack = [(root, raw_root)]
+        while stack:
+            node, raw = stack.pop()
+            raw_kids = raw.get("children")
+            if not raw_kids:
+                if raw_kids is None or type(raw_kids) is list:
+                    continue
+            if type(raw_kids) is not list:
+                raise not_profile(path, "a node's children is not a list")
+            if node.children is NO_CHILDREN:
+                node.children = {}
+            children = node.children
+            for raw_child in raw_kids:
+                child = make_node(raw_child, path)
+                names.update(child.metrics)
+                existing = children.get(child.name)
+                if existing is None:
+                    children[child.name] = child
+                    child.parent = node
+                else:
+                    add_metrics(existing.metrics, child.metrics)
+                    existing.kernel = existing.kernel or child.kernel
+                    child = existing
+                stack.append((child, raw_child))
+        return root
+
+    def finish(self, open_node):
+        node = make_node(open_node.fields, self.path)
+        self.names.update(node.metrics)
+        for kid in open_node.kids:
+            attach(node, kid)
+        return node
+
+    def tree(self, pos):
+        """Parse the node value at pos with its whole subtree; returns (Node, end)."""
+        stack = []
+        state = _NODE
+        while True:
+            if state == _NODE:
+                node, pos, open_node = self.start_node(pos, stack)
+                if open_node is not None:
+                    stack.append(open_node)
+                    state = _MEMBER_FIRST
+                    continue
+            elif state == _AFTER_CHILD:
+                char, pos = self.significant(pos)
+                if char == ",":
+                    pos, state = pos + 1, _NODE
+                elif char == "]":
+                    pos, state = pos + 1, _MEMBER_NEXT
+                else:
+                    raise self.error(pos, "Expecting ',' delimiter")
+                continue
+            else:
+                node, pos, state = self.member(pos, stack, state)
+                if node is None:
+                    continue
+            if not stack:
+                return node, pos
+            stack[-1].kids.append(node)
+            state = _AFTER_CHILD
+
+    def start_node(self, pos, stack):
+        """A node value begins: (Node, end, None) if scanned whole, else (None, pos, _Open)."""
+        depth = len(stack)
+        scan_from = stack[-1].scan_from if stack else 0
+        if depth >= scan_from:
+            node, pos, deep = self.scan_node(pos)
+            if node is not None:
+                return node, pos, None
+            if deep:
+                scan_from = depth + SKIP_LEVELS
+        char, pos = self.significant(pos)
+        if char != "{":
+            raise not_profile(self.path, "a node is not a JSON object")
+        return None, pos + 1, _Open(scan_from)
+
+    def member(self, pos, stack, state):
+        """One step inside an open node: a member, or its end. Returns (Node|None, pos, state)."""
+        char, pos = self.significant(pos)
+        if char == "}":
+            return self.finish(stack.pop()), pos + 1, None
+        if state == _MEMBER_NEXT:
+            if char != ",":
+                raise self.error(pos, "Expecting ',' delimiter")
+            pos += 1
+        name, pos = self.key(pos)
+        if name != "children":
+            stack[-1].fields[name], pos = self.value(pos)
+            return None, pos, _MEMBER_NEXT
+        char, pos = self.significant(pos)
+        if char != "[":
+            raise not_profile(self.path, "a node's children is not a list")
+        char, after = self.significant(pos + 1)
+        if char == "]":
+            return None, after + 1, _MEMBER_NEXT
+        return None, after, _NODE
+
+
+def read_tree(handle, path, names):
+    """Parse ``[root, device_info]`` from a binary file; returns (root Node, device_info).
+
+    Metric names seen are added to ``names``. Raises ViewerError for anything malformed.
+    """
+    parser = _Parser(_Text(handle, path), path, names)
+    char, pos = parser.significant(0)
+    if char != "[":
+        _not_a_list(parser, pos)
+    char, after = parser.significant(pos + 1)
+    if char != "{":
+        _not_a_list(parser, pos)
+    root, pos = parser.tree(after)
+    device_info = {}
+    char, pos = parser.significant(pos)
+    if char == ",":
+        device_info, pos = parser.value(pos + 1)
+        char, pos = parser.significant(pos)
+    if char == ",":
+        raise not_profile(path, _SHAPE)
+    if char != "]":
+        raise parser.error(pos, "Expecting ',' delimiter")
+    char, pos = parser.significant(pos + 1)
+    if char:
+        raise parser.error(pos, "Extra data")
+    if type(device_info) is not dict:
+        raise not_profile(path, "device_info (second element) is not an object")
+    return root, device_info
+
+
+_SHAPE = "expected a JSON list [root, device_info]"
+
+
+def _not_a_list(parser, pos):
+    """Explain a file that does not start with ``[{``: bad JSON, or JSON of the wrong shape."""
+    value, _ = parser.value(pos)  # raises for invalid JSON
+    if type(value) is list and 1 <= len(value) <= 2:
+        raise not_profile(parser.path, "a node is not a JSON object")
+    raise not_profile(parser.path, _SHAPE)
