@@ -19,7 +19,7 @@ import sys
 
 from .diff import diff_tree
 from .errors import ViewerError
-from .metrics import needed_keys, parse_metrics, prepare, usable_specs
+from .metrics import bind, parse_metrics, prepare, usable_specs
 from .profile_tree import (compute_inclusive, exclude, hide_metadata, include, load_profiles,
                            release)
 from .render import FRAME_FORMATS, View, render_metric_list, render_sorted, render_tree, use_color
@@ -142,14 +142,12 @@ def _compile(option, pattern):
         raise ViewerError(f"invalid {option} regex '{pattern}': {exc}") from None
 
 
-def _value_lookup(metrics, root):
-    root_incl = root.incl
-
+def _value_lookup(values, root):
     def values_of(node):
-        values = node.values
-        if values is None:
-            values = node.values = [m.compute(node.incl, root_incl) for m in metrics]
-        return values
+        found = node.values
+        if found is None:
+            found = node.values = values(node, root)
+        return found
 
     return values_of
 
@@ -159,15 +157,16 @@ def _prepare(profile, args, include_rx, exclude_rx):
     root = profile.root
     _refuse_empty(profile)
     metrics = parse_metrics(args.metrics, profile.names, profile.device_info, profile.label)
-    if not args.show_metadata:
+    if not args.show_metadata and profile.has_metadata:
         hide_metadata(root)
     if exclude_rx is not None:
         exclude(root, exclude_rx)
     if include_rx is not None:
         include(root, include_rx)
     prepare(metrics, root, profile.device_info)
-    compute_inclusive(root, needed_keys(metrics))
-    return metrics, _value_lookup(metrics, root)
+    keys, values = bind(metrics)
+    compute_inclusive(root, keys)
+    return metrics, _value_lookup(values, root)
 
 
 def _refuse_empty(profile):

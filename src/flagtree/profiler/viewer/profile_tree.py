@@ -39,6 +39,7 @@ class Profile:
         self.device_info = device_info
         self.sources = sources
         self.names = names  # every metric name stored in the tree
+        self.has_metadata = True  # False: no launch_metadata scope can be in the tree
 
     @property
     def label(self):
@@ -61,11 +62,13 @@ def load_profile(path):
     names = set()
     try:
         with open(path, "rb") as handle:
-            root, device_info = read_tree(handle, path, names)
+            root, device_info, metadata = read_tree(handle, path, names)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise ViewerError(f"cannot read profile '{path}': {reason}") from None
-    return Profile(root, device_info, [path], names)
+    profile = Profile(root, device_info, [path], names)
+    profile.has_metadata = metadata
+    return profile
 
 
 def _merge_devices(dst, src):
@@ -153,6 +156,7 @@ def load_profiles(paths):
         merge_into(profile.root, other.root, same_launches=concurrent_sessions(paths[0], path))
         _merge_devices(profile.device_info, other.device_info)
         profile.names |= other.names
+        profile.has_metadata = profile.has_metadata or other.has_metadata
         profile.sources.append(path)
     return profile
 
@@ -220,19 +224,32 @@ def include(root, regex):
 
 
 def compute_inclusive(root, keys=None):
-    """Set ``node.incl`` to subtree sums of the metrics in ``keys``.
+    """Set ``node.incl`` to the subtree sums of the stored metrics ``keys``.
 
-    ``keys=None`` means every non-identifier metric; passing only the metrics
-    being shown keeps large profiles fast.
+    With a list of keys, ``incl`` is a list in that order (None where the subtree has none
+    of a metric): a few bytes per node, which is what the command line uses. ``keys=None``
+    gives a dict of every non-identifier metric instead.
     """
     order = preorder(root)
-    wanted = None if keys is None else tuple(keys)
+    if keys is None:
+        _inclusive_dicts(order)
+        return
+    keys = list(keys)
+    width = len(keys)
     for node in reversed(order):  # children before their parent
-        metrics = node.metrics
-        if wanted is None:
-            incl = {k: v for k, v in metrics.items() if k not in IDENTIFIERS}
-        else:
-            incl = {k: metrics[k] for k in wanted if k in metrics}
+        get = node.metrics.get
+        incl = [get(key) for key in keys]
+        for child in node.children.values():
+            for at, value in enumerate(child.incl) if width > 1 else ((0, child.incl[0]),):
+                if value is not None:
+                    mine = incl[at]
+                    incl[at] = value if mine is None else mine + value
+        node.incl = incl
+
+
+def _inclusive_dicts(order):
+    for node in reversed(order):
+        incl = {k: v for k, v in node.metrics.items() if k not in IDENTIFIERS}
         for child in node.children.values():
             for key, value in child.incl.items():
                 incl[key] = incl.get(key, 0) + value

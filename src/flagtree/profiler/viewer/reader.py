@@ -1,13 +1,18 @@
 """Streaming reader of one ``.hatchet`` file into a tree of Nodes, without recursion.
 
-The file is decoded CHUNK bytes at a time, so a 2 GiB profile is never one string. Nodes and
-their ``children`` lists are parsed by a loop with an explicit stack: nesting depth costs a
-list entry, never C stack. For speed, each node is first offered whole to the stdlib's C
-scanner; a subtree that fits in the buffer and within the scanner's nesting limit is decoded
-at C speed and turned into Nodes at once (its raw objects are dropped right after). One that
-does not (it crosses the buffer's end, or nests too deeply) is opened by the loop here, which
-offers its children to the scanner in turn. After a nesting failure the next SKIP_LEVELS
-levels are parsed by the loop, so a 100,000-deep chain costs one failed scan per SKIP_LEVELS.
+Nodes and their ``children`` lists are parsed by a loop with an explicit stack: nesting
+depth costs a list entry, never C stack. For speed, each node is first offered whole to the
+stdlib's C scanner, whose object hook turns every node object into a Node the moment it is
+decoded, so raw JSON objects never pile up: memory follows the tree, not the file. A node
+the scanner cannot take (it nests deeper than the scanner's limit, or runs past the text
+read so far) is opened by the loop here, which offers its children to the scanner in turn;
+after a nesting failure the next SKIP_LEVELS levels are parsed by the loop, so a
+100,000-deep chain costs one failed scan per SKIP_LEVELS levels.
+
+Text: a file up to FIRST_READ bytes is decoded in one piece (one string about the file's
+size, and no scan is ever cut short); a bigger one is streamed CHUNK bytes at a time, keeping
+at least AHEAD characters ahead, so only a subtree bigger than AHEAD is opened by the loop
+after a cut scan.
 """
 
 import codecs
@@ -16,15 +21,15 @@ import re
 from json import scanner as _json_scanner
 
 from .errors import ViewerError
-from .nodes import NO_CHILDREN, add_metrics, attach, make_node, not_profile
+from .nodes import Node, attach, make_node, not_profile
 
-CHUNK = 1 << 25  # bytes read (and decoded) at a time
-# Parsing goes on with at least this much text ahead, so a subtree smaller than it is never
-# cut by the buffer's end (a scan that is cut wastes its work up to there).
-AHEAD = 1 << 24
+FIRST_READ = 1 << 30  # bytes read at once at the start: all of any file up to 1 GiB
+CHUNK = 1 << 26  # bytes read at a time after that
+AHEAD = 1 << 25  # parsing goes on with at least this many characters ahead
 SKIP_LEVELS = 256
+METADATA_MARK = "launch_metadata"  # in both hooks' scope names (see profile_tree)
 
-_SCAN = _json_scanner.make_scanner(json.JSONDecoder())
+_SCAN_VALUE = _json_scanner.make_scanner(json.JSONDecoder())
 _SIGNIFICANT = re.compile(r"[ \t\n\r]*([^ \t\n\r])")
 _KEY = re.compile(r'[ \t\n\r]*"([^"\\\x00-\x1f]*)"[ \t\n\r]*:[ \t\n\r]*')
 _BLANK = re.compile(r"[ \t\n\r]*")
@@ -43,20 +48,22 @@ class _Text:
         self.base = 0  # file offset, in characters, of text[0]
         self.lines = 0  # newlines before text[0]
         self.line_start = 0  # file offset of the start of the line text[0] is on
+        self.metadata_scopes = False  # whether a launch_metadata scope name may be present
 
     def fill(self, pos):
         """Drop text[:pos], append the next chunk; returns the new position (0)."""
         if self.eof:
             return pos
         try:
-            data = self.handle.read(CHUNK)
-            more = self.decode(data, final=len(data) < CHUNK)
+            size = CHUNK if self.base or self.text else FIRST_READ
+            data = self.handle.read(size)
+            more = self.decode(data, final=len(data) < size)
         except UnicodeDecodeError as exc:
             where = f"byte {self.handle.tell() - len(data) + exc.start}"
             raise ViewerError(f"'{self.path}' is not valid JSON (not UTF-8 text at {where})") from None
         except OSError as exc:
             raise ViewerError(f"cannot read profile '{self.path}': {exc.strerror or exc}") from None
-        self.eof = len(data) < CHUNK
+        self.eof = len(data) < size
         text = self.text
         newlines = text.count("\n", 0, pos)
         if newlines:
@@ -64,6 +71,8 @@ class _Text:
             self.line_start = self.base + text.rfind("\n", 0, pos) + 1
         self.base += pos
         self.text = text[pos:] + more
+        # Cheap at C speed, and lets the viewer skip a walk over the tree when absent.
+        self.metadata_scopes = self.metadata_scopes or METADATA_MARK in self.text
         return 0
 
     def window(self, pos):
@@ -96,6 +105,7 @@ _NODE, _MEMBER_FIRST, _MEMBER_NEXT, _AFTER_CHILD = range(4)
 class _Parser:
     def __init__(self, src, path, names):
         self.src, self.path, self.names = src, path, names
+        self.scan = _json_scanner.make_scanner(json.JSONDecoder(object_hook=self.node_hook))
 
     def error(self, pos, what):
         return ViewerError(f"'{self.path}' is not valid JSON ({what} at {self.src.where(pos)})")
@@ -124,7 +134,7 @@ class _Parser:
         while True:
             pos = _BLANK.match(src.text, src.window(pos)).end()
             try:
-                value, end = _SCAN(src.text, pos)
+                value, end = _SCAN_VALUE(src.text, pos)
             except RecursionError:
                 raise self.error(pos, "nested too deeply") from None
             except _SCAN_ERRORS as exc:
@@ -153,52 +163,43 @@ class _Parser:
 
     def scan_node(self, pos):
         """(Node, end, False) when the C scanner decodes the node whole; else (None, pos, deep)."""
-        pos = self.src.window(pos)
-        text = self.src.text
-        pos = _BLANK.match(text, pos).end()
+        src = self.src
+        pos = src.window(pos)
+        pos = _BLANK.match(src.text, pos).end()
         try:
-            raw, end = _SCAN(text, pos)
+            raw, end = self.scan(src.text, pos)
         except RecursionError:
             return None, pos, True
         except _SCAN_ERRORS:
-            return None, pos, False
-        if type(raw) is not dict:
-            return None, pos, False
-        return self.build(raw), end, False
+            return None, pos, False  # cut by the end of the text so far, or bad JSON
+        if type(raw) is not Node:
+            make_node(raw, self.path)  # says what is wrong with it
+            raise not_profile(self.path, "a node is not a JSON object")
+        return raw, end, False
 
-    def build(self, raw_root):
-        """Nodes from a decoded subtree, top-down with a stack; same-named siblings merge."""
-        path, names = self.path, self.names
-        root = make_node(raw_root, path)
-        names.update(root.metrics)
-        stack = [(root, raw_root)]
-        while stack:
-            node, raw = stack.pop()
-            raw_kids = raw.get("children")
-            if not raw_kids:
-                if raw_kids is None or type(raw_kids) is list:
-                    continue
-            if type(raw_kids) is not list:
-                raise not_profile(path, "a node's children is not a list")
-            if node.children is NO_CHILDREN:
-                node.children = {}
-            children = node.children
-            for raw_child in raw_kids:
-                child = make_node(raw_child, path)
-                names.update(child.metrics)
-                existing = children.get(child.name)
-                if existing is None:
-                    children[child.name] = child
-                    child.parent = node
-                else:
-                    add_metrics(existing.metrics, child.metrics)
-                    existing.kernel = existing.kernel or child.kernel
-                    child = existing
-                stack.append((child, raw_child))
-        return root
+    def node_hook(self, obj):
+        """Object hook of the scanner: a node object becomes a Node, anything else stays."""
+        if type(obj.get("frame")) is not dict:
+            return obj
+        node = make_node(obj, self.path)
+        self.names.update(node.metrics)
+        kids = obj.get("children")
+        if kids:
+            if type(kids) is not list:
+                raise not_profile(self.path, "a node's children is not a list")
+            for kid in kids:
+                attach(node, kid if type(kid) is Node else self.not_a_node(kid))
+        elif kids is not None and type(kids) is not list:
+            raise not_profile(self.path, "a node's children is not a list")
+        return node
+
+    def not_a_node(self, raw):
+        make_node(raw, self.path)  # raises the precise reason for objects
+        raise not_profile(self.path, "a node is not a JSON object")
 
     def finish(self, open_node):
-        node = make_node(open_node.fields, self.path)
+        fields = open_node.fields
+        node = make_node(fields, self.path)
         self.names.update(node.metrics)
         for kid in open_node.kids:
             attach(node, kid)
@@ -271,9 +272,10 @@ class _Parser:
 
 
 def read_tree(handle, path, names):
-    """Parse ``[root, device_info]`` from a binary file; returns (root Node, device_info).
+    """Parse ``[root, device_info]`` from a binary file.
 
-    Metric names seen are added to ``names``. Raises ViewerError for anything malformed.
+    Returns (root Node, device_info, whether launch_metadata scopes may be present); metric
+    names seen are added to ``names``. Raises ViewerError for anything malformed.
     """
     parser = _Parser(_Text(handle, path), path, names)
     char, pos = parser.significant(0)
@@ -297,7 +299,7 @@ def read_tree(handle, path, names):
         raise parser.error(pos, "Extra data")
     if type(device_info) is not dict:
         raise not_profile(path, "device_info (second element) is not an object")
-    return root, device_info
+    return root, device_info, parser.src.metadata_scopes
 
 
 _SHAPE = "expected a JSON list [root, device_info]"

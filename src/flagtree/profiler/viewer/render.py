@@ -21,6 +21,7 @@ RESET, BOLD = "\x1b[0m", "\x1b[1m"
 RED, YELLOW, GREEN, CYAN = "\x1b[31m", "\x1b[33m", "\x1b[32m", "\x1b[36m"
 
 BATCH_CHARS = 1 << 20  # characters collected before one write
+INDENT_LEVELS = 128  # tree levels drawn with guides; deeper rows are marked [+N]
 
 
 def format_frame(name, style):
@@ -75,7 +76,10 @@ def use_color(stream, flag_off):
 
 
 class View:
-    """Everything rendering needs: columns, value lookup, and display options."""
+    """Everything rendering needs: columns, value lookup, and display options.
+
+    ``values_of(node)`` returns the node's list of column values (cached on ``node.values``).
+    """
 
     def __init__(self, metrics, values_of, *, depth=None, threshold=0.0,
                  frame_format="full", color=False, diff=False):
@@ -101,23 +105,34 @@ class View:
         first = self.values_of(node)[0]
         return first is not None and abs(first) >= self.cutoff
 
-    def sort_key(self, node):
-        first = self.values_of(node)[0]
-        # NaN sorts with the missing values, so the order stays total.
-        missing = first is None or first != first
-        return (missing, 0 if missing else -first, node.name)
+    def order(self, nodes):
+        """Nodes by first value, descending (missing and NaN last), then by name."""
+        nodes = list(nodes)
+        if len(nodes) < 2:
+            return nodes
+        values_of = self.values_of
+        ranks = [_rank(values_of(node)[0]) for node in nodes]
+        names = [node.name for node in nodes]
+        order = sorted(zip(ranks, names, range(len(ranks))))
+        return [nodes[at] for _, _, at in order]
 
     def children(self, node):
-        if self.cutoff is None:
-            kids = list(node.children.values())
-        else:
-            kids = [c for c in node.children.values() if self.visible(c)]
-        if len(kids) > 1:
-            kids.sort(key=self.sort_key)
-        return kids
+        kids = node.children.values()
+        if self.cutoff is not None:
+            kids = [c for c in kids if self.visible(c)]
+        return self.order(kids)
 
     def name(self, name):
         return safe(format_frame(name, self.frame_format))
+
+
+_LAST = float("inf")
+
+
+def _rank(first):
+    if first is None or first != first:
+        return _LAST
+    return -first
 
 
 def _tree_rows(root, view):
@@ -200,16 +215,23 @@ def _emit(view, nodes, texts, write):
 
 
 def _tree_texts(view, rows):
-    """The indented names, built one at a time from the ancestors' continuation marks."""
-    indents = [""]  # indents[d]: what a row at depth d + 1 starts with
+    """The indented names, built one at a time from the ancestors' continuation marks.
+
+    Guides are drawn for INDENT_LEVELS levels; a deeper row says how many more levels down
+    it is (``[+N]``), so a 100,000-deep chain prints 100,000 short lines, not 15 GB of blanks.
+    """
+    indents = [""]  # indents[d]: the guides of levels 1..d
     for node, depth, last in rows:
+        branch = "`- " if last else "|- "
         if depth == 0:
             yield view.name(node.name)
-            continue
-        indent = indents[depth - 1]
-        del indents[depth:]
-        indents.append(indent + ("   " if last else "|  "))
-        yield indent + ("`- " if last else "|- ") + view.name(node.name)
+        elif depth <= INDENT_LEVELS:
+            indent = indents[depth - 1]
+            del indents[depth:]
+            indents.append(indent + ("   " if last else "|  "))
+            yield indent + branch + view.name(node.name)
+        else:
+            yield f"{indents[INDENT_LEVELS - 1]}[+{depth - INDENT_LEVELS}] {branch}{view.name(node.name)}"
 
 
 def render_tree(root, view, write):
@@ -235,8 +257,7 @@ def _sorted_candidates(root, view):
 def render_sorted(root, view, write):
     """Write leaves and kernel-like nodes, flat, by first metric, with full paths."""
     view.start(root)
-    nodes = _sorted_candidates(root, view)
-    nodes.sort(key=view.sort_key)
+    nodes = view.order(_sorted_candidates(root, view))
     texts = (" -> ".join(map(view.name, n.path_names())) for n in nodes)
     _emit(view, nodes, texts, write)
 
