@@ -143,10 +143,12 @@ def _compile(option, pattern):
 
 
 def _value_lookup(values, root):
+    """node -> its column values, computed once and kept on the node."""
     def values_of(node):
-        found = node.values
-        if found is None:
-            found = node.values = values(node, root)
+        return node.values or _fill(node)
+
+    def _fill(node):
+        node.values = found = values(node, root)
         return found
 
     return values_of

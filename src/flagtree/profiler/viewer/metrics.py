@@ -12,7 +12,7 @@ import re
 
 from .devices import FLOP_WIDTHS, DeviceTable
 from .errors import ViewerError
-from .profile_tree import IDENTIFIERS, preorder
+from .nodes import IDENTIFIERS
 
 TIME = "time (ns)"
 CPU_TIME = "cpu_time (ns)"
@@ -24,7 +24,10 @@ FLOP_KEYS = {w: f"flops{w}" for w in FLOP_WIDTHS}
 MEASURED_BYTES = ("dram__bytes_read.sum", "dram__bytes_write.sum")
 # Internal per-node sums of "seconds the work would take at peak speed".
 WORK_KEYS = frozenset(list(FLOP_KEYS.values()) + ["bytes"] + list(MEASURED_BYTES))
-UTIL_KEYS = tuple(f"__util_flops{w}" for w in FLOP_WIDTHS) + ("__util_bytes",)
+# Seconds the node's work would take at peak: FLOPs of every width (their times add up, as
+# in Proton), and bytes moved.
+UTIL_FLOPS, UTIL_BYTES = "__util_flops", "__util_bytes"
+UTIL_KEYS = (UTIL_FLOPS, UTIL_BYTES)
 
 _TIME_RE = re.compile(r"^(time|avg_time|cpu_time)/(.*)$")
 _FLOP_RE = re.compile(r"^([kmgtp]?)flop(8|16|32|64)?/s$")
@@ -124,6 +127,15 @@ def _average(scale):
 def _rate(keys, divisor):
     def make(index):
         at_time, ats = index[TIME], [index[k] for k in keys]
+        if len(ats) == 1:
+            at = ats[0]
+
+            def compute_one(incl, root):
+                value = incl[at]
+                seconds = _seconds(incl[at_time])
+                return None if value is None or seconds is None else value / seconds / divisor
+
+            return compute_one
 
         def compute(incl, root):
             seconds = _seconds(incl[at_time])
@@ -138,14 +150,18 @@ def _rate(keys, divisor):
 
 
 def _util_make(index):
-    at_time, ats = index[TIME], [index[k] for k in UTIL_KEYS]
+    at_time, at_flops, at_bytes = index[TIME], index[UTIL_FLOPS], index[UTIL_BYTES]
 
     def compute(incl, root):
+        flops, moved = incl[at_flops], incl[at_bytes]
+        if flops is None and moved is None:
+            return None
         seconds = _seconds(incl[at_time])
         if seconds is None:
             return None
-        best = max((incl[at] for at in ats if incl[at] is not None), default=0.0)
-        return best / seconds
+        if flops is None or (moved is not None and moved > flops):
+            return moved / seconds
+        return flops / seconds
 
     return compute
 
@@ -224,17 +240,29 @@ def annotate_util(root, device_info):
     table = DeviceTable(device_info)
     plans = {}
     fallback = _util_plan(table.default(), plans)
-    for node in preorder(root):
+    stack = [(root, None)]
+    while stack:  # top-down, so a node without identifiers inherits its ancestor's device
+        node, device = stack.pop()
         metrics = node.metrics
+        if node.kernel:
+            device = table.lookup(metrics) or device
+        if node.children:
+            stack.extend([(child, device) for child in node.children.values()])
         if metrics.keys().isdisjoint(WORK_KEYS):
             continue  # most nodes: nothing to normalise
-        plan = _util_plan(_device_of(node, table), plans) or fallback
-        for key, util_key, peak in plan:
-            value = _measured_bytes(metrics) if key == "bytes" else None
-            if value is None and key in metrics:
-                value = metrics[key]
-            if value is not None:
-                metrics[util_key] = value / peak
+        plan = _util_plan(device, plans) or fallback
+        flops = None
+        for key, peak in plan:
+            if key == "bytes":
+                value = _measured_bytes(metrics)
+                if value is None:
+                    value = metrics.get("bytes")
+                if value is not None:
+                    metrics[UTIL_BYTES] = value / peak
+            elif key in metrics:
+                flops = (flops or 0.0) + metrics[key] / peak
+        if flops is not None:
+            metrics[UTIL_FLOPS] = flops
 
 
 def _measured_bytes(metrics):
@@ -243,24 +271,14 @@ def _measured_bytes(metrics):
     return sum(present) if present else None
 
 
-def _device_of(node, table):
-    """The device of the node or, for scopes, of its nearest ancestor kernel."""
-    while node is not None:
-        device = table.lookup(node.metrics)
-        if device is not None:
-            return device
-        node = node.parent
-    return None
-
-
 def _util_plan(device, cache):
-    """(metric, internal key, peak per second) triples for one device."""
+    """(stored metric, peak per second) pairs for one device."""
     if device is None:
         return ()
     if device not in cache:
-        plan = [(FLOP_KEYS[w], "__util_" + FLOP_KEYS[w], p) for w, p in device.peak_flops.items() if p]
+        plan = [(FLOP_KEYS[w], p) for w, p in device.peak_flops.items() if p]
         if device.bandwidth:
-            plan.append(("bytes", "__util_bytes", device.bandwidth))
+            plan.append(("bytes", device.bandwidth))
         cache[device] = tuple(plan)
     return cache[device]
 

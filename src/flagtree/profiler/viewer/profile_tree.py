@@ -235,16 +235,30 @@ def compute_inclusive(root, keys=None):
         _inclusive_dicts(order)
         return
     keys = list(keys)
-    width = len(keys)
+    if len(keys) == 1:
+        _inclusive_one(order, keys[0])
+        return
     for node in reversed(order):  # children before their parent
         get = node.metrics.get
         incl = [get(key) for key in keys]
         for child in node.children.values():
-            for at, value in enumerate(child.incl) if width > 1 else ((0, child.incl[0]),):
+            for at, value in enumerate(child.incl):
                 if value is not None:
                     mine = incl[at]
                     incl[at] = value if mine is None else mine + value
         node.incl = incl
+
+
+def _inclusive_one(order, key):
+    """compute_inclusive for one key (the default view): the same sums, fewer steps."""
+    for node in reversed(order):
+        total = node.metrics.get(key)
+        if node.children:
+            for child in node.children.values():
+                value = child.incl[0]
+                if value is not None:
+                    total = value if total is None else total + value
+        node.incl = [total]
 
 
 def _inclusive_dicts(order):

@@ -8,9 +8,12 @@ never held whole. Every name printed goes through :func:`safe`.
 
 import os
 import re
+from itertools import islice
 
 from .nodes import IDENTIFIERS
-from .safe_text import safe
+from .safe_text import UNSAFE, safe
+
+_UNSAFE_SEARCH = UNSAFE.search
 
 # Our names, then Proton's (-f of proton-viewer), which print Proton's spellings.
 FRAME_FORMATS = ("full", "file:function:line", "function:line", "file:function",
@@ -20,7 +23,7 @@ _PY_FRAME = re.compile(r"^(.*):(\d+)@(.*)$", re.S)
 RESET, BOLD = "\x1b[0m", "\x1b[1m"
 RED, YELLOW, GREEN, CYAN = "\x1b[31m", "\x1b[33m", "\x1b[32m", "\x1b[36m"
 
-BATCH_CHARS = 1 << 20  # characters collected before one write
+BATCH_LINES = 8192  # lines joined into one write (each is at most ~400 characters + its name)
 INDENT_LEVELS = 128  # tree levels drawn with guides; deeper rows are marked [+N]
 
 
@@ -53,6 +56,12 @@ def format_float(value):
     if value == 0 or 0.1 <= abs(value) < 1e6:
         return f"{value:.3f}"
     return f"{value:.3e}"
+
+
+def format_floats(values):
+    """format_float over a column, without a call per cell."""
+    return ["-" if v is None else f"{v:.3f}" if v == 0 or 0.1 <= abs(v) < 1e6 else f"{v:.3e}"
+            for v in values]
 
 
 def format_integral(value):
@@ -112,8 +121,7 @@ class View:
             return nodes
         values_of = self.values_of
         ranks = [_rank(values_of(node)[0]) for node in nodes]
-        names = [node.name for node in nodes]
-        order = sorted(zip(ranks, names, range(len(ranks))))
+        order = sorted(zip(ranks, [node.name for node in nodes], range(len(nodes))))
         return [nodes[at] for _, _, at in order]
 
     def children(self, node):
@@ -148,16 +156,20 @@ def _tree_rows(root, view):
             continue
         kids = view.children(node)
         if kids:
-            stack.append((kids[-1], depth + 1, True))
-            stack.extend((kids[i], depth + 1, False) for i in range(len(kids) - 2, -1, -1))
+            below = depth + 1
+            stack.append((kids[-1], below, True))
+            if len(kids) > 1:
+                stack.extend([(kid, below, False) for kid in kids[-2::-1]])
     return rows
 
 
 def _cells(view, nodes):
     """Per node, its right-aligned value columns as one string; plus the header."""
     columns, header = [], []
+    values_of = view.values_of
     for index, (label, fmt) in enumerate(zip(view.labels, view.formatters)):
-        cells = [fmt(view.values_of(node)[index]) for node in nodes]
+        column = [values_of(node)[index] for node in nodes]
+        cells = format_floats(column) if fmt is format_float else list(map(fmt, column))
         width = max(len(label), max(map(len, cells), default=0))
         columns.append([cell.rjust(width) for cell in cells])
         header.append(label.rjust(width))
@@ -178,40 +190,31 @@ def _value_color(view, node):
     return RED if share >= 0.5 else YELLOW if share >= 0.1 else ""
 
 
-class _Batches:
-    """Collects lines and writes them in large pieces."""
-
-    def __init__(self, write):
-        self.write, self.lines, self.size = write, [], 0
-
-    def add(self, line):
-        self.lines.append(line)
-        self.size += len(line)
-        if self.size >= BATCH_CHARS:
-            self.flush()
-
-    def flush(self):
-        if self.lines:
-            self.lines.append("")
-            self.write("\n".join(self.lines))
-            self.lines, self.size = [], 0
-
-
 def _emit(view, nodes, texts, write):
     """Write the header and one line per node: cells, then its text (an iterable)."""
     cells, header = _cells(view, nodes)
-    out = _Batches(write)
     if not view.color:
-        out.add(header)
-        for cell, text in zip(cells, texts):
-            out.add(cell + "  " + text)
+        lines = map("  ".join, zip(cells, texts))
     else:
-        out.add(BOLD + header + RESET)
-        for node, cell, text in zip(nodes, cells, texts):
-            tint = _value_color(view, node)
-            cell = tint + cell + RESET if tint else cell
-            out.add(cell + "  " + (CYAN + text + RESET if node.kernel else text))
-    out.flush()
+        header = BOLD + header + RESET
+        lines = map("  ".join, zip(map(_tinted, cells, [view] * len(nodes), nodes),
+                                   map(_kernel_cyan, nodes, texts)))
+    write(header + "\n")
+    while True:
+        batch = list(islice(lines, BATCH_LINES))
+        if not batch:
+            return
+        batch.append("")
+        write("\n".join(batch))
+
+
+def _tinted(cell, view, node):
+    tint = _value_color(view, node)
+    return tint + cell + RESET if tint else cell
+
+
+def _kernel_cyan(node, text):
+    return CYAN + text + RESET if node.kernel else text
 
 
 def _tree_texts(view, rows):
@@ -220,18 +223,29 @@ def _tree_texts(view, rows):
     Guides are drawn for INDENT_LEVELS levels; a deeper row says how many more levels down
     it is (``[+N]``), so a 100,000-deep chain prints 100,000 short lines, not 15 GB of blanks.
     """
-    indents = [""]  # indents[d]: the guides of levels 1..d
+    # indents[d]: the guides of levels 1..d; a row writes its own level before any
+    # descendant reads it (rows come parents first), so stale deeper entries never show.
+    indents = [""] * (INDENT_LEVELS + 1)
+    name_of = view.name if view.frame_format != "full" else _safe_name
     for node, depth, last in rows:
-        branch = "`- " if last else "|- "
+        name = name_of(node.name)
         if depth == 0:
-            yield view.name(node.name)
+            yield name
         elif depth <= INDENT_LEVELS:
             indent = indents[depth - 1]
-            del indents[depth:]
-            indents.append(indent + ("   " if last else "|  "))
-            yield indent + branch + view.name(node.name)
+            if last:
+                indents[depth] = indent + "   "
+                yield indent + "`- " + name
+            else:
+                indents[depth] = indent + "|  "
+                yield indent + "|- " + name
         else:
-            yield f"{indents[INDENT_LEVELS - 1]}[+{depth - INDENT_LEVELS}] {branch}{view.name(node.name)}"
+            branch = "`- " if last else "|- "
+            yield f"{indents[INDENT_LEVELS - 1]}[+{depth - INDENT_LEVELS}] {branch}{name}"
+
+
+def _safe_name(name):
+    return name if _UNSAFE_SEARCH(name) is None else safe(name)
 
 
 def render_tree(root, view, write):

@@ -7,7 +7,7 @@ the bidirectional overrides (which reorder what is shown) are written as ``\\xNN
 
 import re
 
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _escape(match):
@@ -17,6 +17,6 @@ def _escape(match):
 
 def safe(text):
     """``text`` with every character that could steer a terminal escaped."""
-    if _UNSAFE.search(text) is None:
+    if UNSAFE.search(text) is None:
         return text
-    return _UNSAFE.sub(_escape, text)
+    return UNSAFE.sub(_escape, text)
