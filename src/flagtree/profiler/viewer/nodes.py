@@ -14,6 +14,7 @@ IDENTIFIERS = frozenset(("device_id", "device_type"))
 # Shared by every leaf (most nodes): saves an empty dict per node. Read-only, so code that
 # adds a child must go through Node.adopt, which gives the node a dict of its own.
 NO_CHILDREN = MappingProxyType({})
+NO_METRICS = MappingProxyType({})  # what a node's metrics become once summed and dropped
 
 # Integers beyond this are stored as floats, so that scaling and dividing them never raises
 # OverflowError; one that does not fit a float at all is refused when read.

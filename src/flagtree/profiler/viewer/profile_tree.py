@@ -21,7 +21,7 @@ import os
 import re
 
 from .errors import ViewerError
-from .nodes import IDENTIFIERS, NO_CHILDREN, Node, merge_into
+from .nodes import IDENTIFIERS, NO_CHILDREN, NO_METRICS, Node, merge_into
 from .reader import read_tree
 
 __all__ = ["IDENTIFIERS", "Node", "Profile", "load_profile", "load_profiles", "merge_into",
@@ -223,12 +223,13 @@ def include(root, regex):
                 del node.children[name]
 
 
-def compute_inclusive(root, keys=None):
+def compute_inclusive(root, keys=None, drop_metrics=False):
     """Set ``node.incl`` to the subtree sums of the stored metrics ``keys``.
 
     With a list of keys, ``incl`` is a list in that order (None where the subtree has none
     of a metric): a few bytes per node, which is what the command line uses. ``keys=None``
-    gives a dict of every non-identifier metric instead.
+    gives a dict of every non-identifier metric instead. ``drop_metrics`` frees each node's
+    own metrics once summed (the command line needs only the sums from there on).
     """
     order = preorder(root)
     if keys is None:
@@ -236,10 +237,12 @@ def compute_inclusive(root, keys=None):
         return
     keys = list(keys)
     if len(keys) == 1:
-        _inclusive_one(order, keys[0])
+        _inclusive_one(order, keys[0], drop_metrics)
         return
     for node in reversed(order):  # children before their parent
         get = node.metrics.get
+        if drop_metrics:
+            node.metrics = NO_METRICS
         incl = [get(key) for key in keys]
         for child in node.children.values():
             for at, value in enumerate(child.incl):
@@ -249,10 +252,12 @@ def compute_inclusive(root, keys=None):
         node.incl = incl
 
 
-def _inclusive_one(order, key):
+def _inclusive_one(order, key, drop_metrics):
     """compute_inclusive for one key (the default view): the same sums, fewer steps."""
     for node in reversed(order):
         total = node.metrics.get(key)
+        if drop_metrics:
+            node.metrics = NO_METRICS
         if node.children:
             for child in node.children.values():
                 value = child.incl[0]
