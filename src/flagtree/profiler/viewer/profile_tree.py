@@ -66,6 +66,8 @@ def load_profile(path):
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise ViewerError(f"cannot read profile '{path}': {reason}") from None
+    except ValueError as exc:  # a path with a NUL character
+        raise ViewerError(f"cannot read profile '{path}': {exc}") from None
     profile = Profile(root, device_info, [path], names)
     profile.has_metadata = metadata
     return profile
@@ -124,7 +126,7 @@ def part_paths(path):
     folder, base = os.path.split(path[:-len(".hatchet")])
     try:
         entries = os.listdir(folder or ".")
-    except OSError:
+    except (OSError, ValueError):
         return []
     parts = []
     for entry in entries:
