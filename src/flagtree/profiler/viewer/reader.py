@@ -108,7 +108,8 @@ class _Parser:
         self.scan = _json_scanner.make_scanner(json.JSONDecoder(object_hook=self.node_hook))
 
     def error(self, pos, what):
-        return ViewerError(f"'{self.path}' is not valid JSON ({what} at {self.src.where(pos)})")
+        joint = " " if what.endswith(" at") else " at "  # some stdlib messages end in 'at'
+        return ViewerError(f"'{self.path}' is not valid JSON ({what}{joint}{self.src.where(pos)})")
 
     def scan_error(self, pos, exc):
         if isinstance(exc, json.JSONDecodeError):
