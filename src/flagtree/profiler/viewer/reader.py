@@ -133,7 +133,8 @@ class _Parser:
         """Decode one JSON value (not a node) at pos; returns (value, end)."""
         src = self.src
         while True:
-            pos = _BLANK.match(src.text, src.window(pos)).end()
+            pos = src.window(pos)  # may replace src.text: read it after
+            pos = _BLANK.match(src.text, pos).end()
             try:
                 value, end = _SCAN_VALUE(src.text, pos)
             except RecursionError:
