@@ -280,6 +280,15 @@ def read_tree(handle, path, names):
     names seen are added to ``names``. Raises ViewerError for anything malformed.
     """
     parser = _Parser(_Text(handle, path), path, names)
+    try:
+        return _read(parser, path)
+    finally:
+        # The scanner's object hook refers back to the parser: break that cycle now, or the
+        # text (as big as the file) would wait for the garbage collector.
+        parser.scan = parser.src = None
+
+
+def _read(parser, path):
     char, pos = parser.significant(0)
     if char != "[":
         _not_a_list(parser, pos)

@@ -164,18 +164,23 @@ def _tree_rows(root, view):
 
 
 def _cells(view, nodes):
-    """Per node, its right-aligned value columns as one string; plus the header."""
-    columns, header = [], []
+    """Per node, its right-aligned value columns as one string; plus the header.
+
+    Columns are joined one at a time, so only one column's cells are alive besides the rows.
+    """
+    rows, header = None, []
     values_of = view.values_of
     for index, (label, fmt) in enumerate(zip(view.labels, view.formatters)):
         column = [values_of(node)[index] for node in nodes]
         cells = format_floats(column) if fmt is format_float else list(map(fmt, column))
+        del column
         width = max(len(label), max(map(len, cells), default=0))
-        columns.append([cell.rjust(width) for cell in cells])
         header.append(label.rjust(width))
-    if len(columns) == 1:
-        return columns[0], header[0]
-    return ["  ".join(parts) for parts in zip(*columns)], "  ".join(header)
+        if rows is None:
+            rows = [cell.rjust(width) for cell in cells]
+        else:
+            rows = [row + "  " + cell.rjust(width) for row, cell in zip(rows, cells)]
+    return rows, "  ".join(header)
 
 
 def _value_color(view, node):
