@@ -73,22 +73,25 @@ def make_node(raw, path):
     if type(frame) is not dict or type(frame.get("name")) is not str:
         raise not_profile(path, "a node has no frame name")
     name = frame["name"]
-    metrics = raw.get("metrics", {})
-    if type(metrics) is not dict:
+    metrics = raw.get("metrics")
+    if metrics is None:
+        metrics = {}
+    elif type(metrics) is not dict:
         raise not_profile(path, f"node '{name}' has non-object metrics")
-    for key, value in metrics.items():
-        kind = type(value)
-        if kind is int:
-            if -_EXACT_LIMIT < value < _EXACT_LIMIT and (
-                    key not in IDENTIFIERS or 0 <= value < _IDENTIFIER_LIMIT):
+    elif metrics:
+        for key, value in metrics.items():
+            kind = type(value)
+            if kind is int:
+                if -_EXACT_LIMIT < value < _EXACT_LIMIT and (
+                        key not in IDENTIFIERS or 0 <= value < _IDENTIFIER_LIMIT):
+                    continue
+            elif kind is float and key not in IDENTIFIERS:
                 continue
-        elif kind is float and key not in IDENTIFIERS:
-            continue
-        metrics = _checked_metrics(metrics, path, name)
-        break
-    kernel = ("device_id" in metrics or "device_type" in metrics
-              or frame.get("kind") == "kernel" or frame.get("type") == "kernel")
-    return Node(name, kernel, metrics, None)
+            metrics = _checked_metrics(metrics, path, name)
+            break
+        if "device_id" in metrics or "device_type" in metrics:
+            return Node(name, True, metrics)
+    return Node(name, frame.get("kind") == "kernel" or frame.get("type") == "kernel", metrics)
 
 
 def _checked_metrics(metrics, path, name):

@@ -21,7 +21,7 @@ import re
 from json import scanner as _json_scanner
 
 from .errors import ViewerError
-from .nodes import Node, attach, make_node, not_profile
+from .nodes import Node, attach, make_node, merge_into, not_profile
 
 FIRST_READ = 1 << 30  # bytes read at once at the start: all of any file up to 1 GiB
 CHUNK = 1 << 26  # bytes read at a time after that
@@ -105,6 +105,7 @@ _NODE, _MEMBER_FIRST, _MEMBER_NEXT, _AFTER_CHILD = range(4)
 class _Parser:
     def __init__(self, src, path, names):
         self.src, self.path, self.names = src, path, names
+        self.names_update = names.update
         self.scan = _json_scanner.make_scanner(json.JSONDecoder(object_hook=self.node_hook))
 
     def error(self, pos, what):
@@ -180,19 +181,35 @@ class _Parser:
         return raw, end, False
 
     def node_hook(self, obj):
-        """Object hook of the scanner: a node object becomes a Node, anything else stays."""
-        if type(obj.get("frame")) is not dict:
-            return obj
+        """Object hook of the scanner: a node object becomes a Node, anything else stays.
+
+        Called for every JSON object, so the common case is written out here; anything
+        unusual goes through make_node/attach, which check and explain.
+        """
+        if "frame" not in obj:
+            return obj  # a frame, metrics or metadata object
+        frame = obj["frame"]
+        if type(frame) is not dict:
+            return obj  # the parent's check reports it
         node = make_node(obj, self.path)
-        self.names.update(node.metrics)
+        self.names_update(node.metrics)
         kids = obj.get("children")
-        if kids:
-            if type(kids) is not list:
-                raise not_profile(self.path, "a node's children is not a list")
-            for kid in kids:
-                attach(node, kid if type(kid) is Node else self.not_a_node(kid))
-        elif kids is not None and type(kids) is not list:
+        if not kids:
+            if kids is None or type(kids) is list:
+                return node
             raise not_profile(self.path, "a node's children is not a list")
+        if type(kids) is not list:
+            raise not_profile(self.path, "a node's children is not a list")
+        children = node.children = {}
+        for kid in kids:
+            if type(kid) is not Node:
+                self.not_a_node(kid)
+            existing = children.get(kid.name)
+            if existing is None:
+                children[kid.name] = kid
+                kid.parent = node
+            else:
+                merge_into(existing, kid)
         return node
 
     def not_a_node(self, raw):
