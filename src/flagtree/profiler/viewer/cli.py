@@ -77,6 +77,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser():
+    """The option table: one ``add(...)`` line per option.
+
+    Another view adds its options here (e.g. ``--speedscope FILE``) and, in :func:`run`, a
+    branch after ``load_profiles`` that writes its format instead of the tree; it gets the
+    merged :class:`~flagtree.profiler.viewer.profile_tree.Profile` and ``write``.
+    """
     parser = _Parser(
         prog=PROG,
         description="Print a FlagTree Profiler (or Proton) tree profile as an annotated tree.",
