@@ -5,7 +5,8 @@ Usage: PYTHONPATH=src python bench/viewer_bench.py [--nodes 100000 1000000] [--r
 
 Each run is a fresh child process (``python -m flagtree.profiler.viewer ... > /dev/null``),
 as a user runs it; its CPU time and peak resident memory come from the child's own
-rusage (os.wait4). Medians over the repeats are printed with the peak as a multiple of
+rusage (os.wait4). Profiles are written by another process, so this one stays small (a
+spawned child's ru_maxrss starts at its parent's resident size). Medians over the repeats are printed with the peak as a multiple of
 the file's size. Profiles are generated in the shape the profiler writes: ~1/3 scopes and
 python frames, the rest kernels with device ids, flops16, bytes and launch metadata
 (``--bare`` leaves out "kind" and the metadata, which makes files ~40% smaller for the same
@@ -131,7 +132,21 @@ def measure(label, path, argv, repeats):
           f"({peak / size_mib:.1f}x the {size_mib:.1f} MiB file)", flush=True)
 
 
+def _generate(kind, path, size, bare):
+    """Write a profile from a separate process, so that this one stays small: a spawned
+    child's ru_maxrss starts at its parent's resident size."""
+    argv = [sys.executable, __file__, "--write", kind, path, str(size)] + (["--bare"] if bare else [])
+    subprocess.run(argv, check=True)
+
+
 def main():
+    if sys.argv[1:2] == ["--write"]:
+        kind, path, size = sys.argv[2], sys.argv[3], int(sys.argv[4])
+        if kind == "tree":
+            write_profile(path, size, "--bare" in sys.argv)
+        else:
+            write_chain(path, size)
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--repeats", type=int, default=5)
@@ -143,14 +158,14 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for nodes in options.nodes:
             path = os.path.join(tmp, f"bench{nodes}.hatchet")
-            write_profile(path, nodes, options.bare)
+            _generate("tree", path, nodes, options.bare)
             repeats = options.repeats if nodes <= 200_000 else max(1, options.repeats // 2)
             for name, argv in CASES.items():
                 measure(f"{nodes:,} nodes, {name}", path, argv, repeats)
             os.remove(path)
         if options.deep:
             path = os.path.join(tmp, "chain.hatchet")
-            write_chain(path, options.deep)
+            _generate("chain", path, options.deep, False)
             measure(f"{options.deep:,}-deep chain, default", path, [], options.repeats)
 
 

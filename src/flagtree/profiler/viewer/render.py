@@ -277,8 +277,21 @@ def render_sorted(root, view, write):
     """Write leaves and kernel-like nodes, flat, by first metric, with full paths."""
     view.start(root)
     nodes = view.order(_sorted_candidates(root, view))
-    texts = (" -> ".join(map(view.name, n.path_names())) for n in nodes)
+    shown = _NameCache(view.name).__getitem__  # ancestors repeat in many paths
+    texts = (" -> ".join(map(shown, n.path_names())) for n in nodes)
     _emit(view, nodes, texts, write)
+
+
+class _NameCache(dict):
+    """name -> how it prints, computed on first use."""
+
+    def __init__(self, show):
+        super().__init__()
+        self.show = show
+
+    def __missing__(self, name):
+        shown = self[name] = self.show(name)
+        return shown
 
 
 def render_metric_list(profile, names, specs, write):
