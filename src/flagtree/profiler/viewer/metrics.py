@@ -267,8 +267,10 @@ def annotate_util(root, device_info):
 
 def _measured_bytes(metrics):
     """DRAM bytes read + written as the counters measured them, or None."""
-    present = [metrics[k] for k in MEASURED_BYTES if k in metrics]
-    return sum(present) if present else None
+    read, write = metrics.get(MEASURED_BYTES[0]), metrics.get(MEASURED_BYTES[1])
+    if read is None:
+        return write
+    return read if write is None else read + write
 
 
 def _util_plan(device, cache):

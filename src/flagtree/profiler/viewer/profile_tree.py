@@ -247,10 +247,8 @@ def compute_inclusive(root, keys=None, drop_metrics=False):
             node.metrics = NO_METRICS
         incl = [get(key) for key in keys]
         for child in node.children.values():
-            for at, value in enumerate(child.incl):
-                if value is not None:
-                    mine = incl[at]
-                    incl[at] = value if mine is None else mine + value
+            incl = [b if a is None else a if b is None else a + b
+                    for a, b in zip(incl, child.incl)]
         node.incl = incl
 
 
