@@ -169,8 +169,9 @@ def _cells(view, nodes):
     Columns are joined one at a time, so only one column's cells are alive besides the rows.
     """
     rows, header = None, []
-    columns = zip(*map(view.values_of, nodes)) if nodes else [()] * len(view.labels)
-    for label, fmt, column in zip(view.labels, view.formatters, columns):
+    values_of = view.values_of
+    for index, (label, fmt) in enumerate(zip(view.labels, view.formatters)):
+        column = [values_of(node)[index] for node in nodes]
         cells = format_floats(column) if fmt is format_float else list(map(fmt, column))
         del column
         width = max(len(label), max(map(len, cells), default=0))
