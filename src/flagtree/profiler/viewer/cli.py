@@ -100,7 +100,7 @@ def build_parser():
     add("--print-sorted", "--print_sorted", action="store_true",
         help="print leaves and kernels flat, sorted by the first metric, with their paths")
     add("-l", "--list", action="store_true", help="list the metrics the profile has and exit")
-    add("-f", "--format", choices=FRAME_FORMATS, default="full",
+    add("-f", "--format", choices=FRAME_FORMATS, default="full", metavar="STYLE",
         help="how to print python frames '<file>:<line>@<function>': full, Proton's "
              "file_function_line (file:line@function), function_line (line@function), "
              "file_function (file@function), or file:function:line, function:line, "
