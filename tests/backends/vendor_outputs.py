@@ -1,9 +1,10 @@
 """Reading the outputs of a backend test's session (tree, metadata) and computing a viewer metric
 on them, shared by the mthreads and cann stand-in tests."""
+import contextlib
+import io
 import json
 
-from flagtree.profiler.viewer.metrics import parse_metrics
-from flagtree.profiler.viewer.profile_tree import compute_inclusive, load_profile
+from flagtree.profiler.viewer.cli import main
 
 
 def load_tree(base):
@@ -36,16 +37,14 @@ def kernels(node, trail=()):
 
 
 def viewer_values(path, spec, name):
-    """The values of metric `spec` (e.g. "util") at node `name`, computed by the viewer's library."""
-    profile = load_profile(path)
-    metrics = parse_metrics(spec, profile.names, profile.device_info, path)
-    for hook in {m.prepare for m in metrics if m.prepare}:
-        hook(profile.root, profile.device_info)
-    compute_inclusive(profile.root)
-    stack = [profile.root]
-    while stack:
-        current = stack.pop()
-        if current.name == name:
-            return [m.compute(current.incl, profile.root.incl) for m in metrics]
-        stack.extend(current.children.values())
-    raise AssertionError(f"no node {name!r} in {path}")
+    """The values of metric `spec` (e.g. "util") at node `name`, as the viewer prints them (its
+    command run in process: columns first, then the tree-drawn name)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["-m", spec, str(path)]) == 0
+    columns = len(spec.split(","))
+    for line in out.getvalue().splitlines():
+        cells = line.split()
+        if line.endswith(" " + name) and len(cells) > columns:
+            return [None if c == "-" else float(c) for c in cells[:columns]]
+    raise AssertionError(f"no node {name!r} in {path}:\n{out.getvalue()}")
