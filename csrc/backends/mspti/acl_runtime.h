@@ -3,6 +3,7 @@
 // holds is used (torch_npu / triton-ascend load it); without one, flush relies on MSPTI's own
 // flush and device_info is empty.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
