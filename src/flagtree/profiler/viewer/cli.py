@@ -12,6 +12,7 @@ import re
 import sys
 
 from .diff import diff_tree
+from . import flame
 from .errors import ViewerError
 from .metrics import needed_keys, parse_metrics, prepare, usable_specs
 from .profile_tree import compute_inclusive, exclude, include, load_profiles, release
@@ -69,6 +70,7 @@ def build_parser():
         help="how to print python frames '<file>:<line>@<function>' (default: full)")
     add("--diff-profile", metavar="OTHER", help="show this profile minus OTHER, node by node")
     add("--no-color", action="store_true", help="never colour the output")
+    flame.add_options(add)
     return parser
 
 
@@ -141,6 +143,8 @@ def run(args, stream):
     threshold = _parse_threshold(args.threshold)
     include_rx = _compile("--include", args.include)
     exclude_rx = _compile("--exclude", args.exclude)
+    if flame.requested(args):
+        return flame.export(args, lambda p, spec: _prepare(p, spec, include_rx, exclude_rx), load_profiles)
     profile = load_profiles(args.profiles)
     if args.list:
         return _list_metrics(profile)
