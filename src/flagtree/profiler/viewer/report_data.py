@@ -54,13 +54,20 @@ def union_preorder(a_root, b_root):
     return out
 
 
-def _clean_meta(meta):
-    clean = {}
+def _meta_row(meta):
+    """One kernel's launch metadata as a row over _META_KEYS (None where absent), hashable:
+    launches of one kernel mostly share it, so rows are stored once and referenced."""
+    row = []
     for key in _META_KEYS:
         value = meta.get(key)
-        if type(value) in (int, float) or (type(value) is list and all(type(v) is int for v in value)):
-            clean[key] = value
-    return clean
+        if type(value) is list and all(type(v) is int for v in value):
+            value = tuple(value)
+        elif type(value) not in (int, float):
+            value = None
+        row.append(value)
+    while row and row[-1] is None:
+        row.pop()
+    return tuple(row)
 
 
 def _columns(nodes, specs, offset, values_of):
@@ -78,7 +85,7 @@ def build_payload(profile, other, specs, offset, values_of, other_values, meta):
     nodes = union_preorder(profile.root, other.root if other is not None else None)
     strings = _Strings()
     parent, name, kernel, device = [], [], [], []
-    meta_index, meta_data = [], []
+    meta_index, meta_ref, meta_rows = [], [], _Strings()
     for i, (a, b, up) in enumerate(nodes):
         node = a if a is not None else b
         parent.append(up)
@@ -90,7 +97,7 @@ def build_payload(profile, other, specs, offset, values_of, other_values, meta):
         found = meta.get(a) if a is not None else None
         if found:
             meta_index.append(i)
-            meta_data.append(_clean_meta(found))
+            meta_ref.append(meta_rows.of(_meta_row(found)))
     columns = [s for s in specs if "derive" not in s]
     a_columns = _columns(nodes, columns, offset, values_of)
     b_columns = _columns([(b, None, 0) for _, b, _ in nodes], columns, offset, other_values) \
@@ -99,7 +106,8 @@ def build_payload(profile, other, specs, offset, values_of, other_values, meta):
         spec.update(a=a_col, b=b_col)
     metrics = specs
     return {"strings": strings.items, "parent": parent, "name": name, "kernel": kernel,
-            "device": device, "metrics": metrics, "meta": {"index": meta_index, "data": meta_data},
+            "device": device, "metrics": metrics, "meta": {"keys": list(_META_KEYS), "index": meta_index, "ref": meta_ref,
+                     "rows": [list(row) for row in meta_rows.items]},
             "sources": list(profile.sources)}
 
 

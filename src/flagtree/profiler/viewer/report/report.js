@@ -39,7 +39,11 @@
   }
 
   var meta = {};
-  D.meta.index.forEach(function (node, k) { meta[node] = D.meta.data[k]; });
+  D.meta.index.forEach(function (node, k) {
+    var row = D.meta.rows[D.meta.ref[k]], entry = {};
+    D.meta.keys.forEach(function (key, j) { if (row[j] != null) entry[key] = row[j]; });
+    meta[node] = entry;
+  });
 
   // Widths need an additive metric; rates (FLOP/s, util) are shown as colour over time widths.
   function widthMetric() {
