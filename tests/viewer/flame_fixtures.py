@@ -136,3 +136,85 @@ def screenshot(binary, profile_dir, url, path):
 def load_json(path):
     with open(path) as handle:
         return json.load(handle)
+
+
+class DevTools:
+    """A headless Chromium driven over the DevTools protocol on a pipe (no port is opened):
+    requests go to the browser's fd 3, replies come from its fd 4, NUL-terminated JSON."""
+
+    def __init__(self, binary, profile_dir):
+        import fcntl
+
+        to_browser, self._out = os.pipe()
+        self._in, from_browser = os.pipe()
+        # Above 10 so the shell's moves onto 3 and 4 below never overwrite one another.
+        child = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (to_browser, from_browser)]
+        for fd in (to_browser, from_browser):
+            os.close(fd)
+        script = f'exec 3<&{child[0]} 4>&{child[1]} {child[0]}<&- {child[1]}>&-; exec "$@"'
+        self.proc = subprocess.Popen(["bash", "-c", script, "bash"] + chromium_args(binary, profile_dir)
+                                     + ["--remote-debugging-pipe", "about:blank"],
+                                     pass_fds=child, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for fd in child:
+            os.close(fd)
+        self._buffer, self._next, self.session = b"", 0, None
+
+    def call(self, method, session=True, **params):
+        self._next += 1
+        message = {"id": self._next, "method": method, "params": params}
+        if session and self.session:
+            message["sessionId"] = self.session
+        os.write(self._out, json.dumps(message).encode() + b"\0")
+        while True:
+            reply = self._read()
+            if reply.get("id") == self._next:
+                assert "error" not in reply, reply["error"]
+                return reply["result"]
+
+    def _read(self):
+        deadline = time.monotonic() + 60
+        while b"\0" not in self._buffer:
+            assert time.monotonic() < deadline and self.proc.poll() is None, "Chromium stopped answering"
+            chunk = os.read(self._in, 1 << 16)
+            assert chunk, "Chromium closed the DevTools pipe"
+            self._buffer += chunk
+        message, self._buffer = self._buffer.split(b"\0", 1)
+        return json.loads(message)
+
+    def open(self, url):
+        target = self.call("Target.createTarget", session=False, url=url)["targetId"]
+        self.session = self.call("Target.attachToTarget", session=False, targetId=target, flatten=True)["sessionId"]
+        deadline = time.monotonic() + 30
+        while not self.eval("!!(document.body && document.body.dataset.readyMs)"):
+            assert time.monotonic() < deadline, "the report never finished drawing"
+            time.sleep(0.05)
+
+    def eval(self, expression):
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        assert "exceptionDetails" not in result, result["exceptionDetails"]
+        return result["result"].get("value")
+
+    def mouse(self, kind, x, y, clicks=0):
+        self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left" if clicks else "none",
+                  clickCount=clicks)
+
+    def screenshot(self, path):
+        import base64
+
+        data = self.call("Page.captureScreenshot", format="png")["data"]
+        with open(path, "wb") as handle:
+            handle.write(base64.b64decode(data))
+        return path
+
+    def close(self):
+        try:
+            self.call("Browser.close", session=False)
+        except (AssertionError, OSError):
+            pass
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self._in)
+        os.close(self._out)

@@ -136,3 +136,15 @@ def test_chromium_draws_a_hundred_thousand_nodes_in_under_three_seconds(chromium
     print(f"\n100,000-node report: {out.stat().st_size / 1e6:.1f} MB, drawn {ready_ms:.0f} ms after navigation")
     assert drawn(dom, "drawn-nodes") > 1000
     assert ready_ms < 3000
+
+
+def test_report_assets_go_into_the_wheel():
+    # wheel.packages = ["src/flagtree"] packs non-.py files under the package too; this asks
+    # scikit-build-core's own file walk (where it is installed) rather than trusting that.
+    processor = pytest.importorskip("scikit_build_core.build._file_processor")
+    from pathlib import Path
+
+    package = Path(__file__).parents[2] / "src" / "flagtree"
+    files = {p.as_posix() for p in processor.each_unignored_file(package, mode="default")}
+    for asset in ("report.html", "report.js", "report.css"):
+        assert any(f.endswith(f"profiler/viewer/report/{asset}") for f in files), asset

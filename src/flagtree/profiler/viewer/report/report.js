@@ -228,7 +228,7 @@
     draw();
     return count;
   }
-  function zoomTo(node) { state.zoom = node; draw(); }
+  function zoomTo(node) { state.zoom = node; $("tip").hidden = true; draw(); }
 
   // ---- hover details ----
   function hit(px, py) {
@@ -292,7 +292,20 @@
   if (params.base === "b" && diff) { state.base = "b"; $("base").value = "b"; }
   if (params.zoom && +params.zoom > 0 && +params.zoom < N) state.zoom = +params.zoom;
   if (params.search) { $("search").value = params.search; search(params.search); } else draw();
-  report.search = search; report.zoom = zoomTo; report.hit = hit; report.state = state;
+  // Where the nth (from 0) drawn node of a name sits, rows top down, in page coordinates.
+  function where(name, nth) {
+    nth = nth || 0;
+    var box = canvas.getBoundingClientRect();
+    for (var d = 0; d < rects.rows.length; d++) {
+      var row = rects.rows[d] || [];
+      for (var k = 0; k < row.length; k++) {
+        var r = row[k];
+        if (S[D.name[rects.node[r]]] === name && nth-- === 0) return { x: box.left + rects.x[r] + rects.w[r] / 2, y: box.top + d * ROW + ROW / 2, node: rects.node[r] };
+      }
+    }
+    return null;
+  }
+  report.search = search; report.zoom = zoomTo; report.hit = hit; report.state = state; report.where = where;
   report.readyMs = performance.now();
   document.body.dataset.readyMs = report.readyMs.toFixed(1);
 })();
