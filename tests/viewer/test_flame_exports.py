@@ -164,3 +164,15 @@ def test_export_replaces_a_planted_symlink_instead_of_following_it(viewer, tmp_p
 def test_export_to_a_missing_folder_is_a_clean_error(viewer, tmp_path):
     status, _, err = viewer("--speedscope", tmp_path / "no" / "x.json", fixture("two_devices.hatchet"))
     assert status == 2 and "cannot write" in err and "Traceback" not in err
+
+
+def test_exports_survive_a_lone_surrogate_in_a_name(viewer, write_profile, tmp_path):
+    path = write_profile('[{"frame": {"name": "ROOT"}, "metrics": {}, "children": [{"frame": '
+                         '{"name": "bad\\ud800name"}, "metrics": {"time (ns)": 5, "device_id": 0}, '
+                         '"children": []}]}, {}]')
+    folded, scope, html = tmp_path / "s.folded", tmp_path / "s.json", tmp_path / "s.html"
+    status, _, err = viewer("--collapsed", folded, "--speedscope", scope, "--html", html, path)
+    assert status == 0, err
+    assert folded.read_text() == "bad\\ud800name 5\n"
+    assert load_json(scope)["shared"]["frames"][0]["name"] == "bad\ud800name"
+    assert "bad\\ud800name" in html.read_text()

@@ -148,3 +148,11 @@ def test_report_assets_go_into_the_wheel():
     files = {p.as_posix() for p in processor.each_unignored_file(package, mode="default")}
     for asset in ("report.html", "report.js", "report.css"):
         assert any(f.endswith(f"profiler/viewer/report/{asset}") for f in files), asset
+
+
+def test_chromium_install_is_left_to_ci(monkeypatch):
+    # A developer's run never apt-gets anything: without CI the browser tests skip, saying why.
+    from flame_fixtures import _install_chromium
+
+    monkeypatch.delenv("CI", raising=False)
+    assert _install_chromium() == (None, "Chromium is not installed (set CI=1 to let the tests apt-get install it)")

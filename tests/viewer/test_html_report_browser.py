@@ -70,3 +70,28 @@ def test_typing_a_search_and_switching_metric(browser, viewer, tmp_path):
     spot = browser.eval("__report.where('attn_fwd')")
     browser.mouse("mouseMoved", spot["x"], spot["y"])
     assert "FLOP/s: 137.439 TFLOP/s" in browser.eval(TIP)
+
+
+# One pixel near the top edge of a node's box, above its label's glyphs.
+PIXEL = """(() => { const c = document.getElementById('flame'), b = c.getBoundingClientRect();
+  const s = __report.where(%r); const r = c.width / b.width;
+  return Array.from(c.getContext('2d').getImageData(Math.round((s.x - b.left) * r),
+                                                    Math.round((s.y - 7 - b.top) * r), 1, 1).data); })()"""
+
+
+def test_diff_view_colours_nodes_by_change(browser, viewer, tmp_path):
+    # nested_scopes minus other_run: layernorm_kernel grew by 0.5 ms, attn_fwd shrank by 1 ms,
+    # reduce_kernel did not change (see the terminal diff of the same pair).
+    open_report(browser, viewer, tmp_path, "--diff-profile", fixture("other_run.hatchet"),
+                fixture("nested_scopes.hatchet"))
+    grew, shrank, same = (browser.eval(PIXEL % name) for name in ("layernorm_kernel", "attn_fwd", "reduce_kernel"))
+    assert grew[0] > grew[2] + 60, grew  # red
+    assert shrank[2] > shrank[0] + 60, shrank  # blue
+    assert min(same[:3]) > 200, same  # unchanged: near white
+    spot = browser.eval("__report.where('layernorm_kernel')")
+    browser.mouse("mouseMoved", spot["x"], spot["y"])
+    assert "time: 3 ms  vs 2.500 ms  change +500 us" in browser.eval(TIP)
+    only_other = browser.eval("__report.where('new_kernel')")
+    assert only_other is None  # it ran only in OTHER: no width from this profile...
+    browser.eval("const s = document.getElementById('base'); s.value = 'b'; s.dispatchEvent(new Event('change'))")
+    assert browser.eval("__report.where('new_kernel')") is not None  # ...but some from OTHER's

@@ -138,7 +138,9 @@ def write_atomic(path, text):
     except OSError as exc:
         raise ViewerError(f"cannot write '{path}': {exc.strerror or exc}") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+        # A name may hold a lone surrogate (JSON allows "\ud800"); UTF-8 cannot, so it is
+        # written as the text \ud800 rather than failing the export.
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as handle:
             handle.write(text)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; an output is an ordinary file
         os.replace(tmp, path)
