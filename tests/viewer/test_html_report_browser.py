@@ -95,3 +95,10 @@ def test_diff_view_colours_nodes_by_change(browser, viewer, tmp_path):
     assert only_other is None  # it ran only in OTHER: no width from this profile...
     browser.eval("const s = document.getElementById('base'); s.value = 'b'; s.dispatchEvent(new Event('change'))")
     assert browser.eval("__report.where('new_kernel')") is not None  # ...but some from OTHER's
+
+
+def test_the_first_metric_of_the_command_is_shown_first(browser, viewer, tmp_path):
+    open_report(browser, viewer, tmp_path, "-m", "tflop16/s,time/ms", fixture("nested_scopes.hatchet"))
+    chosen = browser.eval("(() => { const m = document.getElementById('metric'); return m.options[m.selectedIndex].textContent; })()")
+    assert chosen == "FLOP/s"
+    assert "colour: FLOP/s" in browser.eval("document.getElementById('legend').innerText")

@@ -48,6 +48,18 @@ def report_specs(profile):
     return out
 
 
+def menu_id(spec):
+    """The report menu entry that shows the first -m metric (time/ms is the 'time' entry)."""
+    for family in ("time", "cpu_time"):
+        if spec.startswith(family + "/") and spec != "time/%":
+            return family + "/ns"
+    if "flop" in spec and spec.endswith("/s"):  # tflop16/s and friends: the FLOP/s entry
+        return "flop/s"
+    if spec.endswith("byte/s"):
+        return "byte/s"
+    return spec
+
+
 def column_specs(specs):
     """The entries the viewer computes (derived rates are left to the page)."""
     return [s for s in specs if "derive" not in s]
@@ -134,6 +146,7 @@ def build_report(args, prepare_profile, load):
         payload["table"] = table
         payload["title"] = profile.label
         payload["diffSource"] = args.diff_profile
+        payload["initialMetric"] = menu_id(user[0])
     finally:
         release(profile.root)
         if other is not None:

@@ -286,8 +286,12 @@
 
   // Start-up state from the address (#metric=count&search=add&zoom=12): links and tests use it.
   var params = {};
-  location.hash.replace(/^#/, "").split("&").forEach(function (kv) { var p = kv.split("="); if (p[0]) params[p[0]] = decodeURIComponent(p[1] || ""); });
-  D.metrics.forEach(function (m, k) { if (m.id === params.metric || m.label === params.metric) state.metric = k; });
+  location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
+    var p = kv.split("=");
+    try { if (p[0]) params[p[0]] = decodeURIComponent(p[1] || ""); } catch (e) { /* a malformed value is ignored */ }
+  });
+  var wanted = params.metric || D.initialMetric;  // the address wins over the command's -m
+  D.metrics.forEach(function (m, k) { if (m.id === wanted || m.label === wanted) state.metric = k; });
   $("metric").value = String(state.metric);
   if (params.base === "b" && diff) { state.base = "b"; $("base").value = "b"; }
   if (params.zoom && +params.zoom > 0 && +params.zoom < N) state.zoom = +params.zoom;
