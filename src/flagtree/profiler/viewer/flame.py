@@ -10,7 +10,8 @@ import tempfile
 
 from .devices import DEVICE_KINDS
 from .errors import ViewerError
-from .metrics import CPU_TIME, TIME, parse_metrics
+from .metrics import CPU_TIME, TIME
+from .profile_tree import release
 
 # `a.rank3.hatchet`, `a.rank3.part1.hatchet`: files of one rank of a multi-process run.
 _RANK_RE = re.compile(r"\.rank(\d+)(?=\.)")
@@ -40,14 +41,18 @@ def export(args, prepare_profile, load):
         groups = [(label, load(paths)) for label, paths in rank_groups(args.profiles)]
         weights = [(label, profile, weight_of(profile, args.metrics, prepare_profile))
                    for label, profile in groups]
-        if args.speedscope:
-            from .speedscope import write_speedscope
-            write_speedscope(args.speedscope, weights)
-            written.append(args.speedscope)
-        if args.collapsed:
-            from .collapsed import write_collapsed
-            write_collapsed(args.collapsed, weights)
-            written.append(args.collapsed)
+        try:
+            if args.speedscope:
+                from .speedscope import write_speedscope
+                write_speedscope(args.speedscope, weights)
+                written.append(args.speedscope)
+            if args.collapsed:
+                from .collapsed import write_collapsed
+                write_collapsed(args.collapsed, weights)
+                written.append(args.collapsed)
+        finally:
+            for _, profile in groups:
+                release(profile.root)  # the viewer runs with the cyclic GC off
     if args.html:
         from .html_report import write_report
         write_report(args, prepare_profile, load)
