@@ -9,7 +9,6 @@ of the whole headless run (browser start included). Needs `chromium` on PATH for
 """
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -21,7 +20,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from viewer_bench import make_profile  # noqa: E402  (same generator as the text viewer's bench)
+from viewer_bench import write_profile  # noqa: E402  (same generator as the text viewer's bench)
 
 from flagtree.profiler.viewer.cli import main  # noqa: E402
 
@@ -64,8 +63,7 @@ def run(sizes, repeats):
         for nodes in sizes:
             profile_path = os.path.join(tmp, f"p{nodes}.hatchet")
             html_path = os.path.join(tmp, f"p{nodes}.html")
-            with open(profile_path, "w") as handle:
-                handle.write(json.dumps(make_profile(nodes)))
+            write_profile(profile_path, nodes, bare=False)
             write_s = statistics.median(write_report(profile_path, html_path) for _ in range(repeats))
             row = {"nodes": nodes, "html_bytes": os.path.getsize(html_path), "write_s": round(write_s, 3)}
             if binary:

@@ -129,7 +129,7 @@ def _session_runner(tool, data, folder):
         path = cupti_candidates(_native.cuda_driver_version() // 1000)[0]
 
         def start():
-            _native.cupti_floor_start(path, 8 << 20, True)
+            _native.testing.cupti_floor_start(path, 8 << 20, True)
 
         def stop():
             _native.cupti_flush()

@@ -13,10 +13,13 @@ NB_MODULE(_native, m) {
   registerErrorsAndEnums(m);
   registerContextBindings(m, testing);
   registerSessionBindings(m, testing);
-  registerOutputBindings(m);
+  registerDumpBindings(m);
   registerNvidiaBindings(m, testing);
   registerRoctracerBindings(m);
   registerCountersBindings(m, testing);
   registerPcSamplingBindings(m, testing);
   registerInstrumentationBindings(m, testing);
+  registerInheritanceBindings(m);
+  registerLaunchLogBindings(m);
+  registerVendorTracerBindings(m);
 }

@@ -19,13 +19,16 @@ namespace nb = nanobind;
 void registerErrorsAndEnums(nb::module_& m);                     // errors_enums.cpp
 void registerContextBindings(nb::module_& m, nb::module_& testing);  // context.cpp
 void registerSessionBindings(nb::module_& m, nb::module_& testing);  // sessions.cpp
-void registerOutputBindings(nb::module_& m);                     // outputs.cpp
 // Beside each backend: backends/<backend>/<backend>_bindings.cpp.
 void registerNvidiaBindings(nb::module_& m, nb::module_& testing);
 void registerRoctracerBindings(nb::module_& m);
 void registerCountersBindings(nb::module_& m, nb::module_& testing);
 void registerPcSamplingBindings(nb::module_& m, nb::module_& testing);
 void registerInstrumentationBindings(nb::module_& m, nb::module_& testing);
+void registerDumpBindings(nb::module_& m);  // dump/dump_bindings.cpp
+void registerInheritanceBindings(nb::module_& m);  // context/inheritance_bindings.cpp
+void registerLaunchLogBindings(nb::module_& m);  // data/launch_log_bindings.cpp
+void registerVendorTracerBindings(nb::module_& m);  // backends/activity/vendor_bindings.cpp (mthreads, cann)
 
 // The session in `slot`; ValueError when the slot is empty.
 Session& sessionAt(int slot);

@@ -9,6 +9,7 @@
 #include <atomic>
 
 #include "bindings/bindings.h"
+#include "context/python_frames.h"
 #include "context/thread_state.h"
 #include "core/clock.h"
 #include "core/strings.h"
@@ -58,6 +59,7 @@ void setLaunchMetadata(std::optional<std::string> name, const MetricsIn& metrics
 }  // namespace
 
 void registerContextBindings(nb::module_& m, nb::module_& testing) {
+  m.def("python_frames_skip", &setExtraInternalFiles, nb::arg("fragments"));
   m.def("intern", [](const std::string& s) { return intern(s); });
   m.def("monotonic_ns", &monotonicNs);
   m.def("realtime_ns", &realtimeNs);

@@ -22,7 +22,8 @@ void registerErrorsAndEnums(nb::module_& m) {
       .value("python", ContextKind::Python);
   nb::enum_<DataKind>(m, "DataKind", nb::is_arithmetic())
       .value("tree", DataKind::Tree)
-      .value("trace", DataKind::Trace);
+      .value("trace", DataKind::Trace)
+      .value("perfetto", DataKind::Perfetto);
   nb::enum_<NodeKind>(m, "NodeKind", nb::is_arithmetic())
       .value("root", NodeKind::Root)
       .value("scope", NodeKind::Scope)

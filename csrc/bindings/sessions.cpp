@@ -45,11 +45,7 @@ void attachExtra(int slot, uint32_t correlation, const MetricsIn& metrics,
 
 void removeSession(int slot) {
   Session* s = Profiler::instance().removeSession(slot);
-  if (!s) return;
-  std::lock_guard<std::mutex> lock(s->tree.mutex());
-  s->tree.reset();
-  std::lock_guard<std::mutex> tlock(s->trace.mutex());
-  s->trace.clear();
+  if (s) s->store().release();
 }
 
 nb::dict sessionStats(int slot) {

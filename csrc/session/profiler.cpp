@@ -1,5 +1,7 @@
 #include "session/profiler.h"
 
+#include "context/inheritance.h"
+
 #include "context/context_source.h"
 #include "core/clock.h"
 
@@ -27,7 +29,8 @@ void Profiler::onLaunch(uint32_t correlation, bool multiRecord, uint64_t launchN
   p.launchNs = launchNs ? launchNs : monotonicNs();
   p.meta = ts.takeMetadata();
   p.tid = currentTid();
-  p.state = ts.states.empty() ? 0 : ts.states.back();
+  // No own state: the inherited one (taken when the thread's first scope opened).
+  p.state = !ts.states.empty() ? ts.states.back() : ts.scopes.empty() ? inheritedState(ts) : ts.baseState;
   p.mask = 0;
   p.multi = multiRecord;
   ++ts.launchSerial;

@@ -5,6 +5,7 @@
 //   context_source.h    where a launch's context comes from (shadow scopes, Python frames);
 //   scopes.cpp          the shadow scope and state stacks of the calling thread.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -16,6 +17,14 @@
 #include "session/session_registry.h"
 
 namespace ftp {
+
+// Told of every scope entered and left on any thread while installed (the cann backend's
+// mirroring of scopes as mstx ranges). `depth`: open scopes after entering / before leaving.
+struct ScopeListener {
+  virtual ~ScopeListener() = default;
+  virtual void onScopeEnter(uint32_t name, size_t depth) = 0;
+  virtual void onScopeExit(size_t depth) = 0;
+};
 
 class Profiler {
  public:
@@ -62,9 +71,14 @@ class Profiler {
   // Shadow context and states of the calling thread (scopes.cpp).
   void enterScope(uint32_t name, const std::vector<std::pair<uint32_t, double>>& metrics);
   void exitScope(bool cpuTimed);
+  // Adds metrics to the node of the innermost scope (shadow sessions); context/scope_exit.cpp.
+  void addScopeMetrics(const std::vector<std::pair<uint32_t, double>>& metrics);  // [scope parity]
   void pushState(uint32_t name);
   void popState();
   void setLaunchMetadata(LaunchMetadata* meta);
+
+  // One listener at a time (nullptr removes it); its owner keeps it alive for the process.
+  void setScopeListener(ScopeListener* listener) { scopeListener_.store(listener, std::memory_order_release); }
 
  private:
   friend Profiler& leaked<Profiler>();
@@ -73,6 +87,7 @@ class Profiler {
   SessionRegistry sessions_;
   PendingLaunches pending_;
   GraphCaptures graphs_;
+  std::atomic<ScopeListener*> scopeListener_{nullptr};
 };
 
 }  // namespace ftp

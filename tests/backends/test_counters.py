@@ -66,7 +66,8 @@ def counters_session(standin, tmp_path, mode, name="c", data="tree"):
     nvidia._library = standin.path
     sid = profiler.start(str(tmp_path / name), data=data)
     session = sessions._sessions[sid]
-    session.mode = nvidia.check_mode(mode)
+    session.options = nvidia.check_mode(mode)
+    session.state = nvidia.SessionState()
     session.backend = CountersOverHostBackend(session.backend, nvidia)
     nvidia.attach_session(session)
     return session
@@ -101,10 +102,11 @@ class Gpu:
 def test_check_mode_forms_and_errors():
     nvidia = NvidiaBackend()
     assert nvidia.check_mode(None) is None
-    assert nvidia.check_mode("metrics") == "metrics=" + ",".join(counters.DEFAULT_METRICS)
-    assert nvidia.check_mode(f"metrics= {WARPS} ,{WARPS}") == f"metrics={WARPS}"
+    assert nvidia.check_mode("metrics").canonical() == "metrics=" + ",".join(counters.DEFAULT_METRICS)
+    assert nvidia.check_mode(f"metrics= {WARPS} ,{WARPS}").canonical() == f"metrics={WARPS}"
     # both DRAM byte counts: the duration is added for the derived bandwidth
-    assert nvidia.check_mode(f"metrics={BYTES_READ},{BYTES_WRITE}") == f"metrics={BYTES_READ},{BYTES_WRITE},{DURATION}"
+    assert (nvidia.check_mode(f"metrics={BYTES_READ},{BYTES_WRITE}").canonical()
+            == f"metrics={BYTES_READ},{BYTES_WRITE},{DURATION}")
     with pytest.raises(ValueError, match="empty metric name"):
         nvidia.check_mode("metrics=a,,b")
     with pytest.raises(ValueError, match=r"supported modes: \"metrics\""):

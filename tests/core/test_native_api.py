@@ -7,7 +7,7 @@ import pytest
 
 import flagtree.profiler as profiler
 from flagtree.profiler import _native, session
-from flagtree.profiler.viewer import profile_tree
+from flagtree.profiler.viewer import devices, nodes
 
 
 def names(enum):
@@ -36,7 +36,9 @@ def test_node_kind_numbering_is_the_one_the_tree_writer_names(tmp_path):
 
 
 def test_device_type_numbers_agree_with_the_viewer_and_the_interpreter():
-    for name, number in profile_tree._DEVICE_TYPE_NUMBERS.items():
+    for name, number in nodes._DEVICE_TYPE_NUMBERS.items():  # Proton's spellings in its files
+        assert int(_native.DeviceType[name]) == number
+    for number, name in devices.DEVICE_KINDS.items():  # the viewer's device_info keys
         assert int(_native.DeviceType[name]) == number
     assert int(_native.DeviceType.CPU) == 2  # the tree format's number for host-side records
     assert names(_native.RecordKind) == ("kernel", "memcpy", "memset")

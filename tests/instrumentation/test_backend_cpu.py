@@ -93,6 +93,9 @@ def test_trace_mode_writes_per_block_per_warp_timeline(tmp_path, cpu_device, com
     assert [e["name"] for e in sorted(first, key=lambda e: e["ts"])] == ["load", "store"]
     assert min(e["ts"] for e in first) == pytest.approx(5_000_003 / 1000.0)  # the block's globaltimer start
     assert all(e["dur"] > 0 for e in events)
+    # Proton's fields: cat is the kernel, args say where the interval ran
+    assert {e["cat"] for e in events} == {info.name}
+    assert first[0]["args"]["block"] == 3 and first[0]["args"]["warp"] == 0 and "sm" in first[0]["args"]
 
 
 def test_nvidia_and_instrumentation_sessions_merge_into_time_and_cycles(tmp_path, cpu_device, compiled):

@@ -4,6 +4,8 @@ auto-range + kernel-replay mode, one range per kernel launch, evaluated by CUPTI
 counter data image and attaches the values to the kernel nodes; this module parses the mode,
 starts and stops a session's collection, and lists the metrics a chip offers.
 """
+from dataclasses import dataclass
+
 from .. import _env
 
 # mode="metrics" alone: enough for the derived metrics (occupancy, DRAM bandwidth and its use).
@@ -50,6 +52,15 @@ def normalized_mode(metrics):
     return "metrics=" + ",".join(metrics)
 
 
+@dataclass(frozen=True)
+class CounterMode:
+    """The options of a "metrics[=...]" mode: the metric names to collect, in order."""
+    metrics: tuple
+
+    def canonical(self):
+        return normalized_mode(self.metrics)
+
+
 def dram_peaks_gbps(devices):
     """Each device's DRAM peak in GB/s: memory clock (kHz) x bus width (bits) x 2 (double data rate) / 8."""
     peaks = []
@@ -60,7 +71,7 @@ def dram_peaks_gbps(devices):
 
 
 def start_session(library, session, metrics):
-    """Starts collecting `metrics` for `session` (its slot) on the libcupti at `library`."""
+    """Starts collecting `metrics` for `session` on the libcupti at `library`."""
     native = _native()
     try:
         native.counters_load(library)

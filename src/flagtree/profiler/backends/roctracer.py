@@ -35,7 +35,7 @@ def _native():
 
 def roctracer_candidates():
     """[(where, path)] in the documented order; path None when that place is not set."""
-    explicit = os.environ.get(ENV_PATH, "").strip()
+    explicit = _env.roctracer_path()
     if explicit and os.path.isdir(explicit):
         explicit = os.path.join(explicit, LIBRARY)
     rocm = os.environ.get("ROCM_PATH", "").strip()
@@ -68,7 +68,7 @@ class RoctracerBackend(Backend):
             return f"{LIBRARY} not found; looked at: " + ", ".join(tried)
         return None
 
-    def acquire(self, mode):
+    def acquire(self, options):
         native = _native()
         buffer_bytes = _env.buffer_size()
         tried = []

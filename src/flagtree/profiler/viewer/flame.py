@@ -4,13 +4,14 @@ The exports read the tree through the viewer's own loading, filtering and metric
 they show matches what the terminal prints. Each output file is written atomically.
 """
 
+import argparse
 import os
 import re
-import tempfile
 
+from ..writers.atomic import write_text
 from .devices import DEVICE_KINDS
 from .errors import ViewerError
-from .metrics import CPU_TIME, TIME
+from .metrics import CPU_TIME, TIME, needed_keys
 from .profile_tree import release
 
 # `a.rank3.hatchet`, `a.rank3.part1.hatchet`: files of one rank of a multi-process run.
@@ -30,12 +31,14 @@ def requested(args):
     return bool(args.speedscope or args.collapsed or args.html)
 
 
-def export(args, prepare_profile, load):
+def export(args, prepare, load):
     """Write every requested export; returns the text the command prints.
 
-    ``prepare_profile(profile, spec)`` filters and sums a loaded profile the way the terminal
-    view does and returns (metrics, values_of); ``load(paths)`` is the viewer's loader.
+    ``prepare(profile, args)`` is the viewer's own filter-and-sum step (``cli._prepare``, nodes
+    keeping their exclusive metrics): it returns (metrics, values_of) for ``args.metrics``;
+    ``load(paths)`` is the viewer's loader.
     """
+    prepare_profile = lambda profile, spec: prepare(profile, _with_metrics(args, spec))
     written = []
     if args.speedscope or args.collapsed:
         groups = [(label, load(paths)) for label, paths in rank_groups(args.profiles)]
@@ -60,6 +63,11 @@ def export(args, prepare_profile, load):
     return "".join(f"wrote {path}\n" for path in written)
 
 
+def _with_metrics(args, spec):
+    """The parsed arguments with ``-m`` replaced (the exports ask for more columns than -m)."""
+    return argparse.Namespace(**dict(vars(args), metrics=spec))
+
+
 def rank_groups(paths):
     """[(label, paths)]: one group per rank when every file names its rank, else one group."""
     ranks = [_RANK_RE.search(os.path.basename(p)) for p in paths]
@@ -69,6 +77,23 @@ def rank_groups(paths):
     for path, match in zip(paths, ranks):
         groups.setdefault(int(match.group(1)), []).append(path)
     return [(f"rank {rank}", groups[rank]) for rank in sorted(groups)]
+
+
+class Interned:
+    """A table of distinct keys, each stored once (as ``entry(key)``) at its first index:
+    the string table of the report, the frame table of speedscope."""
+
+    def __init__(self, entry=None):
+        self.items = []
+        self.index = {}
+        self.entry = entry
+
+    def of(self, key):
+        found = self.index.get(key)
+        if found is None:
+            found = self.index[key] = len(self.items)
+            self.items.append(key if self.entry is None else self.entry(key))
+        return found
 
 
 class Weight:
@@ -90,10 +115,11 @@ def weight_of(profile, spec, prepare_profile):
     if family in ("time", "cpu_time") and "/" in first:
         key = TIME if family == "time" else CPU_TIME
         return Weight(key, "nanoseconds", lambda node: node.metrics.get(key))
-    metric = metrics[0]
+    keys = needed_keys(metrics)  # the order of root.incl (cli._prepare sums these keys)
+    compute = metrics[0].make({key: at for at, key in enumerate(keys)})
     root_incl = profile.root.incl
     unit = "bytes" if first == "bytes" else "none"
-    return Weight(first, unit, lambda node: metric.compute(node.metrics, root_incl))
+    return Weight(first, unit, lambda node: compute([node.metrics.get(k) for k in keys], root_incl))
 
 
 def device_label(node):
@@ -135,36 +161,14 @@ def split_frame(name):
 
 
 def write_atomic(path, text):
-    """Write through a temp file in the same folder, then rename over ``path`` (a planted
-    symlink is replaced, never followed)."""
-    folder = os.path.dirname(os.path.abspath(path))
+    """The viewer's outputs go through the project's one atomic writer; a failure is one
+    ViewerError line."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".flagtree-", dir=folder)
+        try:
+            write_text(path, text)
+        except UnicodeEncodeError:
+            # A name may hold a lone surrogate (JSON allows "\ud800"); UTF-8 cannot, so it is
+            # written as the text \ud800 rather than failing the export.
+            write_text(path, text.encode("utf-8", "backslashreplace").decode("utf-8"))
     except OSError as exc:
         raise ViewerError(f"cannot write '{path}': {exc.strerror or exc}") from None
-    try:
-        # A name may hold a lone surrogate (JSON allows "\ud800"); UTF-8 cannot, so it is
-        # written as the text \ud800 rather than failing the export.
-        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; an output is an ordinary file
-        os.replace(tmp, path)
-    except OSError as exc:
-        _remove(tmp)
-        raise ViewerError(f"cannot write '{path}': {exc.strerror or exc}") from None
-    except BaseException:
-        _remove(tmp)
-        raise
-
-
-def _umask():
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _remove(path):
-    try:
-        os.unlink(path)
-    except OSError:
-        pass

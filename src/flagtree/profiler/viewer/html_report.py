@@ -5,9 +5,12 @@ Content-Security-Policy forbids it), so it works from ``file://`` and offline. T
 as compact JSON (columns of numbers plus one string table) drawn on a canvas by report.js.
 """
 
+import json
+
+from .errors import ViewerError
 from .flame import write_atomic
 from .metrics import CPU_TIME, FLOP_KEYS, TIME, usable_specs
-from .profile_tree import IDENTIFIERS, parse_json, read_file, release
+from .profile_tree import IDENTIFIERS, release
 from .report_data import build_payload, embed_json
 
 MAX_TABLE_ROWS = 2000
@@ -73,17 +76,31 @@ def _common_specs(profile, other):
     return [s for s in specs if s["id"] in theirs]
 
 
+def _raw_tree(path):
+    """The file's root object decoded whole, or None where the stdlib decoder cannot take it
+    (nested deeper than its recursion limit: such a report shows no launch metadata)."""
+    try:
+        with open(path, "rb") as handle:
+            data = json.loads(handle.read())
+    except OSError as exc:
+        raise ViewerError(f"cannot read profile '{path}': {exc.strerror or exc}") from None
+    except (RecursionError, ValueError):
+        return None  # ValueError: the viewer's reader accepted it, so only a decoder limit
+    if type(data) is not list or not data or type(data[0]) is not dict:
+        return None
+    return data[0]
+
+
 def kernel_metadata(paths, roots):
     """{Node: launch metadata (grid, block, registers, shared memory)} read from the files.
 
-    The viewer's Node keeps frames and metrics only, so the raw files are walked once more,
-    alongside the loaded tree (same-named siblings merged there: the first metadata wins)."""
+    The viewer's Node keeps name, kernel flag and metrics only, so the raw files are walked
+    once more, alongside the loaded tree (same-named siblings merged there: the first
+    metadata wins)."""
     found = {}
     for path, root in zip(paths, roots):
-        data = parse_json(read_file(path), path)
-        if type(data) is not list or not data or type(data[0]) is not dict:
-            continue
-        stack = [(data[0], root)]
+        raw_root = _raw_tree(path)
+        stack = [(raw_root, root)] if raw_root is not None else []
         while stack:
             raw, node = stack.pop()
             for raw_child in raw.get("children") or ():
@@ -113,8 +130,10 @@ def _table(args, profile, metrics, values_of, other, other_values):
         columns = lambda node: node.values
     view = View(metrics[:count], columns, depth=_parse_depth(args.depth),
                 threshold=_parse_threshold(args.threshold), frame_format=args.format, diff=diff)
+    parts = []
     try:
-        return _cap_rows(render_tree(root, view))
+        render_tree(root, view, parts.append)
+        return _cap_rows("".join(parts))
     finally:
         if diff:
             release(root)
@@ -141,7 +160,7 @@ def build_report(args, prepare_profile, load):
     other_values = prepare_profile(other, spec_text)[1] if other is not None else None
     try:
         table = _table(args, profile, metrics, values_of, other, other_values)
-        meta = kernel_metadata(args.profiles, [profile.root] * len(args.profiles))
+        meta = kernel_metadata(profile.sources, [profile.root] * len(profile.sources))
         payload = build_payload(profile, other, specs, len(user), values_of, other_values, meta)
         payload["table"] = table
         payload["title"] = profile.label

@@ -5,27 +5,13 @@ flag, a device index and one number per metric (``null`` where not applicable); 
 the kernels that have it. Nodes come in preorder, so parents precede their children.
 """
 
-import json
-
-from .flame import HOST, device_label
+from ..writers.atomic import strict_json
+from .flame import HOST, Interned, device_label
 
 # Rates and ratios lose nothing visible at five significant digits, and shrink a lot.
 _DIGITS = 5
 _META_KEYS = ("grid", "block", "cluster", "registers", "static_shared_memory",
               "dynamic_shared_memory", "num_warps", "num_stages")
-
-
-class _Strings:
-    def __init__(self):
-        self.items = []
-        self.index = {}
-
-    def of(self, text):
-        found = self.index.get(text)
-        if found is None:
-            found = self.index[text] = len(self.items)
-            self.items.append(text)
-        return found
 
 
 def _compact(value):
@@ -83,9 +69,9 @@ def build_payload(profile, other, specs, offset, values_of, other_values, meta):
     """The JSON-ready report data. ``values_of(node)[offset + j]`` is the value of the j-th
     spec without ``derive``; the entries of ``specs`` get their columns filled in."""
     nodes = union_preorder(profile.root, other.root if other is not None else None)
-    strings = _Strings()
+    strings = Interned()
     parent, name, kernel, device = [], [], [], []
-    meta_index, meta_ref, meta_rows = [], [], _Strings()
+    meta_index, meta_ref, meta_rows = [], [], Interned()
     for i, (a, b, up) in enumerate(nodes):
         node = a if a is not None else b
         parent.append(up)
@@ -114,7 +100,7 @@ def build_payload(profile, other, specs, offset, values_of, other_values, meta):
 def embed_json(payload):
     """Strict, compact JSON safe inside <script>: no '<', '>' or '&' survive (no
     '</script>' or '<!--' can end the element early), nor the JS line separators."""
-    text = json.dumps(payload, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    text = strict_json(payload, separators=(",", ":"), ensure_ascii=False)
     for raw, escaped in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"),
                          ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(raw, escaped)

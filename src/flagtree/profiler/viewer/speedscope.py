@@ -4,31 +4,20 @@ A calling-context tree maps to a sampled profile whose samples are root-to-node 
 weights are the nodes' exclusive values (https://www.speedscope.app/file-format-schema.json).
 """
 
-import json
-
-from .flame import device_label, split_frame, weighted_paths, write_atomic
+from ..writers.atomic import strict_json
+from .flame import Interned, device_label, split_frame, weighted_paths, write_atomic
 
 SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
 
 
-class _Frames:
-    """The shared frame table: one entry per distinct node name."""
-
-    def __init__(self):
-        self.entries = []
-        self.index = {}
-
-    def of(self, name):
-        found = self.index.get(name)
-        if found is None:
-            found = self.index[name] = len(self.entries)
-            function, file, line = split_frame(name)
-            frame = {"name": function}
-            if file is not None:
-                frame["file"] = file
-                frame["line"] = line
-            self.entries.append(frame)
-        return found
+def _frame_entry(name):
+    """A speedscope frame: python frames '<file>:<line>@<function>' get file and line."""
+    function, file, line = split_frame(name)
+    frame = {"name": function}
+    if file is not None:
+        frame["file"] = file
+        frame["line"] = line
+    return frame
 
 
 def _profile(name, unit, samples, frames):
@@ -49,7 +38,7 @@ def _split_by_device(paths):
 
 def speedscope_document(weights):
     """weights: [(rank label or None, Profile, Weight)] -> the speedscope JSON object."""
-    frames = _Frames()
+    frames = Interned(_frame_entry)
     profiles = []
     for label, profile, weight in weights:
         paths = weighted_paths(profile.root, weight)
@@ -60,11 +49,11 @@ def speedscope_document(weights):
         for group in sorted(groups):
             name = f"{group} - {weight.label}" + ("" if label else f" ({profile.label})")
             profiles.append(_profile(name, weight.unit, groups[group], frames))
-    return {"$schema": SCHEMA_URL, "shared": {"frames": frames.entries}, "profiles": profiles,
+    return {"$schema": SCHEMA_URL, "shared": {"frames": frames.items}, "profiles": profiles,
             "name": ", ".join(p.label for _, p, _ in weights), "activeProfileIndex": 0,
             "exporter": "flagtree-profiler-viewer"}
 
 
 def write_speedscope(path, weights):
     document = speedscope_document(weights)
-    write_atomic(path, json.dumps(document, separators=(",", ":"), allow_nan=False))
+    write_atomic(path, strict_json(document, separators=(",", ":")))

@@ -1,10 +1,12 @@
 """The metadata file beside each output: versions, backend, devices, command line, times,
-record counts. Written as `<output>.meta.json`."""
+record counts. Written as `<name>.meta.json`, atomically, after the profile (see
+session._write_outputs for the order)."""
 import functools
-import json
 import os
 import platform
 import sys
+
+from .atomic import write_json
 
 
 @functools.lru_cache(maxsize=None)  # importlib.metadata scans every installed distribution
@@ -49,5 +51,4 @@ def _rank():
 
 
 def write_metadata(path, metadata):
-    with open(path, "w") as out:
-        json.dump(metadata, out, indent=1, sort_keys=True)
+    write_json(path, metadata, indent=1, sort_keys=True)
