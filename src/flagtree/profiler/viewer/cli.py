@@ -18,6 +18,7 @@ import re
 import sys
 
 from .diff import diff_tree
+from . import flame
 from .errors import ViewerError
 from .metrics import bind, parse_metrics, prepare, usable_specs
 from .profile_tree import (compute_inclusive, exclude, hide_metadata, include, load_profiles,
@@ -110,6 +111,7 @@ def build_parser():
         help="keep the __launch_metadata / __proton_launch_metadata nodes: the kernels launch_metadata "
              "functions launched themselves (hidden by default)")
     add("--no-color", action="store_true", help="never colour the output")
+    flame.add_options(add)
     return parser
 
 
@@ -161,8 +163,10 @@ def _value_lookup(values, root):
     return values_of
 
 
-def _prepare(profile, args, include_rx, exclude_rx):
-    """Filter and sum one profile; returns its metrics and value lookup function."""
+def _prepare(profile, args, include_rx, exclude_rx, keep_own=False):
+    """Filter and sum one profile; returns its metrics and value lookup function.
+
+    ``keep_own`` leaves each node its exclusive metrics (the flame exports weigh by them)."""
     root = profile.root
     _refuse_empty(profile)
     metrics = parse_metrics(args.metrics, profile.names, profile.device_info, profile.label)
@@ -174,7 +178,7 @@ def _prepare(profile, args, include_rx, exclude_rx):
         include(root, include_rx)
     prepare(metrics, root, profile.device_info)
     keys, values = bind(metrics)
-    compute_inclusive(root, keys, drop_metrics=True)
+    compute_inclusive(root, keys, drop_metrics=not keep_own)
     return metrics, _value_lookup(values, root)
 
 
@@ -198,6 +202,10 @@ def run(args, write, stream=None, release_trees=True):
     threshold = _parse_threshold(args.threshold)
     include_rx = _compile("--include", args.include)
     exclude_rx = _compile("--exclude", args.exclude)
+    if flame.requested(args):
+        prepare = lambda p, a: _prepare(p, a, include_rx, exclude_rx, keep_own=True)
+        write(flame.export(args, prepare, load_profiles))
+        return
     profile = load_profiles(args.profiles)
     if args.list:
         return _list_metrics(profile, write)
