@@ -4,6 +4,8 @@ The README's table of variables mirrors ENVIRONMENT below; a test keeps the two 
 """
 import os
 
+from .ranks import excluded as _rank_excluded
+
 ENVIRONMENT = {
     "FLAGTREE_PROFILER_DISABLE": "1 turns every profiler call into a cheap no-op (start returns -1).",
     "FLAGTREE_PROFILER_CUPTI_PATH": "Path of the libcupti to load; searched first.",
@@ -19,6 +21,9 @@ ENVIRONMENT = {
     "FLAGTREE_PROFILER_PCSAMPLING_COLLECTION": "PC sampling: continuous (default; samples per kernel function, shared among its launches) or serialized (exact launch per sample; kernels run one at a time); a mode's collection= wins.",
     "FLAGTREE_PROFILER_INSTRUMENT_TRITON": "1 instruments Triton-language kernels under backend=\"instrumentation\" (mode triton=on does the same; Gluon kernels always are).",
     "FLAGTREE_PROFILER_PERIODIC_S": "Seconds (> 0) between automatic parts: each open session writes <name>.part<k>.<ext> with what it collected since the previous part, then frees it.",
+    "FLAGTREE_PROFILER_RANKS": "Ranks that profile, e.g. 0,3-5 (default: all); the others behave as if FLAGTREE_PROFILER_DISABLE=1. A process without a rank is rank 0.",
+    "FLAGTREE_PROFILER_GATHER": "1 sends every rank's profile files to the lowest profiled rank (rank 0) at finalize, through the initialised torch.distributed process group; a merged timeline is written there too.",
+    "FLAGTREE_PROFILER_GATHER_TIMEOUT_S": "Seconds (> 0, default 300) the gather waits for a rank before naming it as missing and going on.",
     "FLAGTREE_PROFILER_COUNTER_RANGES": "With mode=\"metrics...\": kernel launches a counter data image holds before it is decoded (default 64, at least 1; the image takes from a few KB to ~0.7 MB per launch depending on the metrics).",
 }
 
@@ -30,7 +35,17 @@ def flag(name):
 
 
 def disabled():
-    return flag("FLAGTREE_PROFILER_DISABLE")
+    # a rank left out by FLAGTREE_PROFILER_RANKS pays what a disabled profiler pays
+    return flag("FLAGTREE_PROFILER_DISABLE") or _rank_excluded()
+
+
+def gather_enabled():
+    return flag("FLAGTREE_PROFILER_GATHER")
+
+
+def gather_timeout():
+    return _number("FLAGTREE_PROFILER_GATHER_TIMEOUT_S", float, "seconds", 300.0,
+                   lambda v: 0 < v < float("inf"), "be a positive number of seconds")
 
 
 def _number(name, parse, unit, default, valid, requirement):

@@ -20,7 +20,7 @@ import tempfile
 import threading
 import warnings
 
-from . import _env
+from . import _env, gather, ranks
 from .backends import get_backend, select_backend
 from .writers.hatchet import write_tree
 from .writers.metadata import build_metadata, write_metadata
@@ -121,7 +121,7 @@ def start(name=None, *, context="shadow", data="tree", backend=None, mode=None, 
 
 
 def _start_locked(name, context, data, backend, mode, hook):
-    base = _base_name(name)
+    base = ranks.output_base(_base_name(name))  # <name>.rank<r> under a distributed launch
     _check_choice("context", context, CONTEXTS)
     _check_choice("data", data, DATA_KINDS)
     if hook is not None:
@@ -277,6 +277,7 @@ def _finalize_locked(sessions):
             errors.append(error)
         finally:
             _close(s)
+    gather.after_finalize(sessions)  # FLAGTREE_PROFILER_GATHER: every rank's files to rank 0
     if errors:
         raise errors[0]
 

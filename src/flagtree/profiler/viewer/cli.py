@@ -11,6 +11,7 @@ import os
 import re
 import sys
 
+from . import ranks as rank_view
 from .diff import diff_tree
 from .errors import ViewerError
 from .metrics import needed_keys, parse_metrics, prepare, usable_specs
@@ -40,9 +41,15 @@ examples:
   flagtree-profiler-viewer -l run.hatchet
   flagtree-profiler-viewer -m time/ms --diff-profile before.hatchet after.hatchet
   flagtree-profiler-viewer -m time/ms,cycles timing.hatchet cycles.hatchet
+  flagtree-profiler-viewer -m time/ms,time/ms:max,time/ms:imbalance run.rank*.hatchet
+  flagtree-profiler-viewer --print-sorted -m time/ms:imbalance,time/ms:mean profiles/
+  flagtree-profiler-viewer --merge-traces merged.json run.rank*.chrome_trace
 
 Several profiles merge into one tree by node path (same path: metrics summed; profiles of
 concurrent sessions of one process, e.g. nvidia + instrumentation, count a shared metric once).
+Rank files (<name>.rank<r>.hatchet) or a folder merge across ranks: plain metrics are the sum,
+and a suffix gives a statistic over ranks: <m>:max, :min, :mean, :imbalance ((max-mean)/mean),
+:slowest (the rank of the max; added after :max and :imbalance). Losses are listed per rank.
 Colour is used only on a terminal; NO_COLOR or --no-color turns it off.
 """
 
@@ -69,6 +76,7 @@ def build_parser():
         help="how to print python frames '<file>:<line>@<function>' (default: full)")
     add("--diff-profile", metavar="OTHER", help="show this profile minus OTHER, node by node")
     add("--no-color", action="store_true", help="never colour the output")
+    add("--merge-traces", metavar="OUT", help="merge the given Chrome traces (ranks) into one timeline OUT")
     return parser
 
 
@@ -137,6 +145,10 @@ def _list_metrics(profile):
 
 def run(args, stream):
     """The viewer pipeline for parsed arguments; returns the text to print."""
+    if args.merge_traces is not None:
+        return rank_view.merge_traces_command(args)
+    if rank_view.handles(args):  # rank files, a folder, or :max/:imbalance... metrics
+        return rank_view.run(args, stream)
     depth = _parse_depth(args.depth)
     threshold = _parse_threshold(args.threshold)
     include_rx = _compile("--include", args.include)

@@ -2,9 +2,10 @@
 record counts. Written as `<output>.meta.json`."""
 import functools
 import json
-import os
 import platform
 import sys
+
+from .. import ranks
 
 
 @functools.lru_cache(maxsize=None)  # importlib.metadata scans every installed distribution
@@ -30,22 +31,11 @@ def build_metadata(session, backend_facts, stats):
         "hook": session.hook,
         **backend_facts,
         "command_line": list(sys.argv),
-        "pid": os.getpid(),
-        "rank": _rank(),
+        **ranks.metadata_fields(session),  # rank, world size, host, pid, clock base
         "start_time_ns": session.start_realtime_ns,
         "stop_time_ns": session.stop_realtime_ns,
         **stats,
     }
-
-
-def _rank():
-    for var in ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"):
-        if var in os.environ:
-            try:
-                return int(os.environ[var])
-            except ValueError:
-                pass
-    return 0
 
 
 def write_metadata(path, metadata):

@@ -1,0 +1,72 @@
+"""One rank of the multi-process tests: run as RANK/WORLD_SIZE/LOCAL_RANK/MASTER_* say (what
+torchrun sets), with a gloo process group, real Triton kernels (interpreter on CPU, compiled on
+a GPU), and FLAGTREE_PROFILER_GATHER=1. Writes only under its own folder (argv[1]).
+
+Round 1: a tree and a trace session around a scope of kernel launches; rank 2 launches on 16x
+the data, so it is the slow rank. Round 2 (argv[2] == "never"): every rank opens one more
+session, but rank 3 never finalizes it, so the gather of round 2 must time out naming rank 3.
+Prints one line "REPORT <json>" with what it saw (warnings included).
+"""
+import datetime
+import json
+import os
+import sys
+import time
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+from kernels import device, launch_add  # noqa: E402
+
+SLOW_RANK = 2
+
+
+def work(profiler, rank):
+    n = 64 * 1024 * (16 if rank == SLOW_RANK else 1)
+    x = torch.rand(n, device=device())
+    y, out = torch.rand_like(x), torch.empty_like(x)
+    with profiler.scope("step"):
+        for _ in range(3):
+            launch_add(x, y, out, block=1024)
+    if device() == "cuda":
+        torch.cuda.synchronize()
+
+
+def main(folder, scenario):
+    rank = int(os.environ["RANK"])
+    if device() == "cuda":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+    import flagtree.profiler as profiler
+
+    base = os.path.join(folder, "run")
+    report = {"rank": rank}
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        work(profiler, rank)  # warm-up: compile (GPU), nothing recorded
+        profiler.start(base)
+        profiler.start(base, data="trace")
+        work(profiler, rank)
+        profiler.finalize()
+        if scenario == "never":
+            os.environ["FLAGTREE_PROFILER_GATHER_TIMEOUT_S"] = "3"
+            profiler.start(base + "_late")
+            work(profiler, rank)
+            if rank != 3:
+                began = time.monotonic()
+                profiler.finalize()
+                report["late_finalize_s"] = time.monotonic() - began
+    report["warnings"] = [str(w.message) for w in seen if "flagtree" in str(w.message)]
+    report["files"] = sorted(os.listdir(folder))
+    print("REPORT " + json.dumps(report), flush=True)
+    if scenario == "never" and rank == 3:
+        time.sleep(float(os.environ.get("WORKER_LINGER_S", "4")))  # alive, but never finalizing
+    sys.stdout.flush()
+    os._exit(0)  # no atexit finalize of rank 3's open session, no teardown of a group with a timed-out peer
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "")
