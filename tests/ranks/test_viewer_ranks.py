@@ -126,7 +126,7 @@ def test_rank_merge_errors(capsys, rank_files, argv, message):
 
 def test_empty_folder_is_an_error(capsys, tmp_path):
     status, _, err = view(capsys, tmp_path)
-    assert status == 2 and "holds no .hatchet profiles" in err
+    assert status == 2 and "a folder with no .hatchet profiles in it" in err
 
 
 def test_list_mentions_the_rank_suffixes(capsys, rank_files):

@@ -52,7 +52,9 @@ def main(folder, scenario):
         work(profiler, rank)
         profiler.finalize()
         if scenario == "never":
-            os.environ["FLAGTREE_PROFILER_GATHER_TIMEOUT_S"] = "3"
+            # rank 0 waits 3 s for the others; they wait long for rank 0, which reaches round 2
+            # only after the slow rank 2 has sent round 1
+            os.environ["FLAGTREE_PROFILER_GATHER_TIMEOUT_S"] = "3" if rank == 0 else "60"
             profiler.start(base + "_late")
             work(profiler, rank)
             if rank != 3:
@@ -62,8 +64,13 @@ def main(folder, scenario):
     report["warnings"] = [str(w.message) for w in seen if "flagtree" in str(w.message)]
     report["files"] = sorted(os.listdir(folder))
     print("REPORT " + json.dumps(report), flush=True)
-    if scenario == "never" and rank == 3:
-        time.sleep(float(os.environ.get("WORKER_LINGER_S", "4")))  # alive, but never finalizing
+    release = os.path.join(os.path.dirname(folder), "released")  # the test's control file, not a profile
+    if scenario == "never" and rank == 0:
+        open(release, "w").close()
+    if scenario == "never" and rank == 3:  # alive, but never finalizing, until rank 0 has given up
+        began = time.monotonic()
+        while not os.path.exists(release) and time.monotonic() - began < 120:
+            time.sleep(0.05)
     sys.stdout.flush()
     os._exit(0)  # no atexit finalize of rank 3's open session, no teardown of a group with a timed-out peer
 

@@ -81,22 +81,25 @@ class _Peer:
         self.device = "cpu" if "gloo" in backend or "mpi" in backend else f"cuda:{torch.cuda.current_device()}"
         self.backend = backend
 
-    def _wait(self, work):
-        # At least a moment even past the deadline: a message that already arrived is taken.
-        left = max(self.deadline - time.monotonic(), 0.001)
+    def _run(self, post):
+        """Posts one operation and waits for it: a peer that is gone (its connection closed) or
+        silent past the deadline raises _Late. At least a moment even past the deadline, so a
+        message that already arrived is still taken."""
         try:
-            done = work.wait(timeout=datetime.timedelta(seconds=left))
+            work = post()
+            done = work.wait(timeout=datetime.timedelta(seconds=max(self.deadline - time.monotonic(), 0.001)))
         except RuntimeError as error:
-            raise _Late(str(error).splitlines()[-1]) from None
+            raise _Late(str(error).strip().splitlines()[-1][:200]) from None
         if done is False:
             raise _Late("timed out")
 
     def send(self, tensor, peer, step):
-        self._wait(self.dist.isend(tensor.to(self.device), peer, tag=self.tag + step))
+        tensor = tensor.to(self.device)
+        self._run(lambda: self.dist.isend(tensor, peer, tag=self.tag + step))
 
     def recv(self, shape_or_size, dtype, peer, step):
         tensor = self.torch.empty(shape_or_size, dtype=dtype, device=self.device)
-        self._wait(self.dist.irecv(tensor, peer, tag=self.tag + step))
+        self._run(lambda: self.dist.irecv(tensor, peer, tag=self.tag + step))
         return tensor.cpu()
 
     def send_times(self, values, peer, step):

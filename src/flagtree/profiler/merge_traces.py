@@ -79,6 +79,8 @@ def _head_metadata(path):
         with open(path, "rb") as handle:
             head = handle.read(1 << 20).decode("utf-8", "replace")
         at = head.index('"otherData":') + len('"otherData":')
+        while head[at:at + 1].isspace():
+            at += 1
         value, _ = json.JSONDecoder().raw_decode(head, at)
         return value if isinstance(value, dict) else {}
     except (OSError, ValueError):
@@ -101,6 +103,10 @@ class Input:
     def __init__(self, index, path):
         self.index, self.path = index, path
         head = _head_metadata(path)
+        if head is None:  # not a file of ours, or otherData after the events: parse it once here
+            document = _load_json(path, _read(path))
+            head = document.get("otherData") if isinstance(document, dict) else None
+            head = head if isinstance(head, dict) else {}
         sibling, self.meta_path = _sibling_metadata(path)
         self.meta = {**(head or {}), **sibling}
         named = _RANK_IN_NAME.search(path)
@@ -219,8 +225,6 @@ def _copy_events(item, tracks, writer):
     events = document.get("traceEvents") if isinstance(document, dict) else document
     if not isinstance(events, list):
         raise TraceMergeError(f"'{item.path}' is not a Chrome trace (no traceEvents list)")
-    if not item.meta and isinstance(document, dict) and isinstance(document.get("otherData"), dict):
-        item.meta = document["otherData"]
     names = _names(events)
     for e in events:
         if not isinstance(e, dict) or e.get("ph") == "M":

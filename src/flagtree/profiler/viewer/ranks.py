@@ -48,7 +48,7 @@ def expand_inputs(paths):
         if os.path.isdir(path):
             found = sorted(os.path.join(path, n) for n in os.listdir(path) if n.endswith(".hatchet"))
             if not found:
-                raise ViewerError(f"folder '{path}' holds no .hatchet profiles")
+                raise ViewerError(f"cannot read profile '{path}': a folder with no .hatchet profiles in it")
             out += found
         else:
             out.append(path)
