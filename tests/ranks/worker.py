@@ -3,7 +3,7 @@ torchrun sets), with a gloo process group, real Triton kernels (interpreter on C
 a GPU), and FLAGTREE_PROFILER_GATHER=1. Writes only under its own folder (argv[1]).
 
 Round 1: a tree and a trace session around a scope of kernel launches; rank 2 launches on 16x
-the data, so it is the slow rank. Round 2 (argv[2] == "never"): every rank opens one more
+the data (16x the blocks), so it is the slow rank. Round 2 (argv[2] == "never"): every rank opens one more
 session, but rank 3 never finalizes it, so the gather of round 2 must time out naming rank 3.
 Prints one line "REPORT <json>" with what it saw (warnings included).
 """
@@ -24,8 +24,8 @@ from kernels import device, launch_add  # noqa: E402
 SLOW_RANK = 2
 
 
-def work(profiler, rank):
-    n = 64 * 1024 * (16 if rank == SLOW_RANK else 1)
+def work(profiler, rank, blocks=16):
+    n = 1024 * blocks * (16 if rank == SLOW_RANK else 1)
     x = torch.rand(n, device=device())
     y, out = torch.rand_like(x), torch.empty_like(x)
     with profiler.scope("step"):
@@ -46,7 +46,7 @@ def main(folder, scenario):
     report = {"rank": rank}
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        work(profiler, rank)  # warm-up: compile (GPU), nothing recorded
+        work(profiler, SLOW_RANK + 1, blocks=1)  # warm-up: compile (GPU), nothing recorded
         profiler.start(base)
         profiler.start(base, data="trace")
         work(profiler, rank)
@@ -56,7 +56,8 @@ def main(folder, scenario):
             # only after the slow rank 2 has sent round 1
             os.environ["FLAGTREE_PROFILER_GATHER_TIMEOUT_S"] = "3" if rank == 0 else "60"
             profiler.start(base + "_late")
-            work(profiler, rank)
+            work(profiler, SLOW_RANK + 1, blocks=1)
+            dist.barrier()  # ranks 0-2 reach finalize together: only rank 3 is missing
             if rank != 3:
                 began = time.monotonic()
                 profiler.finalize()

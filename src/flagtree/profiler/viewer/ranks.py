@@ -10,21 +10,18 @@ with a rank suffix shows a statistic over the ranks' own values of it:
 Parts of one rank (``.rank<r>.part<k>``) add into that rank. Losses recorded in each rank's
 ``.meta.json`` are listed per rank under the tree.
 """
-import json
 import os
 import re
 
 import numpy as np
 
 from .errors import ViewerError
-from .metrics import TIME, CPU_TIME, FLOP_KEYS, Metric, parse_metrics, prepare, usable_specs, needed_keys
-from .profile_tree import IDENTIFIERS, Node, Profile, compute_inclusive, exclude, include, parse_json, \
-    preorder, read_file, release
+from .metrics import CPU_TIME, FLOP_KEYS, MEASURED_BYTES, TIME, Metric, needed_keys, parse_metrics, prepare, \
+    usable_specs
+from .profile_tree import Profile, compute_inclusive, exclude, include, preorder, release
+from .rank_merge import expand_inputs, is_rank_file, merge_files, meta_key, metadata_of, rank_of
 
 SUFFIXES = ("max", "min", "mean", "imbalance", "slowest")
-_RANK_FILE = re.compile(r"\.rank(\d+)(?:\.part\d+)?\.hatchet$")
-_PART = re.compile(r"(?:\.part\d+)?\.hatchet$")
-_DEVICE_TYPES = {"HIP": 0, "CUDA": 1, "CPU": 2}  # Proton writes device identifiers as strings
 LOSS_KEYS = ("lost_launches", "dropped_records")
 
 
@@ -37,157 +34,26 @@ def split_spec(spec):
 def handles(args):
     """True when the viewer's inputs call for a rank merge: a folder, a .rank<r> file, or a
     metric with a rank suffix."""
-    if any(os.path.isdir(p) or _RANK_FILE.search(p) for p in args.profiles):
+    if any(os.path.isdir(p) or is_rank_file(p) for p in args.profiles):
         return True
     return any(split_spec(s.strip())[1] for s in args.metrics.split(","))
 
 
-def expand_inputs(paths):
-    out = []
-    for path in paths:
-        if os.path.isdir(path):
-            found = sorted(os.path.join(path, n) for n in os.listdir(path) if n.endswith(".hatchet"))
-            if not found:
-                raise ViewerError(f"cannot read profile '{path}': a folder with no .hatchet profiles in it")
-            out += found
-        else:
-            out.append(path)
-    return out
-
-
-def _metadata(path):
-    try:
-        with open(_PART.sub("", path) + ".meta.json") as handle:
-            meta = json.load(handle)
-        return meta if isinstance(meta, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def rank_of(path, meta):
-    named = _RANK_FILE.search(path)
-    if named:
-        return int(named.group(1))
-    return meta["rank"] if type(meta.get("rank")) is int else 0
-
-
-def _keys_for(base):
-    """Stored metrics a base spec reads (a superset is harmless; checked properly later)."""
+def keys_for(base):
+    """Stored metrics a spec may read (a superset is harmless; specs are checked after the fold)."""
     family = base.split("/", 1)[0]
     if family in ("time", "avg_time"):
         return [TIME, "count"] if family == "avg_time" else [TIME]
     if family == "cpu_time":
         return [CPU_TIME]
+    flops = list(FLOP_KEYS.values())
     if base.endswith("flop/s") or re.match(r"^[kmgtp]?flop(8|16|32|64)/s$", base):
-        return [TIME] + list(FLOP_KEYS.values())
+        return [TIME] + flops
     if re.match(r"^[kmgtp]?byte/s$", base):
         return [TIME, "bytes"]
+    if base == "util":
+        return [TIME, "bytes"] + flops + list(MEASURED_BYTES)
     return [base]
-
-
-class RankMerge:
-    """The streaming fold: merged nodes as flat columns (a parent's row precedes its children's)."""
-
-    def __init__(self, ranks, keys):
-        self.ranks = ranks
-        self.column = {rank: c for c, rank in enumerate(ranks)}
-        self.keys = list(dict.fromkeys(keys))
-        self.index = {}  # (parent row, name) -> row
-        self.names, self.frames, self.parents, self.metrics = [], [], [], []
-        self.per_rank = {k: np.zeros((1024, len(ranks))) for k in self.keys}
-        self.device_info, self.metric_names = {}, set()
-
-    def add_file(self, path, rank):
-        data = parse_json(read_file(path), path)
-        if type(data) is not list or not data or len(data) > 2 or type(data[0]) is not dict:
-            raise ViewerError(f"'{path}' is not a tree profile: expected a JSON list [root, device_info]")
-        self._add_devices(data[1] if len(data) == 2 else {}, path)
-        rows = {k: [] for k in self.keys}
-        values = {k: [] for k in self.keys}
-        stack = [(data[0], -1)]
-        while stack:
-            raw, parent = stack.pop()
-            row = self._row(raw, parent, path)
-            metrics = self._add_metrics(row, raw.get("metrics", {}), path)
-            for key in self.keys:
-                value = metrics.get(key)
-                if value is not None:
-                    rows[key].append(row)
-                    values[key].append(value)
-            children = raw.get("children", [])
-            if type(children) is not list:
-                raise ViewerError(f"'{path}' is not a tree profile: a node's children is not a list")
-            stack.extend((child, row) for child in children)
-        self._grow(len(self.names))
-        column = self.column[rank]
-        for key in self.keys:
-            np.add.at(self.per_rank[key][:, column], rows[key], values[key])
-
-    def _row(self, raw, parent, path):
-        if type(raw) is not dict:
-            raise ViewerError(f"'{path}' is not a tree profile: a node is not a JSON object")
-        frame = raw.get("frame")
-        if type(frame) is not dict or type(frame.get("name")) is not str:
-            raise ViewerError(f"'{path}' is not a tree profile: a node has no frame name")
-        key = (parent, frame["name"] if parent >= 0 else None)  # every file's root is row 0
-        row = self.index.get(key)
-        if row is None:
-            row = self.index[key] = len(self.names)
-            self.names.append(frame["name"])
-            self.frames.append(frame)
-            self.parents.append(parent)
-            self.metrics.append({})
-        return row
-
-    def _add_metrics(self, row, metrics, path):
-        if type(metrics) is not dict:
-            raise ViewerError(f"'{path}' is not a tree profile: a node has non-object metrics")
-        merged = self.metrics[row]
-        for key, value in metrics.items():
-            if key in IDENTIFIERS:
-                merged.setdefault(key, _identifier(key, value, path))
-            elif type(value) in (int, float):
-                merged[key] = merged.get(key, 0) + value
-            else:
-                raise ViewerError(f"'{path}' is not a tree profile: metric '{key}' is not a number")
-        self.metric_names.update(metrics)
-        return metrics
-
-    def _add_devices(self, device_info, path):
-        if type(device_info) is not dict:
-            raise ViewerError(f"'{path}' is not a tree profile: device_info is not an object")
-        for kind, devices in device_info.items():
-            if isinstance(devices, dict) and isinstance(self.device_info.get(kind), dict):
-                self.device_info[kind] = {**devices, **self.device_info[kind]}
-            else:
-                self.device_info.setdefault(kind, devices)
-
-    def _grow(self, rows):
-        for key, matrix in self.per_rank.items():
-            if matrix.shape[0] < rows:
-                bigger = np.zeros((max(rows, 2 * matrix.shape[0]), matrix.shape[1]))
-                bigger[: matrix.shape[0]] = matrix
-                self.per_rank[key] = bigger
-
-    def tree(self):
-        """The merged tree as viewer Nodes, and each node's row."""
-        nodes = []
-        for name, frame, parent, metrics in zip(self.names, self.frames, self.parents, self.metrics):
-            node = Node(name, frame, metrics, nodes[parent] if parent >= 0 else None)
-            if parent >= 0:
-                nodes[parent].children[name] = node
-            nodes.append(node)
-        return nodes[0], {node: row for row, node in enumerate(nodes)}
-
-
-def _identifier(key, value, path):
-    if type(value) is str:
-        if key == "device_type" and value.upper() in _DEVICE_TYPES:
-            return _DEVICE_TYPES[value.upper()]
-        if key == "device_id" and value.isdigit():
-            return int(value)
-        raise ViewerError(f"'{path}' is not a tree profile: metric '{key}' is not a device identifier: {value!r}")
-    return value
 
 
 # --- columns: statistics over the ranks' own values ---
@@ -274,20 +140,13 @@ def _columns(specs, profile):
     return columns
 
 
-def _load(paths):
+def load(paths):
+    """(path, rank, metadata) for every input file (folders expanded)."""
     files = []
     for path in expand_inputs(paths):
-        meta = _metadata(path)
+        meta = metadata_of(path)
         files.append((path, rank_of(path, meta), meta))
     return files
-
-
-def merge_files(files, keys):
-    """Folds the files, one at a time, into a RankMerge over their ranks."""
-    merge = RankMerge(sorted({rank for _, rank, _ in files}), keys)
-    for path, rank, _ in files:
-        merge.add_file(path, rank)
-    return merge
 
 
 def losses_text(files):
@@ -295,7 +154,7 @@ def losses_text(files):
     per_rank, seen = {}, set()
     for path, rank, meta in files:
         counts = per_rank.setdefault(rank, dict.fromkeys(LOSS_KEYS, 0))
-        key = _PART.sub("", path)  # parts of one rank share its metadata file
+        key = meta_key(path)  # parts of one rank share its metadata file
         if key in seen:
             continue
         seen.add(key)
@@ -335,9 +194,9 @@ def run(args, stream):
     depth, threshold = cli._parse_depth(args.depth), cli._parse_threshold(args.threshold)
     include_rx, exclude_rx = cli._compile("--include", args.include), cli._compile("--exclude", args.exclude)
     specs = _with_slowest([s.strip() for s in args.metrics.split(",")])
-    files = _load(args.profiles)
-    keys = [k for s in specs if split_spec(s)[1] for k in _keys_for(split_spec(s)[0])]
-    merge = merge_files(files, keys)
+    files = load(args.profiles)
+    keys = [k for s in specs for k in keys_for(split_spec(s)[0])]  # plain columns read the sums
+    merge = merge_files([(p, r) for p, r, _ in files], keys)
     root, row_of = merge.tree()
     profile = Profile(root, merge.device_info, [p for p, _, _ in files], merge.metric_names)
     if args.list:
