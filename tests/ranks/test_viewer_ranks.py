@@ -132,3 +132,31 @@ def test_empty_folder_is_an_error(capsys, tmp_path):
 def test_list_mentions_the_rank_suffixes(capsys, rank_files):
     status, out, _ = view(capsys, "-l", rank_files)
     assert status == 0 and "time (ns)" in out and ":imbalance" in out
+
+
+def test_the_fold_split_over_workers_equals_the_fold_in_one(tmp_path):
+    from flagtree.profiler.viewer.rank_merge import merge_files
+
+    files = []
+    for rank in range(8):  # trees that differ per rank: extra nodes appear in later ranks only
+        extra = [node(f"x{k}", {TIME: rank * 10 + k}) for k in range(rank % 3)]
+        tree = node("ROOT", {}, node("step", {TIME: rank}, *extra), node(f"r{rank}", {"count": rank}))
+        path = tmp_path / f"run.rank{rank}.hatchet"
+        write(path, tree)
+        files.append((str(path), rank))
+
+    def by_path(merge):
+        root, row_of = merge.tree()
+        out = {}
+        stack = [root]
+        while stack:
+            n = stack.pop()
+            stack.extend(n.children.values())
+            out[tuple(n.path_names())] = (n.metrics, [merge.per_rank[k][row_of[n]].tolist() for k in merge.keys])
+        return out
+
+    one = merge_files(files, [TIME, "count"], workers=1)
+    split = merge_files(files, [TIME, "count"], workers=3)
+    assert by_path(split) == by_path(one)
+    # x1 only in ranks 2 and 5 (rank % 3 == 2)
+    assert by_path(one)[("step", "x1")] == ({TIME: 21 + 51}, [[0, 0, 21, 0, 0, 51, 0, 0], [0] * 8])
