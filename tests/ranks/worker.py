@@ -24,13 +24,17 @@ from kernels import device, launch_add  # noqa: E402
 SLOW_RANK = 2
 
 
-def work(profiler, rank, blocks=16):
+def tensors_for(rank, blocks):
+    """Inputs made before any session, so that only the Triton kernels are recorded on a GPU."""
     n = 1024 * blocks * (16 if rank == SLOW_RANK else 1)
     x = torch.rand(n, device=device())
-    y, out = torch.rand_like(x), torch.empty_like(x)
+    return x, torch.rand_like(x), torch.empty_like(x)
+
+
+def work(profiler, tensors):
     with profiler.scope("step"):
         for _ in range(3):
-            launch_add(x, y, out, block=1024)
+            launch_add(*tensors, block=1024)
     if device() == "cuda":
         torch.cuda.synchronize()
 
@@ -44,19 +48,21 @@ def main(folder, scenario):
 
     base = os.path.join(folder, "run")
     report = {"rank": rank}
+    blocks = int(os.environ.get("WORKER_BLOCKS", "16"))  # the GPU test asks for more, to be slow there too
+    small, mine = tensors_for(SLOW_RANK + 1, 1), tensors_for(rank, blocks)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        work(profiler, SLOW_RANK + 1, blocks=1)  # warm-up: compile (GPU), nothing recorded
+        work(profiler, small)  # warm-up: compile (GPU), nothing recorded
         profiler.start(base)
         profiler.start(base, data="trace")
-        work(profiler, rank)
+        work(profiler, mine)
         profiler.finalize()
         if scenario == "never":
             # rank 0 waits 3 s for the others; they wait long for rank 0, which reaches round 2
             # only after the slow rank 2 has sent round 1
             os.environ["FLAGTREE_PROFILER_GATHER_TIMEOUT_S"] = "3" if rank == 0 else "60"
             profiler.start(base + "_late")
-            work(profiler, SLOW_RANK + 1, blocks=1)
+            work(profiler, small)
             dist.barrier()  # ranks 0-2 reach finalize together: only rank 3 is missing
             if rank != 3:
                 began = time.monotonic()
