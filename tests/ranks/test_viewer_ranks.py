@@ -160,3 +160,15 @@ def test_the_fold_split_over_workers_equals_the_fold_in_one(tmp_path):
     assert by_path(split) == by_path(one)
     # x1 only in ranks 2 and 5 (rank % 3 == 2)
     assert by_path(one)[("step", "x1")] == ({TIME: 21 + 51}, [[0, 0, 21, 0, 0, 51, 0, 0], [0] * 8])
+
+
+def test_without_numpy_the_viewer_works_and_a_rank_merge_says_what_it_needs(capsys, rank_files, monkeypatch,
+                                                                           tmp_path):
+    import sys
+
+    write(tmp_path / "plain.hatchet", rank_tree(0, 100))
+    monkeypatch.setitem(sys.modules, "numpy", None)  # import numpy now raises ImportError
+    status, out, err = view(capsys, "-m", "time/ns", tmp_path / "plain.hatchet")
+    assert status == 0 and rows(out)["kern"]["time/ns"] == "100", err
+    status, _, err = view(capsys, "-m", "time/ns:max", rank_files)
+    assert status == 2 and "merging ranks needs numpy" in err

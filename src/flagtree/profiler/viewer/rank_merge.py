@@ -10,11 +10,22 @@ import json
 import os
 import re
 
-import numpy as np
-
 from .errors import ViewerError
 from .profile_tree import IDENTIFIERS, Node, parse_json, read_file
 
+class _LazyNumpy:
+    """numpy, imported on first use: the viewer itself needs no third-party package, and only
+    a rank merge pays for (and needs) numpy."""
+
+    def __getattr__(self, name):
+        try:
+            import numpy
+        except ImportError:
+            raise ViewerError("merging ranks needs numpy, which is not installed (pip install numpy)") from None
+        return getattr(numpy, name)
+
+
+np = _LazyNumpy()
 _RANK_FILE = re.compile(r"\.rank(\d+)(?:\.part\d+)?\.hatchet$")
 _PART = re.compile(r"(?:\.part\d+)?\.hatchet$")
 _DEVICE_TYPES = {"HIP": 0, "CUDA": 1, "CPU": 2}  # Proton writes device identifiers as strings

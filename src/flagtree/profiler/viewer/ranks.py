@@ -13,13 +13,11 @@ Parts of one rank (``.rank<r>.part<k>``) add into that rank. Losses recorded in 
 import os
 import re
 
-import numpy as np
-
 from .errors import ViewerError
 from .metrics import CPU_TIME, FLOP_KEYS, MEASURED_BYTES, TIME, Metric, needed_keys, parse_metrics, prepare, \
     usable_specs
 from .profile_tree import Profile, compute_inclusive, exclude, include, preorder, release
-from .rank_merge import expand_inputs, is_rank_file, merge_files, meta_key, metadata_of, rank_of
+from .rank_merge import expand_inputs, is_rank_file, merge_files, meta_key, metadata_of, np, rank_of
 
 SUFFIXES = ("max", "min", "mean", "imbalance", "slowest")
 LOSS_KEYS = ("lost_launches", "dropped_records")
