@@ -165,3 +165,20 @@ def test_the_viewer_merges_traces_too(tmp_path, capsys, argv):
     assert "of 2 ranks" in capsys.readouterr().out
     assert viewer_main(argv + [str(tmp_path / "m2.json"), str(tmp_path / "missing.chrome_trace")]) == 2
     assert "cannot read trace" in capsys.readouterr().err
+
+
+def test_a_foreign_trace_keeps_its_host_threads_apart_from_its_device_tracks(tmp_path, capsys):
+    # no metadata, device "processes" with small pids (as Kineto writes them)
+    doc = {"traceEvents": [
+        {"ph": "M", "name": "process_name", "pid": 4321, "args": {"name": "python"}},
+        {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "GPU 0"}},
+        {"ph": "X", "name": "cpu op", "pid": 4321, "tid": 7, "ts": 1.0, "dur": 1.0},
+        {"ph": "X", "name": "kernel", "pid": 0, "tid": 7, "ts": 2.0, "dur": 1.0}]}
+    put(tmp_path / "odd\x1bname.rank0.chrome_trace", doc)
+    out_path = tmp_path / "out" / "m\x1b[31m.json"  # printed back: escaped, not a colour code
+    out_path.parent.mkdir()
+    assert main(["-o", str(out_path), str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "\x1b" not in printed and "m\\x1b[31m.json" in printed
+    events = [e for e in merged(out_path)["traceEvents"] if e["ph"] == "X"]
+    assert {e["name"]: e["tid"] for e in events} == {"cpu op": 7, "kernel": DEVICE_TID_BASE}

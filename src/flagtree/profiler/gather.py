@@ -139,7 +139,12 @@ def _send(peer, paths, root, rank, timeout_s):
     except _Late as late:
         folder = os.path.dirname(os.path.abspath(paths[0])) if paths else "."
         warnings.warn(f"flagtree.profiler: rank {rank} could not send its profile to rank {root} within "
-                      f"{timeout_s:g} s ({late}); it stays in {folder}", stacklevel=4)
+                      f"{timeout_s:g} s ({_printable(str(late))}); it stays in {_printable(folder)}", stacklevel=4)
+
+
+def _printable(text):
+    """Control characters escaped: these messages end up on a terminal."""
+    return re.sub(r"[\x00-\x1f\x7f-\x9f]", lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _clock_fields(offset, error, root, backend):

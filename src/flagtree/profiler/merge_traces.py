@@ -35,6 +35,7 @@ FLOW_NAMESPACE = 1 << 32
 LOSS_KEYS = ("dropped_records", "lost_launches")
 _RANK_IN_NAME = re.compile(r"\.rank(\d+)(?:\.part\d+)?\.chrome_trace$")
 _TRACE_SUFFIX = re.compile(r"(?:\.part\d+)?\.chrome_trace$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class TraceMergeError(ValueError):
@@ -182,8 +183,13 @@ def _process_events(tracks, losses):
     return events
 
 
+def host_side_pid(item, first_named):
+    """The pid of the input's host process: from its metadata, else the first process it names."""
+    return item.pid if item.pid is not None else first_named
+
+
 def _names(events):
-    """Process and thread names the input gave its own pids/tids."""
+    """Process and thread names the input gave its own pids/tids, and the first named pid."""
     processes, threads = {}, {}
     for e in events:
         if e.get("ph") == "M" and isinstance(e.get("args"), dict):
@@ -191,7 +197,7 @@ def _names(events):
                 processes[e.get("pid")] = str(e["args"].get("name"))
             elif e.get("name") == "thread_name":
                 threads[(e.get("pid"), e.get("tid"))] = str(e["args"].get("name"))
-    return processes, threads
+    return processes, threads, next(iter(processes), None)
 
 
 def _track(tracks, item, pid, tid, names, writer):
@@ -199,9 +205,8 @@ def _track(tracks, item, pid, tid, names, writer):
     found = tracks.tids.get(key)
     if found is not None:
         return found
-    processes, threads = names
-    host_side = pid == item.pid if item.pid is not None else type(pid) is int and pid < FLOW_NAMESPACE
-    if host_side and type(tid) is int and tid < DEVICE_TID_BASE:
+    processes, threads, host_pid = names
+    if pid == host_side_pid(item, host_pid) and type(tid) is int and tid < DEVICE_TID_BASE:
         found, name = tid, threads.get(key, f"thread {tid}")
     else:
         found = tracks.next_device_tid
@@ -287,7 +292,7 @@ def summary_line(other, out_path):
                                f"records" for r, c in other["losses"]["per_rank"].items() if any(c.values()))
     text = f"merged {len(other['merged_from'])} traces of {len(other['ranks'])} ranks into {out_path}; " \
            f"clock: {other['clock']['method']}; {lost}\n"
-    return text.encode("ascii", "backslashreplace").decode("ascii")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text[:-1]) + "\n"  # a terminal gets no control codes
 
 
 def main(argv=None):
