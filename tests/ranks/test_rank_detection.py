@@ -121,3 +121,34 @@ def test_gather_without_a_process_group_warns_and_keeps_the_files(launcher, tmp_
     with pytest.warns(UserWarning, match="no torch.distributed process group"):
         profiler.finalize()
     assert sorted(os.listdir(tmp_path)) == ["run.hatchet", "run.meta.json"]
+
+
+class _Group:
+    """Stands in for torch.distributed with an initialised group (no launcher variables)."""
+
+    def __init__(self, rank, world_size, initialised=True):
+        self.rank, self.world_size, self.initialised = rank, world_size, initialised
+
+    def is_available(self):
+        return True
+
+    def is_initialized(self):
+        return self.initialised
+
+    def get_rank(self):
+        return self.rank
+
+    def get_world_size(self):
+        return self.world_size
+
+
+def test_an_initialised_process_group_names_the_rank(launcher, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "torch.distributed", _Group(5, 8, initialised=False))
+    assert ranks.current() is None  # not initialised yet: nothing, and nothing cached
+    monkeypatch.setitem(sys.modules, "torch.distributed", _Group(5, 8))
+    assert tuple(ranks.current()) == (5, 8, None, "torch.distributed")
+    assert ranks.output_base("run") == "run.rank5"
+    launcher(RANK=2, WORLD_SIZE=8)  # the launcher's variables win
+    assert ranks.current().rank == 2
