@@ -53,8 +53,7 @@ def main(folder, scenario):
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         work(profiler, small)  # warm-up: compile (GPU), nothing recorded
-        profiler.start(base)
-        profiler.start(base, data="trace")
+        report["session_ids"] = [profiler.start(base), profiler.start(base, data="trace")]
         work(profiler, mine)
         profiler.finalize()
         if scenario == "never":
