@@ -39,7 +39,12 @@ def after_finalize(sessions):
     for s in sessions:
         paths += list(s.parts) if s.parts else [s.output_path]
         paths.append(s.metadata_path)
-    return gather_files([p for p in paths if os.path.isfile(p)], _env.gather_timeout())
+    try:
+        return gather_files([p for p in paths if os.path.isfile(p)], _env.gather_timeout())
+    except Exception as error:  # the files are written; a failed gather must not fail the program
+        warnings.warn(f"flagtree.profiler: gathering the profiles failed: {_printable(str(error))}; each "
+                      f"rank's files stay where it wrote them", stacklevel=3)
+        return None
 
 
 def _process_group():
@@ -200,11 +205,15 @@ def _collect(peer, paths, members, timeout_s):
     arrived, missing, written = [members[0]], {}, []
     for rank in members[1:]:
         try:
-            payload = _receive_from(peer, rank, timeout_s)
+            files = _unpack(_receive_from(peer, rank, timeout_s))[1]
         except _Late as late:
             missing[rank] = str(late)
             continue
-        written += _store(folder, _unpack(payload)[1])
+        except (ValueError, KeyError, TypeError) as error:  # arrived, but not a payload of ours
+            warnings.warn(f"flagtree.profiler: rank {rank}'s gathered profile is unreadable "
+                          f"({_printable(str(error))}); it stays where rank {rank} wrote it", stacklevel=4)
+            continue
+        written += _store(folder, files)
         arrived.append(rank)
     summary = {"root": members[0], "ranks": arrived, "missing": sorted(missing), "timeout_s": timeout_s,
                "folder": folder}
