@@ -98,13 +98,20 @@ def main():
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--dir", default=None, help="keep the generated profiles here (reused)")
     args = parser.parse_args()
-    folder = args.dir or tempfile.mkdtemp(prefix="rank_merge_bench_")
-    os.makedirs(folder, exist_ok=True)
+    if args.dir is None:  # 334 MiB of profiles: removed afterwards unless --dir keeps them
+        with tempfile.TemporaryDirectory(prefix="rank_merge_bench_") as folder:
+            return run(folder, args)
+    os.makedirs(args.dir, exist_ok=True)
+    return run(args.dir, args)
+
+
+def run(folder, args):
     began = time.perf_counter()
     write_profiles(folder, args.ranks, args.nodes)
     size = sum(os.path.getsize(os.path.join(folder, n)) for n in os.listdir(folder)) / 2**20
     print(f"{args.ranks} profiles x {args.nodes} nodes ({size:.0f} MiB) ready in {time.perf_counter() - began:.1f} s")
-    print(f"load average before: {os.getloadavg()[0]:.1f} (2 cores shared with other work: wall times vary)")
+    cores = len(os.sched_getaffinity(0))
+    print(f"load average before: {os.getloadavg()[0]:.1f} on {cores} cores (other work there stretches wall times)")
     for workers in (1, None):
         wall, cpu, merged = time_merge(folder, workers)
         label = "1 process" if workers == 1 else "all cores"
