@@ -68,7 +68,7 @@ class Family:
         from flagtree.profiler.backends.nvidia import cupti_candidates
 
         path = os.environ.get("FLAGTREE_PROFILER_CUPTI_PATH") or cupti_candidates(13)[0]
-        _native.cupti_floor_start(path, 8 << 20, config == "activity+callbacks")
+        _native.testing.cupti_floor_start(path, 8 << 20, config == "activity+callbacks")
         return null_scope
 
     def stop(self):

@@ -14,13 +14,7 @@ import triton
 import triton.language as tl
 
 import flagtree.profiler as profiler
-
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+from triton_kernels import add_kernel  # beside this file (the script's folder is on sys.path)
 
 
 @triton.jit

@@ -1,14 +1,14 @@
-"""Small real Triton kernels shared by the tests (interpreter on CPU, compiled on GPU)."""
+"""Small real Triton kernels shared by the tests (interpreter on CPU, compiled on GPU). The vector
+add is the example's own kernel (examples/triton_kernels.py), one copy for examples, tests and bench."""
+import os
+import sys
+
 import torch
 import triton
 import triton.language as tl
 
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+from triton_kernels import add_kernel  # noqa: E402
 
 
 @triton.jit

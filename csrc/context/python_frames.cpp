@@ -42,8 +42,17 @@ std::string utf8(PyObject* text) {
   return std::string(data, static_cast<size_t>(size));
 }
 
+std::vector<std::string>* extraInternal = new std::vector<std::string>();  // guarded by tableMutex
+
 bool endsWith(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool isExtraInternal(const std::string& file) {
+  std::lock_guard<std::mutex> lock(tableMutex);
+  for (const auto& fragment : *extraInternal)
+    if (file.find(fragment) != std::string::npos) return true;
+  return false;
 }
 
 bool isInternalFile(const std::string& file) {
@@ -53,7 +62,7 @@ bool isInternalFile(const std::string& file) {
   return file.find("/triton/runtime/") != std::string::npos ||
          file.find("/triton/backends/") != std::string::npos ||
          file.find("/flagtree/profiler/") != std::string::npos || file.rfind("<frozen ", 0) == 0 ||
-         endsWith(file, "/bin/flagtree-profiler");
+         endsWith(file, "/bin/flagtree-profiler") || isExtraInternal(file);
 }
 
 uint32_t frameId(PyFrameObject* frame, PyCodeObject* code) {
@@ -90,6 +99,11 @@ uint32_t frameId(PyFrameObject* frame, PyCodeObject* code) {
 }
 
 }  // namespace
+
+void setExtraInternalFiles(std::vector<std::string> fragments) {
+  std::lock_guard<std::mutex> lock(tableMutex);
+  *extraInternal = std::move(fragments);
+}
 
 void capturePythonFrames(std::vector<uint32_t>& out) {
   out.clear();

@@ -1,15 +1,33 @@
 #include "core/library.h"
 
+#include <dlfcn.h>
+
+#include <cstring>
+
+#include "core/errors.h"
+
 namespace ftp {
 
-void* openVendorLibrary(const std::string& path, std::string& error) {
+void* openLibrary(const std::string& path) {
   void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
   if (!lib) lib = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (!lib) {
     const char* why = dlerror();
-    error = "cannot load " + path + ": " + (why ? why : "unknown error");
+    throw LibraryNotFound("cannot load " + path + ": " + (why ? why : "unknown error"));
   }
   return lib;
+}
+
+void* loadedLibrary(const std::string& path) { return dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD); }
+
+void resolveSymbols(void* library, const std::string& path, const std::string& prefix,
+                    std::initializer_list<Symbol> table, const std::string& purpose) {
+  for (const Symbol& symbol : table) {
+    const std::string name = prefix + symbol.name;
+    void* address = dlsym(library, name.c_str());
+    std::memcpy(symbol.field, &address, sizeof address);
+    if (!address && symbol.need == Need::Required) throw LibraryNotFound(path + " lacks " + name + purpose);
+  }
 }
 
 }  // namespace ftp

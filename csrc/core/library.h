@@ -1,23 +1,46 @@
-// Opening vendor libraries with dlopen and resolving their C functions: every vendor API is
-// loaded at run time, never linked.
+// Opening vendor libraries with dlopen and resolving their C functions into a table: every
+// vendor API (CUPTI, roctracer, the CUDA driver, and MUPTI/MSPTI, which mirror CUPTI's names
+// under another prefix) is loaded at run time, never linked. A table is described once as a
+// list of (field, symbol name, required or optional) and resolved in one loop, so every vendor
+// fails the same way: LibraryNotFound with one sentence naming the library and the missing
+// function.
 #pragma once
-#include <dlfcn.h>
-
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 
 namespace ftp {
 
-// Opens `path`, preferring a copy the process already holds (RTLD_NOLOAD first): a vendor
-// tracing library allows one subscriber, so a second copy could not attach. Returns nullptr
-// and sets `error` ("cannot load <path>: <why>") on failure.
-void* openVendorLibrary(const std::string& path, std::string& error);
+enum class Need : bool { Optional, Required };
 
-// Resolves `name` in `library` into the function pointer `fn`; false when absent.
-template <typename Fn>
-bool resolveSymbol(void* library, const std::string& name, Fn& fn) {
-  fn = reinterpret_cast<std::decay_t<Fn>>(dlsym(library, name.c_str()));
-  return fn != nullptr;
-}
+// One entry of a function table: the field the address goes into, and the symbol's name after
+// the table's prefix ("Subscribe" in a table of prefix "cupti").
+struct Symbol {
+  template <typename Fn>
+  Symbol(Fn& field, const char* name, Need need) : field(&field), name(name), need(need) {
+    static_assert(std::is_pointer_v<Fn> && std::is_function_v<std::remove_pointer_t<Fn>>,
+                  "a table field is a function pointer");
+    static_assert(sizeof(Fn) == sizeof(void*), "function pointers are stored as dlsym's void*");
+  }
+  void* field;
+  const char* name;
+  Need need;
+};
+
+// Opens `path`, preferring a copy the process already holds (RTLD_NOLOAD first): a vendor
+// tracing library allows one subscriber, so a second copy could not attach. Throws
+// LibraryNotFound("cannot load <path>: <why>").
+void* openLibrary(const std::string& path);
+
+// The copy of `path` the process already holds, or nullptr; never loads one (for calls about a
+// context someone else made: without their library there is no such context).
+void* loadedLibrary(const std::string& path);
+
+// Resolves `prefix + name` of every entry into its field; absent optional ones become nullptr.
+// A missing required one throws LibraryNotFound("<path> lacks <prefix><name><purpose>"), where
+// `purpose` says what the table is for (e.g. " (PC sampling needs CUPTI from CUDA 12 or later)").
+// Fields resolved before the failure keep their address: load into a scratch table.
+void resolveSymbols(void* library, const std::string& path, const std::string& prefix,
+                    std::initializer_list<Symbol> table, const std::string& purpose = "");
 
 }  // namespace ftp

@@ -2,11 +2,8 @@
 
 namespace ftp {
 
-StringTable& StringTable::instance() {
-  // Leaked on purpose: CUPTI's worker thread may still intern names during interpreter shutdown.
-  static StringTable* table = new StringTable();
-  return *table;
-}
+// Leaked (core/singleton.h): CUPTI's worker thread may still intern names during interpreter shutdown.
+StringTable& StringTable::instance() { return leaked<StringTable>(); }
 
 StringTable::StringTable() { intern(""); }
 

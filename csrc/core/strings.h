@@ -7,6 +7,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "core/singleton.h"
+
 namespace ftp {
 
 class StringTable {
@@ -18,6 +20,7 @@ class StringTable {
   std::string str(uint32_t id) const;
 
  private:
+  friend StringTable& leaked<StringTable>();
   StringTable();
   mutable std::mutex mutex_;
   std::deque<std::string> strings_;  // deque: element addresses stay valid as it grows

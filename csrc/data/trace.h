@@ -1,9 +1,8 @@
-// The event store of a data="trace" session: one compact event per kernel or copy (56 bytes)
-// and one per closed scope, written out as Chrome trace JSON at finalize.
+// The events of a data="trace" session: one compact event per kernel or copy (56 bytes) and
+// one per closed scope, in append-only chunked storage (see TraceStore).
 #pragma once
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "data/records.h"
@@ -55,24 +54,6 @@ class ChunkedVector {
  private:
   std::vector<std::unique_ptr<T[]>> chunks_;
   size_t size_ = 0;
-};
-
-class TraceStore {
- public:
-  std::mutex& mutex() { return mutex_; }
-  void addDevice(const DeviceEvent& e) { device_.push_back(e); }
-  void addScope(const ScopeEvent& e) { scopes_.push_back(e); }
-  const ChunkedVector<DeviceEvent>& deviceEvents() const { return device_; }
-  const ChunkedVector<ScopeEvent>& scopeEvents() const { return scopes_; }
-  void clear() {
-    device_.clear();
-    scopes_.clear();
-  }
-
- private:
-  std::mutex mutex_;
-  ChunkedVector<DeviceEvent> device_;
-  ChunkedVector<ScopeEvent> scopes_;
 };
 
 }  // namespace ftp

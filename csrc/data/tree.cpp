@@ -66,7 +66,19 @@ uint32_t Tree::internConfig(const LaunchConfig& config) {
   return id;
 }
 
-static NodeKind nodeKindOf(RecordKind kind) {
+uint32_t Tree::internConfigOf(const DeviceRecord& r) {
+  return internConfig(LaunchConfig{{r.grid[0], r.grid[1], r.grid[2]}, {r.block[0], r.block[1], r.block[2]},
+                                   r.registers, r.staticSharedMemory, r.dynamicSharedMemory, r.bytes});
+}
+
+const char* nodeKindName(NodeKind kind) {
+  static const char* names[] = {"root", "scope", "frame", "state", "kernel",
+                                "memcpy", "memset", "line", "device_scope"};
+  const size_t k = static_cast<size_t>(kind);
+  return k < sizeof names / sizeof names[0] ? names[k] : "scope";
+}
+
+NodeKind nodeKindOf(RecordKind kind) {
   switch (kind) {
     case RecordKind::Memcpy: return NodeKind::Memcpy;
     case RecordKind::Memset: return NodeKind::Memset;
@@ -92,25 +104,10 @@ uint32_t Tree::addRecord(uint32_t context, uint32_t state, const DeviceRecord& r
   if (record.mangled) n.mangled = record.mangled;
   if (record.kind != RecordKind::Kernel && record.bytes)
     n.metrics.add(bytesMetricId(), static_cast<double>(record.bytes));
-  LaunchConfig config{{record.grid[0], record.grid[1], record.grid[2]},
-                      {record.block[0], record.block[1], record.block[2]},
-                      record.registers, record.staticSharedMemory, record.dynamicSharedMemory,
-                      record.bytes};
-  n.config = internConfig(config);
+  n.config = internConfigOf(record);
   if (meta)
     for (const auto& m : meta->metrics) n.metrics.add(m.first, m.second);
   return id;
-}
-
-std::string Tree::path(uint32_t id) {
-  std::vector<uint32_t> chain;
-  for (uint32_t cur = id; cur != kRoot; cur = nodes_[cur].parent) chain.push_back(nodes_[cur].name);
-  std::string out;
-  for (size_t i = chain.size(); i-- > 0;) {
-    if (!out.empty()) out += '/';
-    out += nameOf(chain[i]);
-  }
-  return out;
 }
 
 }  // namespace ftp

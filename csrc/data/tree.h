@@ -3,7 +3,6 @@
 #pragma once
 #include <cstdint>
 #include <mutex>
-#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -14,6 +13,11 @@ namespace ftp {
 
 // Line: a source line of a kernel (PC sampling); DeviceScope: a scope marked inside a kernel.
 enum class NodeKind : uint8_t { Root = 0, Scope, Frame, State, Kernel, Memcpy, Memset, Line, DeviceScope };
+
+// The node a record of `kind` makes, and a kind's name as the tree output spells it
+// ("kernel", "device_scope", ...).
+NodeKind nodeKindOf(RecordKind kind);
+const char* nodeKindName(NodeKind kind);
 
 struct NodeMetrics {
   uint64_t count = 0;
@@ -66,15 +70,13 @@ class Tree {
   TreeNode& node(uint32_t id) { return nodes_[id]; }
   const std::vector<TreeNode>& nodes() const { return nodes_; }
   uint32_t internConfig(const LaunchConfig& config);
+  uint32_t internConfigOf(const DeviceRecord& record);  // the record's geometry and resources
   const std::vector<LaunchConfig>& configs() const { return configs_; }
 
   // Adds one finished record below context node `context` (and state `state`, 0 = none).
   // Returns the record's node. Caller holds the lock.
   uint32_t addRecord(uint32_t context, uint32_t state, const DeviceRecord& record,
                      const LaunchMetadata* meta);
-
-  // "a/b/c" path of names from the root, for trace event arguments.
-  std::string path(uint32_t id);
 
  private:
   struct Key {

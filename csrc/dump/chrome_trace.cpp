@@ -1,74 +1,15 @@
 #include "dump/chrome_trace.h"
 
-#include <cinttypes>
-#include <cstdarg>
-#include <cstdio>
-#include <memory>
 #include <set>
-#include <stdexcept>
-#include <unordered_map>
-#include <utility>
+#include <string>
 
-#include "core/strings.h"
+#include "dump/out_file.h"
 
 namespace ftp {
 namespace {
 
 // Host tracks use the real pid; each device gets a pid of its own far above real pids.
 constexpr int64_t kDevicePidBase = 1ll << 32;
-
-class JsonOut {
- public:
-  explicit JsonOut(const std::string& path) : file_(std::fopen(path.c_str(), "w")) {
-    if (!file_) throw std::runtime_error("cannot write trace file " + path);
-    std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
-  }
-  ~JsonOut() {
-    if (file_) std::fclose(file_);
-  }
-  void raw(const char* text) { std::fputs(text, file_); }
-  void str(const std::string& text) {
-    std::fputc('"', file_);
-    for (unsigned char c : text) {
-      if (c == '"' || c == '\\') {
-        std::fputc('\\', file_);
-        std::fputc(c, file_);
-      } else if (c < 0x20) {
-        std::fprintf(file_, "\\u%04x", c);
-      } else {
-        std::fputc(c, file_);
-      }
-    }
-    std::fputc('"', file_);
-  }
-  void fmt(const char* format, ...) __attribute__((format(printf, 2, 3))) {
-    va_list args;
-    va_start(args, format);
-    std::vfprintf(file_, format, args);
-    va_end(args);
-  }
-  // Starts an event object, with the comma that separates it from the previous one.
-  void beginEvent() {
-    raw(first_ ? "\n" : ",\n");
-    first_ = false;
-  }
-  void close() {
-    if (std::fclose(file_) != 0) {
-      file_ = nullptr;
-      throw std::runtime_error("error while writing the trace file");
-    }
-    file_ = nullptr;
-  }
-  bool failed() const { return std::ferror(file_) != 0; }
-
- private:
-  FILE* file_;
-  bool first_ = true;
-};
-
-double micros(uint64_t ns, uint64_t origin) {
-  return ns >= origin ? double(ns - origin) / 1000.0 : -double(origin - ns) / 1000.0;
-}
 
 const char* kindName(uint8_t kind) {
   switch (static_cast<RecordKind>(kind)) {
@@ -78,106 +19,222 @@ const char* kindName(uint8_t kind) {
   }
 }
 
-void writeMetadataEvents(JsonOut& out, const TraceStore& trace, const TraceWriteOptions& opt) {
-  std::set<uint32_t> hostThreads;
-  std::set<std::pair<uint32_t, uint32_t>> streams;
-  for (size_t i = 0; i < trace.deviceEvents().size(); ++i) {
-    const DeviceEvent& e = trace.deviceEvents()[i];
-    if (e.tid) hostThreads.insert(e.tid);
-    streams.insert({e.deviceId, e.streamId});
-  }
-  for (size_t i = 0; i < trace.scopeEvents().size(); ++i) hostThreads.insert(trace.scopeEvents()[i].tid);
-  out.beginEvent();
-  out.fmt(R"({"ph":"M","name":"process_name","pid":%d,"args":{"name":"Host process %d"}})", opt.pid, opt.pid);
-  for (uint32_t tid : hostThreads) {
-    out.beginEvent();
-    out.fmt(R"({"ph":"M","name":"thread_name","pid":%d,"tid":%u,"args":{"name":"thread %u"}})", opt.pid,
-            tid, tid);
-  }
-  std::set<uint32_t> devices;
-  for (const auto& ds : streams) {
-    if (devices.insert(ds.first).second) {
-      out.beginEvent();
-      out.fmt(R"({"ph":"M","name":"process_name","pid":%)" PRId64 R"(,"args":{"name":"Device %u"}})",
-              kDevicePidBase + ds.first, ds.first);
-    }
-    out.beginEvent();
-    out.fmt(R"({"ph":"M","name":"thread_name","pid":%)" PRId64 R"(,"tid":%u,"args":{"name":"stream %u"}})",
-            kDevicePidBase + ds.first, ds.second, ds.second);
-  }
-}
+class ChromeTraceWriter {
+ public:
+  ChromeTraceWriter(const ChromeTraceInput& input, const OutputRequest& request, JsonOut& out)
+      : in_(input), req_(request), out_(out) {}
 
-void writeDeviceEvent(JsonOut& out, Session& session, const DeviceEvent& e, uint64_t flowId,
-                      std::unordered_map<uint32_t, std::string>& paths, const TraceWriteOptions& opt) {
-  const std::string name = nameOf(e.name);
-  auto cached = paths.find(e.context);
-  if (cached == paths.end()) cached = paths.emplace(e.context, session.tree.path(e.context)).first;
-  const LaunchConfig& c = session.tree.configs()[e.config];
-  const int64_t devicePid = kDevicePidBase + e.deviceId;
-  out.beginEvent();
-  out.fmt(R"({"ph":"X","cat":"%s","name":)", kindName(e.kind));
-  out.str(name);
-  out.fmt(R"(,"pid":%)" PRId64 R"(,"tid":%u,"ts":%.3f,"dur":%.3f,"args":{"context":)", devicePid,
-          e.streamId, micros(e.startNs, opt.originNs), double(e.endNs - e.startNs) / 1000.0);
-  out.str(cached->second);
-  out.fmt(R"(,"correlation":%u,"device":%u)", e.correlation, e.deviceId);
-  if (static_cast<RecordKind>(e.kind) == RecordKind::Kernel)
-    out.fmt(R"(,"grid":[%d,%d,%d],"block":[%d,%d,%d],"registers":%d,"static_shared_memory":%d,)"
-            R"("dynamic_shared_memory":%d)",
-            c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2], c.registers,
-            c.staticSharedMemory, c.dynamicSharedMemory);
-  else
-    out.fmt(R"(,"bytes":%)" PRIu64, c.bytes);
-  for (const auto& m : session.traceExtras(e.correlation)) {  // counters and the like
-    out.raw(",");
-    out.str(nameOf(m.first));
-    out.fmt(":%.17g", m.second);
+  void write() {
+    out_.raw(R"({"displayTimeUnit":"ns","otherData":)");
+    out_.raw(req_.otherDataJson);
+    out_.raw(R"(,"traceEvents":[)");
+    writeTrackNames();
+    for (size_t i = 0; i < in_.scopes.size(); ++i) writeScope(in_.scopes[i]);
+    for (size_t i = 0; i < in_.device.size(); ++i) writeDevice(in_.device[i], i + 1);
+    out_.raw("\n]}\n");
   }
-  out.raw("}}");
-  if (!e.tid) return;  // launch not seen: no host side to draw
+
+ private:
+  void beginEvent() {
+    if (first_) out_.raw('\n');
+    else out_.raw(",\n");
+    first_ = false;
+  }
+  void ts(uint64_t ns) { out_.micros(int64_t(ns) - int64_t(req_.originNs)); }
+  void dur(uint64_t startNs, uint64_t endNs) { out_.micros(endNs > startNs ? int64_t(endNs - startNs) : 0); }
+
+  void writeTrackNames() {
+    std::set<uint32_t> hostThreads;
+    std::set<std::pair<uint32_t, uint32_t>> streams;  // (device, stream)
+    std::pair<uint32_t, uint32_t> lastStream{~0u, ~0u};
+    uint32_t lastTid = 0;
+    for (size_t i = 0; i < in_.device.size(); ++i) {
+      const DeviceEvent& e = in_.device[i];
+      if (e.tid && e.tid != lastTid) hostThreads.insert(lastTid = e.tid);
+      const std::pair<uint32_t, uint32_t> stream{e.deviceId, e.streamId};
+      if (stream != lastStream) streams.insert(lastStream = stream);
+    }
+    for (size_t i = 0; i < in_.scopes.size(); ++i) hostThreads.insert(in_.scopes[i].tid);
+    beginEvent();
+    out_.raw(R"({"ph":"M","name":"process_name","pid":)");
+    out_.integer(req_.pid);
+    out_.raw(R"(,"args":{"name":"Host process )");
+    out_.integer(req_.pid);
+    out_.raw("\"}}");
+    for (uint32_t tid : hostThreads) trackName(req_.pid, tid, "thread ", tid);
+    std::set<uint32_t> devices;
+    for (const auto& ds : streams) {
+      if (devices.insert(ds.first).second) {
+        beginEvent();
+        out_.raw(R"({"ph":"M","name":"process_name","pid":)");
+        out_.integer(kDevicePidBase + ds.first);
+        out_.raw(R"(,"args":{"name":"Device )");
+        out_.integer(ds.first);
+        out_.raw("\"}}");
+      }
+      trackName(kDevicePidBase + ds.first, ds.second, "stream ", ds.second);
+    }
+  }
+
+  void trackName(int64_t pid, uint32_t tid, const char* label, uint32_t number) {
+    beginEvent();
+    out_.raw(R"({"ph":"M","name":"thread_name","pid":)");
+    out_.integer(pid);
+    out_.raw(R"(,"tid":)");
+    out_.integer(tid);
+    out_.raw(R"(,"args":{"name":")");
+    out_.raw(label);
+    out_.integer(number);
+    out_.raw("\"}}");
+  }
+
+  void writeScope(const ScopeEvent& s) {
+    beginEvent();
+    out_.raw(R"({"ph":"X","cat":"scope","name":")");
+    out_.raw(names_[s.name]);
+    out_.raw(R"(","pid":)");
+    out_.integer(req_.pid);
+    out_.raw(R"(,"tid":)");
+    out_.integer(s.tid);
+    out_.raw(R"(,"ts":)");
+    ts(s.startNs);
+    out_.raw(R"(,"dur":)");
+    dur(s.startNs, s.endNs);
+    out_.raw('}');
+  }
+
+  void writeDevice(const DeviceEvent& e, uint64_t flowId) {
+    const std::string& name = names_[e.name];
+    const int64_t devicePid = kDevicePidBase + e.deviceId;
+    beginEvent();
+    out_.raw(R"({"ph":"X","cat":")");
+    out_.raw(kindName(e.kind));
+    out_.raw(R"(","name":")");
+    out_.raw(name);
+    out_.raw(R"(","pid":)");
+    out_.integer(devicePid);
+    out_.raw(R"(,"tid":)");
+    out_.integer(e.streamId);
+    out_.raw(R"(,"ts":)");
+    ts(e.startNs);
+    out_.raw(R"(,"dur":)");
+    dur(e.startNs, e.endNs);
+    out_.raw(R"(,"args":{"context":")");
+    out_.raw(contextPath(e.context));
+    out_.raw(R"(","correlation":)");
+    out_.integer(e.correlation);
+    out_.raw(R"(,"device":)");
+    out_.integer(e.deviceId);
+    writeLaunchArgs(e);
+    out_.raw("}}");
+    if (!e.tid) return;  // launch not seen: no host side to draw
+    writeLaunch(e, name, devicePid, flowId);
+  }
+
+  void writeLaunchArgs(const DeviceEvent& e) {
+    const LaunchConfig& c = in_.contexts.configs()[e.config];
+    if (static_cast<RecordKind>(e.kind) == RecordKind::Kernel) {
+      out_.raw(R"(,"grid":[)");
+      numbers(c.grid, 3);
+      out_.raw(R"(],"block":[)");
+      numbers(c.block, 3);
+      out_.raw(R"(],"registers":)");
+      out_.integer(c.registers);
+      out_.raw(R"(,"static_shared_memory":)");
+      out_.integer(c.staticSharedMemory);
+      out_.raw(R"(,"dynamic_shared_memory":)");
+      out_.integer(c.dynamicSharedMemory);
+    } else {
+      out_.raw(R"(,"bytes":)");
+      out_.integer(c.bytes);
+    }
+    if (in_.extras.empty()) return;
+    auto extra = in_.extras.find(e.correlation);
+    if (extra == in_.extras.end()) return;
+    for (const auto& m : extra->second) {
+      out_.raw(",\"");
+      out_.raw(names_[m.first]);
+      out_.raw("\":");
+      out_.number(m.second, false);
+    }
+  }
+
   // A short slice marks the launch on the host thread; the flow arrow binds to it.
-  const double launchUs = micros(e.launchNs, opt.originNs);
-  out.beginEvent();
-  out.raw(R"({"ph":"X","cat":"launch","name":)");
-  out.str("launch " + name);
-  out.fmt(R"(,"pid":%d,"tid":%u,"ts":%.3f,"dur":1.0})", opt.pid, e.tid, launchUs);
-  out.beginEvent();
-  out.fmt(R"({"ph":"s","cat":"launch","name":"launch","id":%)" PRIu64 R"(,"pid":%d,"tid":%u,"ts":%.3f})",
-          flowId, opt.pid, e.tid, launchUs);
-  out.beginEvent();
-  out.fmt(R"({"ph":"f","bp":"e","cat":"launch","name":"launch","id":%)" PRIu64
-          R"(,"pid":%)" PRId64 R"(,"tid":%u,"ts":%.3f})",
-          flowId, devicePid, e.streamId, micros(e.startNs, opt.originNs));
-}
+  void writeLaunch(const DeviceEvent& e, const std::string& name, int64_t devicePid, uint64_t flowId) {
+    beginEvent();
+    out_.raw(R"({"ph":"X","cat":"launch","name":"launch )");
+    out_.raw(name);
+    out_.raw(R"(","pid":)");
+    out_.integer(req_.pid);
+    out_.raw(R"(,"tid":)");
+    out_.integer(e.tid);
+    out_.raw(R"(,"ts":)");
+    ts(e.launchNs);
+    out_.raw(R"(,"dur":1.0})");
+    beginEvent();
+    out_.raw(R"({"ph":"s","cat":"launch","name":"launch","id":)");
+    out_.integer(flowId);
+    out_.raw(R"(,"pid":)");
+    out_.integer(req_.pid);
+    out_.raw(R"(,"tid":)");
+    out_.integer(e.tid);
+    out_.raw(R"(,"ts":)");
+    ts(e.launchNs);
+    out_.raw('}');
+    beginEvent();
+    out_.raw(R"({"ph":"f","bp":"e","cat":"launch","name":"launch","id":)");
+    out_.integer(flowId);
+    out_.raw(R"(,"pid":)");
+    out_.integer(devicePid);
+    out_.raw(R"(,"tid":)");
+    out_.integer(e.streamId);
+    out_.raw(R"(,"ts":)");
+    ts(e.startNs);
+    out_.raw('}');
+  }
+
+  void numbers(const int32_t* v, int n) {
+    for (int i = 0; i < n; ++i) {
+      if (i) out_.raw(',');
+      out_.integer(v[i]);
+    }
+  }
+
+  // "a/b/c" names from the root (escaped), built once per context node that events name (not
+  // for every ancestor: that would cost the square of the depth on a deep chain).
+  const std::string& contextPath(uint32_t id) {
+    if (id < pathKnown_.size() && pathKnown_[id]) return paths_[id];
+    const auto& nodes = in_.contexts.nodes();
+    if (nodes.size() > pathKnown_.size()) {
+      pathKnown_.resize(nodes.size(), 0);
+      paths_.resize(nodes.size());
+    }
+    std::vector<uint32_t> chain;  // innermost first
+    for (uint32_t cur = id; cur != Tree::kRoot; cur = nodes[cur].parent) chain.push_back(nodes[cur].name);
+    std::string& path = paths_[id];
+    for (size_t i = chain.size(); i-- > 0;) {
+      path += names_[chain[i]];
+      if (i) path += '/';
+    }
+    pathKnown_[id] = 1;
+    return path;
+  }
+
+  const ChromeTraceInput& in_;
+  const OutputRequest& req_;
+  JsonOut& out_;
+  EscapedNames names_;
+  std::vector<std::string> paths_;
+  std::vector<uint8_t> pathKnown_;
+  bool first_ = true;
+};
 
 }  // namespace
 
-uint64_t writeChromeTrace(Session& session, const TraceWriteOptions& opt) {
-  JsonOut out(opt.path);
-  std::lock_guard<std::mutex> treeLock(session.tree.mutex());
-  std::lock_guard<std::mutex> traceLock(session.trace.mutex());
-  const TraceStore& trace = session.trace;
-  out.raw(R"({"displayTimeUnit":"ns","otherData":)");
-  out.raw(opt.otherDataJson.c_str());
-  out.raw(R"(,"traceEvents":[)");
-  writeMetadataEvents(out, trace, opt);
-  for (size_t i = 0; i < trace.scopeEvents().size(); ++i) {
-    const ScopeEvent& s = trace.scopeEvents()[i];
-    out.beginEvent();
-    out.raw(R"({"ph":"X","cat":"scope","name":)");
-    out.str(nameOf(s.name));
-    out.fmt(R"(,"pid":%d,"tid":%u,"ts":%.3f,"dur":%.3f})", opt.pid, s.tid, micros(s.startNs, opt.originNs),
-            double(s.endNs - s.startNs) / 1000.0);
-  }
-  std::unordered_map<uint32_t, std::string> paths;
-  const auto& events = trace.deviceEvents();
-  for (size_t i = 0; i < events.size(); ++i) writeDeviceEvent(out, session, events[i], i + 1, paths, opt);
-  out.raw("\n]}\n");
-  if (out.failed()) throw std::runtime_error("error while writing trace file " + opt.path);
-  out.close();
-  const uint64_t written = events.size();
-  if (opt.clearAfter) session.trace.clear();
-  return written;
+uint64_t writeChromeTrace(const ChromeTraceInput& input, const OutputRequest& request, AtomicOutFile& file) {
+  JsonOut out(file);
+  ChromeTraceWriter(input, request, out).write();
+  return input.device.size();
 }
 
 }  // namespace ftp

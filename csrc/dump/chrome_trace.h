@@ -1,23 +1,30 @@
 // Writes a data="trace" session as Chrome trace-event JSON (opened by Perfetto and
 // chrome://tracing): kernels on one track per device stream, scopes and launches on the
-// launching thread's track, and a flow arrow from each launch to its kernel.
+// launching thread's track, and a flow arrow from each launch to its kernel. Streams to disk
+// through an AtomicOutFile; per event it only copies cached text and formats numbers.
 #pragma once
 #include <cstdint>
-#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
-#include "session/session.h"
+#include "data/trace.h"
+#include "data/tree.h"
+#include "dump/out_file.h"
+#include "dump/output.h"
 
 namespace ftp {
 
-struct TraceWriteOptions {
-  std::string path;
-  uint64_t originNs = 0;  // host monotonic time shown as t=0
-  int pid = 0;            // the profiled process, for the host tracks
-  std::string otherDataJson = "{}";  // session metadata, embedded as "otherData"
-  bool clearAfter = false;  // empty the event store once written, under the same locks (parts)
+struct ChromeTraceInput {
+  const ChunkedVector<DeviceEvent>& device;
+  const ChunkedVector<ScopeEvent>& scopes;
+  const Tree& contexts;  // names each event's context node by its path
+  // Metrics joined to launches after the fact (counters and the like), by correlation.
+  const std::unordered_map<uint32_t, std::vector<std::pair<uint32_t, double>>>& extras;
 };
 
-// Returns the number of device events written; throws std::runtime_error on I/O failure.
-uint64_t writeChromeTrace(Session& session, const TraceWriteOptions& options);
+// Writes the file's text into `file` (the caller commits it once it has released its lock).
+// Returns the number of device events written.
+uint64_t writeChromeTrace(const ChromeTraceInput& input, const OutputRequest& request, AtomicOutFile& file);
 
 }  // namespace ftp

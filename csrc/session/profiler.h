@@ -1,35 +1,46 @@
-// The process-wide profiler: session slots, the launch path that captures each launch's
-// context, and the record path that joins finished kernels to it. Every backend feeds it
-// through onLaunch (on the launching thread) and onRecord (from the vendor's buffers).
+// The process-wide profiler, the one object every backend feeds: onLaunch on the launching
+// thread, onRecord from the vendor's buffers. It wires four parts, each in its own file:
+//   session_registry.h  the session slots (uid, active and closing masks);
+//   launches.h          launch correlation: pending launches and graph captures;
+//   context_source.h    where a launch's context comes from (shadow scopes, Python frames);
+//   scopes.cpp          the shadow scope and state stacks of the calling thread.
 #pragma once
 #include <atomic>
 #include <cstdint>
-#include <mutex>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "context/thread_state.h"
-#include "core/flat_map.h"
+#include "core/singleton.h"
+#include "session/launches.h"
 #include "session/session.h"
+#include "session/session_registry.h"
 
 namespace ftp {
+
+// Told of every scope entered and left on any thread while installed (the cann backend's
+// mirroring of scopes as mstx ranges). `depth`: open scopes after entering / before leaving.
+struct ScopeListener {
+  virtual ~ScopeListener() = default;
+  virtual void onScopeEnter(uint32_t name, size_t depth) = 0;
+  virtual void onScopeExit(size_t depth) = 0;
+};
 
 class Profiler {
  public:
   static Profiler& instance();
 
   // Sessions. createSession returns the slot; throws std::runtime_error when all are taken.
-  int createSession(ContextKind context, DataKind data);
-  void setActive(int slot, bool active);
+  int createSession(ContextKind context, DataKind data) { return sessions_.create(context, data); }
+  void setActive(int slot, bool active) { sessions_.setActive(slot, active); }
   // Finalize's first step: the session takes no more launches but still receives the records
   // of its launches, and of launches nobody saw, until it is removed.
-  void beginClose(int slot);
-  bool isActive(int slot) const;
+  void beginClose(int slot) { sessions_.beginClose(slot); }
+  bool isActive(int slot) const { return sessions_.isActive(slot); }
   // Stops routing anything to the slot and frees it; the Session object stays valid.
   Session* removeSession(int slot);
-  Session* session(int slot) const;
-  uint32_t activeMask() const { return activeMask_.load(std::memory_order_acquire); }
+  Session* session(int slot) const { return sessions_.at(slot); }
+  uint32_t activeMask() const { return sessions_.activeMask(); }
 
   // Launch path: called on the launching thread just before a launch. `multiRecord` marks
   // launches that produce several records under one correlation id (graph launches).
@@ -38,18 +49,18 @@ class Profiler {
   // Record path: a finished kernel or copy.
   void onRecord(const DeviceRecord& record);
   // Launches seen by the sessions in `slotMask` whose records have not arrived yet.
-  size_t pendingLaunches(uint32_t slotMask);
+  size_t pendingLaunches(uint32_t slotMask) { return pending_.count(slotMask); }
   // Forgets graph launches (several records each) made before `beforeNs`: call only after a
   // flush that waited for the device, when all their records have arrived. Returns how many.
-  size_t pruneMultiLaunches(uint64_t beforeNs);
+  size_t pruneMultiLaunches(uint64_t beforeNs) { return pending_.pruneMulti(beforeNs); }
 
   // CUDA graphs. A launch captured into a graph runs nothing: the node it creates takes over
   // its context (called on the capturing thread, inside the launch call `correlation`), and
   // clones of the node (graph instantiation) inherit it. Replayed records carrying the node
   // id are then put under the graph launch's context: launch -> <captured_at> -> capture path.
   void onGraphNodeCreated(uint32_t correlation, uint64_t graphNode);
-  void onGraphNodeCloned(uint64_t graphNode, uint64_t original);
-  size_t capturedGraphNodes();
+  void onGraphNodeCloned(uint64_t graphNode, uint64_t original) { graphs_.clone(graphNode, original); }
+  size_t capturedGraphNodes() { return graphs_.size(); }
 
   // Extras of one launch for the session in `slot` (see LaunchExtra, Session::attachExtra).
   // Ignored when the slot holds no session.
@@ -57,48 +68,26 @@ class Profiler {
   void enableExtras(int slot);
   void setMeanMetrics(int slot, const std::vector<uint32_t>& names);
 
-  // Shadow context and states of the calling thread.
+  // Shadow context and states of the calling thread (scopes.cpp).
   void enterScope(uint32_t name, const std::vector<std::pair<uint32_t, double>>& metrics);
   void exitScope(bool cpuTimed);
+  // Adds metrics to the node of the innermost scope (shadow sessions); context/scope_exit.cpp.
+  void addScopeMetrics(const std::vector<std::pair<uint32_t, double>>& metrics);  // [scope parity]
   void pushState(uint32_t name);
   void popState();
   void setLaunchMetadata(LaunchMetadata* meta);
 
+  // One listener at a time (nullptr removes it); its owner keeps it alive for the process.
+  void setScopeListener(ScopeListener* listener) { scopeListener_.store(listener, std::memory_order_release); }
+
  private:
+  friend Profiler& leaked<Profiler>();
   Profiler() = default;
-  struct PendingLaunch {
-    uint64_t launchNs;
-    LaunchMetadata* meta;
-    uint32_t tid;
-    uint32_t state;
-    uint32_t node[kMaxSessions];
-    uint16_t mask;
-    bool multi;
-  };
 
-  struct CapturedContext {
-    uint32_t node[kMaxSessions];
-    uint32_t uid[kMaxSessions];  // the session each node belongs to (slots are reused)
-    uint32_t state;
-    uint16_t mask;
-  };
-
-  uint32_t resolveShadow(ThreadState& ts, Session& s);
-  uint32_t resolvePython(ThreadState& ts, Session& s, bool& framesCaptured);
-  template <typename F>
-  void forEachActive(uint32_t mask, F&& f);
-
-  std::atomic<Session*> slots_[kMaxSessions] = {};
-  std::atomic<uint32_t> activeMask_{0};
-  std::atomic<uint32_t> existsMask_{0};   // slots holding a session
-  std::atomic<uint32_t> closingMask_{0};  // sessions being finalized
-  std::atomic<uint32_t> nextUid_{1};
-  std::mutex sessionsMutex_;
-  std::mutex pendingMutex_;
-  FlatMap<PendingLaunch> pending_;
-  std::mutex graphMutex_;
-  std::unordered_map<uint64_t, CapturedContext> captured_;  // graph node id -> capture context
-  std::atomic<bool> anyCaptured_{false};
+  SessionRegistry sessions_;
+  PendingLaunches pending_;
+  GraphCaptures graphs_;
+  std::atomic<ScopeListener*> scopeListener_{nullptr};
 };
 
 }  // namespace ftp

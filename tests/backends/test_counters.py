@@ -2,9 +2,9 @@
 (csrc/backends/counters), the real Python backend code and writers, against
 tests/standins/cupti_counters_standin.c, a libcupti stand-in implementing the documented Profiler
 Host and Range Profiler semantics. A "kernel launch" here is what the CUPTI callbacks and the GPU
-do for one: the profiler's launch path (_debug_launch), the counters' launch-enter callback, a range
+do for one: the profiler's launch path (_native.testing.launch), the counters' launch-enter callback, a range
 on the stand-in's "GPU" (standin_launch), the launch-exit callback, and later the activity record
-(_debug_record)."""
+(_native.testing.record)."""
 import ctypes
 import subprocess
 import sys
@@ -66,7 +66,8 @@ def counters_session(standin, tmp_path, mode, name="c", data="tree"):
     nvidia._library = standin.path
     sid = profiler.start(str(tmp_path / name), data=data)
     session = sessions._sessions[sid]
-    session.mode = nvidia.check_mode(mode)
+    session.options = nvidia.check_mode(mode)
+    session.state = nvidia.SessionState()
     session.backend = CountersOverHostBackend(session.backend, nvidia)
     nvidia.attach_session(session)
     return session
@@ -85,15 +86,15 @@ class Gpu:
         corr = self.correlation
         for metric, value in values.items():
             self.standin.standin_set_value(metric.encode(), value)
-        _native._debug_launch(corr, False)
+        _native.testing.launch(corr, False)
         mask = slots if slots is not None else (1 << session.slot)
         if seen:
-            _native.counters_on_launch_enter(context, corr, kernel, mask)
+            _native.testing.counters_on_launch_enter(context, corr, kernel, mask)
         if ranged:
             self.standin.standin_launch(context, kernel.encode())
         if seen:
-            _native.counters_on_launch_exit(context, corr)
-        _native._debug_record(corr, kernel, self.clock, self.clock + 100, 0)
+            _native.testing.counters_on_launch_exit(context, corr)
+        _native.testing.record(corr, kernel, self.clock, self.clock + 100, 0)
         self.clock += 1000
         return corr
 
@@ -101,10 +102,11 @@ class Gpu:
 def test_check_mode_forms_and_errors():
     nvidia = NvidiaBackend()
     assert nvidia.check_mode(None) is None
-    assert nvidia.check_mode("metrics") == "metrics=" + ",".join(counters.DEFAULT_METRICS)
-    assert nvidia.check_mode(f"metrics= {WARPS} ,{WARPS}") == f"metrics={WARPS}"
+    assert nvidia.check_mode("metrics").canonical() == "metrics=" + ",".join(counters.DEFAULT_METRICS)
+    assert nvidia.check_mode(f"metrics= {WARPS} ,{WARPS}").canonical() == f"metrics={WARPS}"
     # both DRAM byte counts: the duration is added for the derived bandwidth
-    assert nvidia.check_mode(f"metrics={BYTES_READ},{BYTES_WRITE}") == f"metrics={BYTES_READ},{BYTES_WRITE},{DURATION}"
+    assert (nvidia.check_mode(f"metrics={BYTES_READ},{BYTES_WRITE}").canonical()
+            == f"metrics={BYTES_READ},{BYTES_WRITE},{DURATION}")
     with pytest.raises(ValueError, match="empty metric name"):
         nvidia.check_mode("metrics=a,,b")
     with pytest.raises(ValueError, match=r"supported modes: \"metrics\""):
@@ -169,11 +171,11 @@ def test_launches_and_ranges_that_do_not_pair_are_counted(standin, tmp_path):
 
 def test_range_names_that_do_not_match_the_kernel_are_counted(standin, tmp_path):
     session = counters_session(standin, tmp_path, f"metrics={BYTES_READ}")
-    _native._debug_launch(8001, False)
-    _native.counters_on_launch_enter(CTX, 8001, "expected_kernel", 1 << session.slot)
+    _native.testing.launch(8001, False)
+    _native.testing.counters_on_launch_enter(CTX, 8001, "expected_kernel", 1 << session.slot)
     standin.standin_launch(CTX, b"some_other_kernel")
-    _native.counters_on_launch_exit(CTX, 8001)
-    _native._debug_record(8001, "expected_kernel", 0, 10, 0)
+    _native.testing.counters_on_launch_exit(CTX, 8001)
+    _native.testing.record(8001, "expected_kernel", 0, 10, 0)
     stats = NvidiaBackend.session_outputs(session.backend.nvidia, session)
     assert stats["counter_range_name_mismatches"] == 1
     standin.standin_set_numeric_range_names(1)  # CUPTI versions that number auto ranges: no check
@@ -279,19 +281,19 @@ def test_list_metrics_helper_and_cli(standin):
 
 
 def test_additive_rule():
-    assert _native.counters_is_additive("dram__bytes_read.sum", "counter")
-    assert _native.counters_is_additive("inst_executed", "counter")
+    assert _native.testing.counters_is_additive("dram__bytes_read.sum", "counter")
+    assert _native.testing.counters_is_additive("inst_executed", "counter")
     for name in ("dram__bytes_read.sum.per_second", "sm__warps_active.avg.pct_of_peak_sustained_active",
                  "sm__cycles_elapsed.max", "dram__bytes_read.avg"):
-        assert not _native.counters_is_additive(name, "counter")
-    assert not _native.counters_is_additive("sm__throughput", "throughput")
+        assert not _native.testing.counters_is_additive(name, "counter")
+    assert not _native.testing.counters_is_additive("sm__throughput", "throughput")
 
 
 def test_only_kernel_launch_apis_are_queued():
     for name in ("cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel", "cudaLaunchKernel_v7000",
                  "cudaLaunchKernelExC_v11060", "cuLaunchGrid"):
-        assert _native.counters_is_kernel_launch_api(name), name
+        assert _native.testing.counters_is_kernel_launch_api(name), name
     # copies and sets run no kernel; a graph launch runs several; a host function none
     for name in ("cuMemcpyAsync", "cudaMemcpyAsync_v3020", "cuMemsetD32Async", "cuGraphLaunch",
                  "cudaGraphLaunch_v10000", "cuLaunchHostFunc", "cudaLaunchHostFunc_v10000", ""):
-        assert not _native.counters_is_kernel_launch_api(name), name
+        assert not _native.testing.counters_is_kernel_launch_api(name), name

@@ -79,13 +79,13 @@ CONTEXT = 0x5EED
 def sampled_launch(lib, corr, function, samples=(), checks=None):
     """One launch as the tracer passes it on: ENTER (Start), what the GPU samples while it runs
     (queued in the stand-in), EXIT (Stop + GetData). `checks` runs between ENTER and EXIT."""
-    _native._debug_launch(corr, False)
-    _native.pcsampling_launch_enter(corr, CONTEXT)
+    _native.testing.launch(corr, False)
+    _native.testing.pcsampling_launch_enter(corr, CONTEXT)
     if checks:
         checks()
     for args in samples:
         queue(lib, *args)
-    _native.pcsampling_launch_exit(corr, function)
+    _native.testing.pcsampling_launch_exit(corr, function)
 
 
 def total(kernel, metric):
@@ -114,8 +114,8 @@ def test_serialized_samples_become_line_nodes_under_each_launch(backend, tmp_pat
     assert config(lib)["started"] == 0  # stopped when the launch call returned
     with profiler.scope("mlp"):
         sampled_launch(lib, 9002, "slow_kernel", [(9002, "slow_kernel", 32, "barrier", 4)])
-    _native._debug_record(9001, "slow_kernel", 0, 1000, 0)
-    _native._debug_record(9002, "slow_kernel", 1000, 1500, 0)
+    _native.testing.record(9001, "slow_kernel", 0, 1000, 0)
+    _native.testing.record(9002, "slow_kernel", 1000, 1500, 0)
     profiler.finalize()
     assert config(lib)["enabled"] == 0
     root, _ = load_tree(tmp_path / "p.hatchet")
@@ -144,8 +144,8 @@ def test_continuous_samples_go_to_the_launch_they_were_taken_in(backend, tmp_pat
         with profiler.scope(scope):  # continuous: the correlation id reads as 0, the launch is known
             sampled_launch(lib, corr, "slow_kernel", [(777, "slow_kernel", 16, "long_scoreboard", samples)],
                            checks=lambda: modes.append((config(lib)["mode"], config(lib)["period"])))
-        _native._debug_record(corr, "slow_kernel", 0, 100, 0)
-    assert modes == [(1, 12), (1, 12)]
+        _native.testing.record(corr, "slow_kernel", 0, 100, 0)
+    assert modes == [(1, 10), (1, 10)]  # the default interval, 2^10 cycles (Proton's)
     queue(lib, 0, "add_kernel", 8, "selected", 6)  # after every launch, of a function never launched
     profiler.finalize()
     root, _ = load_tree(tmp_path / "c.hatchet")
@@ -169,7 +169,7 @@ def test_session_range_samples_once_and_splits_a_functions_samples_among_its_lau
         for corr, scope, function in ((9401, "a", "slow_kernel"), (9402, "b", "slow_kernel"), (9403, "c", "add_kernel")):
             with profiler.scope(scope):
                 sampled_launch(lib, corr, function, checks=lambda: started.append(config(lib)["started"]))
-            _native._debug_record(corr, function, 0, 100, 0)
+            _native.testing.record(corr, function, 0, 100, 0)
             assert config(lib)["started"] == 1  # the range stays open across launches
         queue(lib, 0, "slow_kernel", 16, "long_scoreboard", 20)
         queue(lib, 0, "add_kernel", 8, "selected", 6)
@@ -197,7 +197,7 @@ def test_samples_that_stop_flushes_into_the_configured_buffer_are_kept(backend, 
         _native.pcsampling_add_cubin(CUBIN)
         sampled_launch(lib, 9301, "slow_kernel", [(0, "slow_kernel", 16, "long_scoreboard", 21),
                                                   (0, "slow_kernel", 300, "selected", 2)])
-        _native._debug_record(9301, "slow_kernel", 0, 100, 0)
+        _native.testing.record(9301, "slow_kernel", 0, 100, 0)
         profiler.finalize()
     finally:
         lib.standin_pcs_fill_at_stop(0)
@@ -212,15 +212,15 @@ def test_a_launch_during_another_threads_sampled_launch_is_counted_not_sampled(b
     lib = backend
     profiler.start(str(tmp_path / "t"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized,range=launch")
     _native.pcsampling_add_cubin(CUBIN)
-    _native._debug_launch(9401, False)
-    _native.pcsampling_launch_enter(9401, CONTEXT)
+    _native.testing.launch(9401, False)
+    _native.testing.pcsampling_launch_enter(9401, CONTEXT)
     sampled_launch(lib, 9402, "add_kernel")  # CUPTI has one sampling range per context
     assert config(lib)["started"] == 1  # the other launch's exit did not stop the first one
     queue(lib, 9401, "slow_kernel", 16, "barrier", 3)
-    _native.pcsampling_launch_exit(9401, "slow_kernel")
+    _native.testing.pcsampling_launch_exit(9401, "slow_kernel")
     assert config(lib)["started"] == 0
     for corr, name in ((9401, "slow_kernel"), (9402, "add_kernel")):
-        _native._debug_record(corr, name, 0, 100, 0)
+        _native.testing.record(corr, name, 0, 100, 0)
     profiler.finalize()
     root, _ = load_tree(tmp_path / "t.hatchet")
     assert total(find(root, "slow_kernel"), "num_samples") == 3
@@ -236,7 +236,7 @@ def test_getdata_pages_through_more_records_than_one_buffer(backend, tmp_path, m
     # 32 PCs, unknown cubin: no line, still counted
     sampled_launch(lib, 9201, "slow_kernel",
                    [(9201, "slow_kernel", pc, "barrier", 1, b"FAKECUBIN\nother") for pc in range(0, 512, 16)])
-    _native._debug_record(9201, "slow_kernel", 0, 100, 0)
+    _native.testing.record(9201, "slow_kernel", 0, 100, 0)
     profiler.finalize()
     root, _ = load_tree(tmp_path / "g.hatchet")
     kernel = find(root, "slow_kernel")
@@ -251,9 +251,9 @@ def test_a_second_sampling_session_is_refused_and_the_first_keeps_going(backend,
     with pytest.raises(RuntimeError, match="already on for another session"):
         profiler.start(str(tmp_path / "two"), backend="cupti", mode="pcsampling")
     plain = profiler.start(str(tmp_path / "plain"), backend="cupti")  # kernels only: allowed beside it
-    assert plain >= 0 and _native.pcsampling_running()
+    assert plain >= 0 and _native.testing.pcsampling_running()
     profiler.finalize()
-    assert not _native.pcsampling_running()
+    assert not _native.testing.pcsampling_running()
 
 
 @pytest.mark.parametrize("mode, message", [
@@ -272,7 +272,7 @@ def test_bad_modes_say_what_is_supported(mode, message):
 def test_mode_defaults_and_environment(monkeypatch):
     assert get_backend("cupti").check_mode(None) is None
     monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_INTERVAL", "16")
-    assert get_backend("cupti_pcsampling").check_mode(None) == \
+    assert get_backend("cupti_pcsampling").check_mode(None).canonical() == \
         "pcsampling:interval=16,collection=continuous,range=session"
     assert parse_pcsampling_mode("pcsampling:interval=20")[1]["interval"] == 20
     monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_COLLECTION", "sometimes")
@@ -305,8 +305,8 @@ def test_viewer_picks_lines_out_of_a_pcsampling_profile(backend, tmp_path, capsy
                                                   (9301, "slow_kernel", 300, "barrier", 2)])
     with profiler.scope("norm"):
         sampled_launch(lib, 9302, "add_kernel", [(9302, "add_kernel", 8, "selected", 8)])
-    _native._debug_record(9301, "slow_kernel", 0, 100, 0)
-    _native._debug_record(9302, "add_kernel", 0, 100, 0)
+    _native.testing.record(9301, "slow_kernel", 0, 100, 0)
+    _native.testing.record(9302, "add_kernel", 0, 100, 0)
     profiler.finalize()
     path = str(tmp_path / "v.hatchet")
     assert viewer_main(["-m", "num_samples", "-i", r"slow\.py", path]) == 0

@@ -1,4 +1,4 @@
-"""tools/probe_pcsampling.py declares CUPTI's PC-sampling structs with ctypes: their sizes and the
+"""dev/probe_pcsampling.py declares CUPTI's PC-sampling structs with ctypes: their sizes and the
 offsets it reads must equal what the CUPTI headers the build uses say (compiled here with the C compiler)."""
 import ctypes
 import importlib.util
@@ -20,7 +20,7 @@ def header_dirs():
 
 
 def probe_module():
-    spec = importlib.util.spec_from_file_location("probe_pcsampling", os.path.join(ROOT, "tools", "probe_pcsampling.py"))
+    spec = importlib.util.spec_from_file_location("probe_pcsampling", os.path.join(ROOT, "dev", "probe_pcsampling.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -11,6 +11,7 @@ import threading
 import pytest
 
 import flagtree.profiler as profiler
+from flagtree.profiler import _native
 from flagtree.profiler.backends import BackendUnavailable
 from standins import build_standin, load_standin
 from threads import run_threads
@@ -298,6 +299,7 @@ def test_busy_pool_is_a_clear_error_and_leaves_nothing_enabled(standin, tmp_path
     with pytest.raises(RuntimeError, match="another roctracer client already holds the default activity pool") as info:
         profiler.start(name=str(tmp_path / "busy"), backend="roctracer")
     assert "roctracer_open_pool failed in " + standin.path in str(info.value)
+    assert info.type is _native.SubscriberTaken  # typed: Python need not read the message
     assert standin.standin_state() == 0
     assert profiler.session.open_sessions() == []
     # The next start works.

@@ -20,7 +20,8 @@ def test_the_prior_arts_example_parses():
     assert got.runtime_base is True
     assert got.vendor_metrics == ("aicore", "bandwidth")
     assert got.options == {"device_id": 0, "mstx_enabled": True}
-    assert got.canonical() == "runtime_base=on:vendor_metrics=aicore,bandwidth:device_id=0:mstx_enabled=True"
+    assert got.canonical() == "runtime_base=on:vendor_metrics=aicore,bandwidth:device_id=0:mstx_enabled=true"
+    assert parse(got.canonical()) == got  # the canonical string parses back to the same mode
 
 
 def test_runtime_base_off_and_repeated_metrics():

@@ -51,7 +51,7 @@ def test_available_backends_covers_every_named_backend(monkeypatch):
     assert report["interpreter"] is None  # the test run is in interpreter mode
     assert "libcuda" in report["nvidia"]
     assert "libroctracer64.so not found" in report["roctracer"]
-    assert report["cann"] == "not implemented in this version of flagtree.profiler"
+    assert set(profiler.backends.implemented_backends()) == set(profiler.KNOWN_BACKENDS)
 
 
 @pytest.mark.parametrize("target, expected", [
@@ -83,8 +83,20 @@ def test_explicit_choices_win(monkeypatch):
 def test_unknown_and_unimplemented_backends_are_clear_errors():
     with pytest.raises(ValueError, match="unknown backend 'cuda'; known backends: nvidia, cupti"):
         backends.get_backend("cuda")
-    with pytest.raises(ValueError, match="backend 'cann' is not available in this version"):
-        backends.get_backend("cann")
+
+
+def test_unimplemented_backend_says_implemented_and_available_here(monkeypatch):
+    factories = backends._factories
+    monkeypatch.setattr(backends, "_factories", lambda: {k: v for k, v in factories().items() if k != "cupti"})
+    with pytest.raises(ValueError) as error:
+        backends.get_backend("cupti")
+    message = str(error.value)
+    assert message.startswith("backend 'cupti' is not implemented in this version of flagtree.profiler; implemented: ")
+    implemented, here = message.split("implemented: ", 1)[1].split("; available here: ")
+    assert "cupti" not in implemented.split(", ") and "nvidia" in implemented.split(", ")
+    assert "interpreter" in here
+    if backends.get_backend("nvidia").unavailable_reason() is not None:
+        assert "nvidia" not in here.split(", ")
 
 
 def _fake_lib(directory, name):

@@ -26,16 +26,16 @@ def test_extras_join_kernel_nodes_whether_early_or_late(tmp_path):
     _native.session_enable_extras(slot)
     _native.session_set_mean_metrics(slot, ["occupancy"])
     with profiler.scope("mm"):
-        _native._debug_launch(7001, False)
-        _native._debug_launch(7002, False)
+        _native.testing.launch(7001, False)
+        _native.testing.launch(7002, False)
     # 7001: record first, then extras; 7002: extras first (held), then the record.
-    _native._debug_record(7001, "gemm", 0, 10, 0)
+    _native.testing.record(7001, "gemm", 0, 10, 0)
     _native.session_attach(slot, 7001, [("dram_bytes", 100.0), ("occupancy", 40.0)],
                            [([("line", "k.py:3@gemm")], [("num_samples", 5.0)])])
     _native.session_attach(slot, 7002, [("dram_bytes", 50.0), ("occupancy", 60.0)],
                            [([("line", "k.py:3@gemm")], [("num_samples", 2.0)]),
                             ([("line", "k.py:9@gemm")], [("num_samples", 1.0)])])
-    _native._debug_record(7002, "gemm", 10, 30, 0)
+    _native.testing.record(7002, "gemm", 10, 30, 0)
     profiler.finalize()
     root, _ = load_tree(tmp_path / "x.hatchet")
     gemm = find(root, "mm", "gemm")
@@ -66,10 +66,10 @@ def test_trace_events_carry_attached_metrics(tmp_path):
     sid = profiler.start(str(tmp_path / "t"), data="trace")
     slot = slot_of(sid)
     _native.session_set_mean_metrics(slot, ["sm_pct"])
-    _native._debug_launch(7201, False)
-    _native._debug_launch(7202, False)
-    _native._debug_record(7201, "copy", 0, 10, 0)
-    _native._debug_record(7202, "copy", 10, 20, 0)
+    _native.testing.launch(7201, False)
+    _native.testing.launch(7202, False)
+    _native.testing.record(7201, "copy", 0, 10, 0)
+    _native.testing.record(7202, "copy", 10, 20, 0)
     _native.session_attach(slot, 7201, [("dram_bytes", 64.0), ("sm_pct", 10.0)])
     _native.session_attach(slot, 7201, [("sm_pct", 30.0)])  # a second pass of the same launch
     _native.session_attach(slot, 7999, [("dram_bytes", 1.0)])  # no such launch

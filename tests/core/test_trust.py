@@ -45,20 +45,20 @@ def test_graph_replays_land_under_launch_then_capture_path(tmp_path):
     with profiler.scope("capture"):
         with profiler.scope("layer"):
             c1 = corr()
-            _native._debug_launch(c1, False)
-            _native._debug_graph_node_created(c1, 11)
+            _native.testing.launch(c1, False)
+            _native.testing.graph_node_created(c1, 11)
         c2 = corr()
-        _native._debug_launch(c2, False)
-        _native._debug_graph_node_created(c2, 12)
+        _native.testing.launch(c2, False)
+        _native.testing.graph_node_created(c2, 12)
     # Instantiation clones the nodes; replays report the clones' ids.
-    _native._debug_graph_node_cloned(21, 11)
-    _native._debug_graph_node_cloned(22, 12)
+    _native.testing.graph_node_cloned(21, 11)
+    _native.testing.graph_node_cloned(22, 12)
     with profiler.scope("replay"):
         for _ in range(100):
             g = corr()
-            _native._debug_launch(g, True)
-            _native._debug_record(g, "k1", 10, 20, 21)
-            _native._debug_record(g, "k2", 20, 35, 22)
+            _native.testing.launch(g, True)
+            _native.testing.record(g, "k1", 10, 20, 21)
+            _native.testing.record(g, "k2", 20, 35, 22)
     profiler.finalize()
     root, _ = load_tree(tmp_path / "g.hatchet")
     assert kernel_counts(root) == {
@@ -76,11 +76,11 @@ def test_graph_original_node_ids_resolve_too_and_states_carry(tmp_path):
     profiler.start(str(tmp_path / "o"))
     with profiler.scope("cap"), profiler.state("fwd"):
         c = corr()
-        _native._debug_launch(c, False)
-        _native._debug_graph_node_created(c, 31)
+        _native.testing.launch(c, False)
+        _native.testing.graph_node_created(c, 31)
     g = corr()
-    _native._debug_launch(g, True)
-    _native._debug_record(g, "k", 0, 1, 31)
+    _native.testing.launch(g, True)
+    _native.testing.record(g, "k", 0, 1, 31)
     profiler.finalize()
     root, _ = load_tree(tmp_path / "o.hatchet")
     assert kernel_counts(root) == {("<captured_at>", "cap", "fwd", "k"): 1}
@@ -90,15 +90,15 @@ def test_graph_captured_before_the_session_is_unknown_but_counted(tmp_path):
     corr = Corr(9000)
     with profiler.scope("capture"):  # no session: nothing is remembered
         c = corr()
-        _native._debug_launch(c, False)
-        _native._debug_graph_node_created(c, 41)
+        _native.testing.launch(c, False)
+        _native.testing.graph_node_created(c, 41)
     profiler.start(str(tmp_path / "u"), context="shadow")
     with profiler.scope("replay"):
         for _ in range(100):
             g = corr()
-            _native._debug_launch(g, True)
-            _native._debug_record(g, "k", 0, 2, 41)
-            _native._debug_record(g, "k", 2, 4, 42)  # a node nobody reported
+            _native.testing.launch(g, True)
+            _native.testing.record(g, "k", 0, 2, 41)
+            _native.testing.record(g, "k", 2, 4, 42)  # a node nobody reported
     profiler.finalize()
     root, _ = load_tree(tmp_path / "u.hatchet")
     assert kernel_counts(root) == {("replay", "<captured_at:unknown>", "k"): 200}
@@ -109,13 +109,13 @@ def test_graph_capture_in_one_session_is_unknown_to_a_later_one(tmp_path):
     profiler.start(str(tmp_path / "first"))
     with profiler.scope("cap"):
         c = corr()
-        _native._debug_launch(c, False)
-        _native._debug_graph_node_created(c, 51)
+        _native.testing.launch(c, False)
+        _native.testing.graph_node_created(c, 51)
     profiler.finalize()
     profiler.start(str(tmp_path / "second"))  # may reuse the slot: the uid tells them apart
     g = corr()
-    _native._debug_launch(g, True)
-    _native._debug_record(g, "k", 0, 1, 51)
+    _native.testing.launch(g, True)
+    _native.testing.record(g, "k", 0, 1, 51)
     profiler.finalize()
     root, _ = load_tree(tmp_path / "second.hatchet")
     assert kernel_counts(root) == {("<captured_at:unknown>", "k"): 1}
@@ -126,12 +126,12 @@ def test_graph_replay_in_python_context_and_trace(tmp_path):
     profiler.start(str(tmp_path / "t"), data="trace")
     with profiler.scope("cap"):
         c = corr()
-        _native._debug_launch(c, False)
-        _native._debug_graph_node_created(c, 61)
+        _native.testing.launch(c, False)
+        _native.testing.graph_node_created(c, 61)
     with profiler.scope("run"):
         g = corr()
-        _native._debug_launch(g, True)
-        _native._debug_record(g, "k", 0, 1, 61)
+        _native.testing.launch(g, True)
+        _native.testing.record(g, "k", 0, 1, 61)
     profiler.finalize()
     events = load_json(tmp_path / "t.chrome_trace")["traceEvents"]
     kernels = [e for e in events if e.get("cat") == "kernel"]
@@ -142,16 +142,16 @@ def test_prune_graph_launches_forgets_only_old_graph_launches(tmp_path):
     corr = Corr(21000)
     profiler.start(str(tmp_path / "pr"))
     g_old = corr()
-    _native._debug_launch(g_old, True)
+    _native.testing.launch(g_old, True)
     cut = _native.monotonic_ns() + 1
     while _native.monotonic_ns() <= cut:
         pass
     g_new = corr()
-    _native._debug_launch(g_new, True)
+    _native.testing.launch(g_new, True)
     assert _native.prune_graph_launches(cut) == 1
     with profiler.scope("late"):
-        _native._debug_record(g_new, "k", 0, 1, 0)  # still known: its launch context (ROOT)
-        _native._debug_record(g_old, "k", 0, 1, 0)  # forgotten: unattributed, under ROOT
+        _native.testing.record(g_new, "k", 0, 1, 0)  # still known: its launch context (ROOT)
+        _native.testing.record(g_old, "k", 0, 1, 0)  # forgotten: unattributed, under ROOT
     profiler.finalize()
     meta = load_json(tmp_path / "pr.meta.json")
     assert meta["kernel_records"] == 2 and meta["unattributed_records"] == 1
@@ -205,7 +205,7 @@ def test_nvtx_ranges_become_scopes_and_are_restored(tmp_path, torch_nvtx):
     profiler.finalize()
     assert nvtx.range_push is original_push and nvtx.range_pop is original_pop
     assert fake.pushed == ["outer", "inner 7"] and fake.depth == 0
-    assert _native.scope_depth() == 0
+    assert _native.testing.scope_depth() == 0
     root, _ = load_tree(tmp_path / "n.hatchet")
     assert kernel_counts(root) == {("outer", "inner 7", "add_kernel"): 1, ("outer", "copy_kernel"): 1,
                                    ("copy_kernel",): 1}
@@ -253,15 +253,15 @@ def test_nvtx_wrapping_counts_sessions_and_per_thread_depth(tmp_path):
 
         def other_thread():
             module.range_pop()  # this thread opened nothing: no scope is left
-            depths.append(_native.scope_depth())
+            depths.append(_native.testing.scope_depth())
 
         module.range_push("a")
         t = threading.Thread(target=other_thread)
         t.start()
         t.join()
-        assert _native.scope_depth() == 1 and depths == [0]
+        assert _native.testing.scope_depth() == 1 and depths == [0]
         module.range_pop()
-        assert _native.scope_depth() == 0
+        assert _native.testing.scope_depth() == 0
         nvtx_hook.uninstall()
         assert module.range_push is not original_push
     finally:

@@ -13,6 +13,7 @@ triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
 
 import flagtree.profiler.language as pl  # noqa: E402
+from instrumented_kernels import add_two_scopes  # noqa: E402  (one copy, shared with bench/instrumentation.py)
 
 LONG, SHORT = 4000, 400
 BLOCKS, BLOCK, WARPS = 32, 128, 4
@@ -29,17 +30,6 @@ def long_then_short(x, out, LONG: tl.constexpr, SHORT: tl.constexpr, BLOCK: tl.c
         for _ in range(SHORT):
             v = v * 0.9999 + 0.25
     tl.store(out + offsets, v)
-
-
-@triton.jit
-def add_two_scopes(x, y, out, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    with pl.scope("load"):
-        a = tl.load(x + offsets, mask=mask)
-        b = tl.load(y + offsets, mask=mask)
-    with pl.scope("store"):
-        tl.store(out + offsets, a + b, mask=mask)
 
 
 @pytest.fixture(autouse=True)

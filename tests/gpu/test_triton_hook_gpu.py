@@ -143,6 +143,7 @@ SCENARIOS = textwrap.dedent(r'''
             raised_out = []
             for _ in range(3):
                 r = torch.zeros(64, device="cuda")
+                launch_line = sys._getframe().f_lineno + 1
                 raising_kernel[(2,)](x, r, 64, BLOCK=32)
                 raised_out.append(bool(torch.equal(r, x + 3.0)))
         torch.cuda.synchronize()
@@ -155,7 +156,10 @@ SCENARIOS = textwrap.dedent(r'''
             restored = knobs.runtime.launch_enter_hook is before
         RESULT.update(kernels=kernels(os.path.join(OUT, "mm.hatchet")), ok=bool(ok), restored=restored,
                       user_seen=len(seen), raised_out=raised_out, plain_ok=bool(torch.equal(out, x * 2.0)),
-                      warnings=[str(w.message) for w in caught if str(w.message).startswith("flagtree.profiler")])
+                      warnings=[str(w.message) for w in caught if str(w.message).startswith("flagtree.profiler")],
+                      warning_sites=[[w.filename, w.lineno] for w in caught
+                                     if str(w.message).startswith("flagtree.profiler")],
+                      launch_site=[os.path.abspath(__file__), launch_line])
 
 
     if __name__ == "__main__":
@@ -210,6 +214,8 @@ def test_raising_launch_metadata_on_gpu(run):
     assert result["raised_out"] == [True, True, True]  # the kernel ran each time
     assert result["kernels"]["raising_kernel"] == {"count": 3}
     assert len(result["warnings"]) == 1 and "'raising_kernel'" in result["warnings"][0]
+    # Reported at the user's launch line, not inside flagtree/profiler/hooks (issue 17).
+    assert result["warning_sites"] == [result["launch_site"]]
 
 
 def test_user_launch_hook_chained_and_restored_on_gpu(run):

@@ -402,6 +402,45 @@ SCENARIOS = textwrap.dedent(r'''
         RESULT.update(kernels=kernels(os.path.join(OUT, "p.hatchet")))
 
 
+    def counting_meta(grid, metadata, args):
+        # launch_metadata doing GPU work of its own, as a bytes count from tensor.sum() would
+        helper = torch.zeros(8)
+        add_kernel[(1,)](torch.ones(8), torch.ones(8), helper, 8, BLOCK=8)
+        return {"bytes": float(helper.sum())}
+
+
+    @triton.jit(launch_metadata=counting_meta)
+    def counted_kernel(x_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+
+    def kernel_paths(path):
+        with open(path) as f:
+            root = json.load(f)[0]
+        found = {}
+
+        def walk(node, trail):
+            if node["frame"]["kind"] == "kernel":
+                found["/".join(trail)] = node["metrics"].get("bytes", 0)
+            for child in node["children"]:
+                walk(child, trail + [child["frame"]["name"]])
+
+        walk(root, [])
+        return found
+
+
+    def scenario_metadata_launches():
+        for context in ("shadow", "python"):
+            profiler.start(os.path.join(OUT, context), hook="triton", context=context)
+            with profiler.scope("user"):
+                with profiler.state("mine"):
+                    for _ in range(2):
+                        counted_kernel[(1,)](torch.ones(8), 8, BLOCK=8)
+            profiler.finalize()
+            RESULT[context] = kernel_paths(os.path.join(OUT, context + ".hatchet"))
+
+
     def scenario_invalid_filter():
         try:
             hook.install(get_backend("interpreter"))
@@ -586,3 +625,24 @@ def test_too_old_triton_is_a_clear_error(run):
 def test_leftover_metadata_not_inherited(run):
     result = run("leftover")
     assert result["kernels"] == {"plain_gpu": {"count": 1}}
+
+
+def test_kernels_launched_by_launch_metadata_go_under_their_own_state(run, tmp_path, capsys):
+    result = run("metadata_launches")
+    # shadow: beside the kernel, under the same scopes; the user's state stays on the user's kernel
+    # (bytes: 2 launches x 16 counted by helper.sum(); the helper add_kernel's own 2 x 12 x 8)
+    assert result["shadow"] == {"user/mine/counted_kernel": 32.0, "user/__launch_metadata/add_kernel": 192.0}
+    python = result["python"]
+    assert len(python) == 2
+    (own,) = [p for p in python if p.endswith("/mine/counted_kernel")]
+    (inner,) = [p for p in python if p.endswith("/__launch_metadata/add_kernel")]
+    assert "@counting_meta" in inner and "@counting_meta" not in own
+    # the viewer hides them unless asked
+    from flagtree.profiler.viewer.cli import main
+
+    capsys.readouterr()
+    assert main(["--no-color", "-m", "count", str(tmp_path / "shadow.hatchet")]) == 0
+    hidden = capsys.readouterr().out
+    assert main(["--no-color", "-m", "count", "--launch-metadata", str(tmp_path / "shadow.hatchet")]) == 0
+    shown = capsys.readouterr().out
+    assert "counted_kernel" in hidden and "__launch_metadata" not in hidden and "__launch_metadata" in shown

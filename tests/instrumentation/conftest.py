@@ -25,7 +25,7 @@ def compiled(tmp_path_factory):
 @pytest.fixture
 def cpu_device(monkeypatch):
     """backend="instrumentation" on this CPU machine: CUPTI's part (kernel records) is driven by
-    hand through _native._debug_launch/_debug_record, profile buffers live in host memory."""
+    hand through _native.testing.launch/record, profile buffers live in host memory."""
     import torch
 
     from flagtree.profiler.backends import instrumentation, nvidia

@@ -25,7 +25,7 @@ def load_kernel(backend, compiled, case="triton_on"):
 
 def launch(backend, info, correlation, blocks, load_cycles=100, store_cycles=40, start_ns=1_000_000):
     """One launch as Triton + the GPU + CUPTI make it: allocator, kernel writes, exit hook, record."""
-    _native._debug_launch(correlation, False)
+    _native.testing.launch(correlation, False)
     size = blocks * info.layout.stride
     piece = backend.collector(size, 128, 0)
     words = np.concatenate([block_words(info.layout, 1024, b, b % 7,
@@ -33,9 +33,9 @@ def launch(backend, info, correlation, blocks, load_cycles=100, store_cycles=40,
                                         start_ns + b) for b in range(blocks)])
     target = backend.collector.pool.view(piece).numpy()
     target[:] = np.frombuffer(words.tobytes(), dtype=np.uint8)
-    _native._debug_instrumentation_launch(correlation)
+    _native.testing.instrumentation_launch(correlation)
     backend._launch_exit(types.SimpleNamespace(data={"function": FUNCTION, "name": info.name}))
-    _native._debug_record(correlation, info.name, 100 * correlation, 100 * correlation + 50, 0)
+    _native.testing.record(correlation, info.name, 100 * correlation, 100 * correlation + 50, 0)
 
 
 def test_tree_has_a_child_per_scope_with_cycles_and_counts(tmp_path, cpu_device, compiled):
@@ -93,6 +93,9 @@ def test_trace_mode_writes_per_block_per_warp_timeline(tmp_path, cpu_device, com
     assert [e["name"] for e in sorted(first, key=lambda e: e["ts"])] == ["load", "store"]
     assert min(e["ts"] for e in first) == pytest.approx(5_000_003 / 1000.0)  # the block's globaltimer start
     assert all(e["dur"] > 0 for e in events)
+    # Proton's fields: cat is the kernel, args say where the interval ran
+    assert {e["cat"] for e in events} == {info.name}
+    assert first[0]["args"]["block"] == 3 and first[0]["args"]["warp"] == 0 and "sm" in first[0]["args"]
 
 
 def test_nvidia_and_instrumentation_sessions_merge_into_time_and_cycles(tmp_path, cpu_device, compiled):

@@ -58,7 +58,9 @@ def test_each_rank_writes_its_own_rank_files(run):
     _, folders = run
     for rank in range(1, WORLD):
         own = sorted(os.listdir(folders[rank]))
-        expected = [f"run.rank{rank}.{ext}" for ext in ("chrome_trace", "hatchet", "meta.json")]
+        # the trace session shares the tree's name, so its metadata takes its extension (paths.py)
+        expected = [f"run.rank{rank}.{ext}" for ext in ("chrome_trace", "hatchet", "meta.json",
+                                                        "chrome_trace.meta.json")]
         if rank != 3:
             expected += [f"run_late.rank{rank}.{ext}" for ext in ("hatchet", "meta.json")]
         assert own == sorted(expected)

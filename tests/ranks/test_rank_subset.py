@@ -23,10 +23,11 @@ def test_a_rank_left_out_writes_nothing(run):
 def test_the_lowest_profiled_rank_collects(run):
     reports, folders = run
     assert -1 not in reports[1]["session_ids"] + reports[2]["session_ids"]
-    assert sorted(os.listdir(folders[2])) == [f"run.rank2.{ext}" for ext in ("chrome_trace", "hatchet", "meta.json")]
+    # the trace session shares the tree's name, so its metadata takes its extension (paths.py)
+    kinds = ("chrome_trace", "hatchet", "meta.json", "chrome_trace.meta.json")
+    assert sorted(os.listdir(folders[2])) == sorted(f"run.rank2.{ext}" for ext in kinds)
     gathered = sorted(os.listdir(folders[1]))
-    assert gathered == sorted([f"run.rank{r}.{ext}" for r in (1, 2) for ext in ("chrome_trace", "hatchet", "meta.json")]
-                              + ["run.merged.chrome_trace"])
+    assert gathered == sorted([f"run.rank{r}.{ext}" for r in (1, 2) for ext in kinds] + ["run.merged.chrome_trace"])
     with open(folders[1] / "run.rank1.meta.json") as handle:
         summary = json.load(handle)["gather"]
     assert summary["root"] == 1 and summary["ranks"] == [1, 2] and summary["missing"] == []

@@ -3,7 +3,7 @@
 import pytest
 
 from flagtree.profiler.viewer.devices import PEAK_TFLOPS, DeviceTable, arch_key
-from flagtree.profiler.viewer.metrics import parse_metrics
+from flagtree.profiler.viewer.metrics import bind, parse_metrics
 from flagtree.profiler.viewer.profile_tree import compute_inclusive, load_profile
 from flagtree.profiler.viewer.render import format_float, format_integral
 from viewer_helpers import H100, fixture, kernel, node
@@ -18,13 +18,31 @@ def values(path, spec, name=None):
     metrics = parse_metrics(spec, profile.names, profile.device_info, path)
     for hook in {m.prepare for m in metrics if m.prepare}:
         hook(profile.root, profile.device_info)
-    compute_inclusive(profile.root)
+    keys, node_values = bind(metrics)
+    compute_inclusive(profile.root, keys)
     out, stack = {}, [profile.root]
     while stack:
         current = stack.pop()
-        out[current.name] = [m.compute(current.incl, profile.root.incl) for m in metrics]
+        out[current.name] = node_values(current, profile.root)
         stack.extend(current.children.values())
     return out if name is None else out[name]
+
+
+def _kernel_values(path, spec):
+    """{path of names: values} for the kernels of a profile (names may repeat across scopes)."""
+    profile = load_profile(path)
+    metrics = parse_metrics(spec, profile.names, profile.device_info, path)
+    for hook in {m.prepare for m in metrics if m.prepare}:
+        hook(profile.root, profile.device_info)
+    keys, node_values = bind(metrics)
+    compute_inclusive(profile.root, keys)
+    out, stack = {}, [profile.root]
+    while stack:
+        current = stack.pop()
+        if current.kernel:
+            out[tuple(current.path_names())] = node_values(current, profile.root)
+        stack.extend(current.children.values())
+    return out
 
 
 def test_time_units():
@@ -74,8 +92,9 @@ def test_util_against_sm90_table():
     byte_util = 1e9 / 1e-3 / H100_BANDWIDTH
     assert got["attn_fwd"] == pytest.approx([max(flop_util, byte_util)])
     assert got["layernorm_kernel"] == pytest.approx([6e9 / 3e-3 / H100_BANDWIDTH])
-    assert got["reduce_kernel"] == pytest.approx([1e10 / 5e-4 / 67e12])
-    assert got["ROOT"] == pytest.approx([10e9 / H100_BANDWIDTH / 0.01])
+    assert got["reduce_kernel"] == pytest.approx([1e10 / 5e-4 / 494.7e12])  # flops32: TF32 peak
+    assert got["ROOT"] == [None]  # util is a kernel's figure, as in Proton
+    assert got["forward"] == [None]
 
 
 def test_util_proton_matmul_above_one():
@@ -86,20 +105,23 @@ def test_util_proton_matmul_above_one():
 
 def test_util_two_devices_each_with_its_own_peak():
     got = values(fixture("two_devices.hatchet"), "util")
-    assert got["rank0"] == pytest.approx([0.5])  # 494.7 of 989.4 TFLOP/s on sm90
-    assert got["rank1"] == pytest.approx([0.5])  # 156 of 312 TFLOP/s on sm80
-    assert got["ROOT"] == pytest.approx([0.5])
+    kernels = _kernel_values(fixture("two_devices.hatchet"), "util")
+    assert kernels[("rank0", "gemm_kernel")] == pytest.approx([0.5])  # 494.7 of 989.4 TFLOP/s, sm90
+    assert kernels[("rank1", "gemm_kernel")] == pytest.approx([0.5])  # 156 of 312 TFLOP/s, sm80
+    assert got["rank0"] == got["rank1"] == got["ROOT"] == [None]
 
 
 def test_util_amd_mi300x():
     got = values(fixture("amd_mi300x.hatchet"), "util,tflop8/s")
     assert got["fp8_gemm"] == pytest.approx([0.5, 1307.45])
-    assert got["vector_add"] == pytest.approx([1e9 / 5e-4 / (2 * 1.3e9 * 8192 / 8), None])
+    # HBM3 moves 4 bits per pin per reported clock: 1.3 GHz x 8192 bits x 4 = 5.3 TB/s
+    assert got["vector_add"] == pytest.approx([1e9 / 5e-4 / (4 * 1.3e9 * 8192 / 8), None])
 
 
-def test_util_scope_without_device_uses_only_device(write_profile):
-    path = write_profile([node("ROOT", {}, node("scope", {"time (ns)": 1_000_000, "flops64": 33.5e9})), H100])
-    assert values(path, "util", "scope") == pytest.approx([0.5])
+def test_util_kernel_without_device_ids_uses_only_device(write_profile):
+    lone = node("k", {"time (ns)": 1_000_000, "flops64": 33.5e9}, kind="kernel")
+    path = write_profile([node("ROOT", {}, lone), H100])
+    assert values(path, "util", "k") == pytest.approx([0.5])
 
 
 def test_rates_are_none_without_time(write_profile):
@@ -110,10 +132,10 @@ def test_rates_are_none_without_time(write_profile):
 def test_peak_table_has_required_architectures():
     assert PEAK_TFLOPS["sm90"][16] == pytest.approx(989.4)
     assert PEAK_TFLOPS["sm90"][8] == pytest.approx(1978.9)
-    assert PEAK_TFLOPS["sm90"][32] == pytest.approx(67.0)
+    assert PEAK_TFLOPS["sm90"][32] == pytest.approx(494.7)  # TF32, tl.dot's default for fp32
     assert PEAK_TFLOPS["sm90"][64] == pytest.approx(67.0)
-    assert PEAK_TFLOPS["gfx942"] == pytest.approx({8: 2614.9, 16: 1307.4, 32: 163.4, 64: 81.7})
-    assert {"sm80", "sm89"} <= set(PEAK_TFLOPS)
+    assert PEAK_TFLOPS["gfx942"] == pytest.approx({8: 2614.9, 16: 1307.4, 32: 163.4, 64: 163.4})
+    assert {"sm80", "sm89", "sm100", "gfx90a", "gfx950"} <= set(PEAK_TFLOPS)
 
 
 @pytest.mark.parametrize("kind,arch,key", [

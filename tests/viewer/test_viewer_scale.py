@@ -4,6 +4,8 @@ import json
 
 import pytest
 
+from flagtree.profiler.viewer.render import INDENT_LEVELS
+
 DEPTH = 5000
 
 
@@ -41,7 +43,10 @@ def test_deep_profile_full_tree(viewer, deep_profile):
     status, out, _ = viewer("-m", "count", deep_profile)
     lines = out.splitlines()
     assert status == 0 and len(lines) == DEPTH + 2
-    assert lines[-1] == "    1  " + "   " * (DEPTH - 1) + "`- k"
+    # Guides for INDENT_LEVELS levels, then the extra depth as [+N]: lines stay short.
+    assert lines[INDENT_LEVELS + 1].endswith("   " * (INDENT_LEVELS - 1) + f"`- s{INDENT_LEVELS}")
+    assert lines[-1] == "    1  " + "   " * (INDENT_LEVELS - 1) + f"[+{DEPTH - INDENT_LEVELS}] `- k"
+    assert max(map(len, lines)) < 3 * INDENT_LEVELS + 40
 
 
 def test_deep_profile_sorted_filters_merge_and_diff(viewer, deep_profile):

@@ -4,35 +4,28 @@
 
 namespace ftp {
 
-bool ActivityApi::load(const std::string& libraryPath, const std::string& prefix, std::string& error) {
-  void* lib = openVendorLibrary(libraryPath, error);
-  if (!lib) return false;
-  bool ok = true;
-  auto resolve = [&](auto& fn, const char* suffix, bool required) {
-    if (!resolveSymbol(lib, prefix + suffix, fn) && required) {
-      if (ok) error = libraryPath + " lacks " + prefix + suffix;
-      ok = false;
-    }
-  };
-  resolve(getVersion, "GetVersion", true);
-  resolve(getResultString, "GetResultString", true);
-  resolve(subscribe, "Subscribe", true);
-  resolve(unsubscribe, "Unsubscribe", true);
-  resolve(enableCallback, "EnableCallback", true);
-  resolve(getCallbackName, "GetCallbackName", false);
-  resolve(registerCallbacks, "ActivityRegisterCallbacks", true);
-  resolve(enable, "ActivityEnable", true);
-  resolve(disable, "ActivityDisable", true);
-  resolve(getNextRecord, "ActivityGetNextRecord", true);
-  resolve(getNumDropped, "ActivityGetNumDroppedRecords", true);
-  resolve(flushAll, "ActivityFlushAll", true);
-  resolve(getTimestamp, "GetTimestamp", true);
-  resolve(finalize, "Finalize", false);
-  resolve(getGraphNodeId, "GetGraphNodeId", false);
-  if (!ok) return false;
+void ActivityApi::load(const std::string& libraryPath, const std::string& prefix) {
+  void* lib = openLibrary(libraryPath);
+  resolveSymbols(lib, libraryPath, prefix,
+                 {
+                     {getVersion, "GetVersion", Need::Required},
+                     {getResultString, "GetResultString", Need::Required},
+                     {subscribe, "Subscribe", Need::Required},
+                     {unsubscribe, "Unsubscribe", Need::Required},
+                     {enableCallback, "EnableCallback", Need::Required},
+                     {getCallbackName, "GetCallbackName", Need::Optional},
+                     {registerCallbacks, "ActivityRegisterCallbacks", Need::Required},
+                     {enable, "ActivityEnable", Need::Required},
+                     {disable, "ActivityDisable", Need::Required},
+                     {getNextRecord, "ActivityGetNextRecord", Need::Required},
+                     {getNumDropped, "ActivityGetNumDroppedRecords", Need::Required},
+                     {flushAll, "ActivityFlushAll", Need::Required},
+                     {getTimestamp, "GetTimestamp", Need::Required},
+                     {finalize, "Finalize", Need::Optional},
+                     {getGraphNodeId, "GetGraphNodeId", Need::Optional},
+                 });
   handle = lib;
   path = libraryPath;
-  return true;
 }
 
 std::string ActivityApi::describe(CUptiResult result) const {

@@ -9,6 +9,8 @@
 
 #include <string>
 
+#include "core/errors.h"  // load: LibraryNotFound; the tracer: SubscriberTaken
+
 namespace ftp {
 
 struct ActivityApi {
@@ -48,9 +50,9 @@ struct ActivityApi {
   std::string path;  // the library actually loaded
   void* handle = nullptr;
 
-  // dlopens `path` and resolves `<prefix>Subscribe` etc. On failure returns false and sets
-  // `error` to a sentence naming the library and the missing piece.
-  bool load(const std::string& path, const std::string& prefix, std::string& error);
+  // dlopens `path` and resolves `<prefix>Subscribe` etc. ("cupti", "mupti", "mspti"). Throws
+  // LibraryNotFound naming the library and the missing function (core/library.h).
+  void load(const std::string& path, const std::string& prefix);
   std::string describe(CUptiResult result) const;
 };
 

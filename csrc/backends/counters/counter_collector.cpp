@@ -1,11 +1,11 @@
 #include "backends/counters/counter_collector.h"
 
-#include <dlfcn.h>
-
 #include <cstring>
 #include <stdexcept>
 
 #include "backends/activity/activity_tracer.h"
+#include "backends/nvidia/cuda_driver.h"
+#include "core/errors.h"
 #include "core/strings.h"
 #include "session/profiler.h"
 
@@ -59,32 +59,12 @@ std::vector<std::pair<std::string, double>> derivedMetrics(
   return out;
 }
 
-CounterCollector& CounterCollector::instance() {
-  static CounterCollector* collector = new CounterCollector();  // used from CUPTI callbacks until exit
-  return *collector;
-}
+CounterCollector& CounterCollector::instance() { return leaked<CounterCollector>(); }
 
-uintptr_t currentContext() {
-  using CtxGetCurrent = CUresult (*)(CUcontext*);
-  static CtxGetCurrent getCurrent = [] {
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    return lib ? reinterpret_cast<CtxGetCurrent>(dlsym(lib, "cuCtxGetCurrent")) : nullptr;
-  }();
-  CUcontext context = nullptr;
-  if (!getCurrent || getCurrent(&context) != CUDA_SUCCESS) return 0;
-  return reinterpret_cast<uintptr_t>(context);
-}
+uintptr_t currentContext() { return reinterpret_cast<uintptr_t>(CudaDriver::instance().currentContext()); }
 
-int deviceOfCurrentContext() {
-  using CtxGetDevice = CUresult (*)(CUdevice*);
-  static CtxGetDevice getDevice = [] {
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    return lib ? reinterpret_cast<CtxGetDevice>(dlsym(lib, "cuCtxGetDevice")) : nullptr;
-  }();
-  CUdevice device = 0;
-  if (!getDevice || getDevice(&device) != CUDA_SUCCESS) return 0;  // no driver: stand-in tests
-  return int(device);
-}
+// 0 without a driver (stand-in tests).
+int deviceOfCurrentContext() { return CudaDriver::instance().currentDevice(); }
 
 void CounterCollector::addSession(const CountersApi& api, int slot, const std::vector<std::string>& metrics,
                                   size_t maxRanges, std::vector<double> peakGBps, CUcontext context,
@@ -133,7 +113,7 @@ void CounterCollector::startFirstSession(const CountersApi& api, const std::vect
       if (state.failed) {
         std::string why = stats_.errors.empty() ? "unknown error" : stats_.errors.back();
         disableAll();
-        throw std::runtime_error("cannot collect hardware counters on this GPU: " + why);
+        throw Unsupported("cannot collect hardware counters on this GPU: " + why);
       }
     }
   }

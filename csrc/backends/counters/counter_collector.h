@@ -18,6 +18,7 @@
 #include "backends/activity/tracer_observer.h"
 #include "backends/counters/counters_api.h"
 #include "backends/counters/metric_host.h"
+#include "core/singleton.h"
 
 namespace ftp {
 
@@ -98,6 +99,7 @@ class CounterCollector : public TracerObserver {
     bool failed = false;
   };
 
+  friend CounterCollector& leaked<CounterCollector>();
   CounterCollector() = default;
   void startFirstSession(const CountersApi& api, const std::vector<std::string>& metrics, size_t maxRanges,
                          std::vector<double> peakGBps, CUcontext context, int deviceOfContext);

@@ -1,10 +1,10 @@
 #include "backends/counters/counters_api.h"
 
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <mutex>
 
+#include "core/errors.h"
 #include "core/library.h"
 
 namespace ftp {
@@ -19,7 +19,12 @@ void preloadPerfLibraries(const std::string& cuptiPath) {
   std::string folder = cuptiPath.substr(0, slash + 1);
   for (const char* name : {"libnvperf_host.so", "libnvperf_target.so"}) {
     std::string candidate = folder + name;
-    if (access(candidate.c_str(), R_OK) == 0) dlopen(candidate.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (access(candidate.c_str(), R_OK) != 0) continue;
+    try {
+      openLibrary(candidate);
+    } catch (const LibraryNotFound&) {
+      // libcupti then finds its own copy on the loader path
+    }
   }
 }
 
@@ -30,52 +35,46 @@ const CountersApi& CountersApi::load(const std::string& path) {
   static CountersApi* api = nullptr;  // lives for the process: the library stays mapped
   std::lock_guard<std::mutex> lock(mutex);
   if (api && api->path == path) return *api;
-  std::string error;
-  void* lib = openVendorLibrary(path, error);
-  if (!lib) throw std::runtime_error(error);
-  auto table = new CountersApi();
-  std::string missing;
-  auto need = [&](auto& fn, const char* name) {
-    if (!resolveSymbol(lib, name, fn) && missing.empty()) missing = name;
-  };
-  need(table->getResultString, "cuptiGetResultString");
-  need(table->profilerInitialize, "cuptiProfilerInitialize");
-  need(table->profilerDeInitialize, "cuptiProfilerDeInitialize");
-  need(table->deviceGetChipName, "cuptiDeviceGetChipName");
-  need(table->getCounterAvailability, "cuptiProfilerGetCounterAvailability");
-  need(table->hostInitialize, "cuptiProfilerHostInitialize");
-  need(table->hostDeinitialize, "cuptiProfilerHostDeinitialize");
-  need(table->hostGetSupportedChips, "cuptiProfilerHostGetSupportedChips");
-  need(table->hostGetBaseMetrics, "cuptiProfilerHostGetBaseMetrics");
-  need(table->hostGetSubMetrics, "cuptiProfilerHostGetSubMetrics");
-  need(table->hostGetMetricProperties, "cuptiProfilerHostGetMetricProperties");
-  need(table->hostConfigAddMetrics, "cuptiProfilerHostConfigAddMetrics");
-  need(table->hostGetConfigImageSize, "cuptiProfilerHostGetConfigImageSize");
-  need(table->hostGetConfigImage, "cuptiProfilerHostGetConfigImage");
-  need(table->hostGetNumOfPasses, "cuptiProfilerHostGetNumOfPasses");
-  need(table->hostEvaluateToGpuValues, "cuptiProfilerHostEvaluateToGpuValues");
-  need(table->rangeEnable, "cuptiRangeProfilerEnable");
-  need(table->rangeDisable, "cuptiRangeProfilerDisable");
-  need(table->rangeSetConfig, "cuptiRangeProfilerSetConfig");
-  need(table->rangeStart, "cuptiRangeProfilerStart");
-  need(table->rangeStop, "cuptiRangeProfilerStop");
-  need(table->rangeDecodeData, "cuptiRangeProfilerDecodeData");
-  need(table->rangeGetCounterDataSize, "cuptiRangeProfilerGetCounterDataSize");
-  need(table->rangeCounterDataImageInitialize, "cuptiRangeProfilerCounterDataImageInitialize");
-  need(table->rangeGetCounterDataInfo, "cuptiRangeProfilerGetCounterDataInfo");
-  need(table->rangeGetRangeInfo, "cuptiRangeProfilerCounterDataGetRangeInfo");
-  if (!missing.empty()) {
-    delete table;
-    throw std::runtime_error(path + " lacks " + missing +
-                             ": hardware counters need CUPTI's Range Profiler and Profiler Host APIs, "
-                             "CUPTI 12.6 or newer (CUDA 12.6+); install nvidia-cuda-cupti>=12.6 or point "
-                             "FLAGTREE_PROFILER_CUPTI_PATH at a newer libcupti");
-  }
+  void* lib = openLibrary(path);
+  CountersApi table;
+  resolveSymbols(lib, path, "cupti",
+                 {
+                     {table.getResultString, "GetResultString", Need::Required},
+                     {table.profilerInitialize, "ProfilerInitialize", Need::Required},
+                     {table.profilerDeInitialize, "ProfilerDeInitialize", Need::Required},
+                     {table.deviceGetChipName, "DeviceGetChipName", Need::Required},
+                     {table.getCounterAvailability, "ProfilerGetCounterAvailability", Need::Required},
+                     {table.hostInitialize, "ProfilerHostInitialize", Need::Required},
+                     {table.hostDeinitialize, "ProfilerHostDeinitialize", Need::Required},
+                     {table.hostGetSupportedChips, "ProfilerHostGetSupportedChips", Need::Required},
+                     {table.hostGetBaseMetrics, "ProfilerHostGetBaseMetrics", Need::Required},
+                     {table.hostGetSubMetrics, "ProfilerHostGetSubMetrics", Need::Required},
+                     {table.hostGetMetricProperties, "ProfilerHostGetMetricProperties", Need::Required},
+                     {table.hostConfigAddMetrics, "ProfilerHostConfigAddMetrics", Need::Required},
+                     {table.hostGetConfigImageSize, "ProfilerHostGetConfigImageSize", Need::Required},
+                     {table.hostGetConfigImage, "ProfilerHostGetConfigImage", Need::Required},
+                     {table.hostGetNumOfPasses, "ProfilerHostGetNumOfPasses", Need::Required},
+                     {table.hostEvaluateToGpuValues, "ProfilerHostEvaluateToGpuValues", Need::Required},
+                     {table.rangeEnable, "RangeProfilerEnable", Need::Required},
+                     {table.rangeDisable, "RangeProfilerDisable", Need::Required},
+                     {table.rangeSetConfig, "RangeProfilerSetConfig", Need::Required},
+                     {table.rangeStart, "RangeProfilerStart", Need::Required},
+                     {table.rangeStop, "RangeProfilerStop", Need::Required},
+                     {table.rangeDecodeData, "RangeProfilerDecodeData", Need::Required},
+                     {table.rangeGetCounterDataSize, "RangeProfilerGetCounterDataSize", Need::Required},
+                     {table.rangeCounterDataImageInitialize, "RangeProfilerCounterDataImageInitialize",
+                      Need::Required},
+                     {table.rangeGetCounterDataInfo, "RangeProfilerGetCounterDataInfo", Need::Required},
+                     {table.rangeGetRangeInfo, "RangeProfilerCounterDataGetRangeInfo", Need::Required},
+                 },
+                 ": hardware counters need CUPTI's Range Profiler and Profiler Host APIs, CUPTI 12.6 or "
+                 "newer (CUDA 12.6+); install nvidia-cuda-cupti>=12.6 or point FLAGTREE_PROFILER_CUPTI_PATH "
+                 "at a newer libcupti");
   preloadPerfLibraries(path);
-  table->path = path;
-  table->handle = lib;
+  table.path = path;
+  table.handle = lib;
   // A table for another path replaces this one; the old one is kept (a collector may hold it).
-  api = table;
+  api = new CountersApi(table);
   return *api;
 }
 
@@ -86,6 +85,8 @@ void CountersApi::check(CUptiResult result, const char* what) const {
   message += ": ";
   if (getResultString && getResultString(result, &text) == CUPTI_SUCCESS && text) message += text;
   message += " (CUPTI error " + std::to_string(int(result)) + ")";
+  if (result == CUPTI_ERROR_NOT_INITIALIZED) throw NotInitialized(message);
+  if (result == CUPTI_ERROR_NOT_SUPPORTED) throw Unsupported(message);
   throw std::runtime_error(message);
 }
 

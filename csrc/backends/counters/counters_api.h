@@ -46,9 +46,10 @@ struct CountersApi {
   void* handle = nullptr;
 
   // The table, loaded once from `path` (the libcupti the nvidia backend picked). Throws
-  // std::runtime_error naming the library and what it lacks (CUPTI older than 12.6).
+  // LibraryNotFound naming the library and what it lacks (CUPTI older than 12.6).
   static const CountersApi& load(const std::string& path);
-  // Throws std::runtime_error("<what>: <CUPTI's message>") unless `result` is CUPTI_SUCCESS.
+  // Throws "<what>: <CUPTI's message> (CUPTI error N)" unless `result` is CUPTI_SUCCESS: as
+  // NotInitialized or Unsupported (core/errors.h) where CUPTI says so, else std::runtime_error.
   void check(CUptiResult result, const char* what) const;
   // cuptiProfilerInitialize on the first of nested uses, cuptiProfilerDeInitialize when the last
   // ends (the tracer's cuptiFinalize at the end of a run would leave a stale initialisation).

@@ -9,8 +9,7 @@
 #include "backends/counters/counter_collector.h"
 #include "backends/counters/counters_api.h"
 #include "backends/counters/metric_host.h"
-
-namespace nb = nanobind;
+#include "bindings/bindings.h"
 
 namespace ftp {
 
@@ -57,7 +56,7 @@ nb::dict stats() {
 
 }  // namespace
 
-void registerCountersBindings(nb::module_& m) {
+void registerCountersBindings(nb::module_& m, nb::module_& testing) {
   m.def("counters_load", [](const std::string& path) { CountersApi::load(path); },
         "Loads the Profiler Host / Range Profiler table from libcupti at `path` (RuntimeError if too old).");
   m.def("counters_chip", [](const std::string& path, size_t device) {
@@ -90,18 +89,18 @@ void registerCountersBindings(nb::module_& m) {
   });
   m.def("counters_stats", &stats);
   m.def("counters_mean_metrics", [] { return CounterCollector::instance().meanMetrics(); });
-  m.def("counters_is_additive", [](const std::string& name, const std::string& type) {
+  testing.def("counters_is_additive", [](const std::string& name, const std::string& type) {
     return isAdditiveMetric(name, type == "counter" ? CUPTI_METRIC_TYPE_COUNTER : CUPTI_METRIC_TYPE_RATIO);
   });
-  m.def("counters_is_kernel_launch_api", [](const std::string& name) { return isKernelLaunchApi(name.c_str()); });
+  testing.def("counters_is_kernel_launch_api", [](const std::string& name) { return isKernelLaunchApi(name.c_str()); });
   // The launch path (the CUPTI launch callbacks call the same functions); exposed so that CPU
   // tests drive it with a stand-in libcupti.
-  m.def("counters_on_launch_enter", [](uintptr_t context, uint32_t correlation, const std::string& kernel,
+  testing.def("counters_on_launch_enter", [](uintptr_t context, uint32_t correlation, const std::string& kernel,
                                        uint32_t slots) {
     CounterCollector::instance().onLaunchEnter(reinterpret_cast<CUcontext>(context), correlation,
                                                kernel.c_str(), slots);
   });
-  m.def("counters_on_launch_exit", [](uintptr_t context, uint32_t correlation) {
+  testing.def("counters_on_launch_exit", [](uintptr_t context, uint32_t correlation) {
     CounterCollector::instance().onLaunchExit(reinterpret_cast<CUcontext>(context), correlation);
   });
 }

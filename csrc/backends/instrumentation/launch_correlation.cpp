@@ -8,8 +8,7 @@
 #include <mutex>
 
 #include "backends/activity/activity_tracer.h"
-
-namespace nb = nanobind;
+#include "bindings/bindings.h"
 
 namespace ftp {
 namespace {
@@ -41,11 +40,11 @@ uint32_t takeLastCorrelation() {
 
 }  // namespace
 
-void registerInstrumentationBindings(nb::module_& m) {
+void registerInstrumentationBindings(nb::module_& m, nb::module_& testing) {
   m.def("instrumentation_watch_launches", &watchLaunches, nb::arg("on"));
   m.def("instrumentation_take_correlation", &takeLastCorrelation);
   // For CPU tests: what the tracer's launch callback does, without CUPTI.
-  m.def("_debug_instrumentation_launch", [](uint32_t correlation) { lastLaunchCorrelation = correlation; });
+  testing.def("instrumentation_launch", [](uint32_t correlation) { lastLaunchCorrelation = correlation; });
 }
 
 }  // namespace ftp

@@ -1,28 +1,17 @@
 #include "backends/pcsampling/pc_sampler.h"
 
 #include <cupti_callbacks.h>
-#include <dlfcn.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 
+#include "backends/nvidia/cuda_driver.h"
 #include "core/strings.h"
 
 namespace ftp {
 namespace {
-
-// Waits for the work queued before a launch so that the launch is sampled alone (Proton does
-// the same before every Start). libcuda is loaded by whoever made the context; without it
-// (host-side tests) there is no device work to wait for.
-void synchronizeContext() {
-  static auto sync = []() -> CUresult (*)() {
-    void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    return cuda ? reinterpret_cast<CUresult (*)()>(dlsym(cuda, "cuCtxSynchronize")) : nullptr;
-  }();
-  if (sync) sync();
-}
 
 std::string baseName(const char* path) {
   const char* slash = std::strrchr(path, '/');
@@ -37,10 +26,7 @@ CUpti_PCSamplingConfigurationInfo attribute(CUpti_PCSamplingConfigurationAttribu
 
 }  // namespace
 
-PcSampler& PcSampler::instance() {
-  static PcSampler* sampler = new PcSampler();
-  return *sampler;
-}
+PcSampler& PcSampler::instance() { return leaked<PcSampler>(); }
 
 void PcSampler::check(const char* what, CUptiResult result) const {
   if (result != CUPTI_SUCCESS)
@@ -52,8 +38,7 @@ void PcSampler::start(int slot, void* handle, const std::string& libraryName, co
   if (slot_ >= 0)
     throw std::runtime_error("PC sampling is already on for another session; finalize it first (CUPTI samples "
                              "one configuration per context)");
-  std::string error;
-  if (!api_.loaded() && !api_.load(handle, libraryName, error)) throw std::runtime_error(error);
+  if (!api_.loaded()) api_.load(handle, libraryName);
   options_ = options;
   stats_ = PcSamplingStats{};
   samples_ = PcSamples{};
@@ -217,7 +202,10 @@ void PcSampler::stopActive() {
 
 // One Start, shared by both ranges (range=launch: around one launch; range=session: until finalize).
 void PcSampler::startRange(ContextState& state) {
-  synchronizeContext();  // Proton syncs before every Start; once per range here in range=session
+  // Waits for the work queued before the range so that a launch is sampled alone (Proton syncs
+  // before every Start; once per range here in range=session). Without a driver (host-side
+  // tests) there is no device work to wait for.
+  CudaDriver::instance().synchronizeCurrent();
   CUpti_PCSamplingStartParams start{CUpti_PCSamplingStartParamsSize, nullptr, state.context};
   check("cuptiPCSamplingStart", api_.start(&start));
   state.rangeOpen = true;
@@ -271,7 +259,8 @@ uint32_t PcSampler::lineOf(uint64_t crc, uint32_t function, uint64_t pc) {
   if (cubin == cubins_.end()) {
     name = "<unknown cubin>@" + functionName;
   } else {
-    CUpti_GetSassToSourceCorrelationParams p{CUpti_GetSassToSourceCorrelationParamsSize};
+    CUpti_GetSassToSourceCorrelationParams p{};
+    p.size = CUpti_GetSassToSourceCorrelationParamsSize;
     p.cubin = cubin->second.data();
     p.cubinSize = cubin->second.size();
     p.functionName = functionName.c_str();

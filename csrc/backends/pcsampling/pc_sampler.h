@@ -1,11 +1,11 @@
-// PC sampling for one session at a time. range=launch (default), in the order Triton's Proton uses (the only order seen
-// to yield samples on the H200 with CUPTI 13.0; Start once around many launches gave none):
-// at the first launch in a context, Enable + one configuration call; at every launch ENTER
-// cuCtxSynchronize then Start; at EXIT Stop then GetData until no PC remains. Every launch is
-// thereby sampled alone (serialized with the work before it) and its samples carry its
-// correlation id. range=session: Start once per context at its first launch, Stop + fetch at
-// finalize and module unload (the next launch starts a new range); no per-launch cost, samples
-// per function. Samples are aggregated here, resolved to source lines once per
+// PC sampling for one session at a time. At the first launch in a context: Enable + one
+// configuration call. Then one of two ranges:
+//   range=session (the default, backends/cupti.py): Start once per context at its first launch,
+//     Stop + fetch at finalize and module unload (the next launch starts a new range); no
+//     per-launch cost, continuous-mode samples per function.
+//   range=launch, in the order Triton's Proton uses: at every launch ENTER cuCtxSynchronize then
+//     Start, at EXIT Stop then GetData until no PC remains. Every launch is thereby sampled alone
+//     (serialized with the work before it) and its samples carry its correlation id. Samples are aggregated here, resolved to source lines once per
 // (cubin, function, pc) from the cubins seen at module load, and attached to kernel nodes.
 #pragma once
 #include <cstdint>
@@ -19,17 +19,20 @@
 #include "backends/activity/tracer_observer.h"
 #include "backends/pcsampling/pc_samples.h"
 #include "backends/pcsampling/pcsampling_api.h"
+#include "core/singleton.h"
 
 namespace ftp {
 
+// The Python backend (backends/cupti.py) passes every field: the defaults here are its values
+// (SCRATCH_BYTES, HARDWARE_BYTES, BUFFER_PCS, FLAGTREE_PROFILER_PCSAMPLING_INTERVAL's 12).
 struct PcSamplingOptions {
-  uint32_t period = 0;                    // log2 of cycles between samples, 5..31; 0: CUPTI's default
+  uint32_t period = 12;                   // log2 of cycles between samples, 5..31; 0: CUPTI's default
   bool serialized = false;                // kernel-serialized mode: exact launch per sample
   // range=session: one sampling range per context from its first launch to finalize (or a module
   // unload), no per-launch sync/Start/Stop; continuous-mode samples are then per function.
-  bool sessionRange = false;
-  size_t scratchBytes = 64u << 20;        // CUPTI's buffer of decoded PC records
-  size_t hardwareBytes = 512u << 20;      // the device buffer samples land in
+  bool sessionRange = true;
+  size_t scratchBytes = 16u << 20;        // CUPTI's buffer of decoded PC records
+  size_t hardwareBytes = 128u << 20;      // the device buffer samples land in (CUPTI's default: 512 MiB)
   size_t bufferPcs = 20000;               // PC records fetched per GetData call
 };
 
@@ -88,6 +91,7 @@ class PcSampler : public TracerObserver {
     bool rangeOpen = false;                          // range=session: Started, not yet Stopped
   };
 
+  friend PcSampler& leaked<PcSampler>();
   PcSampler() = default;
   void check(const char* what, CUptiResult result) const;
   ContextState* stateFor(CUcontext context);

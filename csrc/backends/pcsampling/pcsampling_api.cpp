@@ -4,28 +4,24 @@
 
 namespace ftp {
 
-bool PcSamplingApi::load(void* handle, const std::string& libraryName, std::string& error) {
+void PcSamplingApi::load(void* handle, const std::string& libraryName) {
   PcSamplingApi api;
-  bool ok = true;
-  auto resolve = [&](auto& fn, const char* name) {
-    if (!resolveSymbol(handle, name, fn) && ok) {
-      error = libraryName + " lacks " + name + " (PC sampling needs CUPTI from CUDA 12 or later)";
-      ok = false;
-    }
-  };
-  resolve(api.getResultString, "cuptiGetResultString");
-  resolve(api.enable, "cuptiPCSamplingEnable");
-  resolve(api.disable, "cuptiPCSamplingDisable");
-  resolve(api.start, "cuptiPCSamplingStart");
-  resolve(api.stop, "cuptiPCSamplingStop");
-  resolve(api.getData, "cuptiPCSamplingGetData");
-  resolve(api.setConfig, "cuptiPCSamplingSetConfigurationAttribute");
-  resolve(api.getNumStallReasons, "cuptiPCSamplingGetNumStallReasons");
-  resolve(api.getStallReasons, "cuptiPCSamplingGetStallReasons");
-  resolve(api.sassToSource, "cuptiGetSassToSourceCorrelation");
-  resolve(api.cubinCrc, "cuptiGetCubinCrc");
-  if (ok) *this = api;
-  return ok;
+  resolveSymbols(handle, libraryName, "cupti",
+                 {
+                     {api.getResultString, "GetResultString", Need::Required},
+                     {api.enable, "PCSamplingEnable", Need::Required},
+                     {api.disable, "PCSamplingDisable", Need::Required},
+                     {api.start, "PCSamplingStart", Need::Required},
+                     {api.stop, "PCSamplingStop", Need::Required},
+                     {api.getData, "PCSamplingGetData", Need::Required},
+                     {api.setConfig, "PCSamplingSetConfigurationAttribute", Need::Required},
+                     {api.getNumStallReasons, "PCSamplingGetNumStallReasons", Need::Required},
+                     {api.getStallReasons, "PCSamplingGetStallReasons", Need::Required},
+                     {api.sassToSource, "GetSassToSourceCorrelation", Need::Required},
+                     {api.cubinCrc, "GetCubinCrc", Need::Required},
+                 },
+                 " (PC sampling needs CUPTI from CUDA 12 or later)");
+  *this = api;
 }
 
 std::string PcSamplingApi::describe(CUptiResult result) const {

@@ -20,9 +20,9 @@ struct PcSamplingApi {
   CUptiResult (*sassToSource)(CUpti_GetSassToSourceCorrelationParams*) = nullptr;
   CUptiResult (*cubinCrc)(CUpti_GetCubinCrcParams*) = nullptr;
 
-  // Resolves every entry point from `handle` (a dlopen handle). False, with `error` naming the
-  // missing symbol, when the library predates PC sampling (CUDA < 11.3).
-  bool load(void* handle, const std::string& libraryName, std::string& error);
+  // Resolves every entry point from `handle` (a dlopen handle). Throws LibraryNotFound naming
+  // the missing symbol when the library predates the PC-sampling API this backend uses.
+  void load(void* handle, const std::string& libraryName);
   bool loaded() const { return enable != nullptr; }
   std::string describe(CUptiResult result) const;
 };

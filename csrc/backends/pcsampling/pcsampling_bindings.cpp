@@ -3,14 +3,12 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include <dlfcn.h>
-
 #include <stdexcept>
 
 #include "backends/activity/activity_tracer.h"
 #include "backends/pcsampling/pc_sampler.h"
-
-namespace nb = nanobind;
+#include "bindings/bindings.h"
+#include "core/library.h"
 
 namespace ftp {
 namespace {
@@ -28,8 +26,7 @@ void startSampling(int slot, const std::string& library, uint32_t period, bool s
     handle = tracer.handle();
     name = tracer.libraryPath();
   } else {
-    handle = dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (!handle) throw std::runtime_error("cannot load " + library + ": " + dlerror());
+    handle = openLibrary(library);
   }
   PcSamplingOptions options;
   options.period = period;
@@ -75,23 +72,23 @@ nb::dict finishSampling() {
 }
 
 }  // namespace
-}  // namespace ftp
 
-void registerPcSamplingBindings(nb::module_& m) {
-  using namespace ftp;
+void registerPcSamplingBindings(nb::module_& m, nb::module_& testing) {
   m.def("pcsampling_start", &startSampling, nb::arg("slot"), nb::arg("library"), nb::arg("period"),
         nb::arg("serialized"), nb::arg("scratch_bytes"), nb::arg("hardware_bytes"), nb::arg("buffer_pcs"),
         nb::arg("serial_kernel_records") = false, nb::arg("session_range") = false,
         nb::call_guard<nb::gil_scoped_release>());
   m.def("pcsampling_finish", &finishSampling);
-  m.def("pcsampling_running", []() { return PcSampler::instance().running(); });
+  testing.def("pcsampling_running", []() { return PcSampler::instance().running(); });
   m.def("pcsampling_add_cubin", [](nb::bytes cubin) { PcSampler::instance().addCubin(cubin.c_str(), cubin.size()); });
   // The launch path without CUPTI callbacks (stand-in tests): what the tracer passes on at the
   // ENTER (context) and EXIT (kernel name) of a launch.
-  m.def("pcsampling_launch_enter", [](uint32_t correlation, uintptr_t context) {
+  testing.def("pcsampling_launch_enter", [](uint32_t correlation, uintptr_t context) {
     PcSampler::instance().launchEnter(correlation, reinterpret_cast<void*>(context));
   });
-  m.def("pcsampling_launch_exit", [](uint32_t correlation, const std::string& function) {
+  testing.def("pcsampling_launch_exit", [](uint32_t correlation, const std::string& function) {
     PcSampler::instance().launchExit(correlation, function.c_str());
   });
 }
+
+}  // namespace ftp

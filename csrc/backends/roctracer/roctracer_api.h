@@ -108,9 +108,9 @@ struct RoctracerApi {
   std::string path;  // the library actually loaded
   void* handle = nullptr;
 
-  // dlopens `path` and resolves the roctracer_* functions. On failure returns false and sets
-  // `error` to a sentence naming the library and the missing function.
-  bool load(const std::string& path, std::string& error);
+  // dlopens `path` and resolves the roctracer_* functions. Throws LibraryNotFound naming the
+  // library and the missing function (core/library.h).
+  void load(const std::string& path);
   // "roctracer_open_pool failed in <lib>: <roctracer_error_string> (status -5)".
   std::string failure(const char* call, roc::Status status) const;
 };

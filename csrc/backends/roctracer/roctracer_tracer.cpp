@@ -2,13 +2,14 @@
 // headers (interface 4.1); the record layout is declared in roctracer_api.h.
 #include "backends/roctracer/roctracer_tracer.h"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
 #include "core/clock.h"
+#include "core/errors.h"
+#include "core/library.h"
+#include "core/singleton.h"
 #include "core/strings.h"
 #include "session/profiler.h"
 
@@ -45,14 +46,16 @@ struct HipRuntime {
   bool find() {
     if (deviceSynchronize) return true;
     for (const char* name : {"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"}) {
-      void* lib = dlopen(name, RTLD_NOW | RTLD_NOLOAD);
+      void* lib = loadedLibrary(name);
       if (!lib) continue;
-      getDeviceCount = reinterpret_cast<IntPtrFn>(dlsym(lib, "hipGetDeviceCount"));
-      getDevice = reinterpret_cast<IntPtrFn>(dlsym(lib, "hipGetDevice"));
-      setDevice = reinterpret_cast<IntFn>(dlsym(lib, "hipSetDevice"));
-      auto sync = reinterpret_cast<VoidFn>(dlsym(lib, "hipDeviceSynchronize"));
-      if (getDeviceCount && getDevice && setDevice && sync) {
-        deviceSynchronize = sync;
+      HipRuntime found;
+      resolveSymbols(lib, name, "hip",
+                     {{found.getDeviceCount, "GetDeviceCount", Need::Optional},
+                      {found.getDevice, "GetDevice", Need::Optional},
+                      {found.setDevice, "SetDevice", Need::Optional},
+                      {found.deviceSynchronize, "DeviceSynchronize", Need::Optional}});
+      if (found.getDeviceCount && found.getDevice && found.setDevice && found.deviceSynchronize) {
+        *this = found;
         return true;
       }
     }
@@ -76,11 +79,7 @@ HipRuntime& hipRuntime() {
 
 }  // namespace
 
-RoctracerTracer& RoctracerTracer::instance() {
-  // Leaked on purpose: roctracer's thread may deliver a buffer while static destructors run.
-  static RoctracerTracer* tracer = new RoctracerTracer();
-  return *tracer;
-}
+RoctracerTracer& RoctracerTracer::instance() { return leaked<RoctracerTracer>(); }
 
 void RoctracerTracer::acquire(const RoctracerApi& api, size_t bufferBytes) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -120,7 +119,7 @@ void RoctracerTracer::start() {
   if (rc != roc::kSuccess) {
     disableApis();
     if (rc == roc::kErrorDefaultPoolAlreadyDefined)
-      throw std::runtime_error(
+      throw SubscriberTaken(
           "another roctracer client already holds the default activity pool (rocprof, "
           "torch.profiler/Kineto, Triton's proton, or a tool that did not close its pool); stop it "
           "before starting this session. " + api_.failure("roctracer_open_pool", rc));

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "backends/roctracer/roctracer_api.h"
+#include "core/singleton.h"
 #include "data/kernel_names.h"
 #include "data/records.h"
 
@@ -36,7 +37,8 @@ class RoctracerTracer {
   static RoctracerTracer& instance();
 
   // Starts tracing on the first call and counts users; throws std::runtime_error with a
-  // sentence naming the library and the call that failed.
+  // sentence naming the library and the call that failed (SubscriberTaken when another client
+  // holds the default activity pool).
   void acquire(const RoctracerApi& api, size_t bufferBytes);
   // Ends tracing when the last user releases it (final flush included).
   void release();
@@ -48,6 +50,7 @@ class RoctracerTracer {
   const std::string& libraryPath() const { return api_.path; }
 
  private:
+  friend RoctracerTracer& leaked<RoctracerTracer>();
   RoctracerTracer() = default;
   void start();
   void stop();

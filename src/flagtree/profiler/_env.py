@@ -4,30 +4,50 @@ The README's table of variables mirrors ENVIRONMENT below; a test keeps the two 
 """
 import os
 
-from .ranks import excluded as _rank_excluded
-
 ENVIRONMENT = {
     "FLAGTREE_PROFILER_DISABLE": "1 turns every profiler call into a cheap no-op (start returns -1).",
     "FLAGTREE_PROFILER_CUPTI_PATH": "Path of the libcupti to load; searched first.",
-    "FLAGTREE_PROFILER_BUFFER_SIZE": "Bytes per vendor activity buffer (default 8388608 = 8 MiB).",
+    "FLAGTREE_PROFILER_BUFFER_SIZE": "Bytes per vendor activity buffer, 4096..1073741824 (default 8388608 = 8 MiB).",
     "FLAGTREE_PROFILER_BACKEND": "Backend used when start() names none (else auto-selected).",
     "FLAGTREE_PROFILER_ROCTRACER_PATH": "Path of libroctracer64.so (the file or its folder); searched first.",
+    "FLAGTREE_PROFILER_MUPTI_PATH": "Path of libmupti.so (the file or its folder) for backend mthreads; searched first.",
+    "FLAGTREE_PROFILER_MSPTI_PATH": "Path of libmspti.so (the file or its folder) for backend cann; searched first.",
     "FLAGTREE_PROFILER_HOOK_INCLUDE": "With hook=\"triton\": regex; only matching kernel names get launch_metadata evaluated.",
     "FLAGTREE_PROFILER_HOOK_EXCLUDE": "With hook=\"triton\": regex; matching kernel names never get launch_metadata evaluated.",
-    "FLAGTREE_PROFILER_BUFFER_LIMIT": "Most bytes of vendor activity buffers held at once (default 0 = no limit); past it buffer requests are declined and the records the vendor library drops are counted in dropped_records.",
+    "FLAGTREE_PROFILER_BUFFER_LIMIT": "Most bytes of vendor activity buffers held at once, at most 2**48 (default 0 = no limit); past it buffer requests are declined and the records the vendor library drops are counted in dropped_records.",
     "FLAGTREE_PROFILER_NVTX": "0 stops torch.cuda.nvtx ranges from becoming scopes (default 1: range_push/range_pop/range enter and leave scopes).",
-    "FLAGTREE_PROFILER_PCSAMPLING_INTERVAL": "PC sampling (backend cupti/cupti_pcsampling): log2 of the GPU cycles between samples, 5..31 (default 12); a mode's interval= wins.",
+    "FLAGTREE_PROFILER_PCSAMPLING_INTERVAL": "PC sampling (backend cupti/cupti_pcsampling): log2 of the GPU cycles between samples, 5..31 (default 10); a mode's interval= wins.",
     "FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY": "Debugging knob of PC sampling: kernel (trace kernels as CUPTI's serial KIND_KERNEL records while a sampling session is attached, as Proton does) or concurrent (default).",
     "FLAGTREE_PROFILER_PCSAMPLING_COLLECTION": "PC sampling: continuous (default; samples per kernel function, shared among its launches) or serialized (exact launch per sample; kernels run one at a time); a mode's collection= wins.",
     "FLAGTREE_PROFILER_INSTRUMENT_TRITON": "1 instruments Triton-language kernels under backend=\"instrumentation\" (mode triton=on does the same; Gluon kernels always are).",
-    "FLAGTREE_PROFILER_PERIODIC_S": "Seconds (> 0) between automatic parts: each open session writes <name>.part<k>.<ext> with what it collected since the previous part, then frees it.",
+    "FLAGTREE_PROFILER_PERIODIC_S": "Seconds between automatic parts, 0.1..604800 (a week): each open session writes <name>.part<k>.<ext> with what it collected since the previous part, then frees it.",
     "FLAGTREE_PROFILER_RANKS": "Ranks that profile, e.g. 0,3-5 (default: all); the others behave as if FLAGTREE_PROFILER_DISABLE=1. A process without a rank is rank 0.",
     "FLAGTREE_PROFILER_GATHER": "1 sends every rank's profile files to the lowest profiled rank (rank 0) at finalize, through the initialised torch.distributed process group; a merged timeline is written there too.",
     "FLAGTREE_PROFILER_GATHER_TIMEOUT_S": "Seconds (> 0, default 300) the gather waits for a rank before naming it as missing and going on.",
+    "FLAGTREE_PROFILER_BACKWARD_SCOPES": "Where backward kernels go: caller (default: under the scopes of the thread that called backward) or forward (under the forward scope each op ran in, as layer3/<backward>/kernel).",
     "FLAGTREE_PROFILER_COUNTER_RANGES": "With mode=\"metrics...\": kernel launches a counter data image holds before it is decoded (default 64, at least 1; the image takes from a few KB to ~0.7 MB per launch depending on the metrics).",
+    "FLAGTREE_PROFILER_IXKN_CLI": "Path of ixkn-cli for flagtree-profiler --ixkn and tianshu's ixkn_import_path= of .ixkn-rep files (then IXKN_CLI, then the PATH); --ixkn-cli wins.",
 }
 
 DEFAULT_BUFFER_SIZE = 8 << 20
+MAX_BUFFER_SIZE = 1 << 30  # one vendor buffer; CUPTI asks for a new one each time one fills
+MAX_BUFFER_LIMIT = 1 << 48
+# Parts: a part is a whole write of the session's data, so more than ten a second only writes
+# files (1e-6 s wrote 1,720 parts in 3 s); past a week, the timer is not what the user meant.
+MIN_PERIODIC_S = 0.1
+MAX_PERIODIC_S = 7 * 24 * 3600.0
+
+
+def raw(name):
+    """The value of variable `name` as set ("" when unset); `name` must be in ENVIRONMENT, so
+    that every variable the package reads is in the table (and the README's)."""
+    if name not in ENVIRONMENT:
+        raise KeyError(f"{name} is not a documented FLAGTREE_PROFILER_* variable (add it to ENVIRONMENT)")
+    return os.environ.get(name, "")
+
+
+def text(name):
+    return raw(name).strip()
 
 
 def flag(name):
@@ -36,7 +56,14 @@ def flag(name):
 
 def disabled():
     # a rank left out by FLAGTREE_PROFILER_RANKS pays what a disabled profiler pays
-    return flag("FLAGTREE_PROFILER_DISABLE") or _rank_excluded()
+    from .ranks import excluded  # ranks reads its variables through this module
+
+    return flag("FLAGTREE_PROFILER_DISABLE") or excluded()
+
+
+def rank_subset():
+    """FLAGTREE_PROFILER_RANKS as set ("" when every rank profiles); ranks.py parses it."""
+    return text("FLAGTREE_PROFILER_RANKS")
 
 
 def gather_enabled():
@@ -65,7 +92,32 @@ def _number(name, parse, unit, default, valid, requirement):
 
 def buffer_size():
     return _number("FLAGTREE_PROFILER_BUFFER_SIZE", lambda raw: int(raw, 0), "bytes", DEFAULT_BUFFER_SIZE,
-                   lambda v: v >= 4096, "be at least 4096 bytes")
+                   lambda v: 4096 <= v <= MAX_BUFFER_SIZE, f"be between 4096 and {MAX_BUFFER_SIZE} bytes (1 GiB)")
+
+
+def backend():
+    """FLAGTREE_PROFILER_BACKEND: the backend start() uses when it names none ("" when unset)."""
+    return text("FLAGTREE_PROFILER_BACKEND")
+
+
+def cupti_path():
+    return text("FLAGTREE_PROFILER_CUPTI_PATH") or None
+
+
+def roctracer_path():
+    return text("FLAGTREE_PROFILER_ROCTRACER_PATH")
+
+
+def instrument_triton():
+    """FLAGTREE_PROFILER_INSTRUMENT_TRITON: True, False, or None when unset."""
+    raw = text("FLAGTREE_PROFILER_INSTRUMENT_TRITON").lower()
+    if not raw:
+        return None
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"FLAGTREE_PROFILER_INSTRUMENT_TRITON={raw!r}: use 1 or 0")
 
 
 def nvtx_enabled():
@@ -75,16 +127,17 @@ def nvtx_enabled():
 def periodic_seconds():
     """The FLAGTREE_PROFILER_PERIODIC_S interval, or None when unset."""
     return _number("FLAGTREE_PROFILER_PERIODIC_S", float, "seconds", None,
-                   lambda v: 0 < v < float("inf"), "be a positive number of seconds")
+                   lambda v: MIN_PERIODIC_S <= v <= MAX_PERIODIC_S,
+                   f"be between {MIN_PERIODIC_S} and {MAX_PERIODIC_S:.0f} seconds (a week)")
 
 
 def buffer_limit():
     """FLAGTREE_PROFILER_BUFFER_LIMIT in bytes; 0 (the default) means no limit."""
     return _number("FLAGTREE_PROFILER_BUFFER_LIMIT", lambda raw: int(raw, 0), "bytes", 0,
-                   lambda v: v >= 0, "not be negative")
+                   lambda v: 0 <= v <= MAX_BUFFER_LIMIT, f"be between 0 and {MAX_BUFFER_LIMIT} bytes")
 
 
-DEFAULT_PCSAMPLING_INTERVAL = 12
+DEFAULT_PCSAMPLING_INTERVAL = 10  # Proton's: a 2 us kernel on a few SMs gets samples (README)
 
 
 def pcsampling_interval():
@@ -111,3 +164,22 @@ def counter_ranges():
     """FLAGTREE_PROFILER_COUNTER_RANGES: launches per counter data image (default 64)."""
     return _number("FLAGTREE_PROFILER_COUNTER_RANGES", lambda raw: int(raw, 0), "launches", 64,
                    lambda v: v >= 1, "be at least 1")
+
+
+def ixkn_cli():
+    """ixkn-cli's path: FLAGTREE_PROFILER_IXKN_CLI, IXKN_CLI, else the PATH; None when none."""
+    import shutil
+
+    for variable in ("FLAGTREE_PROFILER_IXKN_CLI", "IXKN_CLI"):
+        value = os.environ.get(variable, "").strip()
+        if value:
+            return value
+    return shutil.which("ixkn-cli")
+
+
+def backward_scopes():
+    """FLAGTREE_PROFILER_BACKWARD_SCOPES: caller (default) or forward."""
+    raw = text("FLAGTREE_PROFILER_BACKWARD_SCOPES").lower() or "caller"
+    if raw not in ("caller", "forward"):
+        raise ValueError(f"FLAGTREE_PROFILER_BACKWARD_SCOPES must be caller or forward, got {raw!r}")
+    return raw

@@ -5,19 +5,19 @@ exception, Ctrl-C, SIGTERM).
     flagtree-profiler [options] script.py [script args...]
     flagtree-profiler [options] --module package.module [module args...]
     flagtree-profiler [options] pytest [pytest args...]
-    python -m flagtree.profiler.cli [options] ...
+    python -m flagtree.profiler [options] ...      (or python -m flagtree.profiler.cli)
 
 Options before the target belong to the profiler; everything after it reaches the target as is.
 """
 import argparse
-import builtins
 import ctypes
 import os
-import runpy
 import signal
 import sys
-import types
 
+from . import ixkn as _ixkn
+from . import _env, runner
+from . import command_line as _command
 from . import session as _session
 from .backends import KNOWN_BACKENDS, BackendUnavailable, implemented_backends
 
@@ -37,14 +37,16 @@ examples:
 The profile is written when the target ends, also after sys.exit, an uncaught exception,
 Ctrl-C or SIGTERM; the command exits with the target's code (1 on an exception, 130 on
 Ctrl-C, 143 on SIGTERM). The script's own flagtree.profiler.start()/finalize() calls defer
-to the command's session. Without a GPU driver and without --backend, the command sets
-TRITON_INTERPRET=1 so Triton's interpreter runs the kernels on the CPU and they are profiled
-with host-measured times. View a profile with: flagtree-profiler-viewer NAME.hatchet
+to the command's session. With -b interpreter, or without a GPU driver and without --backend,
+the command sets TRITON_INTERPRET=1 (unless it is set) so Triton's interpreter runs the kernels
+on the CPU and they are profiled with host-measured times. Under `pytest -c python`, pytest's
+and pluggy's frames above each test are left out (--keep-pytest-frames keeps them).
+View a profile with: flagtree-profiler-viewer NAME.hatchet
 """
 
 # Options that take a value: the split between the profiler's options and the target needs them.
 _VALUE_OPTIONS = {"-n", "--name", "-b", "--backend", "-c", "--context", "-d", "--data",
-                  "-m", "--mode", "-k", "--hook", "--chip"}
+                  "-m", "--mode", "-k", "--hook", "--chip"} | _ixkn.VALUE_OPTIONS
 
 
 class _UsageError(Exception):
@@ -83,6 +85,9 @@ def _parser():
                         help="with --list-metrics: print every full name (base metric + submetric)")
     parser.add_argument("--module", metavar="MODULE",
                         help="run MODULE as with python -m MODULE; the arguments after it go to it")
+    _ixkn.add_options(parser)
+    parser.add_argument("--keep-pytest-frames", action="store_true",
+                        help="with pytest and -c python: keep pytest's and pluggy's frames above each test")
     return parser
 
 
@@ -109,6 +114,7 @@ def _parse(argv):
     if options.list_metrics:
         return options, "list-metrics", None, rest
     if options.module is not None:
+        _check_module(options.module)
         return options, "module", options.module, rest
     if not rest:
         raise _UsageError(f"no script to run; usage: {PROG} [options] script.py [args...] (see {PROG} -h)")
@@ -118,6 +124,32 @@ def _parse(argv):
     if not os.path.exists(target):
         raise _UsageError(f"can't open file {target!r}: no such file")
     return options, "script", target, args
+
+
+def _check_module(name):
+    """A usage error unless `python -m name` would find something to run: checked before the
+    session starts, so a misspelt module writes nothing. Parent packages are imported, as
+    python -m imports them."""
+    saved, sys.path[0] = sys.path[0], os.getcwd()  # where _run_module looks, as python -m does
+    try:
+        spec = _find_spec(name)
+        if spec is None:
+            raise _UsageError(f"no module named {name!r}")
+        if spec.submodule_search_locations is not None and _find_spec(name + ".__main__") is None:
+            raise _UsageError(f"{name!r} is a package without a __main__ module; it cannot be run")
+    finally:
+        sys.path[0] = saved
+
+
+def _find_spec(name):
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name)
+    except (ImportError, ValueError):  # a parent package missing, or a relative/empty name
+        return None
+    except Exception as error:  # a parent package that fails to import
+        raise _UsageError(f"error while finding module {name!r}: {type(error).__name__}: {error}") from None
 
 
 def _default_name(kind, target):
@@ -144,74 +176,31 @@ def _gpu_driver_present():
 
 
 def _maybe_use_interpreter(options):
-    """Sets TRITON_INTERPRET=1 when no GPU can run kernels and the user chose neither a backend nor
-    an interpreter setting; must run before the target imports triton. True when it did."""
-    if options.backend or os.environ.get("FLAGTREE_PROFILER_BACKEND", "").strip():
-        return False
-    if "TRITON_INTERPRET" in os.environ or _gpu_driver_present():
-        return False
+    """Sets TRITON_INTERPRET=1 (before the target imports triton) when the interpreter backend is
+    chosen (-b or FLAGTREE_PROFILER_BACKEND), or when no backend is chosen and no GPU can run
+    kernels; a TRITON_INTERPRET the user set is left alone. Returns why it set it, or None."""
+    if "TRITON_INTERPRET" in os.environ:
+        return None
+    chosen = options.backend or _env.backend()
+    if chosen == "interpreter":
+        os.environ["TRITON_INTERPRET"] = "1"
+        return "chosen"
+    if chosen or _gpu_driver_present():
+        return None
     os.environ["TRITON_INTERPRET"] = "1"
-    return True
+    return "no GPU"
 
 
 def _announce_backend(opened, set_interpret):
     if opened is None or opened.backend.name != "interpreter":
         return
-    if set_interpret:
-        _say("no GPU: set TRITON_INTERPRET=1 to profile Triton's interpreter; kernel times are host-measured")
+    if set_interpret == "no GPU":
+        _say("no GPU driver found, so TRITON_INTERPRET=1 was set for the script: Triton's interpreter runs "
+             "its kernels on the CPU, with host-measured kernel times")
+    elif set_interpret == "chosen":
+        _say("backend interpreter: TRITON_INTERPRET=1 was set for the script; kernel times are host-measured")
     else:
         _say("profiling Triton's interpreter (TRITON_INTERPRET=1); kernel times are host-measured")
-
-
-# --- running the target ---
-
-def _run_script(path, args):
-    """Runs a file as `python path args` would: argv, __main__, __file__, sys.path[0]. Executed here
-    rather than through runpy so no runpy frames sit above the script in the python context."""
-    if os.path.isdir(path) or (not path.endswith(".py") and _is_zip(path)):
-        sys.argv = [path, *args]
-        sys.path[0] = os.path.abspath(path)  # a directory or zip with __main__.py, as Python does
-        runpy.run_path(path, run_name="__main__")
-        return
-    full = os.path.abspath(path)
-    with open(full, "rb") as source:
-        code = compile(source.read(), full, "exec", dont_inherit=True)
-    module = types.ModuleType("__main__")
-    module.__dict__.update(__file__=full, __builtins__=builtins, __cached__=None)
-    sys.argv = [path, *args]
-    sys.path[0] = os.path.dirname(os.path.realpath(full))
-    sys.modules["__main__"] = module  # pickling and multiprocessing look the script up there
-    exec(code, module.__dict__)
-
-
-def _is_zip(path):
-    import zipfile
-
-    return zipfile.is_zipfile(path)
-
-
-def _run_module(name, args):
-    sys.argv = [name, *args]  # runpy puts the module's file in argv[0], as python -m does
-    sys.path[0] = os.getcwd()
-    runpy.run_module(name, run_name="__main__", alter_sys=True)
-
-
-def _run_pytest(args):
-    import pytest
-
-    sys.argv = ["pytest", *args]
-    code = pytest.main(list(args))
-    if code:
-        raise SystemExit(int(code))
-
-
-def _run_target(kind, target, args):
-    if kind == "script":
-        _run_script(target, args)
-    elif kind == "module":
-        _run_module(target, args)
-    else:
-        _run_pytest(args)
 
 
 def _on_sigterm(signum, frame):
@@ -226,60 +215,34 @@ def _install_sigterm():
         return None
 
 
-def _exit_code(error):
-    """The status Python would end with after this exception, printing what it would print."""
-    if isinstance(error, SystemExit):
-        code = error.code
-        if code is None or isinstance(code, int):
-            return code or 0
-        print(code, file=sys.stderr)  # sys.exit("message") prints the message and exits 1
-        return 1
-    _print_traceback(error)
-    return 130 if isinstance(error, KeyboardInterrupt) else 1
-
-
-def _print_traceback(error):
-    # Drop the frames of this command and runpy above the target, so the traceback starts at the
-    # script's own code as when it runs directly.
-    tb = error.__traceback__
-    while tb is not None and _is_launcher_frame(tb.tb_frame.f_code.co_filename):
-        tb = tb.tb_next
-    # The default hook prints the exception's own __traceback__, not the tb argument.
-    sys.excepthook(type(error), error.with_traceback(tb), tb)
-
-
-def _is_launcher_frame(filename):
-    return filename in (__file__, runpy.__file__) or filename.startswith("<frozen runpy")
-
-
-def _run_profiled(kind, target, args):
-    """Runs the target with SIGTERM turned into SystemExit; returns its exit status."""
-    saved = (list(sys.argv), list(sys.path), sys.modules.get("__main__"))
-    previous = _install_sigterm()
-    try:
-        _run_target(kind, target, args)
-        return 0
-    except BaseException as error:  # noqa: B902 - every way out must still write the profile
-        return _exit_code(error)
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-        # The metadata written next records the command's own argv, not the script's.
-        sys.argv, sys.path[:] = saved[0], saved[1]
-        if saved[2] is not None:
-            sys.modules["__main__"] = saved[2]
-
-
 def _finish(opened, code):
     """Writes the profile and says where; a failed write turns a clean exit into status 1."""
     try:
-        _session.end_command_line_session()
+        _command.end_command_line_session()
     except Exception as error:
         _say(f"error: could not write the profile: {error}")
         return code or 1
     if opened is not None:
-        _say(f"wrote {opened.output_path}")
+        _say(_wrote_line(opened.data_files()))
     return code
+
+
+def _wrote_line(files):
+    """What finalize wrote: the profile, or its parts (written instead of it, see flush_part)."""
+    if len(files) == 1:
+        return f"wrote {files[0]}"
+    stem = files[0][:files[0].rindex(".part") + len(".part")]
+    extension = files[0][files[0].rindex("."):]
+    return (f"wrote {len(files)} parts, {files[0]} to {files[-1]}; view them merged: "
+            f"flagtree-profiler-viewer {stem}*{extension}")
+
+
+def _message(error):
+    """The error's text without the package's own prefix: the command adds its own."""
+    text = str(error)
+    while text.startswith("flagtree.profiler: "):
+        text = text[len("flagtree.profiler: "):]
+    return text
 
 
 def _say(message):
@@ -294,12 +257,21 @@ def _list_metrics(options):
     try:
         metrics = list_metrics(chip=options.chip, submetrics=options.submetrics)
     except (RuntimeError, ValueError, BackendUnavailable) as error:
-        _say(f"error: {error}")
-        return 1
+        _say(f"error: {_message(error)}{_list_metrics_hint(options)}")
+        return 2
     for m in metrics:
         for name in (m.get("submetrics") if options.submetrics else None) or [m["name"]]:
             print(f"{name}\t{m['type']}\t{m['unit']}\t{m['description']}")
     return 0
+
+
+def _list_metrics_hint(options):
+    from . import _native
+
+    if _native.cuda_driver_version():
+        return ""
+    return ("; listing metrics needs the CUDA driver (libcuda.so.1), which this machine lacks: CUPTI's "
+            "metric tables cannot be read offline here" + (", even for a named chip" if options.chip else ""))
 
 
 def main(argv=None):
@@ -312,21 +284,47 @@ def main(argv=None):
         return 2
     except SystemExit as done:  # -h printed the help
         return done.code or 0
+    if _ixkn.requested(options):
+        return _ixkn.main(options, kind, target, args, _default_name, _say)
     if kind == "list-metrics":
         return _list_metrics(options)
     set_interpret = _maybe_use_interpreter(options)
+    # From here on SIGTERM unwinds like sys.exit: before the session exists it ends the command
+    # with 143 and nothing written, after it the profile is written.
+    previous = _install_sigterm()
     try:
-        session_id = _session.begin_command_line_session(
+        opened = _begin(options, kind, target)
+        if opened is False:
+            return 2
+        _announce_backend(opened, set_interpret)
+        code = runner.run_profiled(kind, target, args)
+    except (KeyboardInterrupt, SystemExit) as stop:  # a signal while the session was starting
+        _command.discard_open_sessions()
+        _say("interrupted before the profiling session started; no profile was written")
+        return 130 if isinstance(stop, KeyboardInterrupt) else runner.exit_code(stop)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    return _finish(opened, code)
+
+
+def _begin(options, kind, target):
+    """Starts the command's session: the Session (None when profiling is disabled), or False
+    after saying why it could not start."""
+    if kind == "pytest" and options.context == "python" and not options.keep_pytest_frames:
+        from . import _native
+
+        _native.python_frames_skip(runner.PYTEST_FRAME_FILES)
+    try:
+        session_id = _command.begin_command_line_session(
             name=options.name or _default_name(kind, target), context=options.context,
             data=options.data, backend=options.backend, mode=options.mode, hook=options.hook)
     except (ValueError, BackendUnavailable, ImportError) as error:
-        _say(f"error: {error}")
-        return 2
-    opened = _session._sessions.get(session_id)  # names the output in the final message
+        _say(f"error: {_message(error)}")
+        return False
     if session_id == -1:
         _say("FLAGTREE_PROFILER_DISABLE is set: running without profiling")
-    _announce_backend(opened, set_interpret)
-    return _finish(opened, _run_profiled(kind, target, args))
+    return _session._sessions.get(session_id)  # names the output in the final message
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ import time
 import warnings
 
 from . import _env, ranks
-from ._files import write_atomic
+from .paths import EXTENSIONS, RANK_FILE
+from .writers.atomic import strict_json, write_bytes
 
 PINGS = 8
 _TAG_BASE = 0x4654  # "FT"
@@ -37,8 +38,7 @@ def after_finalize(sessions):
         return None
     paths = []
     for s in sessions:
-        paths += list(s.parts) if s.parts else [s.output_path]
-        paths.append(s.metadata_path)
+        paths += s.data_files() + [s.metadata_path]
     try:
         return gather_files([p for p in paths if os.path.isfile(p)], _env.gather_timeout())
     except Exception as error:  # the files are written; a failed gather must not fail the program
@@ -174,8 +174,8 @@ def _pack(rank, paths, meta_update):
 def _updated_meta(path, data, update):
     meta = json.loads(data)
     meta.update(update)
-    data = json.dumps(meta, indent=1, sort_keys=True, allow_nan=False).encode()
-    write_atomic(path, data)
+    data = strict_json(meta, indent=1, sort_keys=True).encode()
+    write_bytes(path, data)
     return data
 
 
@@ -250,7 +250,7 @@ def _store(folder, files):
     for name, data in files:
         path = os.path.join(folder, name)
         if not _same_content(path, data):  # on a shared folder the file is already there
-            write_atomic(path, data)
+            write_bytes(path, data)
         written.append(path)
     return written
 
@@ -273,15 +273,14 @@ def _warn_missing(root, missing, timeout_s):
                   f"written. FLAGTREE_PROFILER_GATHER_TIMEOUT_S sets the wait.", stacklevel=4)
 
 
-_RANK_TRACE = re.compile(r"^(.*)\.rank\d+(?:\.part\d+)?\.chrome_trace$")
 
 
 def _merge_gathered_traces(paths):
     """<name>.merged.chrome_trace beside the gathered <name>.rank<r>.chrome_trace files."""
     groups = {}
     for path in paths:
-        match = _RANK_TRACE.match(path)
-        if match:
+        match = RANK_FILE.match(path)
+        if match and match.group(3) == EXTENSIONS["trace"]:
             groups.setdefault(match.group(1), []).append(path)
     from .merge_traces import merge_traces
 

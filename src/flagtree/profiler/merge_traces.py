@@ -23,7 +23,7 @@ import os
 import re
 import sys
 
-from ._files import atomic_output
+from .writers.atomic import atomic_file
 
 try:  # optional speed-up
     import orjson as _orjson
@@ -89,13 +89,19 @@ def _head_metadata(path):
 
 
 def _sibling_metadata(path):
-    meta_path = _TRACE_SUFFIX.sub("", path) + ".meta.json"
-    try:
-        with open(meta_path) as handle:
-            meta = json.load(handle)
+    """The trace session's metadata: <name>.chrome_trace.meta.json where a tree session of the
+    same name took <name>.meta.json (paths.output_paths), else <name>.meta.json."""
+    name = _TRACE_SUFFIX.sub("", path)
+    for meta_path in (name + ".chrome_trace.meta.json", name + ".meta.json"):
+        try:
+            with open(meta_path) as handle:
+                meta = json.load(handle)
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError, RecursionError):
+            return {}, None
         return meta if isinstance(meta, dict) else {}, meta_path
-    except (OSError, ValueError):
-        return {}, None
+    return {}, None
 
 
 class Input:
@@ -264,7 +270,7 @@ def merge_traces(paths, out_path):
     clock, base_wall = _align(inputs)
     per_rank, total = _losses(inputs)
     ranks = {}
-    with atomic_output(out_path) as out:
+    with atomic_file(out_path) as out:
         writer = _Writer(out)
         out.write(b'{"displayTimeUnit":"ns","traceEvents":[')
         for item in sorted(inputs, key=lambda i: (i.rank, i.index)):

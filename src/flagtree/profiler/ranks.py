@@ -11,10 +11,11 @@ process, or ``torchrun --nproc_per_node=1``, keeps its plain name).
 (``start`` returns -1 before touching any backend). A process with no rank counts as rank 0.
 """
 import os
-import socket
 import sys
-import time
 from collections import namedtuple
+
+from . import _env
+from .paths import ranked_name
 
 RankInfo = namedtuple("RankInfo", "rank world_size local_rank source")
 
@@ -78,7 +79,7 @@ def output_base(base):
     distributed launch, ``base`` otherwise. Also where a bad FLAGTREE_PROFILER_RANKS is reported."""
     subset()
     info = current()
-    return f"{base}.rank{info.rank}" if is_distributed(info) else base
+    return ranked_name(base, info.rank if is_distributed(info) else None)
 
 
 def parse_subset(text):
@@ -96,7 +97,7 @@ def parse_subset(text):
 
 def subset():
     """The FLAGTREE_PROFILER_RANKS ranges, or None when every rank profiles."""
-    raw = os.environ.get(SUBSET_VARIABLE, "").strip()
+    raw = _env.rank_subset()
     return parse_subset(raw) if raw else None
 
 
@@ -107,7 +108,7 @@ def in_subset(rank, ranges):
 def excluded():
     """True when FLAGTREE_PROFILER_RANKS leaves this rank out. Never raises (it runs at import
     time through scope.py); a malformed value is reported by start() instead."""
-    if not os.environ.get(SUBSET_VARIABLE):
+    if not _env.rank_subset():
         return False
     try:
         ranges = subset()
@@ -121,34 +122,3 @@ def profiled_ranks(world_size):
     """The ranks of a world of `world_size` that profile (and so take part in a gather)."""
     ranges = subset()
     return [r for r in range(world_size) if in_subset(r, ranges)]
-
-
-def clock_base(samples=5):
-    """A (realtime, monotonic) pair read together: the monotonic value is the middle of the
-    tightest of a few monotonic-realtime-monotonic brackets, and error_ns half its width.
-    Trace times are monotonic; this pair maps them onto wall-clock time."""
-    best = None
-    for _ in range(samples):
-        before = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        real = time.clock_gettime_ns(time.CLOCK_REALTIME)
-        after = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        if best is None or after - before < best[2] - best[0]:
-            best = (before, real, after)
-    before, real, after = best
-    return {"realtime_ns": real, "monotonic_ns": (before + after) // 2, "error_ns": (after - before + 1) // 2}
-
-
-def metadata_fields(session):
-    """What every metadata file says about the process: rank, local rank, world size, how they
-    were found, host, pid, a clock base, and the monotonic time of the trace's t=0."""
-    info = current()
-    return {
-        "rank": info.rank if info is not None else 0,
-        "local_rank": info.local_rank if info is not None else None,
-        "world_size": info.world_size if info is not None else 1,
-        "rank_source": info.source if info is not None else None,
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-        "clock_base": clock_base(),
-        "trace_origin_monotonic_ns": getattr(session, "start_monotonic_ns", None),
-    }

@@ -10,6 +10,7 @@ FLAGTREE_PROFILER_DISABLE is read when this module is imported.
 """
 import functools
 import numbers
+import warnings
 
 from . import _env
 
@@ -29,6 +30,10 @@ except ImportError as _error:  # tools that only read profiles (the viewer) work
 
 _DISABLED = _env.disabled()
 _ids = {}  # name -> interned id
+_mismatch_warned = set()  # scope names whose mismatched exit was reported
+#: Called after every scope boundary while backward-by-forward-layer attribution is on
+#: (hooks/autograd.py sets it); None otherwise, so the common path pays one test.
+_boundary_hook = None
 
 
 def _intern(name):
@@ -87,11 +92,17 @@ class scope(_Annotation):
             _native.scope_enter_metrics(self._id, self._metrics)
         else:
             _native.scope_enter(self._id)
+        if _boundary_hook is not None:
+            _boundary_hook()
         return self
 
     def __exit__(self, *exc):
         if not _DISABLED:
-            _native.scope_exit(self._cpu_timed)
+            left = _native.scope_exit_checked(self._cpu_timed)
+            if left != self._id:
+                _warn_mismatch(self.name, left)
+            if _boundary_hook is not None:
+                _boundary_hook()
         return False
 
 
@@ -102,14 +113,36 @@ class cpu_timed_scope(scope):
     _cpu_timed = True
 
 
+def _warn_mismatch(expected, left):
+    """A scope exit that left another scope than the one named: said once per name."""
+    if expected in _mismatch_warned:
+        return
+    _mismatch_warned.add(expected)
+    if left == _native.NO_SCOPE:
+        found = "no scope was open on this thread"
+    else:
+        found = f"the innermost scope was {_native.scope_name_of(left)!r}, which was left instead"
+    warnings.warn(f"flagtree.profiler: leaving scope {expected!r}, but {found}; scopes must nest "
+                  f"(enter_scope/exit_scope pairs and with-blocks on one thread)", RuntimeWarning, stacklevel=3)
+
+
 def enter_scope(name, metrics=None):
     scope(name, metrics).__enter__()
 
 
-def exit_scope(name=None, cpu_timed=False):
-    """Leaves the innermost scope (`name` is accepted for symmetry with enter_scope)."""
-    if not _DISABLED:
-        _native.scope_exit(cpu_timed)
+def exit_scope(name=None, metrics=None, cpu_timed=False):
+    """Leaves the innermost scope. `metrics` (as in scope()) are added to it on the way out;
+    `name`, when given, is checked against the scope left (a mismatch warns once per name)."""
+    if _DISABLED:
+        return
+    if name is not None:
+        _check_name("scope", name)
+    items = _metric_items(metrics) if metrics else []
+    left = _native.scope_exit_checked(cpu_timed, items)
+    if name is not None and left != _intern(name):
+        _warn_mismatch(name, left)
+    if _boundary_hook is not None:
+        _boundary_hook()
 
 
 class state(_Annotation):

@@ -7,29 +7,28 @@ session) writes what a session collected since its previous part to ``<name>.par
 their ids) with their metrics zeroed, and empty nodes are left out of the part; the trace's event
 store is emptied. Once a session has written a part, its finalize writes the rest as the last part
 and no ``<name>.hatchet``; the metadata file lists every part under ``parts``. Merging all parts
-(``flagtree-profiler-viewer name.part*.hatchet``) gives the totals of an unsplit run.
+(``flagtree-profiler-viewer name.part*.hatchet``) gives the totals of an unsplit run. File names: paths.py.
 
 Interpreter exit: sessions still open when the interpreter exits are finalized by an atexit
 handler, so a script that forgets finalize() still gets its profile; under flagtree-profiler the
 command's own session is written by the command first, and the handler finds nothing open.
 """
 import atexit
-import json
 import os
-import tempfile
 import threading
 import warnings
 
 from . import _env, gather, ranks
-from .backends import get_backend, select_backend
-from .writers.hatchet import write_tree
+from .backends import BackendUnavailable, get_backend, select_backend
+from .backends.base import mode_text
+from .paths import base_name, check_writable, output_paths
+from .writers.atomic import remove
 from .writers.metadata import build_metadata, write_metadata
+from .writers.profile import write_profile
 
 CONTEXTS = ("shadow", "python")
-DATA_KINDS = ("tree", "trace")
+DATA_KINDS = ("tree", "trace", "perfetto")
 HOOKS = ("triton",)
-DEFAULT_NAME = "flagtree"
-_EXTENSIONS = {"tree": ".hatchet", "trace": ".chrome_trace"}
 
 
 def _native():
@@ -39,17 +38,24 @@ def _native():
 
 
 class Session:
-    def __init__(self, session_id, name, context, data, backend, mode, hook):
+    """One profiling session. ``id`` is its one identity (what start() returns); ``slot`` is
+    only its handle in the native core, passed to native calls and keyed on by nothing else."""
+
+    def __init__(self, session_id, name, context, data, backend, options, hook, paths):
         self.id = session_id
         self.name = name
         self.context = context
         self.data = data
         self.backend = backend
-        self.mode = mode
+        self.options = options  # what backend.check_mode() parsed from the mode, once
+        self.mode = mode_text(options)  # its normalised text, for the metadata
+        self.state = backend.SessionState() if backend.SessionState else None  # the backend's, per session
         self.hook = hook
+        self.paths = paths
         self.slot = None
         self.extra_stats = {}  # what the backend adds to the metadata at finalize
         self.hook_handle = None
+        self.inheritance = False  # holds a reference on hooks/inheritance.py's installation
         self.start_realtime_ns = None
         self.stop_realtime_ns = None
         self.start_monotonic_ns = None
@@ -60,19 +66,24 @@ class Session:
 
     @property
     def output_path(self):
-        return self.name + _EXTENSIONS[self.data]
+        return self.paths.output
 
     @property
     def metadata_path(self):
-        return self.name + ".meta.json"
+        return self.paths.metadata
 
     def part_path(self, k):
-        return f"{self.name}.part{k}{_EXTENSIONS[self.data]}"
+        return self.paths.part(k)
+
+    def data_files(self):
+        """The profile files finalize wrote: the parts if there were any, else the whole-run file."""
+        return list(self.parts) if self.parts else [self.output_path]
 
 
 _lock = threading.RLock()
 _sessions = {}  # id -> Session, open sessions only
 _next_id = [0]
+_name_kinds = {}  # name -> the data kind that first used it in this process (its <name>.meta.json)
 # Command-line mode (flagtree-profiler): the script's own start/finalize calls must not end
 # the one session the command runs; what happened to them is said once.
 _cli = {"session": None, "told": set()}
@@ -82,26 +93,6 @@ def _tell_once(key, message):
     if key not in _cli["told"]:
         _cli["told"].add(key)
         warnings.warn(message, stacklevel=3)  # _tell_once <- start/finalize <- the caller
-
-
-def _base_name(name):
-    base = os.fspath(name) if name is not None else DEFAULT_NAME
-    if not isinstance(base, str) or not base:
-        raise ValueError(f"name must be a non-empty path string, got {name!r}")
-    for ext in _EXTENSIONS.values():
-        if base.endswith(ext):
-            base = base[: -len(ext)]
-    return base
-
-
-def _check_writable(base):
-    directory = os.path.dirname(os.path.abspath(base)) or "."
-    try:
-        os.makedirs(directory, exist_ok=True)
-        with tempfile.TemporaryFile(dir=directory):
-            pass
-    except OSError as error:
-        raise ValueError(f"cannot write the profile to {base!r}: {error.strerror or error}") from None
 
 
 def _check_choice(what, value, choices):
@@ -114,32 +105,52 @@ def start(name=None, *, context="shadow", data="tree", backend=None, mode=None, 
         return -1
     with _lock:
         if _cli["session"] is not None:
+            # A wrong argument is the script's bug under the command too; a mode is checked only
+            # against a backend the script names (the one selected here may not be the one meant).
+            _check_arguments(name, context, data, backend, mode, hook, select=backend is not None)
             _tell_once("start", "flagtree.profiler: the script's start() is ignored under flagtree-profiler, "
                                 "which runs one session for the whole command")
             return _cli["session"]
         return _start_locked(name, context, data, backend, mode, hook)
 
 
-def _start_locked(name, context, data, backend, mode, hook):
-    base = ranks.output_base(_base_name(name))  # <name>.rank<r> under a distributed launch
+def _check_arguments(name, context, data, backend, mode, hook, select=True):
+    """(name without extension, backend, its options), or start()'s error; select=False: no backend."""
+    base = base_name(name)
     _check_choice("context", context, CONTEXTS)
     _check_choice("data", data, DATA_KINDS)
     if hook is not None:
         _check_choice("hook", hook, HOOKS)
-    backend_name = backend or select_backend()
-    impl = get_backend(backend_name)
-    mode = impl.check_mode(mode)
+    if not select:
+        return base, None, None
+    impl = get_backend(backend or select_backend())
+    return base, impl, impl.check_mode(mode)
+
+
+def _acquire(impl, options, chosen_by_environment):
+    try:
+        impl.acquire(options)
+    except BackendUnavailable as error:
+        if not chosen_by_environment:
+            raise
+        raise BackendUnavailable(f"FLAGTREE_PROFILER_BACKEND={impl.name}: {error}") from None
+
+
+def _start_locked(name, context, data, backend, mode, hook):
+    base, impl, options = _check_arguments(name, context, data, backend, mode, hook)
+    base = ranks.output_base(base)  # <name>.rank<r> under a distributed launch
     for other in _sessions.values():
         if other.name == base and other.data == data:
             raise ValueError(f"a session writing {other.output_path!r} is already open (session {other.id})")
-    _check_writable(base)
+    check_writable(base)
     periodic = _env.periodic_seconds()  # a bad value is an error before anything starts
 
-    session = Session(_next_id[0], base, context, data, impl, mode, hook)
+    paths = output_paths(base, data, shared_name=_name_kinds.get(base, data) != data)
+    session = Session(_next_id[0], base, context, data, impl, options, hook, paths)
     native = _native()
-    session.slot = native.session_create(CONTEXTS.index(context), DATA_KINDS.index(data))
+    session.slot = native.session_create(native.ContextKind[context], native.DataKind[data])
     try:
-        impl.acquire(mode)
+        _acquire(impl, options, chosen_by_environment=backend is None and bool(_env.backend()))
     except BaseException:
         native.session_remove(session.slot)
         raise
@@ -150,11 +161,17 @@ def _start_locked(name, context, data, backend, mode, hook):
         impl.release()
         raise
     try:
+        from .hooks import inheritance  # threads and autograd inherit scopes (hooks/inheritance.py)
+
+        inheritance.install()
+        session.inheritance = True
         if hook == "triton":
             from .hooks.triton import install
 
             session.hook_handle = install(impl)
     except BaseException:
+        if session.inheritance:
+            inheritance.uninstall()
         native.session_remove(session.slot)
         impl.release()
         raise
@@ -168,6 +185,7 @@ def _start_locked(name, context, data, backend, mode, hook):
     session.start_monotonic_ns = native.monotonic_ns()
     _next_id[0] += 1
     _sessions[session.id] = session
+    _name_kinds.setdefault(base, data)  # claimed once the session runs: a failed start claims nothing
     if periodic is not None:
         _start_timer(session, periodic)
     return session.id
@@ -213,13 +231,8 @@ def _write_parts_locked(sessions):
 
 
 def _write_part(s):
-    native = _native()
     path = s.part_path(len(s.parts) + 1)
-    if s.data == "tree":
-        write_tree(path, native.session_export_tree(s.slot, zero=True), s.backend.device_info(), prune=True)
-    else:
-        other = {"name": s.name, "part": len(s.parts) + 1, "session": s.id}
-        native.session_write_trace(s.slot, path, s.start_monotonic_ns, os.getpid(), json.dumps(other), clear=True)
+    write_profile(s, path, part=True, other_data={"name": s.name, "part": len(s.parts) + 1, "session": s.id})
     s.parts.append(path)
     return path
 
@@ -297,17 +310,16 @@ def _write_outputs(s):
     if unmatched:  # extras (counters, samples) whose launch never got a record
         stats["unmatched_extras"] = unmatched
     stats.update(s.extra_stats)
+    # Order: the old metadata goes first, the new one is written last, once the profile is in
+    # place. An interruption in between leaves a profile without metadata, never a profile
+    # beside the metadata of another run.
+    remove(s.metadata_path)
     if s.parts:  # the rest becomes the last part; no whole-run file is written
         _write_part(s)
         stats["parts"] = list(s.parts)
-    metadata = build_metadata(s, s.backend.describe(), stats)
-    if s.parts:
-        pass
-    elif s.data == "tree":
-        write_tree(s.output_path, native.session_export_tree(s.slot), s.backend.device_info())
-    else:
-        native.session_write_trace(s.slot, s.output_path, s.start_monotonic_ns, os.getpid(),
-                                   json.dumps(metadata, sort_keys=True))
+    metadata = build_metadata(s, s.backend.metadata_facts(), stats)
+    if not s.parts:
+        write_profile(s, s.output_path, other_data=metadata)
     write_metadata(s.metadata_path, metadata)
     # A dropped record leaves its launch without a record, so the two counts overlap: the
     # larger one is the loss.
@@ -333,6 +345,11 @@ def _close(s):
     if s.hook_handle is not None:
         s.hook_handle.remove()
         s.hook_handle = None
+    if s.inheritance:
+        from .hooks import inheritance
+
+        inheritance.uninstall()
+        s.inheritance = False
     native.session_remove(s.slot)
     try:
         s.backend.detach_session(s)
@@ -343,27 +360,6 @@ def _close(s):
 def open_sessions():
     with _lock:
         return sorted(_sessions)
-
-
-# --- command-line mode (used by flagtree.profiler.cli) ---
-
-def begin_command_line_session(**options):
-    """Starts the command's one session; later start/finalize calls of the script defer to it."""
-    with _lock:
-        session_id = start(**options)
-        _cli["session"] = session_id
-        _cli["told"] = set()
-        return session_id
-
-
-def end_command_line_session():
-    with _lock:
-        session_id, _cli["session"] = _cli["session"], None
-        if session_id is None or session_id == -1:
-            return
-        # The script may have finalized nothing and opened nothing else; close all that is open.
-        if _sessions:
-            _finalize_locked(list(_sessions.values()))
 
 
 def _finalize_at_exit():

@@ -1,6 +1,5 @@
 """The backend registry: which backends exist, which run here, and automatic selection."""
-import os
-
+from .. import _env
 from .base import Backend, BackendUnavailable
 
 # Every backend the spec names, with the state of its implementation in this build.
@@ -20,10 +19,14 @@ def _factories():
     from .interpreter import InterpreterBackend
     from .nvidia import NvidiaBackend
     from .roctracer import RoctracerBackend
+    from .tianshu import TianshuBackend
+    from .mthreads import MthreadsBackend
+    from .cann import CannBackend
 
     return {"nvidia": NvidiaBackend, "interpreter": InterpreterBackend, "roctracer": RoctracerBackend,
             "cupti": CuptiBackend, "cupti_pcsampling": CuptiPcSamplingBackend,
-            "instrumentation": InstrumentationBackend}
+            "instrumentation": InstrumentationBackend, "mthreads": MthreadsBackend, "cann": CannBackend,
+            "tianshu": TianshuBackend}
 
 
 def implemented_backends():
@@ -42,13 +45,23 @@ def available_backends():
     return report
 
 
+def _available_here():
+    """The implemented backends that can run on this machine, as a phrase."""
+    import importlib.util
+
+    here = [name for name, reason in available_backends().items() if reason is None]
+    if "interpreter" not in here and importlib.util.find_spec("triton") is not None:
+        here.append("interpreter (with TRITON_INTERPRET=1)")  # off now, but one variable away
+    return ", ".join(here) or "none"
+
+
 def get_backend(name):
     """The process-wide instance of backend `name`; a clear error for unknown or missing ones."""
     factories = _factories()
     if name not in factories:
         if name in KNOWN_BACKENDS:
-            raise ValueError(f"backend {name!r} is not available in this version of flagtree.profiler; "
-                             f"available: {', '.join(factories)}")
+            raise ValueError(f"backend {name!r} is not implemented in this version of flagtree.profiler; "
+                             f"implemented: {', '.join(factories)}; available here: {_available_here()}")
         raise ValueError(f"unknown backend {name!r}; known backends: {', '.join(KNOWN_BACKENDS)}")
     if name not in _instances:
         _instances[name] = factories[name]()
@@ -57,7 +70,7 @@ def get_backend(name):
 
 def select_backend():
     """The backend for start() without backend=: FLAGTREE_PROFILER_BACKEND, else Triton's target."""
-    explicit = os.environ.get("FLAGTREE_PROFILER_BACKEND", "").strip()
+    explicit = _env.backend()
     if explicit:
         return explicit
     from .interpreter import interpreter_active

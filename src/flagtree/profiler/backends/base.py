@@ -1,8 +1,30 @@
-"""What every backend provides to a session: start, flush, stop, and facts for the outputs."""
+"""What every backend provides to a session: start, flush, stop, and facts for the outputs.
+
+A session's mode string is parsed once, by check_mode() at start: the options object it returns
+is kept on the session (``session.options``) and is what acquire() and attach_session() receive;
+``session.mode`` is its normalised text (``options.canonical()``), for the metadata file.
+What a backend keeps per session lives in ``session.state``, an instance of the backend's
+``SessionState`` class made fresh for each session, never in attributes added to the session.
+"""
+from dataclasses import dataclass
 
 
 class BackendUnavailable(RuntimeError):
     """The backend is known but cannot run here (library or device missing)."""
+
+
+@dataclass(frozen=True)
+class PlainMode:
+    """The options of a backend whose modes are single words (``Backend.modes``)."""
+    word: str
+
+    def canonical(self):
+        return self.word
+
+
+def mode_text(options):
+    """The normalised mode string of a session's options (None when no mode was given)."""
+    return None if options is None else options.canonical()
 
 
 class Backend:
@@ -10,6 +32,9 @@ class Backend:
     name = ""
     #: modes accepted in start(mode=...), besides None
     modes = ()
+    #: the per-session state this backend keeps: a class whose no-argument instance becomes
+    #: ``session.state`` at start (None: the backend keeps nothing per session)
+    SessionState = None
 
     def unavailable_reason(self):
         """None when this backend can run here, else a sentence saying what is missing.
@@ -17,21 +42,25 @@ class Backend:
         return None
 
     def check_mode(self, mode):
-        """The mode as this backend will use it, or ValueError naming the supported forms.
+        """The mode parsed into this backend's options object (None when mode is None), or a
+        ValueError naming the supported forms. The session keeps the result (``session.options``).
         Backends with options in their mode string (``"pcsampling:interval=18"``) override this."""
-        if mode is None or mode in self.modes:
-            return mode
+        if mode is None:
+            return None
+        if mode in self.modes:
+            return PlainMode(mode)
         supported = ", ".join(self.modes) if self.modes else "none yet (leave mode unset)"
         raise ValueError(f"backend {self.name!r} does not support mode {mode!r}; supported modes: {supported}")
 
-    def acquire(self, mode):
-        """Starts collecting for one more session (the first call starts the vendor tracer)."""
+    def acquire(self, options):
+        """Starts collecting for one more session (the first call starts the vendor tracer);
+        `options` is what check_mode() returned for it."""
         raise NotImplementedError
 
     def attach_session(self, session):
-        """Called after acquire() with the session (``.slot``, ``.mode``, ``.data``, ``.name``):
-        backends that attach extras to launches (counters, PC samples) start here, and call
-        ``_native.session_enable_extras(session.slot)``."""
+        """Called after acquire() with the session (``.options``, ``.state``, ``.data``, ``.name``,
+        and ``.slot``, its handle for the native calls): backends that attach extras to launches
+        (counters, PC samples) start here, and call ``_native.session_enable_extras(session.slot)``."""
 
     def session_outputs(self, session):
         """At finalize, after flush() and before the outputs are written: attach what is still
@@ -56,5 +85,12 @@ class Backend:
         return {}
 
     def describe(self):
-        """Facts for the metadata file (library path and version, ...)."""
+        """Facts for the metadata file (library path and version, "devices", ...)."""
         return {"backend": self.name}
+
+    def metadata_facts(self):
+        """describe(), with "devices" (a list) always there: [] for a backend whose library
+        describes no devices (roctracer)."""
+        facts = dict(self.describe())
+        facts.setdefault("devices", [])
+        return facts

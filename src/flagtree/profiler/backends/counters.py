@@ -4,6 +4,8 @@ auto-range + kernel-replay mode, one range per kernel launch, evaluated by CUPTI
 counter data image and attaches the values to the kernel nodes; this module parses the mode,
 starts and stops a session's collection, and lists the metrics a chip offers.
 """
+from dataclasses import dataclass
+
 from .. import _env
 
 # mode="metrics" alone: enough for the derived metrics (occupancy, DRAM bandwidth and its use).
@@ -50,6 +52,15 @@ def normalized_mode(metrics):
     return "metrics=" + ",".join(metrics)
 
 
+@dataclass(frozen=True)
+class CounterMode:
+    """The options of a "metrics[=...]" mode: the metric names to collect, in order."""
+    metrics: tuple
+
+    def canonical(self):
+        return normalized_mode(self.metrics)
+
+
 def dram_peaks_gbps(devices):
     """Each device's DRAM peak in GB/s: memory clock (kHz) x bus width (bits) x 2 (double data rate) / 8."""
     peaks = []
@@ -60,12 +71,12 @@ def dram_peaks_gbps(devices):
 
 
 def start_session(library, session, metrics):
-    """Starts collecting `metrics` for `session` (its slot) on the libcupti at `library`."""
+    """Starts collecting `metrics` for `session` on the libcupti at `library`."""
     native = _native()
     try:
         native.counters_load(library)
-    except RuntimeError as error:
-        raise RuntimeError(f"flagtree.profiler: {error}") from None
+    except RuntimeError as error:  # keeps the type (LibraryNotFound: CUPTI older than 12.6)
+        raise type(error)(f"flagtree.profiler: {error}") from None
     try:
         devices = native.cuda_devices()
     except RuntimeError:
@@ -76,8 +87,8 @@ def start_session(library, session, metrics):
                                     dram_peaks_gbps(devices), context, -1)
     except ValueError as error:  # an unknown metric (the message says how to list them)
         raise ValueError(f"flagtree.profiler: {error}") from None
-    except RuntimeError as error:
-        raise RuntimeError(f"flagtree.profiler: hardware counters cannot start: {error}") from None
+    except RuntimeError as error:  # keeps the type (Unsupported: not on this GPU)
+        raise type(error)(f"flagtree.profiler: hardware counters cannot start: {error}") from None
     try:
         native.session_enable_extras(session.slot)
         native.session_set_mean_metrics(session.slot, native.counters_mean_metrics())
@@ -133,9 +144,8 @@ def list_metrics(chip=None, submetrics=False):
 def _list_reinitialising(nvidia, library, chip, submetrics):
     try:
         return _native().counters_list_metrics(library, chip, submetrics)
-    except RuntimeError as error:
-        if "NOT_INITIALIZED" not in str(error):
-            raise
+    except _native().NotInitialized:
+        pass
     # A finished session ends with cuptiFinalize (so other tools can attach), after which CUPTI
     # answers NOT_INITIALIZED until a client subscribes again: subscribe briefly, then ask again.
     nvidia.acquire(None)

@@ -13,6 +13,7 @@ Mode string: ``pcsampling[:key=value,...]`` with keys
 """
 import gc
 import sys
+from dataclasses import dataclass
 
 from .. import _env
 from .nvidia import NvidiaBackend
@@ -28,6 +29,23 @@ def _native():
     from .. import _native as native
 
     return native
+
+
+@dataclass(frozen=True)
+class PcSamplingMode:
+    """The options of a ``pcsampling[:...]`` mode."""
+    interval: int
+    collection: str
+    range: str
+
+    def canonical(self):
+        return f"pcsampling:interval={self.interval},collection={self.collection},range={self.range}"
+
+
+@dataclass
+class SamplingState:
+    """Per session: whether PC sampling is running for it (until its outputs are taken)."""
+    sampling: bool = False
 
 
 def parse_pcsampling_mode(mode):
@@ -53,8 +71,7 @@ def parse_pcsampling_mode(mode):
             raise ValueError(f"{key} must be an integer, got {value!r} in mode {mode!r}") from None
     if not 5 <= options["interval"] <= 31:
         raise ValueError(f"interval must be between 5 and 31 (log2 of cycles), got {options['interval']} in mode {mode!r}")
-    normal = "pcsampling:" + ",".join(f"{k}={v}" for k, v in options.items())
-    return normal, options
+    return PcSamplingMode(**options).canonical(), options
 
 
 def loaded_triton_cubins():
@@ -79,6 +96,7 @@ class CuptiBackend(NvidiaBackend):
     name = "cupti"
     modes = ("pcsampling",)
     default_mode = None
+    SessionState = SamplingState
     #: the PC-sampling library: "" is the libcupti the tracer loaded (tests point it at a stand-in)
     pcsampling_library = ""
 
@@ -89,36 +107,36 @@ class CuptiBackend(NvidiaBackend):
             return None
         if not isinstance(mode, str):
             raise ValueError(f"mode must be a string, got {mode!r}; supported: {MODE_FORM}")
-        return parse_pcsampling_mode(mode)[0]
+        return PcSamplingMode(**parse_pcsampling_mode(mode)[1])
 
     def attach_session(self, session):
-        if not session.mode:
+        options = session.options
+        if options is None:
             return
-        _, options = parse_pcsampling_mode(session.mode)
         native = _native()
         native.session_enable_extras(session.slot)
         try:
-            native.pcsampling_start(session.slot, self.pcsampling_library, options["interval"],
-                                    options["collection"] == "serialized", SCRATCH_BYTES, HARDWARE_BYTES,
+            native.pcsampling_start(session.slot, self.pcsampling_library, options.interval,
+                                    options.collection == "serialized", SCRATCH_BYTES, HARDWARE_BYTES,
                                     BUFFER_PCS, _env.pcsampling_kernel_activity() == "kernel",
-                                    options["range"] == "session")
+                                    options.range == "session")
         except RuntimeError as error:
             raise RuntimeError(f"flagtree.profiler: {error}") from None
-        session.pcsampling = True
+        session.state.sampling = True
 
     def session_outputs(self, session):
-        if not getattr(session, "pcsampling", False):
+        if not session.state.sampling:
             return {}
         native = _native()
         for cubin in loaded_triton_cubins():
             native.pcsampling_add_cubin(cubin)
-        session.pcsampling = False
+        session.state.sampling = False
         return dict(native.pcsampling_finish())
 
     def detach_session(self, session):
         # A session closed without outputs (an error at start) still stops sampling.
-        if getattr(session, "pcsampling", False):
-            session.pcsampling = False
+        if session.state.sampling:
+            session.state.sampling = False
             _native().pcsampling_finish()
 
     def describe(self):

@@ -7,14 +7,41 @@ import threading
 
 from .base import Backend
 
-# Number of the tree format's device_type for host-side (CPU) records.
-DEVICE_TYPE_CPU = 2
-
 
 def interpreter_active():
     import os
 
     return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _bound_arguments(fn_self, args, kwargs):
+    """The launch's arguments by name (defaults included), as a grid function's `meta` sees them."""
+    import inspect
+
+    parameters = inspect.signature(fn_self.fn).parameters
+    names = list(getattr(fn_self, "arg_names", None) or parameters)
+    bound = dict(zip(names, args))
+    for parameter in parameters.values():
+        if parameter.name in bound:
+            continue
+        if parameter.name in kwargs:
+            bound[parameter.name] = kwargs[parameter.name]
+        elif parameter.default is not inspect.Parameter.empty:
+            bound[parameter.name] = parameter.default
+    bound.update((k, v) for k, v in kwargs.items() if k not in bound)
+    return bound
+
+
+def _launch_grid(fn_self, args, grid, kwargs):
+    """This launch's grid as a tuple of at most three ints, or None when it cannot be evaluated
+    (the interpreter then evaluates it itself and reports the problem)."""
+    try:
+        if callable(grid):
+            grid = grid(_bound_arguments(fn_self, args, kwargs))
+        dims = tuple(int(g) for g in grid)
+    except Exception:
+        return None
+    return dims if len(dims) <= 3 else None
 
 
 class InterpreterBackend(Backend):
@@ -36,7 +63,14 @@ class InterpreterBackend(Backend):
             return "Triton's interpreter mode is off (set TRITON_INTERPRET=1 before triton is imported)"
         return None
 
-    def acquire(self, mode):
+    def acquire(self, options):
+        if not interpreter_active():
+            from .base import BackendUnavailable
+
+            # Without it Triton would look for a GPU driver at the first launch and fail there.
+            raise BackendUnavailable("the interpreter backend needs Triton's interpreter mode, which is off: set "
+                                     "TRITON_INTERPRET=1 before triton is imported (flagtree-profiler -b "
+                                     "interpreter sets it for the script it runs)")
         with self._lock:
             if self._users == 0:
                 self._patch()
@@ -80,16 +114,20 @@ class InterpreterBackend(Backend):
         from .. import _native
 
         name = fn_self.fn.__name__
+        # The grid is evaluated here, once per launch, and handed to the interpreter as a tuple:
+        # the interpreter's own evaluated grid sits in one builder shared by every thread.
+        evaluated = _launch_grid(fn_self, args, grid, kwargs)
+        if evaluated is not None:
+            grid = evaluated  # as Triton gives it to launch_metadata on a GPU: not padded
         if self.before_launch is not None:
             self.before_launch(fn_self, args, grid, kwargs)
         start = _native.monotonic_ns()
         result = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
         end = _native.monotonic_ns()
         # A launch that raised ran no kernel, as on a GPU: only finished launches are recorded.
-        # The interpreter keeps the evaluated grid (grid may be a callable of the meta-args).
-        dims = tuple(getattr(interpreter.interpreter_builder, "grid_dim", None) or (0, 0, 0))
+        dims = evaluated + (1,) * (3 - len(evaluated)) if evaluated is not None else (0, 0, 0)
         num_warps = int(kwargs.get("num_warps", 4) or 4)
-        _native.record_host_kernel(name, start, end, dims, (num_warps * 32, 1, 1), DEVICE_TYPE_CPU, 0, 0)
+        _native.record_host_kernel(name, start, end, dims, (num_warps * 32, 1, 1), _native.DeviceType.CPU, 0, 0)
         return result
 
     def device_info(self):
@@ -99,4 +137,10 @@ class InterpreterBackend(Backend):
                               "memory_clock_rate": 0, "bus_width": 0}}}
 
     def describe(self):
-        return {"backend": self.name, "note": "Triton interpreter mode: host-measured kernel durations"}
+        import platform
+
+        # The interpreter runs every kernel on this host's CPU: that is the one device.
+        cpu = {"index": 0, "name": platform.processor() or platform.machine(), "arch": platform.machine(),
+               "type": "CPU"}
+        return {"backend": self.name, "note": "Triton interpreter mode: host-measured kernel durations",
+                "devices": [cpu]}

@@ -13,6 +13,7 @@ import glob
 import os
 import re
 import sys
+from dataclasses import dataclass
 
 from .. import _env
 from . import counters
@@ -48,7 +49,7 @@ def _installed_candidates():
 
 def cupti_candidates(driver_major=None):
     """The libcupti paths to try, in the documented order."""
-    explicit = os.environ.get("FLAGTREE_PROFILER_CUPTI_PATH")
+    explicit = _env.cupti_path()
     first = [p for p in (explicit, loaded_library("libcupti.so")) if p]
     rest = list(dict.fromkeys(_installed_candidates()))
     if driver_major:
@@ -57,36 +58,44 @@ def cupti_candidates(driver_major=None):
     return list(dict.fromkeys(first + rest))
 
 
+@dataclass
+class CounterState:
+    """Per session: whether its hardware counters are collecting (mode "metrics...")."""
+    counting: bool = False
+
+
 class NvidiaBackend(Backend):
     name = "nvidia"
+    SessionState = CounterState
 
     def __init__(self):
         self._library = None
-        self._counter_sessions = {}  # session id -> metric names (mode "metrics...")
 
     def check_mode(self, mode):
-        """None, "metrics" or "metrics=<a>,<b>,..." (hardware counters, see backends/counters.py)."""
+        """None, or a CounterMode for "metrics" or "metrics=<a>,<b>,..." (hardware counters, see
+        backends/counters.py)."""
         if mode is None:
             return None
         metrics = counters.parse_mode(mode) if isinstance(mode, str) else None
         if metrics is None:
             raise ValueError(f"backend 'nvidia' does not support mode {mode!r}; supported modes: "
                              f"{counters.MODE_FORMS}")
-        return counters.normalized_mode(metrics)
+        return counters.CounterMode(metrics)
 
     def attach_session(self, session):
-        metrics = counters.parse_mode(session.mode)
-        if metrics is None:
+        if not isinstance(session.options, counters.CounterMode):
             return
-        counters.start_session(self._library, session, metrics)
-        self._counter_sessions[session.id] = metrics
+        counters.start_session(self._library, session, session.options.metrics)
+        session.state.counting = True
 
     def session_outputs(self, session):
-        metrics = self._counter_sessions.get(session.id)
-        return counters.session_outputs(session, metrics) if metrics else {}
+        if not session.state.counting:
+            return {}
+        return counters.session_outputs(session, session.options.metrics)
 
     def detach_session(self, session):
-        if self._counter_sessions.pop(session.id, None) is not None:
+        if session.state.counting:
+            session.state.counting = False
             counters.stop_session(session)
 
     def counters_library(self):
@@ -100,7 +109,7 @@ class NvidiaBackend(Backend):
             try:
                 _native().counters_load(path)
                 return path
-            except RuntimeError as error:
+            except _native().LibraryNotFound as error:
                 failures.append(str(error))
         raise RuntimeError("flagtree.profiler: no libcupti with the Range Profiler API (CUPTI 12.6+) found; "
                            "set FLAGTREE_PROFILER_CUPTI_PATH. Tried:\n  " + "\n  ".join(failures))
@@ -122,7 +131,7 @@ class NvidiaBackend(Backend):
                 "which selects the interpreter backend")
         return version // 1000
 
-    def acquire(self, mode):
+    def acquire(self, options):
         native = _native()
         driver_major = self._driver_major()
         buffer_bytes = _env.buffer_size()
@@ -131,12 +140,11 @@ class NvidiaBackend(Backend):
         for path in cupti_candidates(driver_major):
             try:
                 native.cupti_acquire(path, buffer_bytes)
-            except RuntimeError as error:
-                message = str(error)
-                if "cannot load" in message or "lacks" in message:
-                    failures.append(message)
-                    continue
-                raise RuntimeError(f"flagtree.profiler: {message}") from None
+            except native.LibraryNotFound as error:  # cannot load, or too old: try the next
+                failures.append(str(error))
+                continue
+            except RuntimeError as error:  # keeps the type (SubscriberTaken: another tool)
+                raise type(error)(f"flagtree.profiler: {error}") from None
             self._library = native.cupti_library()
             self._check_version(native.cupti_version())
             return

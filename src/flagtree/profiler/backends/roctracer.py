@@ -35,7 +35,7 @@ def _native():
 
 def roctracer_candidates():
     """[(where, path)] in the documented order; path None when that place is not set."""
-    explicit = os.environ.get(ENV_PATH, "").strip()
+    explicit = _env.roctracer_path()
     if explicit and os.path.isdir(explicit):
         explicit = os.path.join(explicit, LIBRARY)
     rocm = os.environ.get("ROCM_PATH", "").strip()
@@ -68,7 +68,7 @@ class RoctracerBackend(Backend):
             return f"{LIBRARY} not found; looked at: " + ", ".join(tried)
         return None
 
-    def acquire(self, mode):
+    def acquire(self, options):
         native = _native()
         buffer_bytes = _env.buffer_size()
         tried = []
@@ -82,12 +82,11 @@ class RoctracerBackend(Backend):
                 continue
             try:
                 native.roctracer_acquire(path, buffer_bytes)
-            except RuntimeError as error:
-                message = str(error)
-                if message.startswith("cannot load") or " lacks roctracer_" in message:
-                    tried.append(f"{where}: {message}")
-                    continue
-                raise RuntimeError(f"flagtree.profiler: {message}") from None
+            except native.LibraryNotFound as error:  # cannot load, or not roctracer: try the next
+                tried.append(f"{where}: {error}")
+                continue
+            except RuntimeError as error:  # keeps the type (SubscriberTaken: another tool)
+                raise type(error)(f"flagtree.profiler: {error}") from None
             self._library = native.roctracer_library()
             return
         raise BackendUnavailable(

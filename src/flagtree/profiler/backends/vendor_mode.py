@@ -28,8 +28,15 @@ class VendorMode:
         tokens = [f"runtime_base={'on' if self.runtime_base else 'off'}"]
         if self.vendor_metrics:
             tokens.append("vendor_metrics=" + ",".join(self.vendor_metrics))
-        tokens += [f"{key}={value}" for key, value in sorted(self.options.items())]
+        tokens += [f"{key}={_text(value)}" for key, value in sorted(self.options.items())]
         return ":".join(tokens)
+
+
+def _text(value):
+    """An option value as the mode grammar spells it (so the canonical string parses again)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def parse_bool(text, what):

@@ -14,29 +14,20 @@ that are not numbers never stops the kernel: the problem is reported once per ke
 of problem (a ``RuntimeWarning`` naming the kernel), the numeric values that were fine are kept, and
 a launch whose function raised is recorded with no metadata.
 
-Environment variables (read when the first hook="triton" session starts):
+Filters, read when the first hook="triton" session starts: ``FLAGTREE_PROFILER_HOOK_INCLUDE`` and
+``FLAGTREE_PROFILER_HOOK_EXCLUDE``, regular expressions searched (``re.search``) in each kernel's name:
+only matching kernels (include) and never matching ones (exclude, which wins) have their launch
+metadata evaluated. Kernels left out are still profiled, under their own name with no metadata.
 
-* ``FLAGTREE_PROFILER_HOOK_INCLUDE``: a regular expression searched (``re.search``) in each kernel's
-  name; when set, only the kernels whose name matches have their launch metadata evaluated.
-* ``FLAGTREE_PROFILER_HOOK_EXCLUDE``: a regular expression searched in each kernel's name; matching
-  kernels never have their launch metadata evaluated (exclusion wins over inclusion).
+Kernels that ``fn`` launches itself go under the state ``__launch_metadata`` (METADATA_STATE),
+beside the kernel's node; the viewer hides them unless asked.
 
-Kernels left out by the filters are still profiled, under their own name and with no metadata.
-
-How the hook reaches Triton:
-
-* GPU backends: Triton's launch hooks. Triton >= 3.4 keeps them in ``triton.knobs.runtime``
-  (``launch_enter_hook`` / ``launch_exit_hook``); where the knob is a hook chain (an object with
-  ``add``/``remove``, Triton 3.6 and later) our hooks are added to it, otherwise (3.4/3.5, or a
-  plain callable put there by someone else) our hook replaces the value and calls the previous one
-  first. Triton 3.2/3.3 keep them as ``triton.compiler.CompiledKernel`` class attributes, handled
-  the same way. The enter hook receives Triton's lazy launch-metadata object; its ``get()`` evaluates
-  the kernel's function. The result goes to the native core with ``set_launch_metadata`` and is
-  consumed by the next recorded launch on the same thread; the exit hook clears what was not.
-  Whatever was installed before is restored exactly by ``remove()``.
-* The interpreter backend (TRITON_INTERPRET=1): Triton calls no launch hooks there, so the backend's
-  ``before_launch`` evaluates the kernel's launch_metadata itself, with the same arguments Triton
-  passes on a GPU.
+How the hook reaches Triton: on GPU backends through Triton's launch enter/exit hooks
+(hooks/triton_chain.py says where each Triton version keeps them and how ours sit next to others);
+the enter hook's lazy metadata ``get()`` evaluates ``fn``, the result goes to the native core with
+``set_launch_metadata`` and is consumed by the next recorded launch on the same thread; the exit hook
+clears what was not. The interpreter backend (TRITON_INTERPRET=1) calls no launch hooks, so its
+``before_launch`` evaluates ``fn`` itself, with the arguments Triton passes on a GPU.
 
 Sessions share one installation (reference counted): the hooks go away with the last session.
 """
@@ -44,17 +35,19 @@ import collections
 import collections.abc
 import math
 import numbers
-import os
 import re
 import threading
-import warnings
+
+from .. import _env
+from .launch_site import warn_at_launch_site
+
+from .triton_chain import _attach, _launch_hook_owner  # noqa: F401 (instrumentation imports them from here)
 
 INCLUDE_ENV = "FLAGTREE_PROFILER_HOOK_INCLUDE"
 EXCLUDE_ENV = "FLAGTREE_PROFILER_HOOK_EXCLUDE"
 
 #: Keys Triton itself puts in the launch-metadata dict on a GPU; never metrics.
 _TRITON_KEYS = frozenset(("name", "function", "stream"))
-_MINIMUM_TRITON = (3, 2)
 
 #: What the interpreter hands a launch_metadata function as `metadata` (Triton passes the
 #: compiled kernel's metadata on a GPU, a named tuple with these fields among others).
@@ -76,6 +69,10 @@ _bindings = {}  # id(python function) -> (function, argument names, defaults)
 _pending = False
 _set_metadata = None
 _clear_metadata = None
+_metadata_state = None  # _metadata_state(True) enters the METADATA_STATE state, (False) leaves it
+
+#: The state around a launch_metadata function's own launches (Proton: __proton_launch_metadata).
+METADATA_STATE = "__launch_metadata"
 
 
 # --- the per-launch path -------------------------------------------------------------------
@@ -96,7 +93,7 @@ def _warn_once(kernel, kind, message):
     if key in _warned:
         return
     _warned.add(key)
-    warnings.warn(f"flagtree.profiler: kernel {kernel!r}: {message}", RuntimeWarning, stacklevel=3)
+    warn_at_launch_site(f"flagtree.profiler: kernel {kernel!r}: {message}")
 
 
 def _clear_pending():
@@ -236,9 +233,14 @@ def _binding(interpreted):
 
 def _evaluate(kernel, compute):
     """The launch metadata dict that compute() gives, or None (pending metadata cleared, the
-    problem reported once per kernel) when it raises or gives something else."""
+    problem reported once per kernel) when it raises or gives something else. Kernels that
+    compute() launches itself go under the state METADATA_STATE, beside the kernel's node."""
     try:
-        values = compute()
+        _metadata_state(True)
+        try:
+            values = compute()
+        finally:
+            _metadata_state(False)
     except Exception as error:
         _clear_pending()
         _warn_once(kernel, "raised", f"launch_metadata raised {type(error).__name__}: {error}; "
@@ -285,7 +287,7 @@ def _interpreter_before_launch(interpreted, args, grid, kwargs):
 # --- installation --------------------------------------------------------------------------
 
 def _compile_filter(variable):
-    raw = os.environ.get(variable, "")
+    raw = _env.raw(variable)
     if not raw.strip():
         return None
     try:
@@ -295,7 +297,7 @@ def _compile_filter(variable):
 
 
 def _reset_state():
-    global _include, _exclude, _pending, _set_metadata, _clear_metadata
+    global _include, _exclude, _pending, _set_metadata, _clear_metadata, _metadata_state
     include = _compile_filter(INCLUDE_ENV)
     exclude = _compile_filter(EXCLUDE_ENV)
     from .. import _native
@@ -303,91 +305,16 @@ def _reset_state():
     _include, _exclude = include, exclude
     _set_metadata = _native.set_launch_metadata
     _clear_metadata = _native.clear_launch_metadata
+    state_id = _native.intern(METADATA_STATE)
+
+    def metadata_state(enter):
+        _native.state_push(state_id) if enter else _native.state_pop()
+
+    _metadata_state = metadata_state
     _decisions.clear()
     _warned.clear()
     _bindings.clear()
     _pending = False
-
-
-def _version_tuple(text):
-    parts = re.findall(r"\d+", text or "")[:2]
-    return tuple(int(p) for p in parts) if len(parts) == 2 else None
-
-
-def _launch_hook_owner():
-    """The object holding Triton's launch_enter_hook/launch_exit_hook on this Triton version."""
-    try:
-        import triton
-    except ImportError as error:
-        raise RuntimeError(f"hook='triton' needs Triton, which cannot be imported here: {error}") from None
-    version = getattr(triton, "__version__", "unknown")
-    parsed = _version_tuple(version)
-    if parsed is not None and parsed < _MINIMUM_TRITON:
-        raise RuntimeError(f"hook='triton' needs Triton >= 3.2 for launch hooks; this is Triton {version}")
-    try:
-        from triton import knobs
-
-        runtime = knobs.runtime
-        if hasattr(runtime, "launch_enter_hook") and hasattr(runtime, "launch_exit_hook"):
-            return runtime  # Triton >= 3.4
-    except Exception:
-        pass
-    try:
-        from triton.compiler import CompiledKernel
-
-        if hasattr(CompiledKernel, "launch_enter_hook") and hasattr(CompiledKernel, "launch_exit_hook"):
-            return CompiledKernel  # Triton 3.2 / 3.3
-    except Exception:
-        pass
-    raise RuntimeError(f"hook='triton' found no launch hooks in Triton {version} (neither "
-                       f"triton.knobs.runtime.launch_enter_hook nor CompiledKernel.launch_enter_hook); "
-                       f"it needs Triton >= 3.2")
-
-
-def _is_chain(value):
-    return value is not None and callable(getattr(value, "add", None)) and callable(getattr(value, "remove", None))
-
-
-def _attach(owner, attribute, hook):
-    """Puts `hook` into owner.attribute, keeping what is there; returns the undo function."""
-    current = getattr(owner, attribute)
-    if _is_chain(current):
-        current.add(hook)
-
-        def undo():
-            current.remove(hook)
-
-        return undo
-
-    previous = current
-    own = attribute in getattr(owner, "__dict__", {})
-    state = {"active": True}
-
-    def chained(metadata):
-        if previous is not None:
-            previous(metadata)
-        if state["active"]:
-            hook(metadata)
-
-    chained.__wrapped__ = hook
-    chained.flagtree_previous = previous
-    setattr(owner, attribute, chained)
-
-    def undo():
-        state["active"] = False
-        if getattr(owner, attribute, None) is chained:
-            if own:
-                setattr(owner, attribute, previous)
-            else:
-                try:
-                    delattr(owner, attribute)
-                except AttributeError:
-                    setattr(owner, attribute, previous)
-                if getattr(owner, attribute, None) is not previous:
-                    setattr(owner, attribute, previous)
-        # else: someone replaced our hook since; theirs stays, ours now only forwards.
-
-    return undo
 
 
 def _install_gpu():

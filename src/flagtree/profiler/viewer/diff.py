@@ -5,7 +5,7 @@ counts the other side as zero. Values are differences of the displayed
 metrics (so ``time/%`` compares shares, ``tflop16/s`` compares rates).
 """
 
-from .profile_tree import Node
+from .nodes import Node
 
 
 def _diff_values(a_vals, b_vals):
@@ -19,7 +19,9 @@ def _diff_values(a_vals, b_vals):
 
 def _pair_node(name, a, b, parent, values_a, values_b):
     source = a if a is not None else b
-    node = Node(name, source.frame, source.metrics, parent)
+    node = Node(name, source.kernel, source.metrics)
+    if parent is not None:
+        parent.adopt(node)
     node.values = _diff_values(
         None if a is None else values_a(a), None if b is None else values_b(b)
     )
@@ -38,6 +40,5 @@ def diff_tree(a_root, b_root, values_a, values_b):
         for name in names:
             ca, cb = a_kids.get(name), b_kids.get(name)
             child = _pair_node(name, ca, cb, node, values_a, values_b)
-            node.children[name] = child
             stack.append((child, ca, cb))
     return root

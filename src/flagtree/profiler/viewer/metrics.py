@@ -2,15 +2,17 @@
 
 A spec is a stored metric name (``count``, ``bytes``, ``cycles``...) or a
 derived one (``time/ms``, ``time/%``, ``avg_time/us``, ``tflop16/s``,
-``gbyte/s``, ``util``). Every value function takes a node's inclusive metric
-dict and the root's, and returns a number or ``None`` (not applicable).
+``gbyte/s``, ``util``). :func:`bind` turns the parsed columns into the ordered stored keys
+to sum (``compute_inclusive(root, keys)`` gives each node a list of sums in that order) and
+one function ``values(node, root) -> [number or None per column]``. Nothing here raises on
+odd numbers: zero, NaN, infinite or huge inputs give None, nan or inf, never an exception.
 """
 
 import re
 
 from .devices import FLOP_WIDTHS, DeviceTable
 from .errors import ViewerError
-from .profile_tree import IDENTIFIERS, preorder
+from .nodes import IDENTIFIERS
 
 TIME = "time (ns)"
 CPU_TIME = "cpu_time (ns)"
@@ -22,7 +24,10 @@ FLOP_KEYS = {w: f"flops{w}" for w in FLOP_WIDTHS}
 MEASURED_BYTES = ("dram__bytes_read.sum", "dram__bytes_write.sum")
 # Internal per-node sums of "seconds the work would take at peak speed".
 WORK_KEYS = frozenset(list(FLOP_KEYS.values()) + ["bytes"] + list(MEASURED_BYTES))
-UTIL_KEYS = tuple(f"__util_flops{w}" for w in FLOP_WIDTHS) + ("__util_bytes",)
+# Seconds the node's work would take at peak: FLOPs of every width (their times add up, as
+# in Proton), and bytes moved.
+UTIL_FLOPS, UTIL_BYTES = "__util_flops", "__util_bytes"
+UTIL_KEYS = (UTIL_FLOPS, UTIL_BYTES)
 
 _TIME_RE = re.compile(r"^(time|avg_time|cpu_time)/(.*)$")
 _FLOP_RE = re.compile(r"^([kmgtp]?)flop(8|16|32|64)?/s$")
@@ -30,14 +35,20 @@ _BYTE_RE = re.compile(r"^([kmgtp]?)byte/s$")
 
 
 class Metric:
-    """One output column: its label and how to compute it for a node."""
+    """One output column: its label and how to compute it from a node's inclusive sums.
 
-    def __init__(self, label, compute, needs, integral=False, prepare=None):
+    ``make(index)`` receives {stored key: position in the sums list} and returns
+    ``compute(sums, root_sums) -> number or None``. ``kernels_only`` columns show '-' on
+    scopes and ROOT.
+    """
+
+    def __init__(self, label, make, needs, integral=False, prepare=None, kernels_only=False):
         self.label = label
-        self.compute = compute
+        self.make = make
         self.needs = tuple(needs)
         self.integral = integral
         self.prepare = prepare
+        self.kernels_only = kernels_only
 
 
 class _Context:
@@ -65,49 +76,94 @@ class _Context:
 
 
 def _raw(key, scale=1.0):
-    if scale == 1.0:
-        return lambda incl, root: incl.get(key)
+    def make(index):
+        at = index[key]
+        if scale == 1.0:
+            return lambda incl, root: incl[at]
 
-    def compute(incl, root):
-        value = incl.get(key)
-        return None if value is None else value * scale
+        def compute(incl, root):
+            value = incl[at]
+            return None if value is None else value * scale
 
-    return compute
+        return compute
+
+    return make
 
 
 def _percent(key):
-    def compute(incl, root):
-        value, total = incl.get(key), root.get(key)
-        return None if value is None or not total else 100.0 * value / total
+    def make(index):
+        at = index[key]
 
-    return compute
+        def compute(incl, root):
+            value, total = incl[at], root[at]
+            return None if value is None or not total else 100.0 * value / total
+
+        return compute
+
+    return make
+
+
+def _seconds(time):
+    """GPU time in seconds, or None where a rate over it is meaningless."""
+    if not time:
+        return None
+    seconds = time * 1e-9
+    return seconds if seconds else None  # a subnormal time underflows to 0.0
 
 
 def _average(scale):
-    def compute(incl, root):
-        time, count = incl.get(TIME), incl.get("count")
-        return None if time is None or not count else time / count * scale
+    def make(index):
+        at_time, at_count = index[TIME], index["count"]
 
-    return compute
+        def compute(incl, root):
+            time, count = incl[at_time], incl[at_count]
+            return None if time is None or not count else time / count * scale
+
+        return compute
+
+    return make
 
 
 def _rate(keys, divisor):
+    def make(index):
+        at_time, ats = index[TIME], [index[k] for k in keys]
+        if len(ats) == 1:
+            at = ats[0]
+
+            def compute_one(incl, root):
+                value = incl[at]
+                seconds = _seconds(incl[at_time])
+                return None if value is None or seconds is None else value / seconds / divisor
+
+            return compute_one
+
+        def compute(incl, root):
+            seconds = _seconds(incl[at_time])
+            if seconds is None:
+                return None
+            values = [incl[at] for at in ats if incl[at] is not None]
+            return sum(values) / seconds / divisor if values else None
+
+        return compute
+
+    return make
+
+
+def _util_make(index):
+    at_time, at_flops, at_bytes = index[TIME], index[UTIL_FLOPS], index[UTIL_BYTES]
+
     def compute(incl, root):
-        time = incl.get(TIME)
-        if not time:
+        flops, moved = incl[at_flops], incl[at_bytes]
+        if flops is None and moved is None:
             return None
-        values = [incl[k] for k in keys if k in incl]
-        return sum(values) / (time * 1e-9) / divisor if values else None
+        seconds = _seconds(incl[at_time])
+        if seconds is None:
+            return None
+        if flops is None or (moved is not None and moved > flops):
+            return moved / seconds
+        return flops / seconds
 
     return compute
-
-
-def _util(incl, root):
-    time = incl.get(TIME)
-    if not time:
-        return None
-    best = max((incl[k] for k in UTIL_KEYS if k in incl), default=0.0)
-    return best / (time * 1e-9)
 
 
 def _time_metric(spec, family, unit, ctx):
@@ -147,7 +203,7 @@ def _util_metric(spec, ctx):
             f"metric 'util' needs peak figures for a device, but profile {ctx.source} "
             f"has devices: {ctx.devices.describe()}"
         )
-    return Metric(spec, _util, (TIME,) + UTIL_KEYS, prepare=annotate_util)
+    return Metric(spec, _util_make, (TIME,) + UTIL_KEYS, prepare=annotate_util, kernels_only=True)
 
 
 def parse_one(spec, ctx):
@@ -184,43 +240,47 @@ def annotate_util(root, device_info):
     table = DeviceTable(device_info)
     plans = {}
     fallback = _util_plan(table.default(), plans)
-    for node in preorder(root):
+    stack = [(root, None)]
+    while stack:  # top-down, so a node without identifiers inherits its ancestor's device
+        node, device = stack.pop()
         metrics = node.metrics
+        if node.kernel:
+            device = table.lookup(metrics) or device
+        if node.children:
+            stack.extend([(child, device) for child in node.children.values()])
         if metrics.keys().isdisjoint(WORK_KEYS):
             continue  # most nodes: nothing to normalise
-        plan = _util_plan(_device_of(node, table), plans) or fallback
-        for key, util_key, peak in plan:
-            value = _measured_bytes(metrics) if key == "bytes" else None
-            if value is None and key in metrics:
-                value = metrics[key]
-            if value is not None:
-                metrics[util_key] = value / peak
+        plan = _util_plan(device, plans) or fallback
+        flops = None
+        for key, peak in plan:
+            if key == "bytes":
+                value = _measured_bytes(metrics)
+                if value is None:
+                    value = metrics.get("bytes")
+                if value is not None:
+                    metrics[UTIL_BYTES] = value / peak
+            elif key in metrics:
+                flops = (flops or 0.0) + metrics[key] / peak
+        if flops is not None:
+            metrics[UTIL_FLOPS] = flops
 
 
 def _measured_bytes(metrics):
     """DRAM bytes read + written as the counters measured them, or None."""
-    present = [metrics[k] for k in MEASURED_BYTES if k in metrics]
-    return sum(present) if present else None
-
-
-def _device_of(node, table):
-    """The device of the node or, for scopes, of its nearest ancestor kernel."""
-    while node is not None:
-        device = table.lookup(node.metrics)
-        if device is not None:
-            return device
-        node = node.parent
-    return None
+    read, write = metrics.get(MEASURED_BYTES[0]), metrics.get(MEASURED_BYTES[1])
+    if read is None:
+        return write
+    return read if write is None else read + write
 
 
 def _util_plan(device, cache):
-    """(metric, internal key, peak per second) triples for one device."""
+    """(stored metric, peak per second) pairs for one device."""
     if device is None:
         return ()
     if device not in cache:
-        plan = [(FLOP_KEYS[w], "__util_" + FLOP_KEYS[w], p) for w, p in device.peak_flops.items() if p]
+        plan = [(FLOP_KEYS[w], p) for w, p in device.peak_flops.items() if p]
         if device.bandwidth:
-            plan.append(("bytes", "__util_bytes", device.bandwidth))
+            plan.append(("bytes", device.bandwidth))
         cache[device] = tuple(plan)
     return cache[device]
 
@@ -253,5 +313,22 @@ def prepare(metrics, root, device_info):
 
 
 def needed_keys(metrics):
-    """The stored metric names the chosen columns read."""
-    return {key for metric in metrics for key in metric.needs}
+    """The stored metric names the chosen columns read, in a fixed order."""
+    return sorted({key for metric in metrics for key in metric.needs})
+
+
+def bind(metrics):
+    """(keys to sum, ``values(node, root)``) for parsed columns; see the module docstring."""
+    keys = needed_keys(metrics)
+    index = {key: at for at, key in enumerate(keys)}
+    columns = [(m.make(index), m.kernels_only) for m in metrics]
+    if len(columns) == 1 and not columns[0][1]:
+        compute = columns[0][0]
+        return keys, lambda node, root: [compute(node.incl, root.incl)]
+
+    def values(node, root):
+        incl, root_incl, kernel = node.incl, root.incl, node.kernel
+        return [None if only and not kernel else compute(incl, root_incl)
+                for compute, only in columns]
+
+    return keys, values

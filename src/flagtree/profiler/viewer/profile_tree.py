@@ -2,56 +2,33 @@
 
 A profile file is the JSON list ``[root, device_info]`` where every node is
 ``{"frame": {"name": ...}, "metrics": {...}, "children": [...]}`` with
-exclusive metrics. Everything here is iterative: profiles can be thousands of
-levels deep and must not hit Python's recursion limit.
+exclusive metrics. Everything here is iterative: profiles can be 100,000 levels
+deep and must not hit Python's recursion limit.
+
+The loading API (used by the command line and by other views):
+
+- ``load_profiles(paths) -> Profile``: read one or several files into one tree merged by node
+  path (``name.hatchet`` that does not exist but has ``name.part<k>.hatchet`` parts reads the
+  parts). ``Profile.root`` is a :class:`Node`; ``Profile.device_info``, ``Profile.names``
+  (every stored metric name) and ``Profile.sources`` (the files read) come with it.
+- ``load_profile(path) -> Profile``: one file, no part lookup.
+- ``merge_into(dst_root, src_root)``: add one tree into another by path.
+Every failure is a :class:`ViewerError` with a one-line message.
 """
 
 import json
-import sys
-import threading
+import os
+import re
 
 from .errors import ViewerError
+from .nodes import IDENTIFIERS, NO_CHILDREN, NO_METRICS, Node, merge_into
+from .reader import read_tree
 
-try:  # optional speed-up; the stdlib parser is the reference behaviour
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - depends on the environment
-    _orjson = None
+__all__ = ["IDENTIFIERS", "Node", "Profile", "load_profile", "load_profiles", "merge_into",
+           "preorder", "release", "exclude", "include", "compute_inclusive", "part_paths"]
 
-# Identifier metrics say where a kernel ran; adding them up is meaningless.
-IDENTIFIERS = frozenset(("device_id", "device_type"))
-
-_NUMBER_TYPES = (int, float)
-
-
-class Node:
-    """One call-path node; ``children`` maps name -> Node (paths are unique)."""
-
-    __slots__ = ("name", "frame", "metrics", "children", "parent", "incl", "values")
-
-    def __init__(self, name, frame, metrics, parent):
-        self.name = name
-        self.frame = frame
-        self.metrics = metrics
-        self.children = {}
-        self.parent = parent
-        self.incl = None
-        self.values = None
-
-    def is_kernel_like(self):
-        """True for nodes that ran on a device (they carry device identifiers)."""
-        if "device_type" in self.metrics or "device_id" in self.metrics:
-            return True
-        return self.frame.get("kind") == "kernel" or self.frame.get("type") == "kernel"
-
-    def path_names(self):
-        """Names from just below the root down to this node."""
-        names = []
-        node = self
-        while node.parent is not None:
-            names.append(node.name)
-            node = node.parent
-        names.reverse()
-        return names
+# Scopes the launch_metadata hooks run in (ours, Proton's): not the user's work.
+METADATA_SCOPES = ("__launch_metadata", "__proton_launch_metadata")
 
 
 class Profile:
@@ -62,6 +39,7 @@ class Profile:
         self.device_info = device_info
         self.sources = sources
         self.names = names  # every metric name stored in the tree
+        self.has_metadata = True  # False: no launch_metadata scope can be in the tree
 
     @property
     def label(self):
@@ -79,189 +57,24 @@ def preorder(root):
     return out
 
 
-def _parse_deep(data, path):
-    # The C JSON decoder recurses once per nesting level; deep profiles need a
-    # higher recursion limit and a bigger C stack than the main thread has.
-    box = {}
-
-    def work():
-        old = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(old, 1_000_000))
-        try:
-            box["value"] = json.loads(data)
-        except (RecursionError, ValueError) as exc:
-            box["error"] = exc
-        finally:
-            sys.setrecursionlimit(old)
-
-    old_size = threading.stack_size()
-    threading.stack_size(1 << 30)
-    try:
-        thread = threading.Thread(target=work)
-        thread.start()
-        thread.join()
-    finally:
-        threading.stack_size(old_size)
-    if "error" in box:
-        raise _json_error(path, box["error"])
-    return box["value"]
-
-
-def _json_error(path, exc):
-    if isinstance(exc, json.JSONDecodeError):
-        where = f"line {exc.lineno} column {exc.colno}"
-        return ViewerError(f"'{path}' is not valid JSON ({exc.msg} at {where})")
-    if isinstance(exc, RecursionError):
-        return ViewerError(f"'{path}' is nested too deeply to parse")
-    return ViewerError(f"'{path}' is not valid JSON ({exc})")
-
-
-def parse_json(data, path):
-    """Decode profile bytes, turning every decoder failure into ViewerError."""
-    if _orjson is not None:
-        try:
-            return _orjson.loads(data)
-        except _orjson.JSONDecodeError:
-            pass  # re-parse with the stdlib for its messages and depth handling
-    try:
-        return json.loads(data)
-    except RecursionError:
-        return _parse_deep(data, path)
-    except ValueError as exc:
-        raise _json_error(path, exc) from None
-
-
-def read_file(path):
+def load_profile(path):
+    """Read one ``.hatchet`` file into a Profile; ViewerError on bad input."""
+    names = set()
     try:
         with open(path, "rb") as handle:
-            return handle.read()
+            root, device_info, metadata = read_tree(handle, path, names)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise ViewerError(f"cannot read profile '{path}': {reason}") from None
+    except ValueError as exc:  # a path with a NUL character
+        raise ViewerError(f"cannot read profile '{path}': {exc}") from None
+    profile = Profile(root, device_info, [path], names)
+    profile.has_metadata = metadata
+    return profile
 
 
-def _not_profile(path, why):
-    return ViewerError(f"'{path}' is not a tree profile: {why}")
-
-
-def _make_node(raw, parent, path):
-    if type(raw) is not dict:
-        raise _not_profile(path, "a node is not a JSON object")
-    frame = raw.get("frame")
-    if type(frame) is not dict or type(frame.get("name")) is not str:
-        raise _not_profile(path, "a node has no frame name")
-    metrics = raw.get("metrics", {})
-    if type(metrics) is not dict:
-        raise _not_profile(path, f"node '{frame['name']}' has non-object metrics")
-    for key, value in metrics.items():
-        if type(value) not in _NUMBER_TYPES:
-            if key in IDENTIFIERS and type(value) is str:
-                metrics = _numeric_identifiers(metrics, path, frame["name"])
-                break
-            raise _not_profile(path, f"metric '{key}' of node '{frame['name']}' is not a number")
-    return Node(frame["name"], frame, metrics, parent)
-
-
-# Proton (Triton 3.6) writes device identifiers as strings: device_type "CUDA", device_id "0".
-_DEVICE_TYPE_NUMBERS = {"HIP": 0, "CUDA": 1, "CPU": 2}
-
-
-def _numeric_identifiers(metrics, path, name):
-    out = dict(metrics)
-    for key in IDENTIFIERS:
-        value = out.get(key)
-        if type(value) is not str:
-            continue
-        if key == "device_type" and value.upper() in _DEVICE_TYPE_NUMBERS:
-            out[key] = _DEVICE_TYPE_NUMBERS[value.upper()]
-        elif key == "device_id" and value.isdigit():
-            out[key] = int(value)
-        else:
-            raise _not_profile(path, f"metric '{key}' of node '{name}' is not a device identifier: {value!r}")
-    for key, value in out.items():
-        if type(value) not in _NUMBER_TYPES:
-            raise _not_profile(path, f"metric '{key}' of node '{name}' is not a number")
-    return out
-
-
-def _add_metrics(dst, src):
-    for key, value in src.items():
-        if key in IDENTIFIERS:
-            dst.setdefault(key, value)
-        else:
-            dst[key] = dst.get(key, 0) + value
-
-
-def _children_of(raw, path):
-    kids = raw.get("children", [])
-    if type(kids) is not list:
-        raise _not_profile(path, "a node's children is not a list")
-    return kids
-
-
-def build_tree(raw_root, path, names=None):
-    """Turn the decoded root object into Nodes; same-named siblings merge.
-
-    Metric names seen are added to ``names`` (saves a second walk).
-    """
-    names = set() if names is None else names
-    root = _make_node(raw_root, None, path)
-    names.update(root.metrics)
-    stack = [(root, raw_root)]
-    while stack:
-        node, raw = stack.pop()
-        children = node.children
-        for raw_child in _children_of(raw, path):
-            child = _make_node(raw_child, node, path)
-            names.update(child.metrics)
-            existing = children.get(child.name)
-            if existing is None:
-                children[child.name] = child
-            else:
-                _add_metrics(existing.metrics, child.metrics)
-                child = existing
-            stack.append((child, raw_child))
-    return root
-
-
-def load_profile(path):
-    """Read one ``.hatchet`` file into a Profile; ViewerError on bad input."""
-    data = parse_json(read_file(path), path)
-    if type(data) is not list or not data or len(data) > 2:
-        raise _not_profile(path, "expected a JSON list [root, device_info]")
-    device_info = data[1] if len(data) == 2 else {}
-    if type(device_info) is not dict:
-        raise _not_profile(path, "device_info (second element) is not an object")
-    names = set()
-    return Profile(build_tree(data[0], path, names), device_info, [path], names)
-
-
-def _add_missing_metrics(dst, src):
-    for key, value in src.items():
-        dst.setdefault(key, value)
-
-
-def merge_into(dst, src, same_launches=False):
-    """Add tree ``src`` into tree ``dst`` by node path; ``src`` is consumed. With
-    ``same_launches`` (concurrent sessions over the same region, e.g. backend="nvidia" and
-    backend="instrumentation") a metric both trees have was measured once: dst's value is kept,
-    and src only adds the metrics dst lacks (cycles next to time)."""
-    add = _add_missing_metrics if same_launches else _add_metrics
-    add(dst.metrics, src.metrics)
-    stack = [(dst, src)]
-    while stack:
-        dnode, snode = stack.pop()
-        for name, schild in snode.children.items():
-            dchild = dnode.children.get(name)
-            if dchild is None:
-                schild.parent = dnode
-                dnode.children[name] = schild
-            else:
-                add(dchild.metrics, schild.metrics)
-                stack.append((dchild, schild))
-
-
-def _merge_devices(dst, src):
+def merge_devices(dst, src):
+    """Add src's device_info into dst (dst's entries win)."""
     for kind, devices in src.items():
         if isinstance(devices, dict) and isinstance(dst.get(kind), dict):
             merged = dict(devices)
@@ -271,17 +84,28 @@ def _merge_devices(dst, src):
             dst.setdefault(kind, devices)
 
 
-def _session_span(path):
-    """(pid, start ns, stop ns) from the .meta.json written next to a .hatchet, or None."""
-    import json
+_META_LIMIT = 1 << 20  # a session's .meta.json is a few KiB; anything bigger is not one
 
+
+def _session_span(path):
+    """(pid, start ns, stop ns) from the .meta.json written next to a .hatchet, or None.
+
+    The sidecar is advisory: a missing, huge, malformed, deeply nested or out-of-range one
+    only means "not known to be concurrent".
+    """
     base = path[:-len(".hatchet")] if path.endswith(".hatchet") else path
     try:
-        with open(base + ".meta.json") as handle:
-            meta = json.load(handle)
-        return meta["pid"], int(meta["start_time_ns"]), int(meta["stop_time_ns"])
-    except (OSError, ValueError, KeyError, TypeError):
+        with open(base + ".meta.json", "rb") as handle:
+            data = handle.read(_META_LIMIT + 1)
+        if len(data) > _META_LIMIT:
+            return None
+        meta = json.loads(data)
+        pid, start, stop = meta["pid"], meta["start_time_ns"], meta["stop_time_ns"]
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, IndexError):
         return None
+    if not all(type(v) is int for v in (pid, start, stop)):
+        return None
+    return pid, start, stop
 
 
 def concurrent_sessions(path_a, path_b):
@@ -293,14 +117,49 @@ def concurrent_sessions(path_a, path_b):
     return a[1] < b[2] and b[1] < a[2]
 
 
+_PART = re.compile(r"\.part(\d+)\.hatchet$")
+
+
+def part_paths(path):
+    """``name.part<k>.hatchet`` files of a ``name.hatchet`` (the parts of a long run), by k."""
+    if not path.endswith(".hatchet"):
+        return []
+    folder, base = os.path.split(path[:-len(".hatchet")])
+    try:
+        entries = os.listdir(folder or ".")
+    except (OSError, ValueError):
+        return []
+    parts = []
+    for entry in entries:
+        match = _PART.search(entry)
+        if match and entry[:match.start()] == base:
+            parts.append((int(match.group(1)), os.path.join(folder, entry)))
+    return [p for _, p in sorted(parts)]
+
+
+def _expand_parts(paths):
+    """Each path, or its parts when only the parts exist."""
+    out = []
+    for path in paths:
+        parts = [] if os.path.exists(path) else part_paths(path)
+        out.extend(parts or [path])
+    return out
+
+
 def load_profiles(paths):
-    """Load several files and merge them into one Profile by node path."""
+    """Load one or several files and merge them into one Profile by node path.
+
+    A ``name.hatchet`` that does not exist but whose ``name.part<k>.hatchet`` parts do is
+    read as all its parts (the parts of one run add up to the unsplit run).
+    """
+    paths = _expand_parts(paths)
     profile = load_profile(paths[0])
     for path in paths[1:]:
         other = load_profile(path)
         merge_into(profile.root, other.root, same_launches=concurrent_sessions(paths[0], path))
-        _merge_devices(profile.device_info, other.device_info)
+        merge_devices(profile.device_info, other.device_info)
         profile.names |= other.names
+        profile.has_metadata = profile.has_metadata or other.has_metadata
         profile.sources.append(path)
     return profile
 
@@ -315,8 +174,13 @@ def release(root):
     while stack:
         node = stack.pop()
         stack.extend(node.children.values())
-        node.children = {}
+        node.children = NO_CHILDREN
         node.parent = None
+
+
+def hide_metadata(root):
+    """Drop the launch_metadata hooks' scopes (ours and Proton's), with their subtrees."""
+    exclude(root, re.compile("^(?:" + "|".join(map(re.escape, METADATA_SCOPES)) + ")$"))
 
 
 def exclude(root, regex):
@@ -362,25 +226,51 @@ def include(root, regex):
                 del node.children[name]
 
 
-def compute_inclusive(root, keys=None):
-    """Set ``node.incl`` to subtree sums of the metrics in ``keys``.
+def compute_inclusive(root, keys=None, drop_metrics=False):
+    """Set ``node.incl`` to the subtree sums of the stored metrics ``keys``.
 
-    ``keys=None`` means every non-identifier metric; passing only the metrics
-    being shown keeps large profiles fast.
+    With a list of keys, ``incl`` is a list in that order (None where the subtree has none
+    of a metric): a few bytes per node, which is what the command line uses. ``keys=None``
+    gives a dict of every non-identifier metric instead. ``drop_metrics`` frees each node's
+    own metrics once summed (the command line needs only the sums from there on).
     """
     order = preorder(root)
-    for node in order:
-        metrics = node.metrics
-        if keys is not None:
-            node.incl = {k: metrics[k] for k in keys if k in metrics}
-        elif "device_id" in metrics or "device_type" in metrics:
-            node.incl = {k: v for k, v in metrics.items() if k not in IDENTIFIERS}
-        else:
-            node.incl = dict(metrics)
+    if keys is None:
+        _inclusive_dicts(order)
+        return
+    keys = list(keys)
+    if len(keys) == 1:
+        _inclusive_one(order, keys[0], drop_metrics)
+        return
+    for node in reversed(order):  # children before their parent
+        get = node.metrics.get
+        if drop_metrics:
+            node.metrics = NO_METRICS
+        incl = [get(key) for key in keys]
+        for child in node.children.values():
+            incl = [b if a is None else a if b is None else a + b
+                    for a, b in zip(incl, child.incl)]
+        node.incl = incl
+
+
+def _inclusive_one(order, key, drop_metrics):
+    """compute_inclusive for one key (the default view): the same sums, fewer steps."""
     for node in reversed(order):
-        parent = node.parent
-        if parent is None:
-            continue
-        pincl = parent.incl
-        for key, value in node.incl.items():
-            pincl[key] = pincl.get(key, 0) + value
+        total = node.metrics.get(key)
+        if drop_metrics:
+            node.metrics = NO_METRICS
+        if node.children:
+            for child in node.children.values():
+                value = child.incl[0]
+                if value is not None:
+                    total = value if total is None else total + value
+        node.incl = [total]
+
+
+def _inclusive_dicts(order):
+    for node in reversed(order):
+        incl = {k: v for k, v in node.metrics.items() if k not in IDENTIFIERS}
+        for child in node.children.values():
+            for key, value in child.incl.items():
+                incl[key] = incl.get(key, 0) + value
+        node.incl = incl

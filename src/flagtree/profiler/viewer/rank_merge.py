@@ -10,8 +10,11 @@ import json
 import os
 import re
 
+from ..paths import RANK_FILE
 from .errors import ViewerError
-from .profile_tree import IDENTIFIERS, Node, parse_json, read_file
+from .nodes import IDENTIFIERS, Node
+from .profile_tree import load_profile, merge_devices, release
+
 
 class _LazyNumpy:
     """numpy, imported on first use: the viewer itself needs no third-party package, and only
@@ -26,14 +29,17 @@ class _LazyNumpy:
 
 
 np = _LazyNumpy()
-_RANK_FILE = re.compile(r"\.rank(\d+)(?:\.part\d+)?\.hatchet$")
 _PART = re.compile(r"(?:\.part\d+)?\.hatchet$")
-_DEVICE_TYPES = {"HIP": 0, "CUDA": 1, "CPU": 2}  # Proton writes device identifiers as strings
 FILES_PER_WORKER = 32  # below this a worker's start-up costs more than it saves
 
 
+def _rank_match(path):
+    match = RANK_FILE.match(os.path.basename(path))
+    return match if match and match.group(3) == ".hatchet" else None
+
+
 def is_rank_file(path):
-    return bool(_RANK_FILE.search(path))
+    return _rank_match(path) is not None
 
 
 def expand_inputs(paths):
@@ -56,7 +62,7 @@ def metadata_of(path):
         with open(_PART.sub("", path) + ".meta.json") as handle:
             meta = json.load(handle)
         return meta if isinstance(meta, dict) else {}
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
 
 
@@ -65,100 +71,72 @@ def meta_key(path):
 
 
 def rank_of(path, meta):
-    named = _RANK_FILE.search(path)
+    named = _rank_match(path)
     if named:
-        return int(named.group(1))
+        return int(named.group(2))
     return meta["rank"] if type(meta.get("rank")) is int else 0
-
-
-def _not_profile(path, why):
-    return ViewerError(f"'{path}' is not a tree profile: {why}")
 
 
 class RankMerge:
     """Merged nodes as flat lists (a parent's row precedes its children's) and, per metric key,
-    a (rows x ranks) matrix of exclusive values with a per-row presence flag."""
+    a (rows x ranks) matrix of exclusive values with a per-row presence flag. Files are read
+    by the viewer's reader (profile_tree.load_profile), one at a time, and folded in."""
 
     def __init__(self, ranks, keys):
         self.ranks = list(ranks)
         self.column = {rank: c for c, rank in enumerate(self.ranks)}
         self.keys = list(dict.fromkeys(keys))
         self.index = {(-1, None): 0}  # (parent row, name) -> row; every file's root is row 0
-        self.names, self.frames, self.parents, self.idents = ["ROOT"], [{"name": "ROOT"}], [-1], [None]
+        self.names, self.kernels, self.parents, self.idents = ["ROOT"], [False], [-1], [None]
         self.per_rank = {k: np.zeros((1024, len(self.ranks))) for k in self.keys}
         self.present = {k: np.zeros(1024, dtype=bool) for k in self.keys}
-        self.device_info, self.metric_names = {}, set()
+        self.device_info, self.metric_names, self.has_metadata = {}, set(), False
 
-    def _new_row(self, key, name, frame, parent):
+    def _new_row(self, key, name, kernel, parent):
         row = self.index[key] = len(self.names)
         self.names.append(name)
-        self.frames.append(frame)
+        self.kernels.append(kernel)
         self.parents.append(parent)
         self.idents.append(None)
         return row
 
     def add_file(self, path, rank):
-        data = parse_json(read_file(path), path)
-        if type(data) is not list or not data or len(data) > 2 or type(data[0]) is not dict:
-            raise _not_profile(path, "expected a JSON list [root, device_info]")
-        self._add_devices(data[1] if len(data) == 2 else {}, path)
+        profile = load_profile(path)  # checked by the reader: numbers, identifiers, shape
+        merge_devices(self.device_info, profile.device_info)
+        self.metric_names |= profile.names
+        self.has_metadata = self.has_metadata or profile.has_metadata
         found = {k: ([], []) for k in self.keys}
         readers = [(k, found[k][0].append, found[k][1].append) for k in self.keys]
-        index, idents, names_seen = self.index, self.idents, self.metric_names
-        stack = [(data[0], -1)]
+        index, idents, kernels = self.index, self.idents, self.kernels
+        self.names[0] = profile.root.name
+        stack = [(profile.root, -1)]
         while stack:  # the hot loop: kept flat, no calls per node beyond dict lookups
-            raw, parent = stack.pop()
-            if type(raw) is not dict:
-                raise _not_profile(path, "a node is not a JSON object")
-            frame = raw.get("frame")
-            name = frame.get("name") if type(frame) is dict else None
-            if type(name) is not str:
-                raise _not_profile(path, "a node has no frame name")
-            key = (parent, name) if parent >= 0 else (-1, None)
-            row = index.get(key)
+            node, parent = stack.pop()
+            row = index.get((parent, node.name)) if parent >= 0 else 0
             if row is None:
-                row = self._new_row(key, name, frame, parent)
-                if parent < 0:
-                    self.frames[0] = frame
-            metrics = raw.get("metrics")
+                row = self._new_row((parent, node.name), node.name, node.kernel, parent)
+            elif node.kernel:
+                kernels[row] = True
+            metrics = node.metrics
             if metrics:
-                if type(metrics) is not dict:
-                    raise _not_profile(path, f"node '{name}' has non-object metrics")
-                names_seen.update(metrics)
                 for metric, add_row, add_value in readers:
                     value = metrics.get(metric)
                     if value is not None:
                         add_row(row)
                         add_value(value)
-                if idents[row] is None and ("device_id" in metrics or "device_type" in metrics):
-                    idents[row] = {k: _identifier(k, metrics[k], path) for k in IDENTIFIERS if k in metrics}
-            children = raw.get("children")
-            if children:
-                if type(children) is not list:
-                    raise _not_profile(path, "a node's children is not a list")
-                stack.extend([(child, row) for child in children])
-        self._store(found, self.column[rank], path)
+                if idents[row] is None and node.kernel:
+                    idents[row] = {k: metrics[k] for k in IDENTIFIERS if k in metrics} or None
+            if node.children:
+                stack.extend([(child, row) for child in node.children.values()])
+        release(profile.root)
+        self._store(found, self.column[rank])
 
-    def _store(self, found, column, path):
+    def _store(self, found, column):
         self._grow(len(self.names))
         for key, (rows, values) in found.items():
-            if not rows:
-                continue
-            try:
-                numbers = np.asarray(values, dtype=np.float64)
-            except (TypeError, ValueError):
-                raise _not_profile(path, f"metric '{key}' is not a number") from None
-            np.add.at(self.per_rank[key][:, column], rows, numbers)
-            self.present[key][rows] = True
-
-    def _add_devices(self, device_info, path):
-        if type(device_info) is not dict:
-            raise _not_profile(path, "device_info is not an object")
-        for kind, devices in device_info.items():
-            if isinstance(devices, dict) and isinstance(self.device_info.get(kind), dict):
-                self.device_info[kind] = {**devices, **self.device_info[kind]}
-            else:
-                self.device_info.setdefault(kind, devices)
+            if rows:
+                np.add.at(self.per_rank[key][:, column], rows, np.asarray(values, dtype=np.float64))
+                self.present[key][rows] = True
 
     def _grow(self, rows):
         for key, matrix in self.per_rank.items():
@@ -179,7 +157,8 @@ class RankMerge:
             key = (parent, part.names[row])
             mine = self.index.get(key)
             if mine is None:
-                mine = self._new_row(key, part.names[row], part.frames[row], parent)
+                mine = self._new_row(key, part.names[row], part.kernels[row], parent)
+            self.kernels[mine] = self.kernels[mine] or part.kernels[row]
             if self.idents[mine] is None:
                 self.idents[mine] = part.idents[row]
             remap[row] = mine
@@ -189,8 +168,8 @@ class RankMerge:
             self.per_rank[key][np.ix_(rows, columns)] += part.per_rank[key][: len(remap)]
             self.present[key][rows] |= part.present[key][: len(remap)]
         self.metric_names |= part.metric_names
-        for kind, devices in part.device_info.items():
-            self._add_devices({kind: devices}, "a partial merge")
+        self.has_metadata = self.has_metadata or part.has_metadata
+        merge_devices(self.device_info, part.device_info)
 
     def tree(self):
         """The merged tree as viewer Nodes (metrics: the sums over ranks), and each node's row."""
@@ -202,22 +181,12 @@ class RankMerge:
             for key in self.keys:
                 if self.present[key][row]:
                     metrics[key] = sums[key][row]
+            node = Node(self.names[row], self.kernels[row], metrics)
             parent = self.parents[row]
-            node = Node(self.names[row], self.frames[row], metrics, nodes[parent] if parent >= 0 else None)
             if parent >= 0:
-                nodes[parent].children[node.name] = node
+                nodes[parent].adopt(node)
             nodes.append(node)
         return nodes[0], {node: row for row, node in enumerate(nodes)}
-
-
-def _identifier(key, value, path):
-    if type(value) is str:
-        if key == "device_type" and value.upper() in _DEVICE_TYPES:
-            return _DEVICE_TYPES[value.upper()]
-        if key == "device_id" and value.isdigit():
-            return int(value)
-        raise _not_profile(path, f"metric '{key}' is not a device identifier: {value!r}")
-    return value
 
 
 def _fold(ranks, keys, files):

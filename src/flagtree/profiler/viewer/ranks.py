@@ -14,9 +14,9 @@ import os
 import re
 
 from .errors import ViewerError
-from .metrics import CPU_TIME, FLOP_KEYS, MEASURED_BYTES, TIME, Metric, needed_keys, parse_metrics, prepare, \
+from .metrics import CPU_TIME, FLOP_KEYS, MEASURED_BYTES, TIME, Metric, bind, parse_metrics, prepare, \
     usable_specs
-from .profile_tree import Profile, compute_inclusive, exclude, include, preorder, release
+from .profile_tree import Profile, compute_inclusive, preorder, release
 from .rank_merge import expand_inputs, is_rank_file, merge_files, meta_key, metadata_of, np, rank_of
 
 SUFFIXES = ("max", "min", "mean", "imbalance", "slowest")
@@ -86,19 +86,22 @@ class RankColumns:
         if metric.label == "time/%":
             with np.errstate(divide="ignore", invalid="ignore"):
                 return 100.0 * self.inclusive[TIME][row] / self.inclusive[TIME][root_row]
+        compute = metric.make({key: at for at, key in enumerate(metric.needs)})
+        matrices = [self.inclusive.get(key) for key in metric.needs]
         out = np.full(len(self.merge.ranks), np.nan)
         for column in range(len(out)):
-            incl = {k: self.inclusive[k][row, column] for k in metric.needs if k in self.inclusive}
-            total = {k: self.inclusive[k][root_row, column] for k in metric.needs if k in self.inclusive}
-            value = metric.compute(incl, total)
+            incl = [None if m is None else float(m[row, column]) for m in matrices]
+            total = [None if m is None else float(m[root_row, column]) for m in matrices]
+            value = compute(incl, total)
             out[column] = np.nan if value is None else value
         return out
 
-    def statistic(self, metric, suffix):
+    def statistic(self, metric, suffix, merged):
+        """The column's value function; `merged(node)` is the metric over the summed tree."""
         ranks = self.merge.ranks
 
         def compute(node):
-            if metric.compute(node.incl, self.root.incl) is None:
+            if merged(node) is None:
                 return None  # no rank has this metric here
             values = self.per_rank(metric, node)
             present = ~np.isnan(values)
@@ -182,9 +185,44 @@ def _rank_ranges(ranks):
     return ",".join(spans)
 
 
-def run(args, stream):
-    """The viewer pipeline for a rank merge; returns the text to print."""
-    from . import cli  # the plain viewer's option parsing and rendering, shared
+def _merged_profile(specs, paths):
+    """(Profile of the tree summed over ranks, its RankMerge, node -> row, the files)."""
+    files = load(paths)
+    keys = [k for s in specs for k in keys_for(split_spec(s)[0])]  # plain columns read the sums
+    merge = merge_files([(p, r) for p, r, _ in files], keys)
+    root, row_of = merge.tree()
+    profile = Profile(root, merge.device_info, [p for p, _, _ in files], merge.metric_names)
+    profile.has_metadata = merge.has_metadata
+    return profile, merge, row_of, files
+
+
+def _value_functions(columns, merge, root, row_of):
+    """(shown Metric, value function of a node) per column, once the tree's sums are in."""
+    bases = [m for _, m, _ in columns]
+    keys, _ = bind(bases)
+    index = {key: at for at, key in enumerate(keys)}
+    compute_inclusive(root, keys, drop_metrics=True)
+    per_rank = RankColumns(merge, root, row_of)
+    out = []
+    for spec, metric, suffix in columns:
+        summed = metric.make(index)
+        only_kernels = metric.kernels_only
+
+        def merged(node, summed=summed, only_kernels=only_kernels):
+            return None if only_kernels and not node.kernel else summed(node.incl, root.incl)
+
+        if suffix is None:
+            out.append((metric, merged))
+        else:
+            integral = suffix == "slowest" or (metric.integral and suffix in ("max", "min"))
+            out.append((Metric(spec, None, metric.needs, integral=integral),
+                        per_rank.statistic(metric, suffix, merged)))
+    return out
+
+
+def run(args, write, stream=None, release_trees=True):
+    """The viewer pipeline for a rank merge (cli.run's branch for it), writing through `write`."""
+    from . import cli  # the plain viewer's option parsing, filters and rendering, shared
     from .render import View, render_metric_list, render_sorted, render_tree, use_color
 
     if args.diff_profile is not None:
@@ -192,52 +230,38 @@ def run(args, stream):
     depth, threshold = cli._parse_depth(args.depth), cli._parse_threshold(args.threshold)
     include_rx, exclude_rx = cli._compile("--include", args.include), cli._compile("--exclude", args.exclude)
     specs = _with_slowest([s.strip() for s in args.metrics.split(",")])
-    files = load(args.profiles)
-    keys = [k for s in specs for k in keys_for(split_spec(s)[0])]  # plain columns read the sums
-    merge = merge_files([(p, r) for p, r, _ in files], keys)
-    root, row_of = merge.tree()
-    profile = Profile(root, merge.device_info, [p for p, _, _ in files], merge.metric_names)
+    profile, merge, row_of, files = _merged_profile(specs, args.profiles)
+    root = profile.root
     if args.list:
-        text = render_metric_list(profile, profile.names, usable_specs(profile.names, profile.device_info))
-        return text + "Per-rank statistics: append :max, :min, :mean, :imbalance or :slowest to a metric\n"
+        render_metric_list(profile, profile.names, usable_specs(profile.names, profile.device_info), write)
+        return write("Per-rank statistics: append :max, :min, :mean, :imbalance or :slowest to a metric\n")
+    cli._refuse_empty(profile)
     columns = _columns(specs, profile)
-    if exclude_rx is not None:
-        exclude(root, exclude_rx)
-    if include_rx is not None:
-        include(root, include_rx)
-    bases = [m for _, m, _ in columns]
-    prepare(bases, root, profile.device_info)
-    compute_inclusive(root, needed_keys(bases))
-    per_rank = RankColumns(merge, root, row_of)
-    shown, value_functions = [], []
-    for spec, metric, suffix in columns:
-        if suffix is None:
-            shown.append(metric)
-            value_functions.append(lambda node, m=metric: m.compute(node.incl, root.incl))
-        else:
-            shown.append(Metric(spec, None, metric.needs, integral=suffix == "slowest" or
-                                (metric.integral and suffix in ("max", "min"))))
-            value_functions.append(per_rank.statistic(metric, suffix))
+    cli._filter(profile, args, include_rx, exclude_rx)
+    prepare([m for _, m, _ in columns], root, profile.device_info)
+    shown = _value_functions(columns, merge, root, row_of)
+    functions = [f for _, f in shown]
 
     def values_of(node):
         if node.values is None:
-            node.values = [f(node) for f in value_functions]
+            node.values = [f(node) for f in functions]
         return node.values
 
-    view = View(shown, values_of, depth=depth, threshold=threshold, frame_format=args.format,
+    view = View([m for m, _ in shown], values_of, depth=depth, threshold=threshold, frame_format=args.format,
                 color=use_color(stream, args.no_color))
     try:
-        render = render_sorted if args.print_sorted else render_tree
-        return render(root, view) + losses_text(files)
+        (render_sorted if args.print_sorted else render_tree)(root, view, write)
+        write(losses_text(files))
     finally:
-        release(root)
+        if release_trees:
+            release(root)
 
 
-def merge_traces_command(args):
+def merge_traces_command(args, write):
     """--merge-traces OUT: the positional files are Chrome traces, merged into one timeline."""
     from ..merge_traces import TraceMergeError, merge_traces, summary_line
 
     try:
-        return summary_line(merge_traces(args.profiles, args.merge_traces), args.merge_traces)
+        write(summary_line(merge_traces(args.profiles, args.merge_traces), args.merge_traces))
     except (TraceMergeError, OSError) as error:
         raise ViewerError(str(error)) from None

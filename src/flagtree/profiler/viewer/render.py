@@ -1,19 +1,30 @@
 """Text output: the indented tree, the sorted flat list, and metric listings.
 
-Rendering never recurses (profiles can be thousands of levels deep) and
-builds the whole output as one string so large trees print quickly.
+Rendering never recurses (profiles can be 100,000 levels deep) and streams: rows are chosen
+and their value cells formatted first (memory proportional to the tree), then each line is
+built and written in batches, so the printed text (quadratic in depth for a deep chain) is
+never held whole. Every name printed goes through :func:`safe`.
 """
 
 import os
 import re
+from itertools import islice
 
-from .profile_tree import IDENTIFIERS
+from .nodes import IDENTIFIERS
+from .safe_text import UNSAFE, safe
 
-FRAME_FORMATS = ("full", "file:function:line", "function:line", "file:function")
-_PY_FRAME = re.compile(r"^(.*):(\d+)@(.*)$")
+_UNSAFE_SEARCH = UNSAFE.search
+
+# Our names, then Proton's (-f of proton-viewer), which print Proton's spellings.
+FRAME_FORMATS = ("full", "file:function:line", "function:line", "file:function",
+                 "file_function_line", "function_line", "file_function")
+_PY_FRAME = re.compile(r"^(.*):(\d+)@(.*)$", re.S)
 
 RESET, BOLD = "\x1b[0m", "\x1b[1m"
 RED, YELLOW, GREEN, CYAN = "\x1b[31m", "\x1b[33m", "\x1b[32m", "\x1b[36m"
+
+BATCH_LINES = 8192  # lines joined into one write (each is at most ~400 characters + its name)
+INDENT_LEVELS = 128  # tree levels drawn with guides; deeper rows are marked [+N]
 
 
 def format_frame(name, style):
@@ -29,7 +40,13 @@ def format_frame(name, style):
         return f"{base}:{func}:{line}"
     if style == "function:line":
         return f"{func}:{line}"
-    return f"{base}:{func}"
+    if style == "file:function":
+        return f"{base}:{func}"
+    if style == "file_function_line":
+        return f"{base}:{line}@{func}"
+    if style == "function_line":
+        return f"{line}@{func}"
+    return f"{base}@{func}"  # file_function
 
 
 def format_float(value):
@@ -41,11 +58,17 @@ def format_float(value):
     return f"{value:.3e}"
 
 
+def format_floats(values):
+    """format_float over a column, without a call per cell."""
+    return ["-" if v is None else f"{v:.3f}" if v == 0 or 0.1 <= abs(v) < 1e6 else f"{v:.3e}"
+            for v in values]
+
+
 def format_integral(value):
-    """Whole numbers as integers; anything fractional falls back to floats."""
+    """Whole numbers as integers; anything fractional (or not finite) falls back to floats."""
     if type(value) is int:
         return str(value)
-    if value is not None and float(value).is_integer() and abs(value) < 1e15:
+    if value is not None and abs(value) < 1e15 and float(value).is_integer():
         return str(int(value))
     return format_float(value)
 
@@ -55,15 +78,21 @@ def use_color(stream, flag_off):
     if flag_off or os.environ.get("NO_COLOR"):
         return False
     isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
+    try:
+        return bool(isatty and isatty())
+    except (OSError, ValueError):
+        return False
 
 
 class View:
-    """Everything rendering needs: columns, value lookup, and display options."""
+    """Everything rendering needs: columns, value lookup, and display options.
+
+    ``values_of(node)`` returns the node's list of column values (cached on ``node.values``).
+    """
 
     def __init__(self, metrics, values_of, *, depth=None, threshold=0.0,
                  frame_format="full", color=False, diff=False):
-        self.labels = [m.label + (" (diff)" if diff else "") for m in metrics]
+        self.labels = [safe(m.label) + (" (diff)" if diff else "") for m in metrics]
         self.formatters = [format_integral if m.integral else format_float for m in metrics]
         self.values_of = values_of
         self.depth = depth
@@ -85,42 +114,78 @@ class View:
         first = self.values_of(node)[0]
         return first is not None and abs(first) >= self.cutoff
 
-    def sort_key(self, node):
-        first = self.values_of(node)[0]
-        return (first is None, -(first or 0), node.name)
+    def order(self, nodes):
+        """Nodes by first value, descending (missing and NaN last), then by name."""
+        nodes = list(nodes)
+        if len(nodes) < 2:
+            return nodes
+        values_of = self.values_of
+        ranks = [_rank(values_of(node)[0]) for node in nodes]
+        order = sorted(zip(ranks, [node.name for node in nodes], range(len(nodes))))
+        return [nodes[at] for _, _, at in order]
 
     def children(self, node):
-        if self.cutoff is None:
-            kids = list(node.children.values())
-        else:
-            kids = [c for c in node.children.values() if self.visible(c)]
-        if len(kids) > 1:
-            kids.sort(key=self.sort_key)
-        return kids
+        kids = node.children.values()
+        if self.cutoff is not None:
+            kids = [c for c in kids if self.visible(c)]
+        return self.order(kids)
 
-    def cells(self, node):
-        return [fmt(v) for fmt, v in zip(self.formatters, self.values_of(node))]
+    def name(self, name):
+        return safe(format_frame(name, self.frame_format))
+
+
+_LAST = float("inf")
+
+
+def _rank(first):
+    if first is None or first != first:
+        return _LAST
+    return -first
 
 
 def _tree_rows(root, view):
+    """(node, depth, is last child) in print order."""
     rows = []
-    stack = [(root, 0, "", "")]
+    stack = [(root, 0, True)]
+    limit = view.depth
     while stack:
-        node, depth, head, cont = stack.pop()
-        rows.append((node, head))
-        if view.depth is not None and depth >= view.depth:
+        row = stack.pop()
+        rows.append(row)
+        node, depth, _ = row
+        if not node.children or (limit is not None and depth >= limit):
             continue
         kids = view.children(node)
-        for index in range(len(kids) - 1, -1, -1):
-            last = index == len(kids) - 1
-            stack.append((kids[index], depth + 1, cont + ("`- " if last else "|- "),
-                          cont + ("   " if last else "|  ")))
+        if kids:
+            below = depth + 1
+            stack.append((kids[-1], below, True))
+            if len(kids) > 1:
+                stack.extend([(kid, below, False) for kid in kids[-2::-1]])
     return rows
+
+
+def _cells(view, nodes):
+    """Per node, its right-aligned value columns as one string; plus the header.
+
+    Columns are joined one at a time, so only one column's cells are alive besides the rows.
+    """
+    rows, header = None, []
+    values_of = view.values_of
+    for index, (label, fmt) in enumerate(zip(view.labels, view.formatters)):
+        column = [values_of(node)[index] for node in nodes]
+        cells = format_floats(column) if fmt is format_float else list(map(fmt, column))
+        del column
+        width = max(len(label), max(map(len, cells), default=0))
+        header.append(label.rjust(width))
+        if rows is None:
+            rows = [cell.rjust(width) for cell in cells]
+        else:
+            rows = [row + "  " + cell.rjust(width) for row, cell in zip(rows, cells)]
+    return rows, "  ".join(header)
 
 
 def _value_color(view, node):
     first = view.values_of(node)[0]
-    if first is None:
+    if first is None or first != first:
         return ""
     if view.diff:
         return RED if first > 0 else GREEN if first < 0 else ""
@@ -130,44 +195,69 @@ def _value_color(view, node):
     return RED if share >= 0.5 else YELLOW if share >= 0.1 else ""
 
 
-def _columns(view, nodes):
-    """Formatted, right-aligned cells per row, plus the matching header."""
-    rows = [view.values_of(node) for node in nodes]
-    columns, header = [], []
-    for index, (label, fmt) in enumerate(zip(view.labels, view.formatters)):
-        cells = [fmt(values[index]) for values in rows]
-        width = max(len(label), max(map(len, cells), default=0))
-        columns.append([cell.rjust(width) for cell in cells])
-        header.append(label.rjust(width))
-    return ["  ".join(parts) for parts in zip(*columns)], "  ".join(header)
-
-
-def _layout(view, entries):
-    """entries: (node, text) pairs -> lines with aligned value columns."""
-    nodes = [node for node, _ in entries]
-    cells, header = _columns(view, nodes)
+def _emit(view, nodes, texts, write):
+    """Write the header and one line per node: cells, then its text (an iterable)."""
+    cells, header = _cells(view, nodes)
     if not view.color:
-        lines = [header] + [c + "  " + t for c, (_, t) in zip(cells, entries)]
-        return "\n".join(lines) + "\n"
-    lines = [BOLD + header + RESET]
-    for values, (node, text) in zip(cells, entries):
-        tint = _value_color(view, node)
-        values = tint + values + RESET if tint else values
-        lines.append(values + "  " + _color_name(node, text))
-    return "\n".join(lines) + "\n"
+        lines = map("  ".join, zip(cells, texts))
+    else:
+        header = BOLD + header + RESET
+        lines = map("  ".join, zip(map(_tinted, cells, [view] * len(nodes), nodes),
+                                   map(_kernel_cyan, nodes, texts)))
+    write(header + "\n")
+    while True:
+        batch = list(islice(lines, BATCH_LINES))
+        if not batch:
+            return
+        batch.append("")
+        write("\n".join(batch))
 
 
-def _color_name(node, text):
-    return CYAN + text + RESET if node.is_kernel_like() else text
+def _tinted(cell, view, node):
+    tint = _value_color(view, node)
+    return tint + cell + RESET if tint else cell
 
 
-def render_tree(root, view):
-    """The indented tree, children by first metric, descending."""
+def _kernel_cyan(node, text):
+    return CYAN + text + RESET if node.kernel else text
+
+
+def _tree_texts(view, rows):
+    """The indented names, built one at a time from the ancestors' continuation marks.
+
+    Guides are drawn for INDENT_LEVELS levels; a deeper row says how many more levels down
+    it is (``[+N]``), so a 100,000-deep chain prints 100,000 short lines, not 15 GB of blanks.
+    """
+    # indents[d]: the guides of levels 1..d; a row writes its own level before any
+    # descendant reads it (rows come parents first), so stale deeper entries never show.
+    indents = [""] * (INDENT_LEVELS + 1)
+    name_of = view.name if view.frame_format != "full" else _safe_name
+    for node, depth, last in rows:
+        name = name_of(node.name)
+        if depth == 0:
+            yield name
+        elif depth <= INDENT_LEVELS:
+            indent = indents[depth - 1]
+            if last:
+                indents[depth] = indent + "   "
+                yield indent + "`- " + name
+            else:
+                indents[depth] = indent + "|  "
+                yield indent + "|- " + name
+        else:
+            branch = "`- " if last else "|- "
+            yield f"{indents[INDENT_LEVELS - 1]}[+{depth - INDENT_LEVELS}] {branch}{name}"
+
+
+def _safe_name(name):
+    return name if _UNSAFE_SEARCH(name) is None else safe(name)
+
+
+def render_tree(root, view, write):
+    """Write the indented tree, children by first metric, descending."""
     view.start(root)
     rows = _tree_rows(root, view)
-    fmt = view.frame_format
-    entries = [(node, head + format_frame(node.name, fmt)) for node, head in rows]
-    return _layout(view, entries)
+    _emit(view, [row[0] for row in rows], _tree_texts(view, rows), write)
 
 
 def _sorted_candidates(root, view):
@@ -176,30 +266,43 @@ def _sorted_candidates(root, view):
     while stack:
         node, depth = stack.pop()
         at_limit = view.depth is not None and depth >= view.depth
-        kids = [] if at_limit else list(node.children.values())
-        if node is not root and view.visible(node) and (not kids or node.is_kernel_like()):
+        kids = () if at_limit else node.children.values()
+        if node is not root and view.visible(node) and (not kids or node.kernel):
             out.append(node)
         stack.extend((child, depth + 1) for child in kids)
     return out
 
 
-def render_sorted(root, view):
-    """Leaves and kernel-like nodes, flat, by first metric, with full paths."""
+def render_sorted(root, view, write):
+    """Write leaves and kernel-like nodes, flat, by first metric, with full paths."""
     view.start(root)
-    nodes = _sorted_candidates(root, view)
-    nodes.sort(key=view.sort_key)
-    fmt = view.frame_format
-    entries = [(n, " -> ".join(format_frame(p, fmt) for p in n.path_names())) for n in nodes]
-    return _layout(view, entries)
+    nodes = view.order(_sorted_candidates(root, view))
+    shown = _NameCache(view.name).__getitem__  # ancestors repeat in many paths
+    texts = (" -> ".join(map(shown, n.path_names())) for n in nodes)
+    _emit(view, nodes, texts, write)
 
 
-def render_metric_list(profile, names, specs):
-    """The ``--list`` output: stored metrics, then derived specs that apply."""
-    lines = [f"Metrics in {profile.label}:"]
+class _NameCache(dict):
+    """name -> how it prints, computed on first use."""
+
+    def __init__(self, show):
+        super().__init__()
+        self.show = show
+
+    def __missing__(self, name):
+        shown = self[name] = self.show(name)
+        return shown
+
+
+def render_metric_list(profile, names, specs, write):
+    """Write the ``--list`` output: stored metrics, then derived specs that apply."""
+    lines = [f"Metrics in {safe(profile.label)}:"]
     for name in sorted(names):
         note = "  (identifier, not shown as a value)" if name in IDENTIFIERS else ""
-        lines.append(f"  {name}{note}")
+        lines.append(f"  {safe(name)}{note}")
+    if not names:
+        lines.append("  (none: the profile recorded no kernels)")
     if specs:
         lines.append("Derived metrics usable with -m:")
         lines.append("  " + ", ".join(specs))
-    return "\n".join(lines) + "\n"
+    write("\n".join(lines) + "\n")

@@ -1,1 +1,9 @@
-"""Writers: the tree as Hatchet JSON, and the metadata file beside each output."""
+"""The writer layer: one writer per output file, every one atomic (temporary file beside the
+target, fsync, rename) and strict JSON (NaN and infinities as null).
+
+- profile.py: the tree (`.hatchet`) and trace (`.chrome_trace`) outputs and their parts, written
+  by the native writers in csrc/dump/ straight from the session's store;
+- metadata.py: `<name>.meta.json`;
+- device_scopes.py: the instrumentation backend's `<name>.device_scopes.json`;
+- atomic.py: the one helper Python-side files go through.
+"""

@@ -10,16 +10,26 @@ per-block, per-warp intervals go to ``<name>.device_scopes.json`` (Chrome trace 
 """
 import json
 import threading
+from dataclasses import dataclass, field
 
 from ..base import BackendUnavailable
+from ...writers.device_scopes import write_device_scopes
 from ..nvidia import NvidiaBackend
 from . import compiler_hook
-from .collector import MEAN_METRICS, Collector, scope_children, trace_events
-from .kernel_info import kernel_info
 from .options import FORMS, parse_mode
 from .pool import ProfileBufferPool
 
 DEFAULT_CLOCK_GHZ = 1.98  # H200 boost clock; used only when the device reports none
+MEAN_METRICS = ["normalized_cycles"]  # averaged, not summed, when launches merge into one node
+
+
+@dataclass
+class InstrumentationState:
+    """Per session: the collector's totals when it started (its metadata counts the difference)
+    and, for data="trace", the device-scope events gathered for ``<name>.device_scopes.json``."""
+    totals_at_start: dict = field(default_factory=dict)
+    trace_events: list = None  # None for data="tree"
+    blocks_left_out: int = 0
 
 
 def _native():
@@ -31,6 +41,7 @@ def _native():
 class InstrumentationBackend(NvidiaBackend):
     name = "instrumentation"
     modes = FORMS
+    SessionState = InstrumentationState
 
     def __init__(self):
         super().__init__()
@@ -38,14 +49,12 @@ class InstrumentationBackend(NvidiaBackend):
         self._users = 0
         self._options = None
         self._undo = []
-        self._sessions = {}  # slot -> session (open instrumentation sessions)
-        self._trace_events = {}  # slot -> list of events (data="trace" sessions)
-        self._left_out = {}
+        self._sessions = {}  # session id -> session (open instrumentation sessions)
         self.registry = {}  # CUfunction handle -> KernelInfo, for every instrumented kernel loaded
         self.collector = None
 
     def check_mode(self, mode):
-        return parse_mode(mode).canonical()
+        return parse_mode(mode)
 
     def unavailable_reason(self):
         try:
@@ -56,8 +65,7 @@ class InstrumentationBackend(NvidiaBackend):
         return super().unavailable_reason()
 
     # -- starting and stopping ---------------------------------------------------------------
-    def acquire(self, mode):
-        options = parse_mode(mode)
+    def acquire(self, options):
         with self._lock:
             if self._users and options != self._options:
                 raise ValueError(f"backend 'instrumentation': a session with mode {self._options.canonical()!r} is "
@@ -66,7 +74,7 @@ class InstrumentationBackend(NvidiaBackend):
             if self._users == 0:
                 compiler_hook.triton_proton()
                 compiler_hook.route()
-                super().acquire(mode)
+                super().acquire(None)
                 try:
                     self._install(options)
                 except BaseException:
@@ -79,13 +87,15 @@ class InstrumentationBackend(NvidiaBackend):
         import torch
         from triton.runtime import _allocation
 
+        from .collector import Collector  # numpy is needed from here on, not to import the package
+
         from ...hooks.triton import _attach, _launch_hook_owner
 
         self._options = options
         native = _native()
         self.collector = Collector(ProfileBufferPool(options.pool_mb << 20, _new_device_buffer), self.registry,
                                    self._deliver, torch.cuda.synchronize)
-        self.collector.slots = self._active_slots
+        self.collector.sessions = self._active_sessions
         native.instrumentation_watch_launches(True)
         self._undo.append(lambda: native.instrumentation_watch_launches(False))
         compiler_hook.install(options)
@@ -126,21 +136,19 @@ class InstrumentationBackend(NvidiaBackend):
         native.session_enable_extras(session.slot)
         native.session_set_mean_metrics(session.slot, MEAN_METRICS)
         with self._lock:
-            session.instrumentation_totals_at_start = dict(self.collector.totals.as_stats())
-            self._sessions[session.slot] = session
-            if session.data == "trace":
-                self._trace_events[session.slot] = []
-                self._left_out[session.slot] = 0
+            session.state.totals_at_start = dict(self.collector.totals.as_stats())
+            if session.data in ("trace", "perfetto"):
+                session.state.trace_events = []
+            self._sessions[session.id] = session
 
     def detach_session(self, session):
         with self._lock:
-            self._sessions.pop(session.slot, None)
-            self._trace_events.pop(session.slot, None)
-            self._left_out.pop(session.slot, None)
+            self._sessions.pop(session.id, None)
 
-    def _active_slots(self):
+    def _active_sessions(self):
         native = _native()
-        return tuple(slot for slot in self._sessions if native.session_is_active(slot))
+        open_now = tuple(self._sessions.values())  # one snapshot: sessions may open and close meanwhile
+        return tuple(s for s in open_now if native.session_is_active(s.slot))
 
     # -- Triton hooks ------------------------------------------------------------------------
     def _kernel_loaded(self, module, function, name, metadata_group, hash_):
@@ -167,19 +175,21 @@ class InstrumentationBackend(NvidiaBackend):
         super().flush()
 
     def _deliver(self, launch, info, records):
+        from .collector import scope_children, trace_events
+
         native = _native()
         children = scope_children(info, records)
         metrics = [("dropped_scope_records", float(records.dropped_records))] if records.dropped_records else []
-        for slot in launch.slots:
-            if slot not in self._sessions:
-                continue
+        for session in launch.sessions:
+            if self._sessions.get(session.id) is not session:
+                continue  # closed since the launch
             if launch.correlation:
-                native.session_attach(slot, launch.correlation, metrics, children)
-            if slot in self._trace_events:
+                native.session_attach(session.slot, launch.correlation, metrics, children)
+            if session.state.trace_events is not None:
                 events, left_out = trace_events(info, records, f"{launch.name} (launch {launch.correlation})",
                                                 self._clock_ghz(), max_blocks=16)
-                self._trace_events[slot].extend(events)
-                self._left_out[slot] += left_out
+                session.state.trace_events.extend(events)
+                session.state.blocks_left_out += left_out
 
     def _clock_ghz(self):
         try:
@@ -193,15 +203,15 @@ class InstrumentationBackend(NvidiaBackend):
             if self.collector is not None:
                 self.collector.drain()
             now = self.collector.totals.as_stats() if self.collector else {}
-            start = getattr(session, "instrumentation_totals_at_start", {})
+            start = session.state.totals_at_start
             stats = {k: v - start.get(k, 0) for k, v in now.items()}
             stats["instrumentation_options"] = self._options.canonical() if self._options else ""
             stats["instrumentation_route"] = compiler_hook.route()
-            if session.slot in self._trace_events:
+            if session.state.trace_events is not None:
                 path = session.name + ".device_scopes.json"
-                write_scope_trace(path, self._trace_events[session.slot], self._clock_ghz())
+                write_device_scopes(path, session.state.trace_events, self._clock_ghz())
                 stats["device_scope_trace"] = path
-                stats["device_scope_trace_blocks_left_out"] = self._left_out[session.slot]
+                stats["device_scope_trace_blocks_left_out"] = session.state.blocks_left_out
             if stats.get("instrumentation_dropped_records"):
                 import warnings
 
@@ -216,13 +226,6 @@ class InstrumentationBackend(NvidiaBackend):
         return facts
 
 
-def write_scope_trace(path, events, clock_ghz):
-    with open(path, "w") as out:
-        json.dump({"traceEvents": events, "displayTimeUnit": "ns",
-                   "otherData": {"clock_ghz": clock_ghz, "time_base": "GPU globaltimer (ns) at each block's start"}},
-                  out, separators=(",", ":"))
-
-
 def _new_device_buffer(nbytes):
     import torch
 
@@ -231,6 +234,7 @@ def _new_device_buffer(nbytes):
 
 def _info_from_cache(name, metadata_group):
     """KernelInfo from the files Triton's cache keeps for a kernel (json metadata, ttgir, ptx)."""
+    from .kernel_info import kernel_info  # imports numpy (layout.py), needed only once kernels load
     paths = dict(metadata_group or {})
     json_path = paths.get(f"{name}.json") or next(
         (p for f, p in paths.items() if f.endswith(".json") and not f.startswith("__grp__")), None)

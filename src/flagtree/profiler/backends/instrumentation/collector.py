@@ -1,5 +1,6 @@
 """Per-launch bookkeeping of instrumented kernels: which slice, kernel and sessions a launch has,
-and reading the slices back (a drain) into session results."""
+and reading the slices back (a drain) into session results. Imported once the backend starts:
+numpy is needed for the decoding, not for importing flagtree.profiler."""
 import dataclasses
 import threading
 
@@ -7,16 +8,13 @@ import numpy as np
 
 from . import layout as L
 
-MEAN_METRICS = ["normalized_cycles"]
-
-
 @dataclasses.dataclass
 class Launch:
     piece: object  # pool.Slice
     function: int  # CUfunction handle (Triton's launch metadata "function")
     name: str
     correlation: int  # CUPTI correlation id of the launch, 0 if unknown
-    slots: tuple  # sessions that were collecting when it launched
+    sessions: tuple  # the sessions (session.Session) that were collecting when it launched
 
 
 @dataclasses.dataclass
@@ -66,7 +64,7 @@ class Collector:
         self.synchronize = synchronize
         self.launches = []
         self.totals = Totals()
-        self.slots = tuple  # () -> the slots of the sessions collecting now
+        self.sessions = tuple  # () -> the sessions collecting now
         self._pending = threading.local()
         self._lock = threading.RLock()
 
@@ -93,7 +91,7 @@ class Collector:
             if not correlation:
                 self.totals.uncorrelated += 1
             self.launches.append(Launch(piece, data.get("function"), data.get("name", "?"), correlation,
-                                        self.slots()))
+                                        self.sessions()))
             self.totals.launches += 1
 
     def drain(self):
@@ -151,7 +149,8 @@ def trace_events(info, records, launch_label, clock_ghz, max_blocks):
     for b, u, s, c, d, m in zip(block.tolist(), unit.tolist(), scope.tolist(), start.tolist(), durations.tolist(),
                                 sm.tolist()):
         start_ns = records.block_start_ns.get(b, 0) + (c - first_cycle[b]) / clock_ghz
-        events.append({"name": info.scope_names.get(s, str(s)), "ph": "X", "cat": "device_scope", "pid": launch_label,
+        # Proton's fields: name = scope, cat = kernel, a track per warp (README, Instrumentation).
+        events.append({"name": info.scope_names.get(s, str(s)), "ph": "X", "cat": info.name, "pid": launch_label,
                        "tid": f"block {b} warp {u}", "ts": start_ns / 1000.0, "dur": d / clock_ghz / 1000.0,
-                       "args": {"cycles": d, "sm": m}})
+                       "args": {"cycles": d, "sm": m, "block": b, "warp": u}})
     return events, left_out

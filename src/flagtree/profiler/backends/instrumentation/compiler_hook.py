@@ -22,6 +22,7 @@ on-disk cache keys: instrumented and plain binaries never share an entry. Everyt
 restored exactly on uninstall. Triton's own profiler (proton) uses the same point; both cannot be
 active at once (clear error).
 """
+import re
 import threading
 
 from ... import language
@@ -34,6 +35,32 @@ _MAX_SHARED_BY_ARCH = {80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 23244
 
 _lock = threading.Lock()
 _installed = None  # undo function while installed
+# Total warps of the module being lowered on this thread, set by our stages hook: a
+# warp-specialized kernel has more warps than num_warps (4 + 4 + 4 = 12 is common), and Triton's
+# lowering needs the block's buffer to split into a power-of-two segment per warp.
+_lowering = threading.local()
+
+
+def total_warps(ttgir):
+    """The block's warps once Triton allocates warp groups: num_warps plus, for the widest
+    ttg.warp_specialize op, its partitions' warps, rounded up to whole warp groups of 4 (as seen
+    in Triton 3.9's total-num-warps: 4 + 4 + 4 -> 12, 4 + 1 -> 8)."""
+    base = re.search(r'"ttg.num-warps" = (\d+)', ttgir)
+    warps = int(base.group(1)) if base else 4
+    extra = [sum(int(n) for n in re.findall(r"\) num_warps\((\d+)\) \{", chunk))
+             for chunk in ttgir.split("ttg.warp_specialize(")[1:]]
+    if not extra:
+        return warps
+    return -(-(warps + max(extra)) // 4) * 4
+
+
+def block_buffer_bytes(requested, warps):
+    """The largest per-block buffer <= `requested` (at least 8 bytes a warp) that splits into
+    one power-of-two segment per warp; 0 (Triton chooses) stays 0."""
+    if requested <= 0 or warps <= 0:
+        return requested
+    per_warp = max(8, requested // warps)
+    return (1 << (per_warp.bit_length() - 1)) * warps
 
 
 def triton_proton():
@@ -103,10 +130,12 @@ class _Pipelines:
         from triton._C.libtriton import passes
 
         p, o = self.proton, self.options
+        warps = getattr(_lowering, "warps", None)
+        size = block_buffer_bytes(o.buffer_size, warps) if warps else o.buffer_size
         p.add_convert_proton_to_protongpu(
             pm, p.METRIC_TYPE.CYCLE, p.SAMPLING_STRATEGY.NONE, "", _enum(p, "GRANULARITY", o.granularity),
             _enum(p, "BUFFER_STRATEGY", o.buffer_strategy), _enum(p, "BUFFER_TYPE", o.buffer_type),
-            o.buffer_size, max_shared_memory(self.arch), 1, PROFILE_BUFFER_ALIGNMENT, o.clock == 64)
+            size, max_shared_memory(self.arch), 1, PROFILE_BUFFER_ALIGNMENT, o.clock == 64)
         passes.common.add_cse(pm)
         p.add_allocate_proton_shared_memory(pm)
 
@@ -172,6 +201,46 @@ def _install_register(pipelines):
     return undo
 
 
+def _install_stages_hook():
+    """Chains onto triton.knobs.runtime.add_stages_inspection_hook (where Triton has it) to learn
+    each module's total warps just before its TritonGPU -> LLVM lowering; returns the undo."""
+    import triton
+
+    runtime = getattr(triton.knobs, "runtime", None)
+    if runtime is None or not hasattr(runtime, "add_stages_inspection_hook"):
+        return lambda: None
+    previous = runtime.add_stages_inspection_hook
+
+    def hook(*args, **kwargs):
+        if not args and not kwargs:  # Triton asks for the cache key part of the custom stages
+            return previous() if previous is not None else ("", "flagtree")
+        if previous is not None:
+            previous(*args, **kwargs)
+        stages = kwargs["stages"] if "stages" in kwargs else args[1]
+        llir = stages.get("llir")
+        if llir is not None:
+            stages["llir"] = lambda src, metadata: _lower_knowing_warps(llir, src, metadata)
+
+    runtime.add_stages_inspection_hook = hook
+
+    def undo():
+        if runtime.add_stages_inspection_hook is hook:
+            runtime.add_stages_inspection_hook = previous
+
+    return undo
+
+
+def _lower_knowing_warps(llir, src, metadata):
+    try:
+        _lowering.warps = total_warps(str(src))
+    except Exception:  # a module we cannot read: the mode's size as given
+        _lowering.warps = None
+    try:
+        return llir(src, metadata)
+    finally:
+        _lowering.warps = None
+
+
 def current_arch():
     try:
         from triton.runtime import driver
@@ -191,6 +260,7 @@ def install(options, arch=None):
             raise RuntimeError("backend 'instrumentation': the compiler hook is already installed")
         pipelines = _Pipelines(options, arch if arch is not None else current_arch())
         undo_point = (_install_register if route() == "register" else _install_class_attribute)(pipelines)
+        undo_stages = _install_stages_hook()
         previous_mode = triton.knobs.compilation.instrumentation_mode
         triton.knobs.compilation.instrumentation_mode = options.compiler_mode()
         language._set_enabled(True, options.triton)
@@ -198,6 +268,7 @@ def install(options, arch=None):
         def undo():
             language._set_enabled(False, False)
             triton.knobs.compilation.instrumentation_mode = previous_mode
+            undo_stages()
             undo_point()
 
         _installed = undo

@@ -16,13 +16,13 @@ An empty mode (None or "") means every default. Keys:
   the host reads it back only when it is full, at flush() and at stop, never per launch.
 """
 import dataclasses
-import os
+
+from ... import _env
 
 # What Triton's proton lowering compiles (others exist in its enums but fail in the pass).
 GRANULARITIES = ("warp",)
 BUFFER_TYPES = ("shared", "global")
 BUFFER_STRATEGIES = ("circular",)
-TRITON_KERNELS_ENV = "FLAGTREE_PROFILER_INSTRUMENT_TRITON"
 
 _SWITCH = {"on": True, "1": True, "true": True, "yes": True, "off": False, "0": False, "false": False,
            "no": False}
@@ -78,11 +78,9 @@ def _integer(key, value, low, high):
 def parse_mode(mode):
     """InstrumentationOptions from a mode string; ValueError naming the bad part and the forms."""
     values = {}
-    env_triton = os.environ.get(TRITON_KERNELS_ENV, "").strip().lower()
-    if env_triton:
-        if env_triton not in _SWITCH:
-            raise ValueError(f"{TRITON_KERNELS_ENV}={env_triton!r}: use 1 or 0")
-        values["triton"] = _SWITCH[env_triton]
+    env_triton = _env.instrument_triton()
+    if env_triton is not None:
+        values["triton"] = env_triton
     for part in (mode or "").split(":"):
         part = part.strip()
         if not part or part == "instrumentation":

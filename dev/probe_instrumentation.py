@@ -1,7 +1,7 @@
 """Probe of backend="instrumentation"'s route on a real GPU, step by step (each step prints what it
 did and survives the others' failures).
 
-    python3 tools/probe_instrumentation.py            # writes under $OUT (or ./out)
+    python3 dev/probe_instrumentation.py            # writes under $OUT (or ./out)
 
 Writes (packed into $OUT/probe_instrumentation.tar.gz): probe_<case>.raw (profile buffer bytes of the first blocks), probe_<case>.json (kernel
 metadata, layout, parsed summary), probe_<case>.ttgir / .ptx, probe_summary.json. The .raw/.json

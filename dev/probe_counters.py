@@ -13,7 +13,7 @@ counters backend depends on:
   - the error code for an unknown metric (ConfigAddMetrics and GetMetricProperties);
   - the cost per kernel launch with counters vs without;
   - optionally (--with-flagtree) the same while a flagtree.profiler nvidia session traces activity.
-Usage: python3 tools/probe_counters.py [--cupti PATH] [--with-flagtree] [--json OUT.json]
+Usage: python3 dev/probe_counters.py [--cupti PATH] [--with-flagtree] [--json OUT.json]
 """
 import argparse
 import ctypes as C

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash tools/gpu_round.sh [tests|bench|scale|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|bench|scale|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -32,15 +32,15 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   timeout 300 python3 bench/instrumentation.py --reps 5 --out "$OUT" 2>&1 | tee "$OUT/bench_instrumentation.log" | tail -30
 fi
 if [ "$what" = instrumentation ]; then  # issue #9 alone: probe, its GPU tests, its benchmark
-  timeout 300 python3 tools/probe_instrumentation.py 2>&1 | tee "$OUT/probe_instrumentation.log" | tail -40
+  timeout 300 python3 dev/probe_instrumentation.py 2>&1 | tee "$OUT/probe_instrumentation.log" | tail -40
   FLAGTREE_GPU_TESTS=1 timeout 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_instrumentation_gpu.py "$@" 2>&1 | tee "$OUT/pytest_instrumentation.log" | tail -40
   timeout 300 python3 bench/instrumentation.py --reps 5 --out "$OUT" 2>&1 | tee "$OUT/bench_instrumentation.log" | tail -30
 fi
-if [ "$what" = probe-instrumentation ]; then  # backend="instrumentation": the route end to end (tools/probe_instrumentation.py)
-  timeout 500 python3 tools/probe_instrumentation.py 2>&1 | tee "$OUT/probe_instrumentation.log" | tail -60
+if [ "$what" = probe-instrumentation ]; then  # backend="instrumentation": the route end to end (dev/probe_instrumentation.py)
+  timeout 500 python3 dev/probe_instrumentation.py 2>&1 | tee "$OUT/probe_instrumentation.log" | tail -60
 fi
 if [ "$what" = probe-pcsampling ]; then  # CUPTI PC-sampling API check (issue #7)
-  timeout 120 python3 tools/probe_pcsampling.py --out "$OUT" 2>&1 | tee "$OUT/probe_pcsampling.log" | tail -60
+  timeout 120 python3 dev/probe_pcsampling.py --out "$OUT" 2>&1 | tee "$OUT/probe_pcsampling.log" | tail -60
 fi
 if [ "$what" = pcsampling ]; then  # issue #7: PC-sampling GPU tests and overhead
   FLAGTREE_GPU_TESTS=1 timeout 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_pcsampling_gpu.py 2>&1 | tee "$OUT/pytest_pcsampling.log" | tail -30
@@ -50,8 +50,8 @@ if [ "$what" = scale ]; then
   timeout 300 python3 bench/scale.py "$@" 2>&1 | tee "$OUT/scale.log" | tail -5
 fi
 if [ "$what" = probe-counters ]; then   # issue #10: CUPTI Host + Range Profiler API facts, alone then beside a session
-  timeout 240 python3 tools/probe_counters.py --json "$OUT/probe_counters.json" 2>&1 | tee "$OUT/probe_counters.log" | tail -60
-  timeout 240 python3 tools/probe_counters.py --with-flagtree --json "$OUT/probe_counters_ft.json" > "$OUT/probe_counters_ft.log" 2>&1
+  timeout 240 python3 dev/probe_counters.py --json "$OUT/probe_counters.json" 2>&1 | tee "$OUT/probe_counters.log" | tail -60
+  timeout 240 python3 dev/probe_counters.py --with-flagtree --json "$OUT/probe_counters_ft.json" > "$OUT/probe_counters_ft.log" 2>&1
   grep -E '^\[|SUMMARY' "$OUT/probe_counters_ft.log" | tail -25
 fi
 if [ "$what" = counters ] || [ "$what" = all ]; then   # issue #10: counters GPU tests, then their cost

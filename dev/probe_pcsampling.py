@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Probe CUPTI's PC-sampling API end to end on one Triton kernel (GPU machine, standalone, ctypes only).
 
-Usage: python3 tools/probe_pcsampling.py [--mode all|continuous|serialized] [--sequence startonce|callbacks]
+Usage: python3 dev/probe_pcsampling.py [--mode all|continuous|serialized] [--sequence startonce|callbacks]
                                          [--config proton|split] [--period N] [--out DIR]
 
 `all` (the default) runs each variant in its own child process (PC sampling is enabled once per

@@ -1,0 +1,219 @@
+"""The fixed cost of one profiling session (issue 18): start, finalize, and the whole session minus
+the same work unprofiled, for ours (tree, trace), Proton, torch.profiler and CUPTI alone.
+
+Each tool runs in its own process (one CUPTI client per process: see shared/DEVICE.md), in a
+process that already uses torch and cuBLAS, interleaved with unprofiled runs of the same work
+(10 tiny Triton kernels + 10 small matmuls). Medians over --sessions sessions; the first session
+of a process is reported apart (it pays CUPTI's first initialisation). With --breakdown, ours
+also reports where start and finalize spend their time (per step, medians).
+
+    python bench/session_cost.py [--sessions 20] [--tools ours,proton,torch,cupti] [--out DIR]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _workload():
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def tiny(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+
+    x = torch.zeros(1024, device="cuda")
+    a = torch.randn(256, 256, device="cuda")
+
+    def work():
+        for _ in range(10):
+            tiny[(1,)](x, 1024, BLOCK=1024)
+        for _ in range(10):
+            a @ a
+        torch.cuda.synchronize()
+
+    work()  # compile, load cuBLAS
+    return work
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+class _Breakdown:
+    """Wraps named callables and sums the time spent in each during one session."""
+
+    def __init__(self):
+        self.totals = {}
+
+    def wrap(self, owner, attr, label):
+        original = getattr(owner, attr)
+
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.totals[label] = self.totals.get(label, 0.0) + time.perf_counter() - t0
+
+        setattr(owner, attr, timed)
+
+    def take(self):
+        out, self.totals = self.totals, {}
+        return out
+
+
+def _ours_breakdown(breakdown):
+    import flagtree.profiler.session as session_module
+    from flagtree.profiler.backends import get_backend
+
+    impl = get_backend("nvidia")
+    for attr in ("acquire", "attach_session", "flush", "session_outputs", "release", "device_info", "describe"):
+        breakdown.wrap(impl, attr, f"backend.{attr}")
+    for attr in ("_check_writable", "write_tree", "write_metadata", "build_metadata", "_write_outputs", "_close"):
+        if hasattr(session_module, attr):
+            breakdown.wrap(session_module, attr, f"session.{attr}")
+
+
+def _session_runner(tool, data, folder):
+    """(start, stop) callables for one session of `tool`."""
+    if tool == "ours":
+        import flagtree.profiler as profiler
+
+        def start():
+            profiler.start(os.path.join(folder, f"ours_{data}"), data=data, backend="nvidia")
+
+        return start, profiler.finalize
+    if tool == "proton":
+        import triton.profiler as proton
+
+        def start():
+            proton.start(os.path.join(folder, f"proton_{data}"), data=data)
+
+        return start, proton.finalize
+    if tool == "torch":
+        import torch
+
+        state = {}
+
+        def start():
+            state["p"] = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                            torch.profiler.ProfilerActivity.CUDA])
+            state["p"].__enter__()
+
+        def stop():
+            p = state.pop("p")
+            p.__exit__(None, None, None)
+            if data == "tree":
+                p.key_averages()
+            else:
+                p.export_chrome_trace(os.path.join(folder, "torch_trace.json"))
+
+        return start, stop
+    if tool == "cupti":
+        from flagtree.profiler import _native
+        from flagtree.profiler.backends.nvidia import cupti_candidates
+
+        path = cupti_candidates(_native.cuda_driver_version() // 1000)[0]
+
+        def start():
+            _native.testing.cupti_floor_start(path, 8 << 20, True)
+
+        def stop():
+            _native.cupti_flush()
+            _native.cupti_release()
+
+        return start, stop
+    raise ValueError(tool)
+
+
+def run_tool(tool, sessions, breakdown):
+    work = _workload()
+    datas = ("tree", "trace") if tool in ("ours", "proton", "torch") else ("tree",)
+    folder = tempfile.mkdtemp(prefix=f"session_cost_{tool}_")
+    bd = _Breakdown()
+    if breakdown and tool == "ours":
+        _ours_breakdown(bd)
+    rows = {d: {"start": [], "finalize": [], "extra": [], "breakdown": []} for d in datas}
+    plain = []
+    first = {}
+    for i in range(sessions + 1):
+        plain.append(_timed(work))
+        for data in datas:
+            start, stop = _session_runner(tool, data, folder)
+            bd.take()
+            t_start = _timed(start)
+            t_work = _timed(work)
+            t_stop = _timed(stop)
+            sample = {"start": t_start, "finalize": t_stop, "whole": t_start + t_work + t_stop}
+            if i == 0:
+                first[data] = {k: v * 1e3 for k, v in sample.items()}
+                bd.take()
+                continue
+            rows[data]["start"].append(t_start)
+            rows[data]["finalize"].append(t_stop)
+            rows[data]["extra"].append(sample["whole"] - plain[-1])
+            rows[data]["breakdown"].append(bd.take())
+    ms = lambda xs: round(statistics.median(xs) * 1e3, 3)
+    result = {"tool": tool, "sessions": sessions, "plain_work_ms": ms(plain)}
+    for data in datas:
+        r = rows[data]
+        entry = {"start_ms": ms(r["start"]), "finalize_ms": ms(r["finalize"]), "extra_ms": ms(r["extra"]),
+                 "first_session_ms": {k: round(v, 3) for k, v in first[data].items()}}
+        if r["breakdown"] and r["breakdown"][0]:
+            labels = sorted({k for b in r["breakdown"] for k in b})
+            entry["breakdown_ms"] = {k: ms([b.get(k, 0.0) for b in r["breakdown"]]) for k in labels}
+        result[data] = entry
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sessions", type=int, default=20)
+    parser.add_argument("--tools", default="ours,proton,torch,cupti")
+    parser.add_argument("--no-breakdown", dest="breakdown", action="store_false")
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(run_tool(args.child, args.sessions, args.breakdown)))
+        return
+    results = []
+    for tool in args.tools.split(","):
+        proc = subprocess.run([sys.executable, __file__, "--child", tool, "--sessions", str(args.sessions)],
+                              capture_output=True, text=True, timeout=600)
+        # the child prints one JSON line last
+        if proc.returncode != 0:
+            results.append({"tool": tool, "error": proc.stderr.strip().splitlines()[-3:]})
+        else:
+            results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        print(json.dumps(results[-1]), flush=True)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        path = os.path.join(args.out, f"session_cost-{time.strftime('%Y%m%d-%H%M%S')}.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump(results, f, indent=1)
+        os.replace(path + ".tmp", path)
+    print(f"{'tool':8} {'data':6} {'start':>8} {'finalize':>9} {'extra':>8} {'first':>8}  (ms, medians)")
+    for r in results:
+        for data in ("tree", "trace"):
+            if data in r:
+                e = r[data]
+                print(f"{r['tool']:8} {data:6} {e['start_ms']:8.2f} {e['finalize_ms']:9.2f} {e['extra_ms']:8.2f} "
+                      f"{e['first_session_ms']['whole']:8.2f}")
+
+
+if __name__ == "__main__":
+    main()

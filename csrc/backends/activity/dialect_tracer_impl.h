@@ -1,0 +1,212 @@
+// DialectTracer: start, stop, flush and the choice of traced callbacks (see dialect_tracer.h).
+// Included by the .cpp file that instantiates the tracer for one dialect, never by others.
+#pragma once
+#include "core/errors.h"
+#include <algorithm>
+#include <stdexcept>
+
+#include "backends/activity/dialect_tracer.h"
+#include "backends/activity/dialect_tracer_records.h"
+#include "core/clock.h"
+
+namespace ftp {
+
+template <typename D>
+DialectTracer<D>& DialectTracer<D>::instance() {
+  return leaked<DialectTracer>();
+}
+
+template <typename D>
+void DialectTracer<D>::acquire(const Api& api, size_t bufferBytes, DeviceType deviceType) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (users_ > 0) {
+    ++users_;
+    return;
+  }
+  api_ = api;
+  bufferBytes_ = bufferBytes;
+  deviceType_ = deviceType;
+  start();
+  users_ = 1;
+}
+
+template <typename D>
+void DialectTracer<D>::startFloor(const Api& api, size_t bufferBytes, bool emptyCallbacks) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (users_ > 0)
+    throw std::runtime_error(std::string("the ") + D::kName + " floor needs the tracer to itself; finalize sessions first");
+  api_ = api;
+  bufferBytes_ = bufferBytes;
+  floor_ = true;
+  typename D::Result rc = api_.subscribe(&subscriber_, &DialectTracer::onApi, this);
+  if (rc != D::kSuccess) {
+    floor_ = false;
+    throw std::runtime_error("cannot subscribe to " + api_.path + ": " + api_.describe(rc));
+  }
+  if (emptyCallbacks) enableApiCallbacks();
+  if constexpr (D::kCompleteHasContext)
+    api_.registerCallbacks(&DialectTracer::onBufferRequested, &DialectTracer::onBufferCompletedIn);
+  else
+    api_.registerCallbacks(&DialectTracer::onBufferRequested, &DialectTracer::onBufferCompleted);
+  api_.enable(D::kKernelKind);
+  users_ = 1;
+}
+
+template <typename D>
+void DialectTracer<D>::release() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (users_ == 0) return;
+  if (--users_ == 0) stop();
+}
+
+template <typename D>
+void DialectTracer<D>::failStart(const std::string& what, typename D::Result rc) {
+  api_.unsubscribe(subscriber_);
+  subscriber_ = {};
+  throw std::runtime_error("cannot " + what + " " + api_.path + ": " + api_.describe(rc));
+}
+
+template <typename D>
+void DialectTracer<D>::start() {
+  typename D::Result rc = api_.subscribe(&subscriber_, &DialectTracer::onApi, this);
+  if (D::isSubscriberConflict(rc)) throw SubscriberTaken(D::conflictMessage(api_.path, api_.describe(rc)));
+  if (rc != D::kSuccess) throw std::runtime_error("cannot subscribe to " + api_.path + ": " + api_.describe(rc));
+  if (api_.getVersion) api_.getVersion(&version_);
+  enableApiCallbacks();
+  D::enableExtraCallbacks(api_, subscriber_);
+  if constexpr (D::kCompleteHasContext)
+    rc = api_.registerCallbacks(&DialectTracer::onBufferRequested, &DialectTracer::onBufferCompletedIn);
+  else
+    rc = api_.registerCallbacks(&DialectTracer::onBufferRequested, &DialectTracer::onBufferCompleted);
+  if (rc != D::kSuccess) failStart("register activity buffers with", rc);
+  clockOffset_ = 0;
+  uint64_t vendorNow = 0;
+  if (api_.getTimestamp && api_.getTimestamp(&vendorNow) == D::kSuccess)
+    clockOffset_ = int64_t(vendorNow) - int64_t(monotonicNs());
+  D::onStart(api_);
+  enableKinds();
+}
+
+template <typename D>
+void DialectTracer<D>::enableKinds() {
+  for (size_t i = 0; i < D::kActivityKinds.size(); ++i) {
+    const Kind kind = D::kActivityKinds[i];
+    typename D::Result rc = api_.enable(kind);
+    if (rc == D::kSuccess || !D::kindRequired(kind)) continue;
+    for (size_t j = 0; j < i; ++j) api_.disable(D::kActivityKinds[j]);
+    failStart("enable activity kind " + std::to_string(int(kind)) + " in", rc);
+  }
+}
+
+template <typename D>
+void DialectTracer<D>::enableApiCallbacks() {
+  // Which ids to trace depends only on the library, so it is worked out once per library
+  // (for CUPTI a few thousand name look-ups) and reused by every later session.
+  if (tracedFor_ != api_.path) {
+    traced_.clear();
+    D::selectCallbacks(api_, traced_);
+    multiDriver_.clear();
+    multiRuntime_.clear();
+    for (const Traced& t : traced_) {
+      auto& multi = t.domain == D::kDriverDomain ? multiDriver_ : multiRuntime_;
+      if (multi.size() <= size_t(t.cbid)) multi.resize(size_t(t.cbid) + 1, 0);
+      multi[t.cbid] = t.multi;
+    }
+    tracedFor_ = api_.path;
+  }
+  for (const Traced& t : traced_) api_.enableCallback(1, subscriber_, t.domain, t.cbid);
+}
+
+template <typename D>
+void DialectTracer<D>::setKernelActivityKind(Kind kind) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (users_ == 0 || kind == kernelKind_) return;
+  api_.disable(kernelKind_);  // the two kernel kinds are not meant to be enabled together
+  typename D::Result rc = api_.enable(kind);
+  if (rc != D::kSuccess) {
+    api_.enable(kernelKind_);
+    throw std::runtime_error("cannot enable activity kind " + std::to_string(int(kind)) + " in " + api_.path +
+                             ": " + api_.describe(rc));
+  }
+  kernelKind_ = kind;
+}
+
+template <typename D>
+void DialectTracer<D>::stop() {
+  flushLocked();
+  if (kernelKind_ != D::kKernelKind) {  // set by setKernelActivityKind
+    api_.disable(kernelKind_);
+    kernelKind_ = D::kKernelKind;
+  }
+  for (Kind kind : D::kActivityKinds) api_.disable(kind);
+  api_.flushAll(D::kFlushForced);
+  collectDropped();
+  api_.unsubscribe(subscriber_);
+  subscriber_ = {};
+  // Finalizing releases the library fully, so that another tool (or a later session) can
+  // attach; dialects whose library misbehaves when finalized only unsubscribe.
+  if (D::kFinalizeAtStop && api_.finalize) api_.finalize();
+  floor_ = false;
+  std::lock_guard<std::mutex> lock(contextsMutex_);
+  contexts_.clear();
+}
+
+template <typename D>
+void DialectTracer<D>::flush() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (users_ > 0) flushLocked();
+}
+
+template <typename D>
+void DialectTracer<D>::flushLocked() {
+  std::vector<Context> contexts;
+  {
+    std::lock_guard<std::mutex> lock(contextsMutex_);
+    contexts = contexts_;
+  }
+  D::synchronize(contexts);
+  api_.flushAll(D::kFlushForced);
+  collectDropped();
+}
+
+template <typename D>
+void DialectTracer<D>::collectDropped() {
+  // Records dropped while no buffer completed (every request declined) are only seen here:
+  // the global queue's count (context NULL) since the last read.
+  size_t dropped = 0;
+  if (api_.getNumDropped && api_.getNumDropped(nullptr, 0, &dropped) == D::kSuccess) dropped_.fetch_add(dropped);
+}
+
+template <typename D>
+void DialectTracer<D>::noteContext(Context context) {
+  static thread_local Context last{};
+  if (context == last || !context) return;
+  last = context;
+  std::lock_guard<std::mutex> lock(contextsMutex_);
+  for (Context c : contexts_)
+    if (c == context) return;
+  contexts_.push_back(context);
+}
+
+template <typename D>
+void DialectTracer<D>::addObserver(TracerObserver* observer) {
+  std::lock_guard<std::mutex> lock(observersMutex_);
+  observers_.push_back(observer);
+  hasObservers_.store(true, std::memory_order_release);
+}
+
+template <typename D>
+void DialectTracer<D>::removeObserver(TracerObserver* observer) {
+  std::lock_guard<std::mutex> lock(observersMutex_);
+  observers_.erase(std::remove(observers_.begin(), observers_.end(), observer), observers_.end());
+  hasObservers_.store(!observers_.empty(), std::memory_order_release);
+}
+
+template <typename D>
+template <typename F>
+void DialectTracer<D>::notifyObservers(F&& f) {
+  std::lock_guard<std::mutex> lock(observersMutex_);
+  for (TracerObserver* o : observers_) f(*o);
+}
+
+}  // namespace ftp

@@ -1,0 +1,67 @@
+// Python entry points of the nvidia backend: CUPTI activity tracing and the CUDA driver.
+#include <nanobind/stl/string.h>
+
+#include "backends/activity/activity_tracer.h"
+#include "backends/nvidia/cuda_driver.h"
+#include "bindings/bindings.h"
+
+namespace ftp {
+
+namespace {
+
+const ActivityApi& loadCupti(const std::string& path) {
+  static ActivityApi api;  // the library stays mapped for the process
+  if (api.handle && (api.path == path || ActivityTracer::instance().running())) return api;
+  ActivityApi loaded;
+  loaded.load(path, "cupti");  // LibraryNotFound: Python tries the next candidate
+  api = loaded;
+  CudaDriver::instance().available();  // optional: only used for syncing at flush
+  return api;
+}
+
+void cuptiAcquire(const std::string& path, size_t bufferBytes) {
+  ActivityTracer::instance().acquire(loadCupti(path), bufferBytes, DeviceType::CUDA);
+}
+
+nb::list cudaDevices() {
+  CudaDriver& driver = CudaDriver::instance();
+  driver.load();
+  nb::list out;
+  for (const CudaDeviceInfo& d : driver.devices()) {
+    nb::dict info;
+    info["index"] = d.index;
+    info["name"] = d.name;
+    info["arch"] = std::to_string(d.major * 10 + d.minor);
+    info["num_sms"] = d.numSms;
+    info["clock_rate"] = d.clockRateKhz;
+    info["memory_clock_rate"] = d.memoryClockRateKhz;
+    info["bus_width"] = d.busWidthBits;
+    out.append(info);
+  }
+  return out;
+}
+
+}  // namespace
+
+void registerNvidiaBindings(nb::module_& m, nb::module_& testing) {
+  m.def("cupti_acquire", &cuptiAcquire, nb::call_guard<nb::gil_scoped_release>());
+  m.def("cupti_release", []() { ActivityTracer::instance().release(); }, nb::call_guard<nb::gil_scoped_release>());
+  m.def("cupti_flush", []() { ActivityTracer::instance().flush(); }, nb::call_guard<nb::gil_scoped_release>());
+  m.def("cupti_dropped", []() { return ActivityTracer::instance().droppedRecords(); });
+  m.def("cupti_set_buffer_limit", [](size_t bytes) { ActivityTracer::instance().setBufferLimit(bytes); });
+  m.def("cupti_declined_buffers", []() { return ActivityTracer::instance().declinedBuffers(); });
+  m.def("cupti_version", []() { return ActivityTracer::instance().libraryVersion(); });
+  m.def("cupti_library", []() { return ActivityTracer::instance().libraryPath(); });
+  m.def("cuda_devices", &cudaDevices);
+  m.def("cuda_driver_version", []() {
+    CudaDriver& driver = CudaDriver::instance();
+    return driver.available() ? driver.driverVersion() : 0;
+  });
+  // bench/overhead.py's CUPTI floor: the tracer with no session behind it (what CUPTI alone
+  // costs), a measurement harness rather than part of the profiler.
+  testing.def("cupti_floor_start", [](const std::string& path, size_t bufferBytes, bool emptyCallbacks) {
+    ActivityTracer::instance().startFloor(loadCupti(path), bufferBytes, emptyCallbacks);
+  }, nb::call_guard<nb::gil_scoped_release>());
+}
+
+}  // namespace ftp

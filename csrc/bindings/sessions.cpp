@@ -1,0 +1,112 @@
+// Session lifecycle, statistics and extras; and, in `testing`, the launch and record paths
+// driven by hand.
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <stdexcept>
+
+#include "bindings/bindings.h"
+#include "core/strings.h"
+#include "session/profiler.h"
+
+namespace ftp {
+
+Session& sessionAt(int slot) {
+  Session* s = Profiler::instance().session(slot);
+  if (!s) throw nb::value_error("no profiling session in this slot");
+  return *s;
+}
+
+namespace {
+
+using ExtraChildIn = std::pair<std::vector<std::pair<std::string, std::string>>, MetricsIn>;
+
+NodeKind extraNodeKind(const std::string& kind) {
+  if (kind == "line") return NodeKind::Line;
+  if (kind == "device_scope") return NodeKind::DeviceScope;
+  if (kind == "kernel") return NodeKind::Kernel;
+  if (kind == "scope") return NodeKind::Scope;
+  throw std::invalid_argument("unknown node kind '" + kind + "' (line, device_scope, kernel, scope)");
+}
+
+void attachExtra(int slot, uint32_t correlation, const MetricsIn& metrics,
+                 const std::vector<ExtraChildIn>& children) {
+  LaunchExtra extra;
+  extra.metrics = metricIds(metrics);
+  for (const auto& c : children) {
+    LaunchExtra::Child child;
+    for (const auto& step : c.first) child.path.emplace_back(extraNodeKind(step.first), intern(step.second));
+    child.metrics = metricIds(c.second);
+    extra.children.push_back(std::move(child));
+  }
+  Profiler::instance().attachExtra(slot, correlation, std::move(extra));
+}
+
+void removeSession(int slot) {
+  Session* s = Profiler::instance().removeSession(slot);
+  if (s) s->store().release();
+}
+
+nb::dict sessionStats(int slot) {
+  Session& s = sessionAt(slot);
+  nb::dict d;
+  d["records"] = s.records.load();
+  d["unattributed"] = s.unattributed.load();
+  return d;
+}
+
+// A kernel record as a backend would report it, for testing.record.
+void recordByHand(uint32_t corr, const std::string& name, uint64_t startNs, uint64_t endNs, uint64_t graphNode) {
+  DeviceRecord r;
+  r.kind = RecordKind::Kernel;
+  r.deviceType = DeviceType::CPU;
+  r.correlation = corr;
+  r.startNs = startNs;
+  r.endNs = endNs;
+  r.name = intern(name);
+  r.graphNodeId = graphNode;
+  Profiler::instance().onRecord(r);
+}
+
+void registerLaunchPathTesting(nb::module_& testing) {
+  // The launch and record paths driven by hand, for CPU tests of what a GPU backend does
+  // (graph capture and replay): correlation ids below 0x80000000 are the caller's.
+  testing.def("launch", [](uint32_t corr, bool multi) { Profiler::instance().onLaunch(corr, multi); });
+  testing.def("graph_node_created", [](uint32_t corr, uint64_t node) {
+    Profiler::instance().onGraphNodeCreated(corr, node);
+  });
+  testing.def("graph_node_cloned", [](uint64_t node, uint64_t original) {
+    Profiler::instance().onGraphNodeCloned(node, original);
+  });
+  testing.def("record", &recordByHand);
+  testing.def("captured_graph_nodes", []() { return Profiler::instance().capturedGraphNodes(); });
+}
+
+}  // namespace
+
+void registerSessionBindings(nb::module_& m, nb::module_& testing) {
+  m.def("session_create", [](int context, int data) {
+    return Profiler::instance().createSession(static_cast<ContextKind>(context), static_cast<DataKind>(data));
+  });
+  m.def("session_set_active", [](int slot, bool active) { Profiler::instance().setActive(slot, active); });
+  m.def("session_begin_close", [](int slot) { Profiler::instance().beginClose(slot); });
+  m.def("session_is_active", [](int slot) { return Profiler::instance().isActive(slot); });
+  m.def("session_remove", &removeSession);
+  m.def("session_stats", &sessionStats);
+  // Extras: results joined to a launch after the fact (counters, PC samples, kernel scopes).
+  m.def("session_attach", &attachExtra, nb::arg("slot"), nb::arg("correlation"), nb::arg("metrics"),
+        nb::arg("children") = std::vector<ExtraChildIn>{});
+  m.def("session_enable_extras", [](int slot) { Profiler::instance().enableExtras(slot); });
+  m.def("session_set_mean_metrics", [](int slot, const std::vector<std::string>& names) {
+    std::vector<uint32_t> ids;
+    for (const auto& n : names) ids.push_back(intern(n));
+    Profiler::instance().setMeanMetrics(slot, ids);
+  });
+  m.def("session_settle_extras", [](int slot) { return sessionAt(slot).settleExtras(); });
+  m.def("pending_launches", [](int slot) { return Profiler::instance().pendingLaunches(1u << slot); });
+  m.def("prune_graph_launches", [](uint64_t beforeNs) { return Profiler::instance().pruneMultiLaunches(beforeNs); });
+  registerLaunchPathTesting(testing);
+}
+
+}  // namespace ftp

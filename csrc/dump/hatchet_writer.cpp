@@ -1,0 +1,169 @@
+#include "dump/hatchet_writer.h"
+
+#include <vector>
+
+#include "dump/out_file.h"
+
+namespace ftp {
+namespace {
+
+bool hasMetrics(const NodeMetrics& m) {
+  return m.count || m.timeNs || m.cpuTimeNs || m.deviceId >= 0 || m.deviceType >= 0 || !m.user.empty();
+}
+
+class HatchetWriter {
+ public:
+  HatchetWriter(const HatchetInput& input, JsonOut& out) : in_(input), nodes_(input.tree.nodes()), out_(out) {}
+
+  uint64_t write(bool prune) {
+    markKept(prune);
+    indexChildren();
+    return writeNodes();
+  }
+
+ private:
+  // keep_[id]: the node is written. Parents precede children (ids grow), so one backward pass
+  // settles every node after all its children.
+  void markKept(bool prune) {
+    keep_.assign(nodes_.size(), prune ? 0 : 1);
+    if (!prune) return;
+    for (size_t id = nodes_.size(); id-- > 1;) {
+      if (!keep_[id] && !hasMetrics(nodes_[id].metrics)) continue;
+      keep_[id] = 1;
+      keep_[nodes_[id].parent] = 1;
+    }
+    keep_[Tree::kRoot] = 1;
+  }
+
+  // Children of each node in creation order, as offsets into one array (no per-node vector).
+  void indexChildren() {
+    first_.assign(nodes_.size() + 1, 0);
+    for (size_t id = 1; id < nodes_.size(); ++id) ++first_[nodes_[id].parent + 1];
+    for (size_t i = 1; i < first_.size(); ++i) first_[i] += first_[i - 1];
+    children_.resize(nodes_.size() ? nodes_.size() - 1 : 0);
+    std::vector<uint32_t> fill(first_.begin(), first_.end() - 1);
+    for (size_t id = 1; id < nodes_.size(); ++id) children_[fill[nodes_[id].parent]++] = static_cast<uint32_t>(id);
+  }
+
+  // Depth-first with an explicit stack: a chain of any depth writes in constant C++ stack.
+  uint64_t writeNodes() {
+    struct Frame {
+      uint32_t node;
+      uint32_t next;  // index into children_ of the next child to look at
+      bool wroteChild;
+    };
+    std::vector<Frame> stack;
+    uint64_t written = 1;
+    open(Tree::kRoot);
+    stack.push_back({Tree::kRoot, first_[Tree::kRoot], false});
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      const uint32_t end = first_[top.node + 1];
+      while (top.next < end && !keep_[children_[top.next]]) ++top.next;
+      if (top.next == end) {
+        close(top.node);
+        stack.pop_back();
+        continue;
+      }
+      const uint32_t child = children_[top.next++];
+      if (top.wroteChild) out_.raw(',');
+      top.wroteChild = true;
+      open(child);
+      ++written;
+      stack.push_back({child, first_[child], false});
+    }
+    return written;
+  }
+
+  void open(uint32_t id) {
+    const TreeNode& n = nodes_[id];
+    out_.raw(R"({"frame":{"name":")");
+    out_.raw(names_[n.name]);
+    out_.raw(R"(","type":"function","kind":")");
+    out_.raw(nodeKindName(n.kind));
+    out_.raw(R"("},"metrics":{)");
+    writeMetrics(id, n.metrics);
+    out_.raw(R"(},"children":[)");
+  }
+
+  void writeMetrics(uint32_t id, const NodeMetrics& m) {
+    bool first = true;
+    auto key = [&](const char* quotedKey) {
+      if (!first) out_.raw(',');
+      first = false;
+      out_.raw(quotedKey);
+    };
+    if (m.count) key(R"("count":)"), out_.integer(m.count);
+    if (m.timeNs || m.count) key("\"time (ns)\":"), out_.integer(m.timeNs);
+    if (m.cpuTimeNs) key("\"cpu_time (ns)\":"), out_.integer(m.cpuTimeNs);
+    if (m.deviceId >= 0) key(R"("device_id":)"), out_.integer(m.deviceId);
+    if (m.deviceType >= 0) key(R"("device_type":)"), out_.integer(m.deviceType);
+    for (const auto& u : m.user) {
+      if (!first) out_.raw(',');
+      first = false;
+      out_.raw('"');
+      out_.raw(names_[u.first]);
+      out_.raw("\":");
+      out_.number(in_.metricValue(id, u.first, u.second));
+    }
+  }
+
+  void close(uint32_t id) {
+    out_.raw(']');
+    const TreeNode& n = nodes_[id];
+    if (n.kind == NodeKind::Kernel && n.config) writeLaunchDetails(n);
+    out_.raw('}');
+  }
+
+  void writeLaunchDetails(const TreeNode& n) {
+    const LaunchConfig& c = in_.tree.configs()[n.config];
+    out_.raw(R"(,"metadata":{"grid":)");
+    triple(c.grid);
+    out_.raw(R"(,"block":)");
+    triple(c.block);
+    out_.raw(R"(,"registers":)");
+    out_.integer(c.registers);
+    out_.raw(R"(,"static_shared_memory":)");
+    out_.integer(c.staticSharedMemory);
+    out_.raw(R"(,"dynamic_shared_memory":)");
+    out_.integer(c.dynamicSharedMemory);
+    if (n.mangled) {
+      out_.raw(R"(,"mangled_name":")");
+      out_.raw(names_[n.mangled]);
+      out_.raw('"');
+    }
+    out_.raw('}');
+  }
+
+  void triple(const int32_t (&v)[3]) {
+    out_.raw('[');
+    out_.integer(v[0]);
+    out_.raw(',');
+    out_.integer(v[1]);
+    out_.raw(',');
+    out_.integer(v[2]);
+    out_.raw(']');
+  }
+
+  const HatchetInput& in_;
+  const std::vector<TreeNode>& nodes_;
+  JsonOut& out_;
+  EscapedNames names_;
+  std::vector<uint8_t> keep_;
+  std::vector<uint32_t> first_;
+  std::vector<uint32_t> children_;
+};
+
+}  // namespace
+
+uint64_t writeHatchet(const HatchetInput& input, const OutputRequest& request, AtomicOutFile& file) {
+  JsonOut out(file);
+  out.raw('[');
+  const uint64_t written = HatchetWriter(input, out).write(request.part);
+  out.raw(',');
+  out.raw(request.deviceInfoJson);
+  out.raw(']');
+  return written;
+}
+
+}  // namespace ftp

@@ -1,0 +1,19 @@
+// What a store is asked to write: one output file of a session (the whole run or a part).
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace ftp {
+
+struct OutputRequest {
+  std::string path;
+  std::string deviceInfoJson = "{}";  // tree: the second element of [root, device_info]
+  std::string otherDataJson = "{}";   // trace: the session metadata, embedded as "otherData"
+  uint64_t originNs = 0;              // trace: host monotonic time shown as t=0
+  int pid = 0;                        // trace: the profiled process, for the host tracks
+  // A periodic part: the tree leaves out empty nodes and zeroes its metrics once written, the
+  // trace empties its event store, so the next part holds only what arrives after.
+  bool part = false;
+};
+
+}  // namespace ftp

@@ -1,0 +1,69 @@
+// The shadow scope stack and the state stack of the calling thread (ThreadState): scopes
+// entered and exited by flagtree.profiler.scope, states pushed and popped around launches,
+// and the metadata waiting for the thread's next launch.
+#include <mutex>
+
+#include "context/context_source.h"
+#include "context/inheritance.h"
+#include "core/clock.h"
+#include "session/profiler.h"
+
+namespace ftp {
+
+void Profiler::enterScope(uint32_t name, const std::vector<std::pair<uint32_t, double>>& metrics) {
+  ThreadState& ts = threadState();
+  if (ts.scopes.empty()) ts.baseState = inheritedState(ts);  // a first scope nests under the inherited state
+  ScopeEntry entry;
+  entry.name = name;
+  entry.startNs = monotonicNs();
+  for (int i = 0; i < kMaxSessions; ++i) entry.uid[i] = 0;
+  ts.scopes.push_back(entry);
+  if (ScopeListener* l = scopeListener_.load(std::memory_order_acquire)) l->onScopeEnter(name, ts.scopes.size());
+  if (metrics.empty()) return;
+  const ContextSource& shadow = contextSource(ContextKind::Shadow);
+  sessions_.forEach(sessions_.activeMask(), [&](int, Session& s) {
+    if (s.context != ContextKind::Shadow) return;
+    s.store().addScopeMetrics(shadow.resolve(ts, s), metrics);
+  });
+}
+
+// Scope metrics given at exit (exit_scope(name, metrics), as Proton's API allows): they add to
+// the node of the scope being left, exactly as metrics given at entry do.
+void Profiler::addScopeMetrics(const std::vector<std::pair<uint32_t, double>>& metrics) {
+  ThreadState& ts = threadState();
+  if (metrics.empty() || ts.scopes.empty()) return;
+  const ContextSource& shadow = contextSource(ContextKind::Shadow);
+  sessions_.forEach(sessions_.activeMask(), [&](int, Session& s) {
+    if (s.context == ContextKind::Shadow) s.store().addScopeMetrics(shadow.resolve(ts, s), metrics);
+  });
+}
+
+void Profiler::exitScope(bool cpuTimed) {
+  ThreadState& ts = threadState();
+  if (ts.scopes.empty()) return;
+  if (ScopeListener* l = scopeListener_.load(std::memory_order_acquire)) l->onScopeExit(ts.scopes.size());
+  const uint64_t now = monotonicNs();
+  const ScopeEntry& top = ts.scopes.back();
+  const ContextSource& shadow = contextSource(ContextKind::Shadow);
+  sessions_.forEach(sessions_.activeMask(), [&](int, Session& s) {
+    const bool timed = cpuTimed && s.context == ContextKind::Shadow;
+    s.store().closeScope(ScopeEvent{top.startNs, now, top.name, currentTid()},
+                         timed ? shadow.resolve(ts, s) : DataStore::kNoNode);
+  });
+  ts.scopes.pop_back();
+}
+
+void Profiler::pushState(uint32_t name) { threadState().states.push_back(name); }
+
+void Profiler::popState() {
+  auto& states = threadState().states;
+  if (!states.empty()) states.pop_back();
+}
+
+void Profiler::setLaunchMetadata(LaunchMetadata* meta) {
+  ThreadState& ts = threadState();
+  delete ts.takeMetadata();
+  ts.pendingMetadata = meta;
+}
+
+}  // namespace ftp

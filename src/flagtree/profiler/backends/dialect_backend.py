@@ -1,0 +1,125 @@
+"""What the non-NVIDIA CUPTI-dialect backends (mthreads through MUPTI, cann through MSPTI) share:
+finding the vendor library in a documented order, starting the native tracer of that dialect
+(``_native.<prefix>_acquire``), the vendor mode grammar (backends/vendor_mode.py), and the
+metadata. Each backend names its library, environment variable, install folders, metrics and
+options; the native side is one shared tracer instantiated per vendor table.
+"""
+import os
+
+from .. import _env
+from .base import Backend, BackendUnavailable
+from .libraries import could_load, loaded_library
+from .vendor_mode import parse_vendor_mode
+
+
+def _native():
+    from .. import _native as native
+
+    return native
+
+
+class DialectBackend(Backend):
+    #: the vendor library's file name (libmupti.so, libmspti.so)
+    library = ""
+    #: the environment variable naming it (file or folder), searched first
+    env_path = ""
+    #: native function prefix (mupti, mspti)
+    prefix = ""
+    #: vendor_metrics names accepted by the mode
+    metrics = ()
+    #: {option key: parser} accepted by the mode
+    options = {}
+
+    def __init__(self):
+        self._library = None
+
+    # --- where the library comes from ---
+    def install_dirs(self):
+        """[(where, folder or None)] after the variable and an already loaded copy."""
+        return []
+
+    def candidates(self):
+        """[(where, path)] in the documented order; path None when that place is not set."""
+        explicit = os.environ.get(self.env_path, "").strip()
+        if explicit and os.path.isdir(explicit):
+            explicit = os.path.join(explicit, self.library)
+        found = [(self.env_path, explicit or None), ("already loaded", loaded_library(self.library))]
+        for where, folder in self.install_dirs():
+            found.append((where, os.path.join(folder, self.library) if folder else None))
+        found.append(("loader path", self.library))
+        seen, out = set(), []
+        for where, path in found:
+            if path is not None and path in seen:
+                continue
+            seen.add(path)
+            out.append((where, path))
+        return out
+
+    def unavailable_reason(self):
+        tried = [path for _, path in self.candidates() if path]
+        if not any(could_load(p) for p in tried):
+            return f"{self.library} not found; looked at: " + ", ".join(tried)
+        return None
+
+    # --- mode ---
+    def vendor_mode(self, mode):
+        return parse_vendor_mode(mode, self.name, self.metrics, self.options)
+
+    def check_mode(self, mode):
+        parsed = self.vendor_mode(mode)
+        if not parsed.runtime_base:
+            raise ValueError(f"backend {self.name!r}: runtime_base=off is not supported: the in-process "
+                             f"{self.prefix.upper()} records are what every other metric is joined to")
+        return None if mode is None else parsed
+
+    def session_mode(self, session):
+        """The session's VendorMode (the default one when it gave no mode)."""
+        return session.options or self.vendor_mode(None)
+
+    # --- life cycle ---
+    def check_no_other_profiler(self):
+        """Raises RuntimeError naming a profiler that must not run beside this one (none by default)."""
+
+    def acquire(self, options):
+        self.check_no_other_profiler()
+        native = _native()
+        getattr(native, f"{self.prefix}_set_buffer_limit")(_env.buffer_limit())
+        buffer_bytes = _env.buffer_size()
+        tried = []
+        for where, path in self.candidates():
+            if path is None:
+                if where != "already loaded":
+                    tried.append(f"{where}: not set")
+                continue
+            if os.sep in path and not os.path.exists(path):
+                tried.append(f"{where}: {path} does not exist")
+                continue
+            try:
+                getattr(native, f"{self.prefix}_acquire")(path, buffer_bytes)
+            except native.LibraryNotFound as error:
+                tried.append(f"{where}: {error}")
+                continue
+            except RuntimeError as error:
+                raise type(error)(f"flagtree.profiler: {error}") from None
+            self._library = getattr(native, f"{self.prefix}_library")()
+            self.after_acquire()
+            return
+        raise BackendUnavailable(
+            f"the {self.name} backend needs {self.library} and none could be loaded; set {self.env_path} to "
+            f"its path. Tried:\n  " + "\n  ".join(tried))
+
+    def after_acquire(self):
+        """Called once the tracer runs (e.g. to find the vendor driver)."""
+
+    def flush(self):
+        getattr(_native(), f"{self.prefix}_flush")()
+
+    def release(self):
+        getattr(_native(), f"{self.prefix}_release")()
+
+    def dropped_records(self):
+        return int(getattr(_native(), f"{self.prefix}_dropped")())
+
+    def describe(self):
+        stats = dict(getattr(_native(), f"{self.prefix}_stats")())
+        return {"backend": self.name, f"{self.prefix}_library": self._library, f"{self.prefix}_records": stats}

@@ -1,0 +1,68 @@
+"""Where a session's files go: the name a user gives (a path without extension), its check, and
+every file name a session writes (output_paths). Names of one process: ``<name>.meta.json`` for
+the first data kind that uses a name; a session of the other kind with the same name gets
+``<name>.<ext>.meta.json`` (``x.chrome_trace.meta.json`` beside ``x.meta.json``), so two sessions
+never write one metadata file.
+
+Under a distributed launch every name gets the process's rank first (ranked_name):
+``<name>.rank<r>.hatchet``, ``<name>.rank<r>.part<k>.hatchet``, ``<name>.rank<r>.meta.json``;
+RANK_FILE recognises those names where they are read back (viewer, gather)."""
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+
+DEFAULT_NAME = "flagtree"
+EXTENSIONS = {"tree": ".hatchet", "trace": ".chrome_trace", "perfetto": ".pftrace"}
+# <base>.rank<r>[.part<k>]<extension>: group 1 the base, 2 the rank, 3 the extension
+RANK_FILE = re.compile(r"^(.*)\.rank(\d+)(?:\.part\d+)?(" +
+                       "|".join(re.escape(e) for e in EXTENSIONS.values()) + r")$", re.S)
+
+
+def ranked_name(name, rank):
+    """The name (no extension) a process of rank `rank` writes under; rank None: `name`."""
+    return name if rank is None else f"{name}.rank{rank}"
+
+
+@dataclass(frozen=True)
+class OutputPaths:
+    """Every file name one session writes."""
+    output: str  # the whole-run file: <name>.hatchet, <name>.chrome_trace or <name>.pftrace
+    metadata: str
+    part_stem: str  # part k is f"{part_stem}{k}{extension}"
+    extension: str
+
+    def part(self, k):
+        return f"{self.part_stem}{k}{self.extension}"
+
+
+def output_paths(name, data, shared_name=False):
+    """The files of a session named `name` (no extension) collecting `data`; `shared_name`:
+    a session of another data kind used the name first, so the metadata file takes this
+    session's extension too (see the module docstring)."""
+    extension = EXTENSIONS[data]
+    metadata = f"{name}{extension}.meta.json" if shared_name else f"{name}.meta.json"
+    return OutputPaths(name + extension, metadata, f"{name}.part", extension)
+
+
+def base_name(name):
+    if name is not None and not isinstance(name, (str, os.PathLike)):
+        raise TypeError(f"flagtree.profiler.start: name must be a path string (the output path without "
+                        f"extension), got {name!r} ({type(name).__name__})")
+    base = os.fspath(name) if name is not None else DEFAULT_NAME
+    if not isinstance(base, str) or not base:
+        raise ValueError(f"name must be a non-empty path string, got {name!r}")
+    for ext in EXTENSIONS.values():
+        if base.endswith(ext):
+            base = base[: -len(ext)]
+    return base
+
+
+def check_writable(base):
+    directory = os.path.dirname(os.path.abspath(base)) or "."
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as error:
+        raise ValueError(f"cannot write the profile to {base!r}: {error.strerror or error}") from None

@@ -1,0 +1,94 @@
+"""The one way Python-side outputs reach the disk: the text goes to a temporary file in the
+target's folder, is fsynced and renamed over the target, so an interruption (Ctrl-C, SIGTERM,
+SIGKILL, a full disk) leaves the previous file or none, never a truncated one, and a symlink
+planted at the target is replaced rather than followed. JSON is strict: NaN and infinities are
+written as null. (Native outputs do the same in csrc/dump/out_file.cpp.)"""
+import contextlib
+import itertools
+import json
+import math
+import os
+
+_counter = itertools.count()
+
+
+def strict_json(value, **dump_options):
+    """JSON text of `value` with NaN and infinities as null (never the bare tokens)."""
+    try:
+        return json.dumps(value, allow_nan=False, **dump_options)
+    except ValueError:  # a non-finite float somewhere: replace them, then write
+        return json.dumps(_finite(value), allow_nan=False, **dump_options)
+
+
+def _finite(value):
+    """A copy of `value` with every non-finite float replaced by None; iterative (any depth)."""
+    holder = [value]
+    pending = [(holder, 0)]
+    while pending:
+        container, key = pending.pop()
+        item = container[key]
+        if isinstance(item, float) and not math.isfinite(item):
+            container[key] = None
+        elif isinstance(item, dict):
+            container[key] = copy = dict(item)
+            pending.extend((copy, k) for k in copy)
+        elif isinstance(item, (list, tuple)):
+            container[key] = copy = list(item)
+            pending.extend((copy, i) for i in range(len(copy)))
+    return holder[0]
+
+
+def write_text(path, text):
+    """Writes `text` (UTF-8) to `path` atomically."""
+    write_bytes(path, text.encode("utf-8"))
+
+
+def write_bytes(path, data):
+    with atomic_file(path) as out:
+        out.write(data)
+
+
+@contextlib.contextmanager
+def atomic_file(path):
+    """``with atomic_file(path) as out: out.write(b"...")``: a binary file that appears at `path`
+    whole when the block ends, or not at all (for outputs written piece by piece)."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    temp, fd = _create_temporary(folder, os.path.basename(path))
+    try:
+        with os.fdopen(fd, "wb") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+    # No fsync of the folder (as in the native writers): after a power loss the name holds the
+    # old file or the new one, both whole.
+
+
+def _create_temporary(folder, name):
+    for _ in range(100):  # a name left by a killed process with a reused pid is skipped
+        temp = os.path.join(folder, f".{name}.{os.getpid()}.py{next(_counter)}.tmp")
+        try:
+            # O_EXCL: never write through something already there (a planted link included).
+            return temp, os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"cannot create a temporary file beside {os.path.join(folder, name)}")
+
+
+def write_json(path, value, **dump_options):
+    write_text(path, strict_json(value, **dump_options))
+
+
+def remove(path):
+    """Removes `path` if it exists (the entry itself, should it be a link)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

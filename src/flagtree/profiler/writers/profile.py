@@ -1,0 +1,34 @@
+"""The profile itself, written by the native writer of the session's store (csrc/dump/):
+`<name>.hatchet` (tree), `<name>.chrome_trace` (trace) or `<name>.pftrace` (perfetto), whole or
+as a part. Python only
+supplies what the native side does not know: the device facts of a tree, the metadata a trace
+embeds as `otherData`."""
+import os
+
+from .atomic import strict_json
+
+
+def _native():
+    from .. import _native as native
+
+    return native
+
+
+def _tree_request(session, other_data):
+    return {"device_info": strict_json(session.backend.device_info(), separators=(",", ":"))}
+
+
+def _trace_request(session, other_data):
+    return {"other_data": strict_json(other_data if other_data is not None else {}, sort_keys=True),
+            "origin_ns": session.start_monotonic_ns, "pid": os.getpid()}
+
+
+# What each kind of data hands its native writer.
+_REQUESTS = {"tree": _tree_request, "trace": _trace_request, "perfetto": _trace_request}
+
+
+def write_profile(session, path, *, part=False, other_data=None):
+    """Writes the session's data to `path`; with `part`, frees what was written (periodic parts:
+    a tree leaves out its empty nodes and zeroes its metrics, a trace empties its events)."""
+    request = _REQUESTS[session.data](session, other_data)
+    return _native().session_write(session.slot, os.fspath(path), part=part, **request)
