@@ -21,6 +21,7 @@ import warnings
 
 from . import _env, ranks
 from .paths import EXTENSIONS, RANK_FILE
+from .viewer.safe_text import safe
 from .writers.atomic import strict_json, write_bytes
 
 PINGS = 8
@@ -42,7 +43,7 @@ def after_finalize(sessions):
     try:
         return gather_files([p for p in paths if os.path.isfile(p)], _env.gather_timeout())
     except Exception as error:  # the files are written; a failed gather must not fail the program
-        warnings.warn(f"flagtree.profiler: gathering the profiles failed: {_printable(str(error))}; each "
+        warnings.warn(f"flagtree.profiler: gathering the profiles failed: {safe(str(error))}; each "
                       f"rank's files stay where it wrote them", stacklevel=3)
         return None
 
@@ -144,12 +145,7 @@ def _send(peer, paths, root, rank, timeout_s):
     except _Late as late:
         folder = os.path.dirname(os.path.abspath(paths[0])) if paths else "."
         warnings.warn(f"flagtree.profiler: rank {rank} could not send its profile to rank {root} within "
-                      f"{timeout_s:g} s ({_printable(str(late))}); it stays in {_printable(folder)}", stacklevel=4)
-
-
-def _printable(text):
-    """Control characters escaped: these messages end up on a terminal."""
-    return re.sub(r"[\x00-\x1f\x7f-\x9f]", lambda m: f"\\x{ord(m.group()):02x}", text)
+                      f"{timeout_s:g} s ({safe(str(late))}); it stays in {safe(folder)}", stacklevel=4)
 
 
 def _clock_fields(offset, error, root, backend):
@@ -211,7 +207,7 @@ def _collect(peer, paths, members, timeout_s):
             continue
         except (ValueError, KeyError, TypeError) as error:  # arrived, but not a payload of ours
             warnings.warn(f"flagtree.profiler: rank {rank}'s gathered profile is unreadable "
-                          f"({_printable(str(error))}); it stays where rank {rank} wrote it", stacklevel=4)
+                          f"({safe(str(error))}); it stays where rank {rank} wrote it", stacklevel=4)
             continue
         written += _store(folder, files)
         arrived.append(rank)
@@ -290,5 +286,6 @@ def _merge_gathered_traces(paths):
             merge_traces(sorted(set(traces)), base + ".merged.chrome_trace")
             merged.append(base + ".merged.chrome_trace")
         except Exception as error:  # the gathered files are there; the merge can be redone
-            warnings.warn(f"flagtree.profiler: merging the gathered traces of {base} failed: {error}")
+            warnings.warn(f"flagtree.profiler: merging the gathered traces of {safe(base)} failed: "
+                          f"{safe(str(error))}")
     return merged

@@ -23,6 +23,9 @@ import os
 import re
 import sys
 
+from .paths import EXTENSIONS, RANK_FILE
+from .ranks import LOSS_KEYS, losses
+from .viewer.safe_text import safe
 from .writers.atomic import atomic_file
 
 try:  # optional speed-up
@@ -32,10 +35,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 DEVICE_TID_BASE = 1 << 30  # above any Linux thread id (pid_max <= 2**22)
 FLOW_NAMESPACE = 1 << 32
-LOSS_KEYS = ("dropped_records", "lost_launches")
-_RANK_IN_NAME = re.compile(r"\.rank(\d+)(?:\.part\d+)?\.chrome_trace$")
 _TRACE_SUFFIX = re.compile(r"(?:\.part\d+)?\.chrome_trace$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class TraceMergeError(ValueError):
@@ -116,9 +116,10 @@ class Input:
             head = head if isinstance(head, dict) else {}
         sibling, self.meta_path = _sibling_metadata(path)
         self.meta = {**(head or {}), **sibling}
-        named = _RANK_IN_NAME.search(path)
+        named = RANK_FILE.match(path)
+        named = named if named and named.group(3) == EXTENSIONS["trace"] else None
         rank = self.meta.get("rank")
-        self.rank = int(named.group(1)) if named else rank if type(rank) is int else 0
+        self.rank = int(named.group(2)) if named else rank if type(rank) is int else 0
         self.host = str(self.meta.get("host") or "unknown host")
         self.pid = self.meta.get("pid") if type(self.meta.get("pid")) is int else None
         self.shift_us = 0.0
@@ -180,11 +181,11 @@ class _Writer:
         self.count += 1
 
 
-def _process_events(tracks, losses):
+def _process_events(tracks, lost_counts):
     label = f"rank {tracks.rank} · {tracks.host}" + (f" · pid {tracks.os_pid}" if tracks.os_pid else "")
     events = [{"ph": "M", "name": "process_name", "pid": tracks.pid, "args": {"name": label}},
               {"ph": "M", "name": "process_sort_index", "pid": tracks.pid, "args": {"sort_index": tracks.rank}}]
-    lost = ", ".join(f"{k.replace('_', ' ')}: {losses[k]}" for k in LOSS_KEYS)
+    lost = ", ".join(f"{k.replace('_', ' ')}: {lost_counts[k]}" for k in LOSS_KEYS)
     events.append({"ph": "M", "name": "process_labels", "pid": tracks.pid, "args": {"labels": lost}})
     return events
 
@@ -250,25 +251,12 @@ def _copy_events(item, tracks, writer):
         writer.event(e)
 
 
-def _losses(inputs):
-    per_rank, seen = {}, set()
-    for i in inputs:
-        counts = per_rank.setdefault(i.rank, dict.fromkeys(LOSS_KEYS, 0))
-        key = i.meta_path or i.path  # parts of one rank share one metadata file
-        if key in seen:
-            continue
-        seen.add(key)
-        for k in LOSS_KEYS:
-            counts[k] += int(i.meta.get(k) or 0)
-    total = {k: sum(c[k] for c in per_rank.values()) for k in LOSS_KEYS}
-    return per_rank, total
-
-
 def merge_traces(paths, out_path):
     """Merges the traces (files or folders) into `out_path`; returns the merged otherData."""
     inputs = [Input(n, p) for n, p in enumerate(expand_inputs(paths))]
     clock, base_wall = _align(inputs)
-    per_rank, total = _losses(inputs)
+    # parts of one rank share one metadata file
+    per_rank, total = losses((i.rank, i.meta_path or i.path, i.meta) for i in inputs)
     ranks = {}
     with atomic_file(out_path) as out:
         writer = _Writer(out)
@@ -298,7 +286,7 @@ def summary_line(other, out_path):
                                f"records" for r, c in other["losses"]["per_rank"].items() if any(c.values()))
     text = f"merged {len(other['merged_from'])} traces of {len(other['ranks'])} ranks into {out_path}; " \
            f"clock: {other['clock']['method']}; {lost}\n"
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text[:-1]) + "\n"  # a terminal gets no control codes
+    return safe(text[:-1]) + "\n"  # a terminal gets no control codes
 
 
 def main(argv=None):
@@ -310,7 +298,7 @@ def main(argv=None):
     try:
         other = merge_traces(args.traces, args.output)
     except (TraceMergeError, OSError) as error:
-        sys.stderr.write(f"merge_traces: error: {error}\n")
+        sys.stderr.write(f"merge_traces: error: {safe(str(error))}\n")
         return 2
     sys.stdout.write(summary_line(other, args.output))
     return 0

@@ -10,6 +10,7 @@ process, or ``torchrun --nproc_per_node=1``, keeps its plain name).
 ``FLAGTREE_PROFILER_RANKS=0,3-5`` profiles a subset: the other ranks see the profiler as disabled
 (``start`` returns -1 before touching any backend). A process with no rank counts as rank 0.
 """
+import math
 import os
 import sys
 from collections import namedtuple
@@ -122,3 +123,24 @@ def profiled_ranks(world_size):
     """The ranks of a world of `world_size` that profile (and so take part in a gather)."""
     ranges = subset()
     return [r for r in range(world_size) if in_subset(r, ranges)]
+
+
+LOSS_KEYS = ("dropped_records", "lost_launches")  # what a rank's metadata says it lost
+
+
+def losses(entries):
+    """({rank: {loss key: count}}, {loss key: sum over ranks}) from (rank, metadata file,
+    metadata) entries. Parts of one rank share one metadata file, counted once; a count that is
+    not a finite number counts as 0 (the metadata may come from anywhere)."""
+    per_rank, seen = {}, set()
+    for rank, meta_file, meta in entries:
+        counts = per_rank.setdefault(rank, dict.fromkeys(LOSS_KEYS, 0))
+        if meta_file in seen:
+            continue
+        seen.add(meta_file)
+        for key in LOSS_KEYS:
+            value = meta.get(key)
+            if type(value) is int or (type(value) is float and math.isfinite(value)):
+                counts[key] += int(value)
+    total = {key: sum(c[key] for c in per_rank.values()) for key in LOSS_KEYS}
+    return per_rank, total

@@ -13,6 +13,7 @@ Parts of one rank (``.rank<r>.part<k>``) add into that rank. Losses recorded in 
 import os
 import re
 
+from ..ranks import losses
 from .errors import ViewerError
 from .metrics import CPU_TIME, FLOP_KEYS, MEASURED_BYTES, TIME, Metric, bind, parse_metrics, prepare, \
     usable_specs
@@ -20,7 +21,6 @@ from .profile_tree import Profile, compute_inclusive, preorder, release
 from .rank_merge import expand_inputs, is_rank_file, merge_files, meta_key, metadata_of, np, rank_of
 
 SUFFIXES = ("max", "min", "mean", "imbalance", "slowest")
-LOSS_KEYS = ("lost_launches", "dropped_records")
 
 
 def split_spec(spec):
@@ -152,21 +152,12 @@ def load(paths):
 
 def losses_text(files):
     """A line per rank with losses, and the total; 'no records lost' when there are none."""
-    per_rank, seen = {}, set()
-    for path, rank, meta in files:
-        counts = per_rank.setdefault(rank, dict.fromkeys(LOSS_KEYS, 0))
-        key = meta_key(path)  # parts of one rank share its metadata file
-        if key in seen:
-            continue
-        seen.add(key)
-        for k in LOSS_KEYS:
-            counts[k] += int(meta.get(k) or 0) if type(meta.get(k)) in (int, float) else 0
+    per_rank, total = losses((rank, meta_key(path), meta) for path, rank, meta in files)
     ranks = sorted(per_rank)
     head = f"ranks: {len(ranks)} ({_rank_ranges(ranks)}) from {len(files)} file{'s' if len(files) > 1 else ''}"
     lossy = [(r, c) for r, c in sorted(per_rank.items()) if any(c.values())]
     if not lossy:
         return head + "; no records lost\n"
-    total = {k: sum(c[k] for c in per_rank.values()) for k in LOSS_KEYS}
     lines = [head + "; records lost:"]
     lines += [f"  rank {r}: {c['lost_launches']} lost launches, {c['dropped_records']} dropped records" for r, c in lossy]
     lines.append(f"  total: {total['lost_launches']} lost launches, {total['dropped_records']} dropped records")
