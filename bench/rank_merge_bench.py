@@ -2,7 +2,7 @@
 
 Usage: PYTHONPATH=src python bench/rank_merge_bench.py [--ranks 256] [--nodes 10000] [--dir D]
 Writes one profile per rank (the same call tree, per-rank times; rank 17 is 3x slower), then
-  1. times the streaming merge alone (viewer/ranks.py merge_files) in this process;
+  1. times the streaming merge alone (viewer/rank_merge.py merge_files) in this process;
   2. runs the whole viewer command in a child process,
        flagtree-profiler-viewer -m time/ms,time/ms:max,time/ms:imbalance --print-sorted -d 2 DIR
      and reports its wall time and peak memory (the child's max RSS).

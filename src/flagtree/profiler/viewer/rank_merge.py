@@ -1,6 +1,7 @@
 """The streaming fold behind the cross-rank tree (viewer/ranks.py).
 
-Files are read one at a time; each node is found (or added) in a merged tree by its path, and
+Files are read one at a time by the viewer's reader (profile_tree.load_profile: the same checks
+and device-identifier handling as any profile); each of its nodes is found (or added) in a merged tree by its path, and
 the values of the metrics the columns read go into one float64 matrix per metric: rows =
 merged nodes, columns = ranks. Sums over ranks are row sums of those matrices, so no per-node
 dictionaries are added up. With many files the fold is split over the cores (forked workers,
