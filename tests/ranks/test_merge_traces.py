@@ -182,3 +182,17 @@ def test_a_foreign_trace_keeps_its_host_threads_apart_from_its_device_tracks(tmp
     assert "\x1b" not in printed and "m\\x1b[31m.json" in printed
     events = [e for e in merged(out_path)["traceEvents"] if e["ph"] == "X"]
     assert {e["name"]: e["tid"] for e in events} == {"cpu op": 7, "kernel": DEVICE_TID_BASE}
+
+
+def test_a_trace_reads_its_own_metadata_beside_a_tree_of_the_same_name(tmp_path):
+    # a tree session named like the trace took run.rank0.meta.json; the trace's is
+    # run.rank0.chrome_trace.meta.json (paths.output_paths), with the trace's own clock origin
+    a = put(tmp_path / "run.rank0.chrome_trace", trace(100, 100))
+    (tmp_path / "run.rank0.meta.json").write_text(json.dumps(one_host_meta(0, 9_000_000, 100, data="tree")))
+    (tmp_path / "run.rank0.chrome_trace.meta.json").write_text(json.dumps(one_host_meta(0, 1_000_000, 100)))
+    b = put(tmp_path / "run.rank1.chrome_trace", trace(200, 200, meta=one_host_meta(1, 3_500_000, 200)))
+    merge_traces([str(a), str(b)], str(tmp_path / "m.json"))
+    doc = merged(tmp_path / "m.json")
+    scopes = {e["pid"]: e["ts"] for e in by_phase(doc, "X") if e["cat"] == "scope"}
+    assert scopes == {1: 10.0, 2: 10.0 + 2500.0}  # the tree's origin (9 ms) would put rank 1 first
+    assert doc["baseTimeNanoseconds"] == 10**18 + 1_000_000
