@@ -91,7 +91,9 @@ def test_trace_mode_writes_per_block_per_warp_timeline(tmp_path, cpu_device, com
     assert {e["tid"] for e in events} == {f"block {b} warp {w}" for b in range(16) for w in range(info.layout.num_warps)}
     first = [e for e in events if e["tid"] == "block 3 warp 0"]
     assert [e["name"] for e in sorted(first, key=lambda e: e["ts"])] == ["load", "store"]
-    assert min(e["ts"] for e in first) == pytest.approx(5_000_003 / 1000.0)  # the block's globaltimer start
+    # the block's globaltimer start, as microseconds since the trace's origin (its first block)
+    assert trace["otherData"]["time_origin_ns"] == 5_000_000
+    assert min(e["ts"] for e in first) == pytest.approx((5_000_003 - 5_000_000) / 1000.0)
     assert all(e["dur"] > 0 for e in events)
     # Proton's fields: cat is the kernel, args say where the interval ran
     assert {e["cat"] for e in events} == {info.name}

@@ -1,10 +1,29 @@
 """The instrumentation backend's trace of kernel-side scopes, `<name>.device_scopes.json`:
-Chrome trace-event JSON with one track per block and warp."""
+Chrome trace-event JSON with one track per block and warp.
+
+Times: the GPU's global timer reads ~1.8e18 ns, beyond what a double holds to the nanosecond,
+so ``ts`` is microseconds since the trace's first block start (``otherData.time_origin_ns``, the
+global timer's value there, an exact integer): events arrive with their block's integer start
+(``base_ns``) and a small offset (``offset_ns``) and are placed here in integer arithmetic."""
 from .atomic import write_json
 
 
+def _place(events):
+    """The events with ``ts`` relative to the earliest block start; returns (events, origin)."""
+    origin = min((e["base_ns"] for e in events if "base_ns" in e), default=0)
+    placed = []
+    for e in events:
+        if "base_ns" in e:
+            e = dict(e)
+            e["ts"] = ((e.pop("base_ns") - origin) + e.pop("offset_ns", 0.0)) / 1000.0
+        placed.append(e)
+    return placed, origin
+
+
 def write_device_scopes(path, events, clock_ghz):
-    write_json(path, {"traceEvents": events, "displayTimeUnit": "ns",
-                      "otherData": {"clock_ghz": clock_ghz,
-                                    "time_base": "GPU globaltimer (ns) at each block's start"}},
+    placed, origin = _place(events)
+    write_json(path, {"traceEvents": placed, "displayTimeUnit": "ns",
+                      "otherData": {"clock_ghz": clock_ghz, "time_origin_ns": origin,
+                                    "time_base": "microseconds since time_origin_ns on the GPU's "
+                                                 "globaltimer (the first block's start)"}},
                separators=(",", ":"))

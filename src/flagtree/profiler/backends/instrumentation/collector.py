@@ -134,7 +134,11 @@ def scope_children(info, records):
 def trace_events(info, records, launch_label, clock_ghz, max_blocks):
     """Chrome-trace complete events, one per scope interval of the first max_blocks blocks:
     process = the launch, thread = "block B warp W"; time in microseconds of the GPU's global timer
-    (each block's start stamp plus its cycles converted with the SM clock). Returns (events, left out)."""
+    (each block's start stamp plus its cycles converted with the SM clock). Returns (events, left out).
+
+    The global timer reads ~1.8e18 ns, where a double is exact only to 256 ns (and to 0.25 us once
+    in microseconds): each event keeps its block's integer start (``base_ns``) and a small float
+    offset, and the writer makes ``ts`` relative to the trace's first block (writers/device_scopes.py)."""
     blocks = np.unique(records.block)
     kept = np.isin(records.block, blocks[:max_blocks])
     left_out = max(0, len(blocks) - max_blocks)
@@ -148,9 +152,9 @@ def trace_events(info, records, launch_label, clock_ghz, max_blocks):
     events = []
     for b, u, s, c, d, m in zip(block.tolist(), unit.tolist(), scope.tolist(), start.tolist(), durations.tolist(),
                                 sm.tolist()):
-        start_ns = records.block_start_ns.get(b, 0) + (c - first_cycle[b]) / clock_ghz
         # Proton's fields: name = scope, cat = kernel, a track per warp (README, Instrumentation).
         events.append({"name": info.scope_names.get(s, str(s)), "ph": "X", "cat": info.name, "pid": launch_label,
-                       "tid": f"block {b} warp {u}", "ts": start_ns / 1000.0, "dur": d / clock_ghz / 1000.0,
+                       "tid": f"block {b} warp {u}", "base_ns": int(records.block_start_ns.get(b, 0)),
+                       "offset_ns": (c - first_cycle[b]) / clock_ghz, "dur": d / clock_ghz / 1000.0,
                        "args": {"cycles": d, "sm": m, "block": b, "warp": u}})
     return events, left_out
