@@ -5,7 +5,7 @@ points (no GPU), then one timed `session_write` puts the store on disk.
   growth per event from before the first record to after the write (bars: <= 1 s, <= 64 B);
   median of three writes, its CPU time beside its wall time (a loaded machine stretches the latter);
 - perfetto: the same events as a Perfetto protobuf trace (targets: 1/3 of the JSON's size,
-  written 3x faster);
+  written 3x faster; measured by `compare`, as separate runs see different machine loads);
 - compare: one store of N events per format, filled by the same records, written alternately
   (chrome, perfetto, chrome, ...) so that both see the same machine load; medians of the
   wall and CPU times, and the ratio within each round (`--compare-only` runs just this);
