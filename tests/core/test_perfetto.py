@@ -231,3 +231,19 @@ def test_graph_replays_get_a_track_per_graph_beside_the_stream(tmp_path):
     launches = [f for e in events if e["type"] == INSTANT for f in e["flows"]]
     assert sorted(launches) == sorted(f for k, _ in shown if k["cat"] == ["kernel"] for f in k["ends"])
     assert len(launches) == 12
+
+
+def test_a_packet_too_large_for_the_direct_path_still_decodes(tmp_path):
+    # A 100 KB scope name makes the packet that interns it larger than the writer's in-buffer
+    # bound: it goes out in pieces, beside packets written directly.
+    long_name = "s" * 100_000
+    session_pair(tmp_path)
+    with profiler.scope(long_name):
+        _native.testing.launch(7, False)
+        _native.testing.record(7, "k", 100, 200, 0)
+    profiler.finalize()
+    tracks, events = decode(tmp_path / "pf.pftrace")
+    shown = displayed_slices(events)
+    assert sorted(b["name"] for b, _ in shown) == ["k", long_name]
+    assert [k["args"]["context"] for k, _ in shown if k["name"] == "k"] == [long_name]
+    same_kernels_as_chrome(tmp_path, shown)
