@@ -5,13 +5,17 @@ points (no GPU), then one timed `session_write` puts the store on disk.
   growth per event from before the first record to after the write (bars: <= 1 s, <= 64 B);
   median of three writes, its CPU time beside its wall time (a loaded machine stretches the latter);
 - perfetto: the same events as a Perfetto protobuf trace (targets: 1/3 of the JSON's size,
-  written 3x faster);
+  written 3x faster; measured by `compare`, as separate runs see different machine loads);
+- compare: one store of N events per format, filled by the same records, written alternately
+  (chrome, perfetto, chrome, ...) so that both see the same machine load; medians of the
+  wall and CPU times, and the ratio within each round (`--compare-only` runs just this);
 - tree: a 100,000-node tree (scopes with a kernel each) written as Hatchet JSON (bar: <= 0.2 s);
 - deep: a chain of 100,000 nested scopes, written and read back by an iterative check;
 - session: a 20,000-launch session from start() to the end of finalize(), tree against trace,
   interleaved (interpreter backend, host-side records; the GPU figure is the lead's round).
 
     python bench/writer_bench.py [--events 1000000] [--nodes 100000] [--launches 20000] [--out F]
+    python bench/writer_bench.py --compare-only [--rounds 5] [--events 1000000]
 """
 import argparse
 import json
@@ -64,6 +68,44 @@ def bench_trace(folder, events, kind=TRACE):
     return {"events": events, "write_s": round(seconds, 4), "write_s_all": [round(w, 4) for w in walls],
             "write_cpu_s": round(cpu, 4), "rss_bytes_per_event": round(growth / events, 1),
             "file_bytes_per_event": round(size / events, 1)}
+
+
+def timed_write(slot, path):
+    began, cpu = time.perf_counter(), time.process_time()
+    written = native.session_write(slot, path, other_data="{}", origin_ns=0, pid=os.getpid())
+    wall, cpu = time.perf_counter() - began, time.process_time() - cpu
+    size = os.path.getsize(path)
+    os.unlink(path)
+    return written, wall, cpu, size
+
+
+def bench_compare(folder, events, rounds):
+    """Chrome JSON against Perfetto protobuf on the same records, written alternately."""
+    slots = {TRACE: native.session_create(SHADOW, TRACE), PERFETTO: native.session_create(SHADOW, PERFETTO)}
+    native.scope_enter(native.intern("step"))
+    for i in range(events):  # each record reaches both sessions
+        record(i + 1, "kernel_a" if i % 2 else "kernel_b", 10_000 + 2_000 * i)
+    native.scope_exit()
+    runs = {TRACE: [], PERFETTO: []}
+    sizes = {}
+    for r in range(rounds):
+        order = (TRACE, PERFETTO) if r % 2 == 0 else (PERFETTO, TRACE)  # neither always goes first
+        for kind in order:
+            written, wall, cpu, sizes[kind] = timed_write(slots[kind], os.path.join(folder, f"c{kind}"))
+            assert written == events
+            runs[kind].append((wall, cpu))
+    for slot in slots.values():
+        native.session_remove(slot)
+    med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in runs.items()}
+    ratios = [c[0] / p[0] for c, p in zip(runs[TRACE], runs[PERFETTO])]
+    return {"events": events, "rounds": rounds,
+            "chrome_write_s": round(med[TRACE][0], 4), "perfetto_write_s": round(med[PERFETTO][0], 4),
+            "chrome_cpu_s": round(med[TRACE][1], 4), "perfetto_cpu_s": round(med[PERFETTO][1], 4),
+            "speedup_median_of_rounds": round(statistics.median(ratios), 2),
+            "speedup_rounds": [round(x, 2) for x in ratios],
+            "cpu_speedup": round(med[TRACE][1] / med[PERFETTO][1], 2),
+            "chrome_bytes_per_event": round(sizes[TRACE] / events, 1),
+            "perfetto_bytes_per_event": round(sizes[PERFETTO] / events, 1)}
 
 
 def bench_tree(folder, nodes):
@@ -131,13 +173,19 @@ def main(argv=None):
     parser.add_argument("--depth", type=int, default=100_000)
     parser.add_argument("--launches", type=int, default=20_000)
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5, help="chrome/perfetto rounds of the comparison")
+    parser.add_argument("--compare-only", action="store_true", help="run only the chrome/perfetto comparison")
     parser.add_argument("--out", help="also write the results to this JSON file")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as folder:
-        results = {"trace": bench_trace(folder, args.events),
-                   "perfetto": bench_trace(folder, args.events, PERFETTO), "tree": bench_tree(folder, args.nodes),
-                   "deep": bench_deep(folder, args.depth),
-                   "session": bench_sessions(folder, args.launches, args.reps)}
+        if args.compare_only:
+            results = {"compare": bench_compare(folder, args.events, args.rounds)}
+        else:
+            results = {"trace": bench_trace(folder, args.events),
+                       "perfetto": bench_trace(folder, args.events, PERFETTO), "tree": bench_tree(folder, args.nodes),
+                       "deep": bench_deep(folder, args.depth),
+                       "session": bench_sessions(folder, args.launches, args.reps),
+                       "compare": bench_compare(folder, args.events, args.rounds)}
     print(json.dumps(results))
     if args.out:
         with open(args.out, "w") as out:

@@ -19,6 +19,7 @@ struct DeviceEvent {
   uint32_t streamId;
   uint32_t config;    // index into the session tree's launch configs
   uint32_t tid;       // launching thread
+  uint32_t graphNode; // graph replays: the graph node id folded to 32 bits (never 0), else 0
   uint16_t deviceId;
   uint8_t kind;       // RecordKind
   uint8_t deviceType;

@@ -113,3 +113,137 @@ def test_perfetto_is_a_third_of_the_json_or_less(tmp_path):
     assert size_pf * 3 <= os.path.getsize(tmp_path / "t.trace")
     _, events = decode(tmp_path / "t.perfetto")
     assert sum(e["cat"] == ["kernel"] for e in events) == 20_000
+
+
+def displayed_slices(events):
+    """The slices as a timestamp-ordered reader builds them (Perfetto's: a stable sort by
+    timestamp, then a stack per track), each checked against the slice the writer meant: an
+    end belongs to the last begin written on its track. A mis-nested track shows a slice with
+    another's end; returns (begin, duration) per slice."""
+    written, open_on = {}, {}
+    for i, e in enumerate(events):
+        if e["type"] == SLICE_BEGIN:
+            open_on[e["track"]] = i
+        elif e["type"] == SLICE_END:
+            written[i] = open_on.pop(e["track"])  # the writer ends a slice right after beginning it
+    stacks, out = {}, []
+    for i in sorted(range(len(events)), key=lambda i: events[i]["ts"]):  # stable: file order at ties
+        e = events[i]
+        if e["type"] == SLICE_BEGIN:
+            stacks.setdefault(e["track"], []).append(i)
+        elif e["type"] == SLICE_END:
+            shown = stacks[e["track"]].pop()
+            assert shown == written[i], f"{events[shown]['name']} shown with the end of {events[written[i]]['name']}"
+            out.append((events[shown], e["ts"] - events[shown]["ts"]))
+    assert all(not s for s in stacks.values())
+    return out
+
+
+def session_pair(tmp_path):
+    profiler.start(str(tmp_path / "pf"), data="perfetto")
+    profiler.start(str(tmp_path / "ct"), data="trace")
+
+
+def same_kernels_as_chrome(tmp_path, shown):
+    """The kernels of the Chrome trace of the same session, as (name, duration ns, context,
+    correlation), equal those shown from the .pftrace."""
+    chrome = load_json(tmp_path / "ct.chrome_trace")["traceEvents"]
+    theirs = sorted((e["name"], round(e["dur"] * 1000), e["args"]["context"], e["args"]["correlation"])
+                    for e in chrome if e.get("cat") == "kernel")
+    ours = sorted((k["name"], d, k["args"]["context"], k["args"]["correlation"])
+                  for k, d in shown if k["cat"] == ["kernel"])
+    assert ours == theirs
+    return ours
+
+
+def test_kernels_that_overlap_on_a_stream_get_lanes_and_none_is_dropped(tmp_path):
+    # (name, start, end): b overlaps a, c lies within both, e arrives after d yet starts before
+    # it (a concurrent-kernel buffer need not be in start order) and starts where a ends.
+    kernels = [("a", 1000, 2000), ("b", 1500, 2500), ("c", 1600, 1700), ("d", 3000, 4000), ("e", 2000, 2100)]
+    session_pair(tmp_path)
+    with profiler.scope("overlap"):
+        for corr, (name, start, end) in enumerate(kernels, 100):
+            _native.testing.launch(corr, False)
+            _native.testing.record(corr, name, start, end, 0)
+    profiler.finalize()
+    tracks, events = decode(tmp_path / "pf.pftrace")
+    shown = displayed_slices(events)
+    got = sorted((k["name"], k["ts"], k["ts"] + d) for k, d in shown if k["cat"] == ["kernel"])
+    assert got == sorted(kernels)
+    on_track = {}
+    for k, d in shown:
+        if k["cat"] == ["kernel"]:
+            on_track.setdefault(k["track"], []).append((k["ts"], k["ts"] + d))
+    for spans in on_track.values():  # kernels never nest in one another: a lane holds disjoint ones
+        spans.sort()
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    # Three deep at most (a, b, c): the stream's track and two overlap lanes below the same device.
+    names = sorted(tracks[t].name for t in on_track)
+    assert names == ["stream 0", "stream 0 (overlap 1)", "stream 0 (overlap 2)"]
+    assert len({tracks[t].parent_uuid for t in on_track}) == 1
+    device = tracks[tracks[next(iter(on_track))].parent_uuid]
+    assert device.name == "Device 0" and device.child_ordering == pb.TrackDescriptor.EXPLICIT
+    assert sorted(tracks[t].sibling_order_rank for t in on_track) == [0, 1, 2]
+    assert len(same_kernels_as_chrome(tmp_path, shown)) == 5
+
+
+def test_graph_replays_get_a_track_per_graph_beside_the_stream(tmp_path):
+    session_pair(tmp_path)
+    corr = iter(range(1000, 2000))
+    with profiler.scope("capture"):  # graph A: nodes 11 and 12; graph B: node 13
+        for node in (11, 12, 13):
+            c = next(corr)
+            _native.testing.launch(c, False)
+            _native.testing.graph_node_created(c, node)
+    for clone, original in ((21, 11), (22, 12), (23, 13)):  # instantiation
+        _native.testing.graph_node_cloned(clone, original)
+    with profiler.scope("replay"):
+        for r in range(3):
+            t = 10_000 * (r + 1)
+            g = next(corr)
+            _native.testing.launch(g, True)  # graph A: its two branches run at the same time
+            _native.testing.record(g, "k1", t, t + 100, 21)
+            _native.testing.record(g, "k2", t + 50, t + 300, 22)
+            g = next(corr)
+            _native.testing.launch(g, True)
+            _native.testing.record(g, "k3", t + 20, t + 80, 23)
+            c = next(corr)  # ordinary work on the same stream, under the graphs in time
+            _native.testing.launch(c, False)
+            _native.testing.record(c, "plain", t + 10, t + 60, 0)
+    profiler.finalize()
+    tracks, events = decode(tmp_path / "pf.pftrace")
+    shown = displayed_slices(events)
+    track_names = {}
+    for k, _ in shown:
+        if k["cat"] == ["kernel"]:
+            track_names.setdefault(k["name"], set()).add(tracks[k["track"]].name)
+    assert track_names["plain"] == {"stream 0"}
+    (graph_a,) = {n.split(" (")[0] for n in track_names["k1"] | track_names["k2"]}  # all replays of A
+    (graph_b,) = track_names["k3"]
+    assert graph_a != graph_b and {graph_a, graph_b} == {"stream 0 graph 1", "stream 0 graph 2"}
+    assert track_names["k1"] | track_names["k2"] == {graph_a, graph_a + " (overlap 1)"}
+    parents = {tracks[k["track"]].parent_uuid for k, _ in shown if k["cat"] == ["kernel"]}
+    assert len(parents) == 1 and tracks[parents.pop()].name == "Device 0"
+    assert len(same_kernels_as_chrome(tmp_path, shown)) == 12
+    contexts = {k["name"]: k["args"]["context"] for k, _ in shown if k["cat"] == ["kernel"]}
+    assert contexts["k3"] == "replay/<captured_at>/capture" and contexts["plain"] == "replay"
+    # Each replayed kernel keeps its flow from the graph launch.
+    launches = [f for e in events if e["type"] == INSTANT for f in e["flows"]]
+    assert sorted(launches) == sorted(f for k, _ in shown if k["cat"] == ["kernel"] for f in k["ends"])
+    assert len(launches) == 12
+
+
+def test_a_packet_too_large_for_the_direct_path_still_decodes(tmp_path):
+    # A 100 KB scope name makes the packet that interns it larger than the writer's in-buffer
+    # bound: it goes out in pieces, beside packets written directly.
+    long_name = "s" * 100_000
+    session_pair(tmp_path)
+    with profiler.scope(long_name):
+        _native.testing.launch(7, False)
+        _native.testing.record(7, "k", 100, 200, 0)
+    profiler.finalize()
+    tracks, events = decode(tmp_path / "pf.pftrace")
+    shown = displayed_slices(events)
+    assert sorted(b["name"] for b, _ in shown) == ["k", long_name]
+    assert [k["args"]["context"] for k, _ in shown if k["name"] == "k"] == [long_name]
+    same_kernels_as_chrome(tmp_path, shown)
