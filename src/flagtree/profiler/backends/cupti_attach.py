@@ -1,0 +1,70 @@
+"""The release rule of the CUPTI subscription kept between sessions.
+
+Subscribing to CUPTI and enabling its activity kinds is most of a session's fixed cost (7-10 ms
+in a process with torch loaded), so after the last session the native tracer stays attached
+("parked": activity on, launch callbacks off, records discarded). It lets go, so that another
+CUPTI client (Proton, torch.profiler, Nsight) can attach, on the first of:
+  - flagtree.profiler.release();
+  - FLAGTREE_PROFILER_CUPTI_IDLE_S seconds with no session (0: at every finalize);
+  - interpreter exit.
+The next session after a release subscribes afresh."""
+import atexit
+import threading
+
+from .. import _env
+
+_lock = threading.Lock()
+_idle_timer = [None]
+_exit_hook = [False]
+
+
+def _native():
+    from .. import _native
+
+    return _native
+
+
+def before_acquire():
+    """A session is about to take the tracer: the pending idle release is moot."""
+    _cancel_idle_timer()
+    if not _exit_hook[0]:
+        _exit_hook[0] = True
+        atexit.register(release)
+
+
+def after_release():
+    """The nvidia backend released the tracer: if that was the last session it is parked now;
+    start the idle clock (or release at once when the idle time is 0)."""
+    if not _native().cupti_attach_stats()["parked"]:
+        return
+    idle = _env.cupti_idle_seconds()
+    if idle <= 0:
+        release()
+        return
+    timer = threading.Timer(idle, _idle_release)
+    timer.daemon = True  # never keeps the interpreter alive; exit releases through atexit
+    with _lock:
+        previous, _idle_timer[0] = _idle_timer[0], timer
+    if previous is not None:
+        previous.cancel()
+    timer.start()
+
+
+def _idle_release():
+    # A session that started meanwhile holds the tracer: detach refuses (under the tracer's lock).
+    _native().cupti_detach()
+
+
+def _cancel_idle_timer():
+    with _lock:
+        timer, _idle_timer[0] = _idle_timer[0], None
+    if timer is not None:
+        timer.cancel()
+
+
+def release():
+    """Lets go of CUPTI now (unsubscribe and cuptiFinalize) so that another CUPTI client can
+    attach in this process. Returns True if it released, False if there was nothing to release
+    or a session is still running (finalize it first)."""
+    _cancel_idle_timer()
+    return bool(_native().cupti_detach())
