@@ -37,9 +37,10 @@ void DialectTracer<D>::onApi(void* userdata, typename D::Domain domain, typename
   ts.apiCorrelation = correlation;
   if constexpr (D::kKeepAttached) {
     // The first traced launch after a resume: records of older launches (made while parked)
-    // are discarded from here on.
+    // are discarded from here on. A plain load first: the exchange is a locked write.
     uint32_t parkedMark = kMaxCorrelation;
-    self->keepFrom_.compare_exchange_strong(parkedMark, correlation, std::memory_order_relaxed);
+    if (self->keepFrom_.load(std::memory_order_relaxed) == kMaxCorrelation)
+      self->keepFrom_.compare_exchange_strong(parkedMark, correlation, std::memory_order_relaxed);
   }
   const auto& graph = domain == D::kDriverDomain ? self->multiDriver_ : self->multiRuntime_;
   const bool multi = size_t(cbid) < graph.size() && graph[cbid];
