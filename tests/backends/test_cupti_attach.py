@@ -185,7 +185,8 @@ def test_bad_idle_value_is_an_error(monkeypatch):
         _env.cupti_idle_seconds()
 
 
-def test_interpreter_exit_releases(standin, tmp_path):
+@pytest.mark.parametrize("left_open", [False, True], ids=["after-finalize", "session-left-open"])
+def test_interpreter_exit_releases(standin, tmp_path, left_open):
     import os
 
     script = f"""
@@ -200,7 +201,8 @@ from flagtree.profiler.backends.nvidia import NvidiaBackend
 NvidiaBackend._driver_major = lambda self: 13
 profiler.start(name={str(tmp_path / "p")!r}, backend="nvidia")
 lib.standin_launch()
-profiler.finalize()
+if not {left_open!r}:
+    profiler.finalize()
 print("after finalize: subscribed", lib.standin_subscribed())
 """
     env = dict(os.environ, FLAGTREE_PROFILER_CUPTI_PATH=standin.path, FLAGTREE_PROFILER_CUPTI_IDLE_S="600")
@@ -208,3 +210,4 @@ print("after finalize: subscribed", lib.standin_subscribed())
     assert out.returncode == 0, out.stderr
     assert "after finalize: subscribed 1" in out.stdout
     assert "at exit: subscribed 0 finalized 1" in out.stdout
+    assert load_meta(tmp_path / "p")["kernel_records"] == 1

@@ -16,6 +16,7 @@ from .. import _env
 _lock = threading.Lock()
 _idle_timer = [None]
 _exit_hook = [False]
+_exiting = [False]
 
 
 def _native():
@@ -29,7 +30,14 @@ def before_acquire():
     _cancel_idle_timer()
     if not _exit_hook[0]:
         _exit_hook[0] = True
-        atexit.register(release)
+        atexit.register(_release_at_exit)
+
+
+def _release_at_exit():
+    # Sessions left open are finalized by session.py's exit hook, which runs after this one
+    # (registered earlier): their release must then let go at once rather than park.
+    _exiting[0] = True
+    release()
 
 
 def after_release():
@@ -37,7 +45,7 @@ def after_release():
     start the idle clock (or release at once when the idle time is 0)."""
     if not _native().cupti_attach_stats()["parked"]:
         return
-    idle = _env.cupti_idle_seconds()
+    idle = 0 if _exiting[0] else _env.cupti_idle_seconds()
     if idle <= 0:
         release()
         return
