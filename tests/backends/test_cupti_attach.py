@@ -211,3 +211,31 @@ print("after finalize: subscribed", lib.standin_subscribed())
     assert "after finalize: subscribed 1" in out.stdout
     assert "at exit: subscribed 0 finalized 1" in out.stdout
     assert load_meta(tmp_path / "p")["kernel_records"] == 1
+
+
+def test_a_forked_child_exiting_leaves_the_parents_subscription_alone(standin, tmp_path):
+    import os
+
+    script = f"""
+import atexit, ctypes, os, sys
+lib = ctypes.CDLL({standin.path!r}, mode=ctypes.RTLD_GLOBAL)
+lib.standin_count.argtypes = [ctypes.c_char_p]
+atexit.register(lambda: print(("child" if os.getpid() != parent else "parent"), "finalized",
+                              lib.standin_count(b"finalize"), flush=True))
+parent = os.getpid()
+import flagtree.profiler as profiler
+from flagtree.profiler.backends.nvidia import NvidiaBackend
+NvidiaBackend._driver_major = lambda self: 13
+profiler.start(name={str(tmp_path / "p")!r}, backend="nvidia")
+lib.standin_launch()
+profiler.finalize()
+pid = os.fork()
+if pid == 0:
+    sys.exit(0)  # through the atexit hooks
+os.waitpid(pid, 0)
+"""
+    env = dict(os.environ, FLAGTREE_PROFILER_CUPTI_PATH=standin.path, FLAGTREE_PROFILER_CUPTI_IDLE_S="600")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "child finalized 0" in out.stdout
+    assert "parent finalized 1" in out.stdout

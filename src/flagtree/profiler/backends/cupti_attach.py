@@ -9,13 +9,14 @@ CUPTI client (Proton, torch.profiler, Nsight) can attach, on the first of:
   - interpreter exit.
 The next session after a release subscribes afresh."""
 import atexit
+import os
 import threading
 
 from .. import _env
 
 _lock = threading.Lock()
 _idle_timer = [None]
-_exit_hook = [False]
+_exit_hook = [None]  # the pid that registered the exit hook
 _exiting = [False]
 
 
@@ -28,8 +29,8 @@ def _native():
 def before_acquire():
     """A session is about to take the tracer: the pending idle release is moot."""
     _cancel_idle_timer()
-    if not _exit_hook[0]:
-        _exit_hook[0] = True
+    if _exit_hook[0] is None:
+        _exit_hook[0] = os.getpid()
         atexit.register(_release_at_exit)
 
 
@@ -37,6 +38,8 @@ def _release_at_exit():
     # Sessions left open are finalized by session.py's exit hook, which runs after this one
     # (registered earlier): their release must then let go at once rather than park.
     _exiting[0] = True
+    if os.getpid() != _exit_hook[0]:
+        return  # a forked child exiting through atexit: the subscription is the parent's
     release()
 
 
