@@ -87,6 +87,14 @@ class Family:
 
             _native.cupti_release()
 
+    def settle(self):
+        """After a timed session, untimed: ours lets go of CUPTI (kept attached between sessions
+        otherwise), so that the no-profiler run after it runs without CUPTI, as for the others."""
+        if self.name == "ours":
+            import flagtree.profiler as prof
+
+            prof.release()
+
 
 def measure(family, workload, reps, include_lifecycle):
     run = WORKLOADS[workload]()
@@ -95,6 +103,7 @@ def measure(family, workload, reps, include_lifecycle):
     for config in configs:  # warm-up each profiler once (CUPTI initialisation, hooks)
         run(family.start(config))
         family.stop()
+        family.settle()
     samples = {c: [] for c in configs}
     nones = {c: [] for c in configs}
     finals = {c: [] for c in configs}
@@ -117,6 +126,7 @@ def measure(family, workload, reps, include_lifecycle):
             t1 = time.perf_counter()
             family.stop()
             t2 = time.perf_counter()
+            family.settle()
             after = timed_none()
             samples[config].append((t2 if include_lifecycle else t1) - t0)
             nones[config].append((before + after) / 2)

@@ -3,11 +3,15 @@ the same work unprofiled, for ours (tree, trace), Proton, torch.profiler and CUP
 
 Each tool runs in its own process (one CUPTI client per process: see shared/DEVICE.md), in a
 process that already uses torch and cuBLAS, interleaved with unprofiled runs of the same work
-(10 tiny Triton kernels + 10 small matmuls). Medians over --sessions sessions; the first session
-of a process is reported apart (it pays CUPTI's first initialisation). With --breakdown, ours
-also reports where start and finalize spend their time (per step, medians).
+(10 tiny Triton kernels + 10 small matmuls). Medians over --sessions later sessions (the second
+and later of the process: ours keeps CUPTI attached between them); the first session of each data
+kind is reported apart ("first_session_ms"; "process_first" marks the one that paid CUPTI's
+subscribe and activity enable). Tool "ours_idle0" is ours with FLAGTREE_PROFILER_CUPTI_IDLE_S=0
+(CUPTI released at every finalize, the behaviour before issue 18). With --breakdown, ours also
+reports where start and finalize spend their time (per step, medians). Ours calls
+flagtree.profiler.release() at the end of its process.
 
-    python bench/session_cost.py [--sessions 20] [--tools ours,proton,torch,cupti] [--out DIR]
+    python bench/session_cost.py [--sessions 20] [--tools ours,ours_idle0,proton,torch,cupti] [--out DIR]
 """
 import argparse
 import json
@@ -89,7 +93,7 @@ def _ours_breakdown(breakdown):
 
 def _session_runner(tool, data, folder):
     """(start, stop) callables for one session of `tool`."""
-    if tool == "ours":
+    if tool in ("ours", "ours_idle0"):
         import flagtree.profiler as profiler
 
         def start():
@@ -141,12 +145,19 @@ def _session_runner(tool, data, folder):
 
 def run_tool(tool, sessions, breakdown):
     work = _workload()
-    datas = ("tree", "trace") if tool in ("ours", "proton", "torch") else ("tree",)
+    ours = tool in ("ours", "ours_idle0")
+    if tool == "ours_idle0":
+        os.environ["FLAGTREE_PROFILER_CUPTI_IDLE_S"] = "0"
+    datas = ("tree", "trace") if ours or tool in ("proton", "torch") else ("tree",)
     folder = tempfile.mkdtemp(prefix=f"session_cost_{tool}_")
     bd = _Breakdown()
-    if breakdown and tool == "ours":
+    if breakdown and ours:
         _ours_breakdown(bd)
     rows = {d: {"start": [], "finalize": [], "extra": [], "breakdown": []} for d in datas}
+    # The baseline is the work before any session: once ours has run, CUPTI stays attached and
+    # records (to discard) every kernel of the unprofiled runs too, which slows them: that cost
+    # is reported apart as "plain_between_sessions_ms", and "extra" is against the clean runs.
+    clean = [_timed(work) for _ in range(max(5, sessions // 2))]
     plain = []
     first = {}
     for i in range(sessions + 1):
@@ -160,18 +171,28 @@ def run_tool(tool, sessions, breakdown):
             sample = {"start": t_start, "finalize": t_stop, "whole": t_start + t_work + t_stop}
             if i == 0:
                 first[data] = {k: v * 1e3 for k, v in sample.items()}
+                first[data]["process_first"] = data == datas[0]
                 bd.take()
                 continue
             rows[data]["start"].append(t_start)
             rows[data]["finalize"].append(t_stop)
-            rows[data]["extra"].append(sample["whole"] - plain[-1])
+            rows[data]["extra"].append(sample["whole"] - statistics.median(clean))
             rows[data]["breakdown"].append(bd.take())
+    if ours:
+        import flagtree.profiler as profiler
+
+        t0 = time.perf_counter()
+        released = profiler.release()
+        release_ms = (time.perf_counter() - t0) * 1e3
     ms = lambda xs: round(statistics.median(xs) * 1e3, 3)
-    result = {"tool": tool, "sessions": sessions, "plain_work_ms": ms(plain)}
+    result = {"tool": tool, "sessions": sessions, "plain_work_ms": ms(clean),
+              "plain_between_sessions_ms": ms(plain[1:])}
+    if ours:
+        result["release"] = {"released": released, "ms": round(release_ms, 3)}
     for data in datas:
         r = rows[data]
         entry = {"start_ms": ms(r["start"]), "finalize_ms": ms(r["finalize"]), "extra_ms": ms(r["extra"]),
-                 "first_session_ms": {k: round(v, 3) for k, v in first[data].items()}}
+                 "first_session_ms": {k: round(v, 3) if isinstance(v, float) else v for k, v in first[data].items()}}
         if r["breakdown"] and r["breakdown"][0]:
             labels = sorted({k for b in r["breakdown"] for k in b})
             entry["breakdown_ms"] = {k: ms([b.get(k, 0.0) for b in r["breakdown"]]) for k in labels}
@@ -182,7 +203,7 @@ def run_tool(tool, sessions, breakdown):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=20)
-    parser.add_argument("--tools", default="ours,proton,torch,cupti")
+    parser.add_argument("--tools", default="ours,ours_idle0,proton,torch,cupti")
     parser.add_argument("--no-breakdown", dest="breakdown", action="store_false")
     parser.add_argument("--out", default=None)
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -206,12 +227,13 @@ def main():
         with open(path + ".tmp", "w") as f:
             json.dump(results, f, indent=1)
         os.replace(path + ".tmp", path)
-    print(f"{'tool':8} {'data':6} {'start':>8} {'finalize':>9} {'extra':>8} {'first':>8}  (ms, medians)")
+    print(f"{'tool':10} {'data':6} {'start':>8} {'finalize':>9} {'extra':>8} {'first':>8}  "
+          "(ms; start/finalize/extra: medians of the later sessions; first: the first session's whole)")
     for r in results:
         for data in ("tree", "trace"):
             if data in r:
                 e = r[data]
-                print(f"{r['tool']:8} {data:6} {e['start_ms']:8.2f} {e['finalize_ms']:9.2f} {e['extra_ms']:8.2f} "
+                print(f"{r['tool']:10} {data:6} {e['start_ms']:8.2f} {e['finalize_ms']:9.2f} {e['extra_ms']:8.2f} "
                       f"{e['first_session_ms']['whole']:8.2f}")
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|bench|scale|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|bench|scale|handover|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -57,4 +57,9 @@ fi
 if [ "$what" = counters ] || [ "$what" = all ]; then   # issue #10: counters GPU tests, then their cost
   FLAGTREE_GPU_TESTS=1 timeout 300 python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_counters_gpu.py 2>&1 | tee "$OUT/pytest_counters.log" | tail -25
   timeout 240 python3 bench/counters_cost.py --out "$OUT" 2>&1 | tee "$OUT/counters_cost.log" | tail -14
+fi
+if [ "$what" = handover ]; then   # issue #18 items 1-2: hand-over probe, its GPU tests, session cost
+  timeout 400 python3 dev/probe_handover.py 2>&1 | tee "$OUT/probe_handover.log" | tail -20
+  FLAGTREE_GPU_TESTS=1 timeout 300 python3 -m pytest -q -rxXs -p no:cacheprovider tests/gpu/test_handover_gpu.py 2>&1 | tee "$OUT/pytest_handover.log" | tail -15
+  timeout 500 python3 bench/session_cost.py --sessions 20 --out "$OUT" 2>&1 | tee "$OUT/session_cost.log" | tail -14
 fi

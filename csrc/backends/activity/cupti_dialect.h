@@ -35,6 +35,7 @@ struct CuptiDialect {
   static constexpr uint32_t kFlushForced = CUPTI_ACTIVITY_FLAG_FLUSH_FORCED;
   static constexpr bool kCompleteHasContext = true;
   static constexpr bool kFinalizeAtStop = true;
+  static constexpr bool kKeepAttached = true;  // see DialectTracer::release
   static constexpr std::array<const char*, 0> kCounterNames = {};
 
   static bool kindRequired(Kind) { return true; }

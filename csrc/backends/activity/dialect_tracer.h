@@ -69,8 +69,19 @@ class DialectTracer {
   // The benchmark's "floor": the least any profiler on this library costs. Kernel activity
   // only, records discarded; with `emptyCallbacks`, an empty callback on each launch call too.
   void startFloor(const Api& api, size_t bufferBytes, bool emptyCallbacks);
-  // Ends tracing when the last user releases it (final flush included).
+  // When the last user releases it: a final flush, then either ends tracing, or (dialects with
+  // D::kKeepAttached) parks: stays subscribed with its activity kinds enabled (enabling them
+  // is most of a session's fixed cost) and the launch callbacks off; records that arrive while
+  // parked, or belong to launches made then, are discarded. The next acquire resumes.
   void release();
+  // Ends a parked tracer's subscription (unsubscribe + finalize), so that another tool can
+  // attach; returns whether it did. No-op (false) while users hold it or when not parked.
+  bool detach();
+  bool parked() const { return parked_; }
+  // Records discarded because they arrived while parked or came from launches made then.
+  uint64_t idleDiscarded() const { return idleDiscarded_.load(); }
+  // Fresh subscriptions since the process started (tests: a resume does not subscribe).
+  uint64_t subscriptions() const { return subscriptions_.load(); }
   // Waits for queued device work and delivers every buffered record.
   void flush();
   bool running() const { return users_ > 0; }
@@ -108,6 +119,10 @@ class DialectTracer {
   void start();
   void enableKinds();
   void stop();
+  void park();
+  void resume();
+  void setApiCallbacks(uint32_t enable);
+  bool keepRecord(uint32_t correlation);
   void flushLocked();
   void collectDropped();
   void enableApiCallbacks();
@@ -139,6 +154,13 @@ class DialectTracer {
   uint32_t version_ = 0;
   int64_t clockOffset_ = 0;  // vendor timestamp minus host monotonic time
   std::atomic<uint64_t> dropped_{0};
+  bool parked_ = false;  // see release()
+  // Records with a smaller correlation id are discarded: kMaxCorrelation while parked (and after
+  // a resume until the first traced launch, whose id it then takes), 0 after a fresh start.
+  static constexpr uint32_t kMaxCorrelation = 0xffffffffu;
+  std::atomic<uint32_t> keepFrom_{0};
+  std::atomic<uint64_t> idleDiscarded_{0};
+  std::atomic<uint64_t> subscriptions_{0};
   DialectCounters counters_{};
   // Per launch domain: which callback ids are graph launches (several records share one id).
   std::vector<uint8_t> multiDriver_, multiRuntime_;

@@ -23,6 +23,12 @@ void DialectTracer<D>::acquire(const Api& api, size_t bufferBytes, DeviceType de
     ++users_;
     return;
   }
+  if (parked_ && api.path == api_.path && bufferBytes == bufferBytes_ && deviceType == deviceType_) {
+    resume();
+    users_ = 1;
+    return;
+  }
+  if (parked_) stop();  // another library or buffer size: attach afresh
   api_ = api;
   bufferBytes_ = bufferBytes;
   deviceType_ = deviceType;
@@ -35,6 +41,7 @@ void DialectTracer<D>::startFloor(const Api& api, size_t bufferBytes, bool empty
   std::lock_guard<std::mutex> lock(mutex_);
   if (users_ > 0)
     throw std::runtime_error(std::string("the ") + D::kName + " floor needs the tracer to itself; finalize sessions first");
+  if (parked_) stop();
   api_ = api;
   bufferBytes_ = bufferBytes;
   floor_ = true;
@@ -56,7 +63,54 @@ template <typename D>
 void DialectTracer<D>::release() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (users_ == 0) return;
-  if (--users_ == 0) stop();
+  if (--users_ > 0) return;
+  if (D::kKeepAttached && !floor_) park();
+  else stop();
+}
+
+template <typename D>
+bool DialectTracer<D>::detach() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (users_ > 0 || !parked_) return false;
+  stop();
+  return true;
+}
+
+template <typename D>
+void DialectTracer<D>::park() {
+  flushLocked();  // the last session's records, delivered before anything is discarded
+  if (kernelKind_ != D::kKernelKind) {  // set by setKernelActivityKind: not kept while idle
+    api_.disable(kernelKind_);
+    api_.enable(D::kKernelKind);
+    kernelKind_ = D::kKernelKind;
+  }
+  keepFrom_.store(kMaxCorrelation);
+  // Launches while idle cost the application one callback-less API call, not ours.
+  setApiCallbacks(0);
+  parked_ = true;
+}
+
+template <typename D>
+void DialectTracer<D>::resume() {
+  // What the library buffered while parked goes (discarded) before the session starts; so do
+  // its drop counts, which belong to no session.
+  api_.flushAll(D::kFlushForced);
+  size_t dropped = 0;
+  if (api_.getNumDropped) api_.getNumDropped(nullptr, 0, &dropped);
+  parked_ = false;
+  setApiCallbacks(1);
+}
+
+template <typename D>
+void DialectTracer<D>::setApiCallbacks(uint32_t enable) {
+  for (const Traced& t : traced_) api_.enableCallback(enable, subscriber_, t.domain, t.cbid);
+}
+
+template <typename D>
+bool DialectTracer<D>::keepRecord(uint32_t correlation) {
+  if (correlation >= keepFrom_.load(std::memory_order_relaxed)) return true;
+  idleDiscarded_.fetch_add(1, std::memory_order_relaxed);
+  return false;
 }
 
 template <typename D>
@@ -71,6 +125,8 @@ void DialectTracer<D>::start() {
   typename D::Result rc = api_.subscribe(&subscriber_, &DialectTracer::onApi, this);
   if (D::isSubscriberConflict(rc)) throw SubscriberTaken(D::conflictMessage(api_.path, api_.describe(rc)));
   if (rc != D::kSuccess) throw std::runtime_error("cannot subscribe to " + api_.path + ": " + api_.describe(rc));
+  subscriptions_.fetch_add(1);
+  keepFrom_.store(0);
   if (api_.getVersion) api_.getVersion(&version_);
   enableApiCallbacks();
   D::enableExtraCallbacks(api_, subscriber_);
@@ -114,7 +170,7 @@ void DialectTracer<D>::enableApiCallbacks() {
     }
     tracedFor_ = api_.path;
   }
-  for (const Traced& t : traced_) api_.enableCallback(1, subscriber_, t.domain, t.cbid);
+  setApiCallbacks(1);
 }
 
 template <typename D>
@@ -147,6 +203,8 @@ void DialectTracer<D>::stop() {
   // attach; dialects whose library misbehaves when finalized only unsubscribe.
   if (D::kFinalizeAtStop && api_.finalize) api_.finalize();
   floor_ = false;
+  parked_ = false;
+  keepFrom_.store(0);
   std::lock_guard<std::mutex> lock(contextsMutex_);
   contexts_.clear();
 }

@@ -35,6 +35,13 @@ void DialectTracer<D>::onApi(void* userdata, typename D::Domain domain, typename
   if (ts.apiDepth++ > 0) return;
   const uint32_t correlation = D::correlation(cb);
   ts.apiCorrelation = correlation;
+  if constexpr (D::kKeepAttached) {
+    // The first traced launch after a resume: records of older launches (made while parked)
+    // are discarded from here on. A plain load first: the exchange is a locked write.
+    uint32_t parkedMark = kMaxCorrelation;
+    if (self->keepFrom_.load(std::memory_order_relaxed) == kMaxCorrelation)
+      self->keepFrom_.compare_exchange_strong(parkedMark, correlation, std::memory_order_relaxed);
+  }
   const auto& graph = domain == D::kDriverDomain ? self->multiDriver_ : self->multiRuntime_;
   const bool multi = size_t(cbid) < graph.size() && graph[cbid];
   Profiler::instance().onLaunch(correlation, multi);
@@ -77,7 +84,10 @@ void DialectTracer<D>::bufferDone(Context context, uint32_t streamId, uint8_t* b
                                   size_t validSize) {
   if (buffer && validSize > 0 && !floor_) handleBuffer(buffer, validSize);
   size_t dropped = 0;
-  if (api_.getNumDropped && api_.getNumDropped(context, streamId, &dropped) == D::kSuccess) dropped_.fetch_add(dropped);
+  // Drops while parked belong to no session.
+  const bool idle = keepFrom_.load(std::memory_order_relaxed) == kMaxCorrelation;
+  if (api_.getNumDropped && api_.getNumDropped(context, streamId, &dropped) == D::kSuccess && !idle)
+    dropped_.fetch_add(dropped);
   if (buffer) {
     size_t held = held_.load();
     while (!held_.compare_exchange_weak(held, held >= size ? held - size : 0)) {
@@ -94,7 +104,11 @@ void DialectTracer<D>::handleBuffer(uint8_t* buffer, size_t validSize) {
   while (api_.getNextRecord(buffer, validSize, &record) == D::kSuccess) {
     DeviceRecord out;
     out.deviceType = deviceType_;
-    if (D::decode(record, out, context) == Decoded::Record) profiler.onRecord(out);
+    if (D::decode(record, out, context) != Decoded::Record) continue;
+    if constexpr (D::kKeepAttached) {
+      if (!keepRecord(out.correlation)) continue;
+    }
+    profiler.onRecord(out);
   }
 }
 

@@ -42,6 +42,7 @@ struct MsptiDialect {
   static constexpr uint32_t kFlushForced = 1;
   static constexpr bool kCompleteHasContext = false;
   static constexpr bool kFinalizeAtStop = false;
+  static constexpr bool kKeepAttached = false;  // see DialectTracer::release
   enum Counter : size_t { kUnknownTimes = 0, kMarkers = 1, kScopeMarkers = 2 };
   static constexpr std::array<const char*, 3> kCounterNames = {"unknown_timestamp_records", "marker_records",
                                                                "scope_marker_records"};

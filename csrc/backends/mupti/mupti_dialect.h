@@ -37,6 +37,7 @@ struct MuptiDialect {
   static constexpr uint32_t kFlushForced = MUPTI_ACTIVITY_FLAG_FLUSH_FORCED;
   static constexpr bool kCompleteHasContext = true;
   static constexpr bool kFinalizeAtStop = false;
+  static constexpr bool kKeepAttached = false;  // see DialectTracer::release
   enum Counter : size_t { kZeroTimestamps = 0 };
   static constexpr std::array<const char*, 1> kCounterNames = {"zero_timestamp_records"};
   // Callback ids scanned for launch/copy/set names in each of the driver and runtime domains.

@@ -46,6 +46,17 @@ nb::list cudaDevices() {
 void registerNvidiaBindings(nb::module_& m, nb::module_& testing) {
   m.def("cupti_acquire", &cuptiAcquire, nb::call_guard<nb::gil_scoped_release>());
   m.def("cupti_release", []() { ActivityTracer::instance().release(); }, nb::call_guard<nb::gil_scoped_release>());
+  // Ends the tracer's subscription kept between sessions (flagtree.profiler.release()).
+  m.def("cupti_detach", []() { return ActivityTracer::instance().detach(); }, nb::call_guard<nb::gil_scoped_release>());
+  m.def("cupti_attach_stats", []() {
+    ActivityTracer& t = ActivityTracer::instance();
+    nb::dict d;
+    d["running"] = t.running();
+    d["parked"] = t.parked();
+    d["subscriptions"] = t.subscriptions();
+    d["idle_discarded"] = t.idleDiscarded();
+    return d;
+  });
   m.def("cupti_flush", []() { ActivityTracer::instance().flush(); }, nb::call_guard<nb::gil_scoped_release>());
   m.def("cupti_dropped", []() { return ActivityTracer::instance().droppedRecords(); });
   m.def("cupti_set_buffer_limit", [](size_t bytes) { ActivityTracer::instance().setBufferLimit(bytes); });

@@ -10,6 +10,7 @@ See the README for backends, outputs and the viewer.
 """
 from .backends import KNOWN_BACKENDS, available_backends, implemented_backends
 from .backends.counters import list_metrics
+from .backends.cupti_attach import release
 from .profile import profile
 from .scope import cpu_timed_scope, enter_scope, enter_state, exit_scope, exit_state, scope, state
 from .session import activate, deactivate, finalize, flush_part, start
@@ -19,5 +20,5 @@ __all__ = [
     "scope", "cpu_timed_scope", "enter_scope", "exit_scope",
     "state", "enter_state", "exit_state",
     "KNOWN_BACKENDS", "implemented_backends", "available_backends",
-    "list_metrics",
+    "list_metrics", "release",
 ]

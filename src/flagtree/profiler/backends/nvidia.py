@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 
 from .. import _env
-from . import counters
+from . import counters, cupti_attach
 from .base import Backend, BackendUnavailable
 from .libraries import could_load, loaded_library
 
@@ -56,6 +56,17 @@ def cupti_candidates(driver_major=None):
         # Stable sort: matching majors first, the documented order kept within each group.
         rest.sort(key=lambda p: 0 if _major_of(p) == driver_major else 1)
     return list(dict.fromkeys(first + rest))
+
+
+_device_facts = {}
+
+
+def _cuda_devices():
+    """The CUDA devices' fixed facts, queried once per process: every session writes them
+    (device_info, describe), and the driver queries cost about 1 ms a session."""
+    if "devices" not in _device_facts:
+        _device_facts["devices"] = _native().cuda_devices()  # RuntimeError (no driver): not cached
+    return _device_facts["devices"]
 
 
 @dataclass
@@ -137,6 +148,7 @@ class NvidiaBackend(Backend):
         buffer_bytes = _env.buffer_size()
         native.cupti_set_buffer_limit(_env.buffer_limit())
         failures = []
+        cupti_attach.before_acquire()
         for path in cupti_candidates(driver_major):
             try:
                 native.cupti_acquire(path, buffer_bytes)
@@ -166,13 +178,14 @@ class NvidiaBackend(Backend):
 
     def release(self):
         _native().cupti_release()
+        cupti_attach.after_release()
 
     def dropped_records(self):
         return int(_native().cupti_dropped())
 
     def device_info(self):
         try:
-            devices = _native().cuda_devices()
+            devices = _cuda_devices()
         except RuntimeError:
             return {}
         return {"CUDA": {str(d["index"]): {k: d[k] for k in ("arch", "num_sms", "clock_rate",
@@ -183,7 +196,7 @@ class NvidiaBackend(Backend):
         native = _native()
         devices = []
         try:
-            devices = [{"index": d["index"], "name": d["name"], "arch": d["arch"]} for d in native.cuda_devices()]
+            devices = [{"index": d["index"], "name": d["name"], "arch": d["arch"]} for d in _cuda_devices()]
         except RuntimeError:
             pass
         return {"backend": self.name, "cupti_library": self._library, "cupti_version": native.cupti_version(),

@@ -1,0 +1,81 @@
+"""The release rule of the CUPTI subscription kept between sessions.
+
+Subscribing to CUPTI and enabling its activity kinds is most of a session's fixed cost (7-10 ms
+in a process with torch loaded), so after the last session the native tracer stays attached
+("parked": activity on, launch callbacks off, records discarded). It lets go, so that another
+CUPTI client (Proton, torch.profiler, Nsight) can attach, on the first of:
+  - flagtree.profiler.release();
+  - FLAGTREE_PROFILER_CUPTI_IDLE_S seconds with no session (0: at every finalize);
+  - interpreter exit.
+The next session after a release subscribes afresh."""
+import atexit
+import os
+import threading
+
+from .. import _env
+
+_lock = threading.Lock()
+_idle_timer = [None]
+_exit_hook = [None]  # the pid that registered the exit hook
+_exiting = [False]
+
+
+def _native():
+    from .. import _native
+
+    return _native
+
+
+def before_acquire():
+    """A session is about to take the tracer: the pending idle release is moot."""
+    _cancel_idle_timer()
+    if _exit_hook[0] is None:
+        _exit_hook[0] = os.getpid()
+        atexit.register(_release_at_exit)
+
+
+def _release_at_exit():
+    # Sessions left open are finalized by session.py's exit hook, which runs after this one
+    # (registered earlier): their release must then let go at once rather than park.
+    _exiting[0] = True
+    if os.getpid() != _exit_hook[0]:
+        return  # a forked child exiting through atexit: the subscription is the parent's
+    release()
+
+
+def after_release():
+    """The nvidia backend released the tracer: if that was the last session it is parked now;
+    start the idle clock (or release at once when the idle time is 0)."""
+    if not _native().cupti_attach_stats()["parked"]:
+        return
+    idle = 0 if _exiting[0] else _env.cupti_idle_seconds()
+    if idle <= 0:
+        release()
+        return
+    timer = threading.Timer(idle, _idle_release)
+    timer.daemon = True  # never keeps the interpreter alive; exit releases through atexit
+    with _lock:
+        previous, _idle_timer[0] = _idle_timer[0], timer
+    if previous is not None:
+        previous.cancel()
+    timer.start()
+
+
+def _idle_release():
+    # A session that started meanwhile holds the tracer: detach refuses (under the tracer's lock).
+    _native().cupti_detach()
+
+
+def _cancel_idle_timer():
+    with _lock:
+        timer, _idle_timer[0] = _idle_timer[0], None
+    if timer is not None:
+        timer.cancel()
+
+
+def release():
+    """Lets go of CUPTI now (unsubscribe and cuptiFinalize) so that another CUPTI client can
+    attach in this process. Returns True if it released, False if there was nothing to release
+    or a session is still running (finalize it first)."""
+    _cancel_idle_timer()
+    return bool(_native().cupti_detach())

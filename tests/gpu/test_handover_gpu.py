@@ -1,0 +1,66 @@
+"""Hand-over between CUPTI clients in one process (issue 18, item 2), on the GPU: each order runs in
+a fresh subprocess through dev/probe_handover.py's run_order (a step passes only if its tool
+recorded the kernels it ran)."""
+import importlib.util
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _probe():
+    spec = importlib.util.spec_from_file_location("probe_handover", os.path.join(ROOT, "dev", "probe_handover.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+probe = _probe()
+
+
+def _needs_proton():
+    try:
+        import triton.profiler  # noqa: F401
+    except ImportError as error:
+        pytest.skip(f"Triton's Proton is not importable: {error}")
+
+
+def _check(steps, cupti_path=None):
+    worked, text = probe.run_order(steps, cupti_path)
+    assert worked, text
+
+
+def test_ours_release_then_proton_on_one_libcupti():
+    _needs_proton()
+    bundled = probe.triton_cupti()
+    if not bundled:
+        pytest.skip("Triton bundles no libcupti here")
+    _check(probe.ORDERS["ours>release>proton"], bundled)
+
+
+@pytest.mark.xfail(reason="ours loads the libcupti 13 wheel, Proton its bundled libcupti 12: two copies may "
+                          "not hold CUPTI's slot one after the other even after cuptiFinalize (issue 18); "
+                          "dev/probe_handover.py decides whether this order can work", strict=False)
+def test_ours_release_then_proton_on_the_default_libcupti():
+    _needs_proton()
+    _check(probe.ORDERS["ours>release>proton"])
+
+
+def test_proton_then_ours():
+    _needs_proton()
+    _check(probe.ORDERS["proton>ours"])
+
+
+def test_ours_release_then_torch_profiler_then_ours():
+    _check(probe.ORDERS["ours>release>torch>ours"])
+
+
+def test_ours_still_attached_blocks_proton_until_release():
+    """Without release() (well inside the idle time) Proton cannot attach: the rule is needed."""
+    _needs_proton()
+    bundled = probe.triton_cupti()
+    if not bundled:
+        pytest.skip("Triton bundles no libcupti here")
+    worked, text = probe.run_order(probe.ORDERS["ours>proton(no release)"], bundled)
+    assert not worked and text.startswith("STEP 1 proton"), text
