@@ -20,7 +20,6 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 ORDERS = {
     "ours>release>proton": ["ours", "release", "proton"],
@@ -120,14 +119,16 @@ def triton_cupti():
 
 def run_order(steps, cupti_path=None, timeout=300):
     """(worked, text) for one order in a fresh process; text is the failing step's error."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.join(ROOT, "src"), env.get("PYTHONPATH")) if p)
+    env = dict(os.environ)  # the installed package (dev/gpu_round.sh installs it), as users run it
     env.pop("FLAGTREE_PROFILER_CUPTI_PATH", None)
     if cupti_path:
         env["FLAGTREE_PROFILER_CUPTI_PATH"] = cupti_path
     with tempfile.TemporaryDirectory(prefix="handover_") as folder:
         try:
-            out = subprocess.run([sys.executable, "-c", CHILD, ",".join(steps), folder], capture_output=True,
+            child = os.path.join(folder, "handover_child.py")  # @triton.jit needs a real source file
+            with open(child, "w") as f:
+                f.write(CHILD)
+            out = subprocess.run([sys.executable, child, ",".join(steps), folder], capture_output=True,
                                  text=True, env=env, timeout=timeout)
         except subprocess.TimeoutExpired:
             return False, f"timed out after {timeout} s"

@@ -136,7 +136,10 @@ class TianshuBackend(Backend):
         stack = getattr(self._local, "starts", None)
         if stack is None:
             stack = self._local.starts = []
-        stack.append(_native.monotonic_ns())
+        # The kernel's own name, read now: hook="triton" evaluates launch_metadata after this hook,
+        # and Triton then merges its "name" into the same dict (the rename reaches the record
+        # through the native launch metadata; vendor rows match the kernel's own name).
+        stack.append((_native.monotonic_ns(), self._own_name(metadata)))
 
     def _exit(self, metadata):
         from .. import _native
@@ -145,10 +148,16 @@ class TianshuBackend(Backend):
         stack = getattr(self._local, "starts", None)
         if not stack:
             return  # the enter hook ran before this backend was installed
-        start = stack.pop()
-        data = getattr(metadata, "data", None) or (metadata if isinstance(metadata, dict) else {})
-        name = str(data.get("name") or "<unknown kernel>")
+        start, name = stack.pop()
+        data = self._data(metadata)
         self._record(name, start, end, (0, 0, 0), (0, 0, 0), self._stream_id(data.get("stream")))
+
+    @staticmethod
+    def _data(metadata):
+        return getattr(metadata, "data", None) or (metadata if isinstance(metadata, dict) else {})
+
+    def _own_name(self, metadata):
+        return str(self._data(metadata).get("name") or "<unknown kernel>")
 
     def _stream_id(self, handle):
         """Small stream numbers in order of first use (Triton hands over the raw handle)."""
