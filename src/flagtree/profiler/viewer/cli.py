@@ -16,10 +16,11 @@ import math
 import os
 import re
 import sys
+from operator import attrgetter
 
 from .diff import diff_tree
 from .errors import ViewerError
-from .metrics import bind, parse_metrics, prepare, usable_specs
+from .metrics import fill_values, needed_keys, parse_metrics, prepare, usable_specs
 from .profile_tree import (compute_inclusive, exclude, hide_metadata, include, load_profiles,
                            release)
 from .render import FRAME_FORMATS, View, render_metric_list, render_sorted, render_tree, use_color
@@ -149,6 +150,11 @@ def _compile(option, pattern):
         raise ViewerError(f"invalid {option} regex '{pattern}': {exc}") from None
 
 
+# The value lookup _prepare returns: every node's values are filled when it returns, so
+# rendering reads them at C speed. (A node added to the tree afterwards has none.)
+node_values = attrgetter("values")
+
+
 def _value_lookup(values, root):
     """node -> its column values, computed once and kept on the node."""
     def values_of(node):
@@ -173,9 +179,9 @@ def _prepare(profile, args, include_rx, exclude_rx):
     if include_rx is not None:
         include(root, include_rx)
     prepare(metrics, root, profile.device_info)
-    keys, values = bind(metrics)
-    compute_inclusive(root, keys, drop_metrics=True)
-    return metrics, _value_lookup(values, root)
+    order = compute_inclusive(root, needed_keys(metrics), drop_metrics=True)
+    fill_values(metrics, order, root)
+    return metrics, node_values
 
 
 def _refuse_empty(profile):
