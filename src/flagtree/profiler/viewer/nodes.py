@@ -112,7 +112,7 @@ def plain_metrics(metrics, bools=True):
     try:
         if not sum(map(abs, values)) < _EXACT_LIMIT:
             return False
-    except TypeError:
+    except (TypeError, OverflowError):  # not numbers; a huge int beside a float
         return False
     if bools and not _NUMBER_TYPES.issuperset(map(type, values)):
         return False
