@@ -21,6 +21,9 @@ ENVIRONMENT = {
     "FLAGTREE_PROFILER_PCSAMPLING_COLLECTION": "PC sampling: continuous (default; samples per kernel function, shared among its launches) or serialized (exact launch per sample; kernels run one at a time); a mode's collection= wins.",
     "FLAGTREE_PROFILER_INSTRUMENT_TRITON": "1 instruments Triton-language kernels under backend=\"instrumentation\" (mode triton=on does the same; Gluon kernels always are).",
     "FLAGTREE_PROFILER_PERIODIC_S": "Seconds between automatic parts, 0.1..604800 (a week): each open session writes <name>.part<k>.<ext> with what it collected since the previous part, then frees it.",
+    "FLAGTREE_PROFILER_RANKS": "Ranks that profile, e.g. 0,3-5 (default: all); the others behave as if FLAGTREE_PROFILER_DISABLE=1. A process without a rank is rank 0.",
+    "FLAGTREE_PROFILER_GATHER": "1 sends every rank's profile files to the lowest profiled rank (rank 0) at finalize, through the initialised torch.distributed process group; a merged timeline is written there too.",
+    "FLAGTREE_PROFILER_GATHER_TIMEOUT_S": "Seconds (> 0, default 300) the gather waits for a rank before naming it as missing and going on.",
     "FLAGTREE_PROFILER_BACKWARD_SCOPES": "Where backward kernels go: caller (default: under the scopes of the thread that called backward) or forward (under the forward scope each op ran in, as layer3/<backward>/kernel).",
     "FLAGTREE_PROFILER_COUNTER_RANGES": "With mode=\"metrics...\": kernel launches a counter data image holds before it is decoded (default 64, at least 1; the image takes from a few KB to ~0.7 MB per launch depending on the metrics).",
     "FLAGTREE_PROFILER_IXKN_CLI": "Path of ixkn-cli for flagtree-profiler --ixkn and tianshu's ixkn_import_path= of .ixkn-rep files (then IXKN_CLI, then the PATH); --ixkn-cli wins.",
@@ -52,7 +55,24 @@ def flag(name):
 
 
 def disabled():
-    return flag("FLAGTREE_PROFILER_DISABLE")
+    # a rank left out by FLAGTREE_PROFILER_RANKS pays what a disabled profiler pays
+    from .ranks import excluded  # ranks reads its variables through this module
+
+    return flag("FLAGTREE_PROFILER_DISABLE") or excluded()
+
+
+def rank_subset():
+    """FLAGTREE_PROFILER_RANKS as set ("" when every rank profiles); ranks.py parses it."""
+    return text("FLAGTREE_PROFILER_RANKS")
+
+
+def gather_enabled():
+    return flag("FLAGTREE_PROFILER_GATHER")
+
+
+def gather_timeout():
+    return _number("FLAGTREE_PROFILER_GATHER_TIMEOUT_S", float, "seconds", 300.0,
+                   lambda v: 0 < v < float("inf"), "be a positive number of seconds")
 
 
 def _number(name, parse, unit, default, valid, requirement):

@@ -2,13 +2,26 @@
 every file name a session writes (output_paths). Names of one process: ``<name>.meta.json`` for
 the first data kind that uses a name; a session of the other kind with the same name gets
 ``<name>.<ext>.meta.json`` (``x.chrome_trace.meta.json`` beside ``x.meta.json``), so two sessions
-never write one metadata file."""
+never write one metadata file.
+
+Under a distributed launch every name gets the process's rank first (ranked_name):
+``<name>.rank<r>.hatchet``, ``<name>.rank<r>.part<k>.hatchet``, ``<name>.rank<r>.meta.json``;
+RANK_FILE recognises those names where they are read back (viewer, gather)."""
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 
 DEFAULT_NAME = "flagtree"
 EXTENSIONS = {"tree": ".hatchet", "trace": ".chrome_trace", "perfetto": ".pftrace"}
+# <base>.rank<r>[.part<k>]<extension>: group 1 the base, 2 the rank, 3 the extension
+RANK_FILE = re.compile(r"^(.*)\.rank(\d+)(?:\.part\d+)?(" +
+                       "|".join(re.escape(e) for e in EXTENSIONS.values()) + r")$", re.S)
+
+
+def ranked_name(name, rank):
+    """The name (no extension) a process of rank `rank` writes under; rank None: `name`."""
+    return name if rank is None else f"{name}.rank{rank}"
 
 
 @dataclass(frozen=True)

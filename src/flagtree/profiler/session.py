@@ -18,7 +18,7 @@ import os
 import threading
 import warnings
 
-from . import _env
+from . import _env, gather, ranks
 from .backends import BackendUnavailable, get_backend, select_backend
 from .backends.base import mode_text
 from .paths import base_name, check_writable, output_paths
@@ -138,6 +138,7 @@ def _acquire(impl, options, chosen_by_environment):
 
 def _start_locked(name, context, data, backend, mode, hook):
     base, impl, options = _check_arguments(name, context, data, backend, mode, hook)
+    base = ranks.output_base(base)  # <name>.rank<r> under a distributed launch
     for other in _sessions.values():
         if other.name == base and other.data == data:
             raise ValueError(f"a session writing {other.output_path!r} is already open (session {other.id})")
@@ -289,6 +290,7 @@ def _finalize_locked(sessions):
             errors.append(error)
         finally:
             _close(s)
+    gather.after_finalize(sessions)  # FLAGTREE_PROFILER_GATHER: every rank's files to rank 0
     if errors:
         raise errors[0]
 

@@ -123,7 +123,8 @@ class TianshuBackend(Backend):
         except RuntimeError as error:
             raise BackendUnavailable(f"backend 'tianshu': {error}") from None
         self._undo.append(_attach(owner, "launch_enter_hook", self._enter))
-        self._undo.append(_attach(owner, "launch_exit_hook", self._exit))
+        # First in the exit chain: the launch is recorded before hook="triton" drops its metadata.
+        self._undo.append(_attach(owner, "launch_exit_hook", self._exit, order="first"))
         from .interpreter import interpreter_active
 
         if interpreter_active():

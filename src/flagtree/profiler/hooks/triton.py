@@ -40,7 +40,6 @@ import threading
 
 from .. import _env
 from .launch_site import warn_at_launch_site
-
 from .triton_chain import _attach, _launch_hook_owner  # noqa: F401 (instrumentation imports them from here)
 
 INCLUDE_ENV = "FLAGTREE_PROFILER_HOOK_INCLUDE"
@@ -321,7 +320,7 @@ def _install_gpu():
     owner = _launch_hook_owner()
     undo_enter = _attach(owner, "launch_enter_hook", _gpu_enter)
     try:
-        undo_exit = _attach(owner, "launch_exit_hook", _gpu_exit)
+        undo_exit = _attach(owner, "launch_exit_hook", _gpu_exit, order="last")  # after recorders
     except BaseException:
         undo_enter()
         raise

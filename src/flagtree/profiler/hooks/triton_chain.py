@@ -51,11 +51,23 @@ def _is_chain(value):
     return value is not None and callable(getattr(value, "add", None)) and callable(getattr(value, "remove", None))
 
 
-def _attach(owner, attribute, hook):
-    """Puts `hook` into owner.attribute, keeping what is there; returns the undo function."""
+def _attach(owner, attribute, hook, order=None):
+    """Puts `hook` into owner.attribute, keeping what is there; returns the undo function.
+
+    `order`: "first" runs `hook` before the hooks already there, "last" after them, whatever
+    the direction of Triton's chain (its exit chain runs in reverse order of addition). A backend
+    that records a launch in its exit hook goes first; hook="triton"'s exit, which drops the
+    launch's metadata, goes last, so the recording sees the metadata in either install order."""
     current = getattr(owner, attribute)
     if _is_chain(current):
-        current.add(hook)
+        calls = getattr(current, "calls", None)
+        runs_first_at_front = not getattr(current, "reversed", False)
+        at_front = order == ("first" if runs_first_at_front else "last")
+        if order and at_front and isinstance(calls, list):
+            if hook not in calls:
+                calls.insert(0, hook)
+        else:
+            current.add(hook)
 
         def undo():
             current.remove(hook)
@@ -66,10 +78,14 @@ def _attach(owner, attribute, hook):
     own = attribute in getattr(owner, "__dict__", {})
     state = {"active": True}
 
+    first = order == "first"
+
     def chained(metadata):
+        if first and state["active"]:
+            hook(metadata)
         if previous is not None:
             previous(metadata)
-        if state["active"]:
+        if not first and state["active"]:
             hook(metadata)
 
     chained.__wrapped__ = hook

@@ -1,7 +1,8 @@
 """Text viewer for FlagTree Profiler tree profiles (``*.hatchet`` JSON files).
 
-The viewer is self-contained: it imports nothing else from ``flagtree.profiler``
-so it runs on machines without the native profiling module. Entry point:
+The viewer never needs the native profiling module: besides itself it imports only the
+package's pure-Python helpers (``paths``, ``ranks``, ``merge_traces``, ``writers.atomic``), so
+it runs on machines without a GPU or a built ``_native``. Entry point:
 :func:`flagtree.profiler.viewer.cli.main`.
 """
 

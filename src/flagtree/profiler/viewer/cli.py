@@ -18,7 +18,9 @@ import re
 import sys
 from operator import attrgetter
 
+from . import ranks as rank_view
 from .diff import diff_tree
+from . import flame
 from .errors import ViewerError
 from .metrics import fill_values, needed_keys, parse_metrics, prepare, usable_specs
 from .profile_tree import (compute_inclusive, exclude, hide_metadata, include, load_profiles,
@@ -53,12 +55,18 @@ examples:
   flagtree-profiler-viewer -l run.hatchet
   flagtree-profiler-viewer -m time/ms --diff-profile before.hatchet after.hatchet
   flagtree-profiler-viewer -m time/ms,cycles timing.hatchet cycles.hatchet
+  flagtree-profiler-viewer -m time/ms,time/ms:max,time/ms:imbalance run.rank*.hatchet
+  flagtree-profiler-viewer --print-sorted -m time/ms:imbalance,time/ms:mean profiles/
+  flagtree-profiler-viewer --merge-traces merged.json run.rank*.chrome_trace
   flagtree-profiler-viewer run.hatchet      # only run.part1.hatchet, run.part2.hatchet...: all parts
 
 Several profiles merge into one tree by node path (same path: metrics summed; profiles of
 concurrent sessions of one process, e.g. nvidia + instrumentation, count a shared metric once).
 The scopes launch_metadata hooks ran in (__launch_metadata, __proton_launch_metadata) are
 hidden with their subtrees unless --show-metadata is given.
+Rank files (<name>.rank<r>.hatchet) or a folder merge across ranks: plain metrics are the sum,
+and a suffix gives a statistic over ranks: <m>:max, :min, :mean, :imbalance ((max-mean)/mean),
+:slowest (the rank of the max; added after :max and :imbalance). Losses are listed per rank.
 Colour is used only on a terminal; NO_COLOR or --no-color turns it off.
 """
 
@@ -111,6 +119,8 @@ def build_parser():
         help="keep the __launch_metadata / __proton_launch_metadata nodes: the kernels launch_metadata "
              "functions launched themselves (hidden by default)")
     add("--no-color", action="store_true", help="never colour the output")
+    flame.add_options(add)
+    add("--merge-traces", metavar="OUT", help="merge the given Chrome traces (ranks) into one timeline OUT")
     return parser
 
 
@@ -167,21 +177,29 @@ def _value_lookup(values, root):
     return values_of
 
 
-def _prepare(profile, args, include_rx, exclude_rx):
-    """Filter and sum one profile; returns its metrics and value lookup function."""
+def _prepare(profile, args, include_rx, exclude_rx, keep_own=False):
+    """Filter and sum one profile; returns its metrics and value lookup function.
+
+    ``keep_own`` leaves each node its exclusive metrics (the flame exports weigh by them)."""
     root = profile.root
     _refuse_empty(profile)
     metrics = parse_metrics(args.metrics, profile.names, profile.device_info, profile.label)
+    _filter(profile, args, include_rx, exclude_rx)
+    prepare(metrics, root, profile.device_info)
+    order = compute_inclusive(root, needed_keys(metrics), drop_metrics=not keep_own)
+    fill_values(metrics, order, root)
+    return metrics, node_values
+
+
+def _filter(profile, args, include_rx, exclude_rx):
+    """The node filters every view applies: metadata scopes, then -e, then -i."""
+    root = profile.root
     if not args.show_metadata and profile.has_metadata:
         hide_metadata(root)
     if exclude_rx is not None:
         exclude(root, exclude_rx)
     if include_rx is not None:
         include(root, include_rx)
-    prepare(metrics, root, profile.device_info)
-    order = compute_inclusive(root, needed_keys(metrics), drop_metrics=True)
-    fill_values(metrics, order, root)
-    return metrics, node_values
 
 
 def _refuse_empty(profile):
@@ -200,10 +218,18 @@ def run(args, write, stream=None, release_trees=True):
     ``stream`` (the output file object) only decides colour. ``release_trees=False`` leaves
     the trees for the caller (or the process exit) to free.
     """
-    depth = _parse_depth(args.depth)
-    threshold = _parse_threshold(args.threshold)
+    if args.merge_traces is not None:
+        return rank_view.merge_traces_command(args, write)
     include_rx = _compile("--include", args.include)
     exclude_rx = _compile("--exclude", args.exclude)
+    if flame.requested(args):  # exports group rank files themselves (a profile per rank)
+        prepare = lambda p, a: _prepare(p, a, include_rx, exclude_rx, keep_own=True)
+        write(flame.export(args, prepare, load_profiles))
+        return
+    if rank_view.handles(args):  # rank files, a folder, or :max/:imbalance... metrics
+        return rank_view.run(args, write, stream, release_trees)
+    depth = _parse_depth(args.depth)
+    threshold = _parse_threshold(args.threshold)
     profile = load_profiles(args.profiles)
     if args.list:
         return _list_metrics(profile, write)

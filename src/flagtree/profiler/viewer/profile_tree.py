@@ -73,7 +73,8 @@ def load_profile(path):
     return profile
 
 
-def _merge_devices(dst, src):
+def merge_devices(dst, src):
+    """Add src's device_info into dst (dst's entries win)."""
     for kind, devices in src.items():
         if isinstance(devices, dict) and isinstance(dst.get(kind), dict):
             merged = dict(devices)
@@ -156,7 +157,7 @@ def load_profiles(paths):
     for path in paths[1:]:
         other = load_profile(path)
         merge_into(profile.root, other.root, same_launches=concurrent_sessions(paths[0], path))
-        _merge_devices(profile.device_info, other.device_info)
+        merge_devices(profile.device_info, other.device_info)
         profile.names |= other.names
         profile.has_metadata = profile.has_metadata or other.has_metadata
         profile.sources.append(path)

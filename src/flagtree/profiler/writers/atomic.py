@@ -3,6 +3,7 @@ target's folder, is fsynced and renamed over the target, so an interruption (Ctr
 SIGKILL, a full disk) leaves the previous file or none, never a truncated one, and a symlink
 planted at the target is replaced rather than followed. JSON is strict: NaN and infinities are
 written as null. (Native outputs do the same in csrc/dump/out_file.cpp.)"""
+import contextlib
 import itertools
 import json
 import math
@@ -39,12 +40,24 @@ def _finite(value):
 
 def write_text(path, text):
     """Writes `text` (UTF-8) to `path` atomically."""
+    write_bytes(path, text.encode("utf-8"))
+
+
+def write_bytes(path, data):
+    with atomic_file(path) as out:
+        out.write(data)
+
+
+@contextlib.contextmanager
+def atomic_file(path):
+    """``with atomic_file(path) as out: out.write(b"...")``: a binary file that appears at `path`
+    whole when the block ends, or not at all (for outputs written piece by piece)."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     temp, fd = _create_temporary(folder, os.path.basename(path))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
+        with os.fdopen(fd, "wb") as out:
+            yield out
             out.flush()
             os.fsync(out.fileno())
         os.replace(temp, path)

@@ -4,8 +4,11 @@ session._write_outputs for the order)."""
 import functools
 import os
 import platform
+import socket
 import sys
+import time
 
+from .. import ranks
 from .atomic import write_json
 
 
@@ -32,22 +35,42 @@ def build_metadata(session, backend_facts, stats):
         "hook": session.hook,
         **backend_facts,
         "command_line": list(sys.argv),
-        "pid": os.getpid(),
-        "rank": _rank(),
+        **_process_fields(session),  # rank, world size, host, pid, clock base
         "start_time_ns": session.start_realtime_ns,
         "stop_time_ns": session.stop_realtime_ns,
         **stats,
     }
 
 
-def _rank():
-    for var in ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"):
-        if var in os.environ:
-            try:
-                return int(os.environ[var])
-            except ValueError:
-                pass
-    return 0
+def clock_base(samples=5):
+    """A (realtime, monotonic) pair read together: the monotonic value is the middle of the
+    tightest of a few monotonic-realtime-monotonic brackets, and error_ns half its width.
+    Trace times are monotonic; this pair maps them onto wall-clock time."""
+    best = None
+    for _ in range(samples):
+        before = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        real = time.clock_gettime_ns(time.CLOCK_REALTIME)
+        after = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        if best is None or after - before < best[2] - best[0]:
+            best = (before, real, after)
+    before, real, after = best
+    return {"realtime_ns": real, "monotonic_ns": (before + after) // 2, "error_ns": (after - before + 1) // 2}
+
+
+def _process_fields(session):
+    """What every metadata file says about the process: rank, local rank, world size, how they
+    were found (ranks.py), host, pid, a clock base, and the monotonic time of the trace's t=0."""
+    info = ranks.current()
+    return {
+        "rank": info.rank if info is not None else 0,
+        "local_rank": info.local_rank if info is not None else None,
+        "world_size": info.world_size if info is not None else 1,
+        "rank_source": info.source if info is not None else None,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "clock_base": clock_base(),
+        "trace_origin_monotonic_ns": getattr(session, "start_monotonic_ns", None),
+    }
 
 
 def write_metadata(path, metadata):

@@ -1,0 +1,187 @@
+"""``--html``: one self-contained HTML report (flame view, table, diff) for a tree profile.
+
+The page carries its script, style and data inline and reaches nothing outside itself (a
+Content-Security-Policy forbids it), so it works from ``file://`` and offline. The tree travels
+as compact JSON (columns of numbers plus one string table) drawn on a canvas by report.js.
+"""
+
+import json
+
+from .errors import ViewerError
+from .flame import write_atomic
+from .metrics import CPU_TIME, FLOP_KEYS, TIME, usable_specs
+from .profile_tree import IDENTIFIERS, release
+from .report_data import build_payload, embed_json
+
+MAX_TABLE_ROWS = 2000
+_ASSETS = ("report.html", "report.css", "report.js")
+
+
+def _asset(name):
+    from importlib import resources
+
+    return resources.files(__package__).joinpath("report", name).read_text(encoding="utf-8")
+
+
+def report_specs(profile):
+    """The metrics the report offers for this profile, as payload entries in menu order.
+
+    Entries with ``derive`` are rates the page computes from embedded columns (sum of
+    ``num`` columns / time); the others are columns of viewer-computed inclusive values."""
+    names, usable = profile.names, set(usable_specs(profile.names, profile.device_info))
+    entry = lambda spec, label, unit, additive: {"id": spec, "label": label, "unit": unit, "additive": additive}
+    out = []
+    if "time/ns" in usable:
+        out.append(entry("time/ns", "time", "ns", True))
+    if "count" in names:
+        out.append(entry("count", "count", "", True))
+    flops = [key for key in FLOP_KEYS.values() if key in names]
+    if "flop/s" in usable and flops:
+        out.append(dict(entry("flop/s", "FLOP/s", "FLOP/s", False), derive={"num": flops, "den": "time/ns"}))
+    if "byte/s" in usable:
+        out.append(dict(entry("byte/s", "bytes/s", "B/s", False), derive={"num": ["bytes"], "den": "time/ns"}))
+    if "util" in usable:
+        out.append(entry("util", "util", "ratio", False))
+    if "cpu_time/ns" in usable:
+        out.append(entry("cpu_time/ns", "CPU time", "ns", True))
+    shown = {"count", TIME, CPU_TIME}
+    for name in sorted(names):
+        if name not in IDENTIFIERS and name not in shown and not name.startswith("__"):
+            out.append(entry(name, name, "B" if name == "bytes" else "", True))
+    return out
+
+
+def menu_id(spec):
+    """The report menu entry that shows the first -m metric (time/ms is the 'time' entry)."""
+    for family in ("time", "cpu_time"):
+        if spec.startswith(family + "/") and spec != "time/%":
+            return family + "/ns"
+    if "flop" in spec and spec.endswith("/s"):  # tflop16/s and friends: the FLOP/s entry
+        return "flop/s"
+    if spec.endswith("byte/s"):
+        return "byte/s"
+    return spec
+
+
+def column_specs(specs):
+    """The entries the viewer computes (derived rates are left to the page)."""
+    return [s for s in specs if "derive" not in s]
+
+
+def _common_specs(profile, other):
+    specs = report_specs(profile)
+    if other is None:
+        return specs
+    theirs = {s["id"] for s in report_specs(other)}
+    return [s for s in specs if s["id"] in theirs]
+
+
+def _raw_tree(path):
+    """The file's root object decoded whole, or None where the stdlib decoder cannot take it
+    (nested deeper than its recursion limit: such a report shows no launch metadata)."""
+    try:
+        with open(path, "rb") as handle:
+            data = json.loads(handle.read())
+    except OSError as exc:
+        raise ViewerError(f"cannot read profile '{path}': {exc.strerror or exc}") from None
+    except (RecursionError, ValueError):
+        return None  # ValueError: the viewer's reader accepted it, so only a decoder limit
+    if type(data) is not list or not data or type(data[0]) is not dict:
+        return None
+    return data[0]
+
+
+def kernel_metadata(paths, roots):
+    """{Node: launch metadata (grid, block, registers, shared memory)} read from the files.
+
+    The viewer's Node keeps name, kernel flag and metrics only, so the raw files are walked
+    once more, alongside the loaded tree (same-named siblings merged there: the first
+    metadata wins)."""
+    found = {}
+    for path, root in zip(paths, roots):
+        raw_root = _raw_tree(path)
+        stack = [(raw_root, root)] if raw_root is not None else []
+        while stack:
+            raw, node = stack.pop()
+            for raw_child in raw.get("children") or ():
+                frame = raw_child.get("frame") if type(raw_child) is dict else None
+                child = node.children.get(frame.get("name")) if type(frame) is dict else None
+                if child is None:
+                    continue
+                meta = raw_child.get("metadata")
+                if type(meta) is dict and child not in found:
+                    found[child] = meta
+                stack.append((raw_child, child))
+    return found
+
+
+def _table(args, profile, metrics, values_of, other, other_values):
+    """The terminal viewer's output for the user's -m columns (no colour)."""
+    from .cli import _parse_depth, _parse_threshold
+    from .diff import diff_tree
+    from .render import View, render_tree
+
+    count = len([s for s in args.metrics.split(",")])
+    columns = lambda node: values_of(node)[:count]
+    root = profile.root
+    diff = other is not None
+    if diff:
+        root = diff_tree(root, other.root, columns, lambda node: other_values(node)[:count])
+        columns = lambda node: node.values
+    view = View(metrics[:count], columns, depth=_parse_depth(args.depth),
+                threshold=_parse_threshold(args.threshold), frame_format=args.format, diff=diff)
+    parts = []
+    try:
+        render_tree(root, view, parts.append)
+        return _cap_rows("".join(parts))
+    finally:
+        if diff:
+            release(root)
+
+
+def _cap_rows(text):
+    """The first MAX_TABLE_ROWS rows: the whole table of a big profile would dwarf the tree."""
+    lines = text.splitlines()
+    if len(lines) <= MAX_TABLE_ROWS + 1:
+        return text
+    hidden = len(lines) - 1 - MAX_TABLE_ROWS
+    note = f"... {hidden} more rows: run flagtree-profiler-viewer (or use -d / -t) for the whole table"
+    return "\n".join(lines[:MAX_TABLE_ROWS + 1] + [note]) + "\n"
+
+
+def build_report(args, prepare_profile, load):
+    """The finished HTML text for parsed viewer arguments."""
+    profile = load(args.profiles)
+    other = load([args.diff_profile]) if args.diff_profile else None
+    specs = _common_specs(profile, other)
+    user = [s.strip() for s in args.metrics.split(",")]
+    spec_text = ",".join(user + [s["id"] for s in column_specs(specs)])
+    metrics, values_of = prepare_profile(profile, spec_text)
+    other_values = prepare_profile(other, spec_text)[1] if other is not None else None
+    try:
+        table = _table(args, profile, metrics, values_of, other, other_values)
+        meta = kernel_metadata(profile.sources, [profile.root] * len(profile.sources))
+        payload = build_payload(profile, other, specs, len(user), values_of, other_values, meta)
+        payload["table"] = table
+        payload["title"] = profile.label
+        payload["diffSource"] = args.diff_profile
+        payload["initialMetric"] = menu_id(user[0])
+    finally:
+        release(profile.root)
+        if other is not None:
+            release(other.root)
+    return assemble(payload)
+
+
+def assemble(payload):
+    template, css, script = (_asset(name) for name in _ASSETS)
+    if "</script" in script.lower() or "</style" in css.lower():
+        raise AssertionError("inline assets must not close their own element")
+    head, rest = template.split("/*CSS*/", 1)
+    middle, rest = rest.split("/*DATA*/", 1)
+    before_js, tail = rest.split("/*JS*/", 1)
+    return "".join((head, css, middle, embed_json(payload), before_js, script, tail))
+
+
+def write_report(args, prepare_profile, load):
+    write_atomic(args.html, build_report(args, prepare_profile, load))
