@@ -351,5 +351,6 @@ def fill_values(metrics, order, root):
             column = [value if node.kernel else None for value, node in zip(column, order)]
         columns.append(column)
     del incls
-    rows = [[value] for value in columns[0]] if len(columns) == 1 else map(list, zip(*columns))
+    # Tuples: read-only sequences, smaller than lists, and zip makes them without a copy.
+    rows = [(value,) for value in columns[0]] if len(columns) == 1 else zip(*columns)
     deque(map(setattr, order, repeat("values"), rows), maxlen=0)

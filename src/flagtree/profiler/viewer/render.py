@@ -8,7 +8,8 @@ never held whole. Every name printed goes through :func:`safe`.
 
 import os
 import re
-from itertools import islice
+from itertools import islice, repeat
+from operator import attrgetter
 
 from .nodes import IDENTIFIERS
 from .safe_text import UNSAFE, safe
@@ -119,9 +120,9 @@ class View:
         nodes = list(nodes)
         if len(nodes) < 2:
             return nodes
-        values_of = self.values_of
-        ranks = [_rank(values_of(node)[0]) for node in nodes]
-        order = sorted(zip(ranks, [node.name for node in nodes], range(len(nodes))))
+        firsts = [values[0] for values in map(self.values_of, nodes)]
+        ranks = [_LAST if first is None or first != first else -first for first in firsts]
+        order = sorted(zip(ranks, map(_NAME, nodes), range(len(nodes))))
         return [nodes[at] for _, _, at in order]
 
     def children(self, node):
@@ -135,12 +136,7 @@ class View:
 
 
 _LAST = float("inf")
-
-
-def _rank(first):
-    if first is None or first != first:
-        return _LAST
-    return -first
+_NAME = attrgetter("name")
 
 
 def _tree_rows(root, view):
@@ -169,17 +165,16 @@ def _cells(view, nodes):
     Columns are joined one at a time, so only one column's cells are alive besides the rows.
     """
     rows, header = None, []
-    values_of = view.values_of
+    values = list(map(view.values_of, nodes))
     for index, (label, fmt) in enumerate(zip(view.labels, view.formatters)):
-        column = [values_of(node)[index] for node in nodes]
+        column = [row[index] for row in values]
         cells = format_floats(column) if fmt is format_float else list(map(fmt, column))
         del column
         width = max(len(label), max(map(len, cells), default=0))
         header.append(label.rjust(width))
-        if rows is None:
-            rows = [cell.rjust(width) for cell in cells]
-        else:
-            rows = [row + "  " + cell.rjust(width) for row, cell in zip(rows, cells)]
+        cells = list(map(str.rjust, cells, repeat(width)))
+        rows = cells if rows is None else list(map("  ".join, zip(rows, cells)))
+        del cells
     return rows, "  ".join(header)
 
 
@@ -232,6 +227,8 @@ def _tree_texts(view, rows):
     # descendant reads it (rows come parents first), so stale deeper entries never show.
     indents = [""] * (INDENT_LEVELS + 1)
     name_of = view.name if view.frame_format != "full" else _safe_name
+    if name_of is _safe_name and _all_safe(node.name for node, _, _ in rows):
+        name_of = str  # one regex search over every name found nothing to escape
     for node, depth, last in rows:
         name = name_of(node.name)
         if depth == 0:
@@ -247,6 +244,12 @@ def _tree_texts(view, rows):
         else:
             branch = "`- " if last else "|- "
             yield f"{indents[INDENT_LEVELS - 1]}[+{depth - INDENT_LEVELS}] {branch}{name}"
+
+
+def _all_safe(names):
+    """True when no name has a character safe() would escape: one search over them all
+    (escaped characters are single code points, so joining cannot make one)."""
+    return _UNSAFE_SEARCH("".join(names)) is None
 
 
 def _safe_name(name):
