@@ -140,14 +140,16 @@ _NAME = attrgetter("name")
 
 
 def _tree_rows(root, view):
-    """(node, depth, is last child) in print order."""
-    rows = []
+    """Nodes in print order, with their depths and whether each is its parent's last child
+    (three flat lists: a tuple per row would cost more than the row's node)."""
+    nodes, depths, lasts = [], [], []
     stack = [(root, 0, True)]
     limit = view.depth
     while stack:
-        row = stack.pop()
-        rows.append(row)
-        node, depth, _ = row
+        node, depth, last = stack.pop()
+        nodes.append(node)
+        depths.append(depth)
+        lasts.append(last)
         if not node.children or (limit is not None and depth >= limit):
             continue
         kids = view.children(node)
@@ -156,26 +158,35 @@ def _tree_rows(root, view):
             stack.append((kids[-1], below, True))
             if len(kids) > 1:
                 stack.extend([(kid, below, False) for kid in kids[-2::-1]])
-    return rows
+    return nodes, depths, lasts
 
 
-def _cells(view, nodes):
-    """Per node, its right-aligned value columns as one string; plus the header.
+def _column_cells(fmt, column):
+    return format_floats(column) if fmt is format_float else list(map(fmt, column))
 
-    Columns are joined one at a time, so only one column's cells are alive besides the rows.
+
+def _widths(view, values):
+    """Each column's width (its widest cell or label), and the header line.
+
+    Cells are formatted here only to be measured, one column at a time, and formatted again
+    batch by batch when written: twice the (cheap) formatting instead of every row's cells
+    alive at once.
     """
-    rows, header = None, []
-    values = list(map(view.values_of, nodes))
+    widths = []
     for index, (label, fmt) in enumerate(zip(view.labels, view.formatters)):
-        column = [row[index] for row in values]
-        cells = format_floats(column) if fmt is format_float else list(map(fmt, column))
-        del column
-        width = max(len(label), max(map(len, cells), default=0))
-        header.append(label.rjust(width))
-        cells = list(map(str.rjust, cells, repeat(width)))
-        rows = cells if rows is None else list(map("  ".join, zip(rows, cells)))
-        del cells
-    return rows, "  ".join(header)
+        cells = _column_cells(fmt, [row[index] for row in values])
+        widths.append(max(len(label), max(map(len, cells), default=0)))
+    header = "  ".join(label.rjust(width) for label, width in zip(view.labels, widths))
+    return widths, header
+
+
+def _cells(view, values, widths):
+    """Per row of ``values``, its right-aligned value columns as one string."""
+    rows = None
+    for index, (fmt, width) in enumerate(zip(view.formatters, widths)):
+        cells = map(str.rjust, _column_cells(fmt, [row[index] for row in values]), repeat(width))
+        rows = list(cells) if rows is None else list(map("  ".join, zip(rows, cells)))
+    return rows or [""] * len(values)
 
 
 def _value_color(view, node):
@@ -192,20 +203,21 @@ def _value_color(view, node):
 
 def _emit(view, nodes, texts, write):
     """Write the header and one line per node: cells, then its text (an iterable)."""
-    cells, header = _cells(view, nodes)
-    if not view.color:
-        lines = map("  ".join, zip(cells, texts))
-    else:
-        header = BOLD + header + RESET
-        lines = map("  ".join, zip(map(_tinted, cells, [view] * len(nodes), nodes),
-                                   map(_kernel_cyan, nodes, texts)))
-    write(header + "\n")
-    while True:
-        batch = list(islice(lines, BATCH_LINES))
-        if not batch:
-            return
-        batch.append("")
-        write("\n".join(batch))
+    values = list(map(view.values_of, nodes))
+    widths, header = _widths(view, values)
+    write((BOLD + header + RESET if view.color else header) + "\n")
+    texts = iter(texts)
+    for start in range(0, len(nodes), BATCH_LINES):
+        batch = slice(start, start + BATCH_LINES)
+        cells = _cells(view, values[batch], widths)
+        if not view.color:
+            lines = list(map("  ".join, zip(cells, texts)))
+        else:
+            shown = nodes[batch]
+            lines = list(map("  ".join, zip(map(_tinted, cells, repeat(view), shown),
+                                            map(_kernel_cyan, shown, texts))))
+        lines.append("")
+        write("\n".join(lines))
 
 
 def _tinted(cell, view, node):
@@ -217,7 +229,7 @@ def _kernel_cyan(node, text):
     return CYAN + text + RESET if node.kernel else text
 
 
-def _tree_texts(view, rows):
+def _tree_texts(view, nodes, depths, lasts):
     """The indented names, built one at a time from the ancestors' continuation marks.
 
     Guides are drawn for INDENT_LEVELS levels; a deeper row says how many more levels down
@@ -227,9 +239,9 @@ def _tree_texts(view, rows):
     # descendant reads it (rows come parents first), so stale deeper entries never show.
     indents = [""] * (INDENT_LEVELS + 1)
     name_of = view.name if view.frame_format != "full" else _safe_name
-    if name_of is _safe_name and _all_safe(node.name for node, _, _ in rows):
+    if name_of is _safe_name and _all_safe(map(_NAME, nodes)):
         name_of = str  # one regex search over every name found nothing to escape
-    for node, depth, last in rows:
+    for node, depth, last in zip(nodes, depths, lasts):
         name = name_of(node.name)
         if depth == 0:
             yield name
@@ -259,8 +271,8 @@ def _safe_name(name):
 def render_tree(root, view, write):
     """Write the indented tree, children by first metric, descending."""
     view.start(root)
-    rows = _tree_rows(root, view)
-    _emit(view, [row[0] for row in rows], _tree_texts(view, rows), write)
+    nodes, depths, lasts = _tree_rows(root, view)
+    _emit(view, nodes, _tree_texts(view, nodes, depths, lasts), write)
 
 
 def _sorted_candidates(root, view):
