@@ -59,19 +59,13 @@ class Reader {
   std::pair<const char*, const char*> rawString();
   nb::object string();
   nb::object key();
-  void skipValue();
-  void skipString();
-  void objectKey();
-  void literal();
-  void skipNumber();
+  void skipValue(), skipString(), objectKey(), literal(), skipNumber();
   nb::object number();
-  void frame(OpenNode& node);
-  void metrics(OpenNode& node);
+  void frame(OpenNode& node), metrics(OpenNode& node);
   bool member(OpenNode& node);  // true: the member is "children" and a child starts at p_
   nb::object finish(OpenNode& node);
 
-  const char* p_;
-  const char* end_;
+  const char* p_, *end_;
   nb::handle nodeClass_, names_;
   std::unordered_map<std::string, nb::object> keys_;  // metric names, shared by every node
 };
@@ -88,14 +82,19 @@ std::pair<const char*, const char*> Reader::rawString() {
   throw GiveUp();
 }
 
-nb::object Reader::string() {
-  auto [begin, stop] = rawString();
+// A str of UTF-8 bytes; bad UTF-8 is left to the Python reader, which says where.
+PyObject* decode(const char* begin, const char* stop) {
   PyObject* text = PyUnicode_DecodeUTF8(begin, stop - begin, "strict");
   if (!text) {
-    PyErr_Clear();  // not UTF-8: the Python reader says where
+    PyErr_Clear();
     throw GiveUp();
   }
-  return nb::steal(text);
+  return text;
+}
+
+nb::object Reader::string() {
+  auto [begin, stop] = rawString();
+  return nb::steal(decode(begin, stop));
 }
 
 nb::object Reader::key() {
@@ -103,11 +102,7 @@ nb::object Reader::key() {
   std::string bytes(begin, stop);
   auto found = keys_.find(bytes);
   if (found != keys_.end()) return found->second;
-  PyObject* text = PyUnicode_DecodeUTF8(begin, stop - begin, "strict");
-  if (!text) {
-    PyErr_Clear();
-    throw GiveUp();
-  }
+  PyObject* text = decode(begin, stop);
   PyUnicode_InternInPlace(&text);
   nb::object name = nb::steal(text);
   keys_.emplace(std::move(bytes), name);
@@ -155,12 +150,7 @@ void Reader::skipString() {
   auto [begin, stop] = rawString();
   for (const char* q = begin; q < stop; ++q) {
     if (static_cast<unsigned char>(*q) >= 0x80) {
-      PyObject* text = PyUnicode_DecodeUTF8(begin, stop - begin, "strict");
-      if (!text) {
-        PyErr_Clear();
-        throw GiveUp();
-      }
-      Py_DECREF(text);
+      Py_DECREF(decode(begin, stop));
       return;
     }
   }

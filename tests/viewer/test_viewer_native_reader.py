@@ -13,7 +13,7 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
-from flagtree.profiler.viewer import reader
+from flagtree.profiler.viewer import native_read, reader
 from flagtree.profiler.viewer.cli import main
 from flagtree.profiler.viewer.nodes import Node, plain_metrics
 from test_viewer_fuzz import OPTION_SETS, _mutate, _seed_texts
@@ -50,7 +50,7 @@ def _native_takes(path):
         data = handle.read()
     found = reader.NATIVE_READ(data, Node, set())
     if found is not None:
-        reader._unlink(found[0])
+        native_read.unlink(found[0])
     return found is not None
 
 

@@ -17,14 +17,13 @@ after a cut scan.
 
 import codecs
 import json
-import os
 import re
-import stat
 from itertools import repeat
 from json import scanner as _json_scanner
 from operator import attrgetter
 
 from .errors import ViewerError
+from .native_read import read_native
 from .nodes import Node, attach, make_node, not_profile, plain_metrics
 
 try:  # the optional native fast path (csrc/viewer/tree_reader.cpp); the viewer works without
@@ -315,7 +314,7 @@ def read_tree(handle, path, names):
     Returns (root Node, device_info, whether launch_metadata scopes may be present); metric
     names seen are added to ``names``. Raises ViewerError for anything malformed.
     """
-    fast = _read_native(handle, names)
+    fast = read_native(NATIVE_READ, handle, names, FIRST_READ)
     if fast is not None:
         return fast
     parser = _Parser(_Text(handle, path), path, names)
@@ -350,54 +349,6 @@ def _read(parser, path):
     if type(device_info) is not dict:
         raise not_profile(path, "device_info (second element) is not an object")
     return root, device_info, parser.src.metadata_scopes
-
-
-def _read_native(handle, names):
-    """read_tree's result from the native reader, or None (the native reader is missing,
-    the file is not a regular one up to FIRST_READ bytes, or it has anything the native
-    reader leaves to this module: then the handle is back at the start)."""
-    if NATIVE_READ is None:
-        return None
-    try:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > FIRST_READ:
-            return None
-        data = handle.read(info.st_size + 1)
-    except (OSError, ValueError, AttributeError):
-        handle.seek(0)
-        return None
-    seen = set()
-    found = NATIVE_READ(data, Node, seen)
-    device_info = None if found is None else _native_tail(data, found[1])
-    if device_info is None:
-        if found is not None:
-            _unlink(found[0])
-        handle.seek(0)
-        return None
-    names.update(seen)
-    return found[0], device_info, METADATA_MARK.encode() in data
-
-
-def _native_tail(data, end):
-    """device_info from what follows the root (``, {...}]`` or ``]``), or None."""
-    try:
-        value = json.loads("[0" + data[end:].decode("utf-8"))
-    except (ValueError, RecursionError):
-        return None
-    if len(value) == 1:
-        return {}
-    if len(value) == 2 and type(value[1]) is dict:
-        return value[1]
-    return None
-
-
-def _unlink(root):
-    """Free a tree the native reader built (parent links are cycles) without the GC."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        stack.extend(node.children.values())
-        node.children = node.parent = None
 
 
 _SHAPE = "expected a JSON list [root, device_info]"
