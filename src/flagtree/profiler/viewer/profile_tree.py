@@ -53,7 +53,8 @@ def preorder(root):
     while stack:
         node = stack.pop()
         out.append(node)
-        stack.extend(node.children.values())
+        if node.children:  # most nodes are leaves
+            stack.extend(node.children.values())
     return out
 
 

@@ -157,7 +157,7 @@ def _tree_rows(root, view):
             below = depth + 1
             stack.append((kids[-1], below, True))
             if len(kids) > 1:
-                stack.extend([(kid, below, False) for kid in kids[-2::-1]])
+                stack.extend(zip(kids[-2::-1], repeat(below), repeat(False)))
     return nodes, depths, lasts
 
 
