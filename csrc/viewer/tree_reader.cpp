@@ -1,13 +1,11 @@
-// The viewer's optional fast reader (flagtree.profiler._native.viewer_read_tree): parses the
-// root node of a tree profile's bytes straight into the viewer's Node objects, skipping the
-// JSON objects a node carries but the viewer never shows (frame extras, launch metadata).
-//
-// It takes only the plain common case and gives up (returns None) on anything else: escapes
-// or control characters in strings, NaN/Infinity, integers beyond int64, non-number metrics,
-// identifiers that are not small ints, same-named siblings, repeated node members, deep
-// nesting inside a skipped value, or any syntax error. The caller then runs the pure-Python
-// reader, which decides the exact result or error message, so both paths agree by design.
-// Nodes nest through an explicit stack: a 100,000-deep chain costs heap, not C stack.
+// The viewer's optional fast reader (_native.viewer_read_tree): parses the root node of a tree
+// profile's bytes straight into the viewer's Node objects, skipping what the viewer never shows
+// (frame extras, launch metadata). It takes only the plain common case and gives up (None) on
+// anything else: escapes or control characters in strings, NaN/Infinity, integers beyond int64,
+// non-number metrics, identifiers that are not small ints, same-named siblings, repeated node
+// members, deep nesting inside a skipped value, any syntax error. The caller then runs the
+// pure-Python reader, which decides the exact result or error message: the paths agree by
+// design. Nodes nest through an explicit stack: a 100,000-deep chain costs heap, not C stack.
 #include <nanobind/nanobind.h>
 
 #include <cmath>
@@ -31,6 +29,13 @@ struct GiveUp {};  // thrown anywhere the Python reader must decide
 constexpr int kSkipDepth = 512;  // nesting inside a skipped value (Python's limit is higher)
 constexpr long long kIdentifierLimit = 1LL << 31;
 constexpr long kDigitLimit = 4000;  // under Python's int_max_str_digits default (4300)
+
+// "device_id", "device_type" as str, made once (PyDict_GetItemString makes one per call).
+PyObject* const* identifierNames() {
+  static PyObject* const names[] = {PyUnicode_InternFromString("device_id"),
+                                    PyUnicode_InternFromString("device_type")};
+  return names;
+}
 
 bool isBlank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -266,8 +271,8 @@ void Reader::metrics(OpenNode& node) {
     expect('}');
     break;
   }
-  for (const char* id : {"device_id", "device_type"}) {
-    PyObject* value = PyDict_GetItemString(dict, id);  // borrowed
+  for (int at = 0; at < 2; ++at) {
+    PyObject* value = PyDict_GetItem(dict, identifierNames()[at]);  // borrowed
     if (!value) continue;
     if (!PyLong_CheckExact(value)) throw GiveUp();
     long long number = PyLong_AsLongLong(value);
@@ -304,8 +309,8 @@ nb::object Reader::finish(OpenNode& node) {
   if (!node.hasFrame) throw GiveUp();
   if (!node.metrics.is_valid()) node.metrics = nb::steal(PyDict_New());
   PyObject* metrics = node.metrics.ptr();
-  bool kernel = node.kernelFrame || PyDict_GetItemString(metrics, "device_id") ||
-                PyDict_GetItemString(metrics, "device_type");
+  bool kernel = node.kernelFrame || PyDict_GetItem(metrics, identifierNames()[0]) ||
+                PyDict_GetItem(metrics, identifierNames()[1]);
   PyObject* args[] = {node.name.ptr(), kernel ? Py_True : Py_False, metrics};
   PyObject* made = PyObject_Vectorcall(nodeClass_.ptr(), args, 3, nullptr);
   if (!made) throw nb::python_error();
