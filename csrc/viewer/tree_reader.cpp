@@ -51,9 +51,7 @@ class Reader {
   Reader(const char* data, size_t size, nb::handle nodeClass, nb::handle names)
       : p_(data), end_(data + size), nodeClass_(nodeClass), names_(names) {}
 
-  // Parses the node object at p_ with its subtree; returns the Node.
-  nb::object tree();
-
+  nb::object tree();  // the node object at p_ with its subtree, as a Node
   const char* pos() const { return p_; }
   void blank() { while (p_ < end_ && isBlank(*p_)) ++p_; }
   char peek() { blank(); if (p_ >= end_) throw GiveUp(); return *p_; }
