@@ -108,6 +108,8 @@ nb::object Reader::key() {
   PyObject* text = decode(begin, stop);
   PyUnicode_InternInPlace(&text);
   nb::object name = nb::steal(text);
+  // Metric names are the only keys read here: each new one joins the profile's names.
+  if (PySet_Add(names_.ptr(), text) < 0) throw nb::python_error();
   keys_.emplace(std::move(bytes), name);
   return name;
 }
@@ -276,11 +278,6 @@ void Reader::metrics(OpenNode& node) {
     long long number = PyLong_AsLongLong(value);
     if (number < 0 || number >= kIdentifierLimit) throw GiveUp();
   }
-  PyObject* name;
-  PyObject* value;
-  Py_ssize_t at = 0;
-  while (PyDict_Next(dict, &at, &name, &value))
-    if (PySet_Add(names_.ptr(), name) < 0) throw nb::python_error();
 }
 
 bool Reader::member(OpenNode& node) {

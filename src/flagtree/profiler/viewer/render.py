@@ -244,10 +244,10 @@ def _tree_texts(view, nodes, depths, lasts):
     # descendant reads it (rows come parents first), so stale deeper entries never show.
     indents = [""] * (INDENT_LEVELS + 1)
     name_of = view.name if view.frame_format != "full" else _safe_name
-    if name_of is _safe_name and _all_safe(map(_NAME, nodes)):
-        name_of = str  # one regex search over every name found nothing to escape
+    # One regex search over every name: when it finds nothing, no name needs escaping.
+    as_is = name_of is _safe_name and _all_safe(map(_NAME, nodes))
     for node, depth, last in zip(nodes, depths, lasts):
-        name = name_of(node.name)
+        name = node.name if as_is else name_of(node.name)
         if depth == 0:
             yield name
         elif depth <= INDENT_LEVELS:
