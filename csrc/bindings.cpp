@@ -22,4 +22,5 @@ NB_MODULE(_native, m) {
   registerInheritanceBindings(m);
   registerLaunchLogBindings(m);
   registerVendorTracerBindings(m);
+  registerViewerBindings(m);
 }

@@ -28,6 +28,7 @@ void registerInstrumentationBindings(nb::module_& m, nb::module_& testing);
 void registerDumpBindings(nb::module_& m);  // dump/dump_bindings.cpp
 void registerInheritanceBindings(nb::module_& m);  // context/inheritance_bindings.cpp
 void registerLaunchLogBindings(nb::module_& m);  // data/launch_log_bindings.cpp
+void registerViewerBindings(nb::module_& m);  // viewer/tree_reader.cpp
 void registerVendorTracerBindings(nb::module_& m);  // backends/activity/vendor_bindings.cpp (mthreads, cann)
 
 // The session in `slot`; ValueError when the slot is empty.

@@ -9,6 +9,8 @@ odd numbers: zero, NaN, infinite or huge inputs give None, nan or inf, never an 
 """
 
 import re
+from collections import deque
+from itertools import repeat
 
 from .devices import FLOP_WIDTHS, DeviceTable
 from .errors import ViewerError
@@ -332,3 +334,23 @@ def bind(metrics):
                 for compute, only in columns]
 
     return keys, values
+
+
+def fill_values(metrics, order, root):
+    """Set ``node.values`` on every node of ``order`` (after compute_inclusive with
+    needed_keys(metrics)): the numbers bind's ``values(node, root)`` gives one node at a
+    time, computed a column at a time so the loops run in C (map) rather than per node."""
+    keys = needed_keys(metrics)
+    index = {key: at for at, key in enumerate(keys)}
+    incls = [node.incl for node in order]
+    root_incl = root.incl
+    columns = []
+    for metric in metrics:
+        column = list(map(metric.make(index), incls, repeat(root_incl)))
+        if metric.kernels_only:
+            column = [value if node.kernel else None for value, node in zip(column, order)]
+        columns.append(column)
+    del incls
+    # Tuples: read-only sequences, smaller than lists, and zip makes them without a copy.
+    rows = [(value,) for value in columns[0]] if len(columns) == 1 else zip(*columns)
+    deque(map(setattr, order, repeat("values"), rows), maxlen=0)

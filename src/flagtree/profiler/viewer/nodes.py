@@ -94,6 +94,35 @@ def make_node(raw, path):
     return Node(name, frame.get("kind") == "kernel" or frame.get("type") == "kernel", metrics)
 
 
+_NUMBER_TYPES = frozenset((int, float))
+
+
+def plain_metrics(metrics, bools=True):
+    """True when make_node would keep ``metrics`` as they are (a non-empty dict of numbers,
+    no integer beyond the exact limit, identifiers small ints), checked at C speed.
+
+    ``abs`` refuses every JSON value but numbers and booleans, and the sum of the absolute
+    values bounds each one; ``bools=False`` (the text has no ``true``/``false``) skips the
+    type check that only booleans need. False merely sends a node down make_node's exact
+    path, so this may be stricter (a NaN, a big float, a big sum) but never laxer.
+    """
+    if not metrics:
+        return False
+    values = metrics.values()
+    try:
+        if not sum(map(abs, values)) < _EXACT_LIMIT:
+            return False
+    except (TypeError, OverflowError):  # not numbers; a huge int beside a float
+        return False
+    if bools and not _NUMBER_TYPES.issuperset(map(type, values)):
+        return False
+    for key in ("device_id", "device_type"):
+        value = metrics.get(key)
+        if value is not None and (type(value) is not int or not 0 <= value < _IDENTIFIER_LIMIT):
+            return False
+    return True
+
+
 def _checked_metrics(metrics, path, name):
     """The slow path: identifiers made small ints, huge ints made floats, the rest refused."""
     out = {}

@@ -53,7 +53,8 @@ def preorder(root):
     while stack:
         node = stack.pop()
         out.append(node)
-        stack.extend(node.children.values())
+        if node.children:  # most nodes are leaves
+            stack.extend(node.children.values())
     return out
 
 
@@ -233,15 +234,16 @@ def compute_inclusive(root, keys=None, drop_metrics=False):
     of a metric): a few bytes per node, which is what the command line uses. ``keys=None``
     gives a dict of every non-identifier metric instead. ``drop_metrics`` frees each node's
     own metrics once summed (the command line needs only the sums from there on).
+    Returns the nodes in preorder (parents first), for passes over every node.
     """
     order = preorder(root)
     if keys is None:
         _inclusive_dicts(order)
-        return
+        return order
     keys = list(keys)
     if len(keys) == 1:
         _inclusive_one(order, keys[0], drop_metrics)
-        return
+        return order
     for node in reversed(order):  # children before their parent
         get = node.metrics.get
         if drop_metrics:
@@ -251,6 +253,7 @@ def compute_inclusive(root, keys=None, drop_metrics=False):
             incl = [b if a is None else a if b is None else a + b
                     for a, b in zip(incl, child.incl)]
         node.incl = incl
+    return order
 
 
 def _inclusive_one(order, key, drop_metrics):

@@ -18,10 +18,18 @@ after a cut scan.
 import codecs
 import json
 import re
+from itertools import repeat
 from json import scanner as _json_scanner
+from operator import attrgetter
 
 from .errors import ViewerError
-from .nodes import Node, attach, make_node, merge_into, not_profile
+from .native_read import read_native
+from .nodes import Node, attach, make_node, not_profile, plain_metrics
+
+try:  # the optional native fast path (csrc/viewer/tree_reader.cpp); the viewer works without
+    from .._native import viewer_read_tree as NATIVE_READ
+except ImportError:
+    NATIVE_READ = None
 
 FIRST_READ = 1 << 30  # bytes read at once at the start: all of any file up to 1 GiB
 CHUNK = 1 << 26  # bytes read at a time after that
@@ -33,6 +41,8 @@ _SCAN_VALUE = _json_scanner.make_scanner(json.JSONDecoder())
 _SIGNIFICANT = re.compile(r"[ \t\n\r]*([^ \t\n\r])")
 _KEY = re.compile(r'[ \t\n\r]*"([^"\\\x00-\x1f]*)"[ \t\n\r]*:[ \t\n\r]*')
 _BLANK = re.compile(r"[ \t\n\r]*")
+_ONLY_NODES = frozenset((Node,))
+_NAME = attrgetter("name")
 # JSONDecodeError, and the ValueError of an integer over Python's digit limit.
 _SCAN_ERRORS = (StopIteration, ValueError)
 
@@ -49,6 +59,7 @@ class _Text:
         self.lines = 0  # newlines before text[0]
         self.line_start = 0  # file offset of the start of the line text[0] is on
         self.metadata_scopes = False  # whether a launch_metadata scope name may be present
+        self.bools = False  # whether a JSON true/false may be present
 
     def fill(self, pos):
         """Drop text[:pos], append the next chunk; returns the new position (0)."""
@@ -73,6 +84,7 @@ class _Text:
         self.text = text[pos:] + more
         # Cheap at C speed, and lets the viewer skip a walk over the tree when absent.
         self.metadata_scopes = self.metadata_scopes or METADATA_MARK in self.text
+        self.bools = self.bools or "true" in self.text or "false" in self.text
         return 0
 
     def window(self, pos):
@@ -183,15 +195,20 @@ class _Parser:
     def node_hook(self, obj):
         """Object hook of the scanner: a node object becomes a Node, anything else stays.
 
-        Called for every JSON object, so the common case is written out here; anything
+        Called for every JSON object (~4 per node), so the common case is written out here
+        with C-level checks (map/min/max instead of a Python loop over the metrics); anything
         unusual goes through make_node/attach, which check and explain.
         """
-        if "frame" not in obj:
-            return obj  # a frame, metrics or metadata object
-        frame = obj["frame"]
+        frame = obj.get("frame")
         if type(frame) is not dict:
-            return obj  # the parent's check reports it
-        node = make_node(obj, self.path)
+            return obj  # a frame, metrics or metadata object (or a bad node: the parent says)
+        name = frame.get("name")
+        metrics = obj.get("metrics")
+        if type(name) is str and type(metrics) is dict and plain_metrics(metrics, self.src.bools):
+            node = Node(name, "device_id" in metrics or "device_type" in metrics
+                        or frame.get("kind") == "kernel" or frame.get("type") == "kernel", metrics)
+        else:
+            node = make_node(obj, self.path)
         self.names_update(node.metrics)
         kids = obj.get("children")
         if not kids:
@@ -200,16 +217,17 @@ class _Parser:
             raise not_profile(self.path, "a node's children is not a list")
         if type(kids) is not list:
             raise not_profile(self.path, "a node's children is not a list")
-        children = node.children = {}
+        if not _ONLY_NODES.issuperset(map(type, kids)):
+            for kid in kids:
+                if type(kid) is not Node:
+                    self.not_a_node(kid)
+        children = node.children = dict(zip(map(_NAME, kids), kids))
+        if len(children) == len(kids):
+            list(map(setattr, kids, repeat("parent"), repeat(node)))  # a loop at C speed
+            return node
+        children.clear()  # same-named siblings: the first absorbs the others
         for kid in kids:
-            if type(kid) is not Node:
-                self.not_a_node(kid)
-            existing = children.get(kid.name)
-            if existing is None:
-                children[kid.name] = kid
-                kid.parent = node
-            else:
-                merge_into(existing, kid)
+            attach(node, kid)
         return node
 
     def not_a_node(self, raw):
@@ -296,6 +314,9 @@ def read_tree(handle, path, names):
     Returns (root Node, device_info, whether launch_metadata scopes may be present); metric
     names seen are added to ``names``. Raises ViewerError for anything malformed.
     """
+    fast = read_native(NATIVE_READ, handle, names, FIRST_READ)
+    if fast is not None:
+        return fast
     parser = _Parser(_Text(handle, path), path, names)
     try:
         return _read(parser, path)

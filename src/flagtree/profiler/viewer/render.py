@@ -8,7 +8,8 @@ never held whole. Every name printed goes through :func:`safe`.
 
 import os
 import re
-from itertools import islice
+from itertools import islice, repeat
+from operator import attrgetter
 
 from .nodes import IDENTIFIERS
 from .safe_text import UNSAFE, safe
@@ -119,9 +120,9 @@ class View:
         nodes = list(nodes)
         if len(nodes) < 2:
             return nodes
-        values_of = self.values_of
-        ranks = [_rank(values_of(node)[0]) for node in nodes]
-        order = sorted(zip(ranks, [node.name for node in nodes], range(len(nodes))))
+        firsts = [values[0] for values in map(self.values_of, nodes)]
+        ranks = [_LAST if first is None or first != first else -first for first in firsts]
+        order = sorted(zip(ranks, map(_NAME, nodes), range(len(nodes))))
         return [nodes[at] for _, _, at in order]
 
     def children(self, node):
@@ -135,23 +136,20 @@ class View:
 
 
 _LAST = float("inf")
-
-
-def _rank(first):
-    if first is None or first != first:
-        return _LAST
-    return -first
+_NAME = attrgetter("name")
 
 
 def _tree_rows(root, view):
-    """(node, depth, is last child) in print order."""
-    rows = []
+    """Nodes in print order, with their depths and whether each is its parent's last child
+    (three flat lists: a tuple per row would cost more than the row's node)."""
+    nodes, depths, lasts = [], [], []
     stack = [(root, 0, True)]
     limit = view.depth
     while stack:
-        row = stack.pop()
-        rows.append(row)
-        node, depth, _ = row
+        node, depth, last = stack.pop()
+        nodes.append(node)
+        depths.append(depth)
+        lasts.append(last)
         if not node.children or (limit is not None and depth >= limit):
             continue
         kids = view.children(node)
@@ -159,28 +157,38 @@ def _tree_rows(root, view):
             below = depth + 1
             stack.append((kids[-1], below, True))
             if len(kids) > 1:
-                stack.extend([(kid, below, False) for kid in kids[-2::-1]])
-    return rows
+                stack.extend(zip(kids[-2::-1], repeat(below), repeat(False)))
+    return nodes, depths, lasts
 
 
-def _cells(view, nodes):
-    """Per node, its right-aligned value columns as one string; plus the header.
+def _column_cells(fmt, column):
+    return format_floats(column) if fmt is format_float else list(map(fmt, column))
 
-    Columns are joined one at a time, so only one column's cells are alive besides the rows.
+
+def _widths(view, values):
+    """Each column's width (its widest cell or label), and the header line.
+
+    Cells are formatted here only to be measured, one column at a time, and formatted again
+    batch by batch when written: twice the (cheap) formatting instead of every row's cells
+    alive at once.
     """
-    rows, header = None, []
-    values_of = view.values_of
+    widths = []
     for index, (label, fmt) in enumerate(zip(view.labels, view.formatters)):
-        column = [values_of(node)[index] for node in nodes]
-        cells = format_floats(column) if fmt is format_float else list(map(fmt, column))
-        del column
-        width = max(len(label), max(map(len, cells), default=0))
-        header.append(label.rjust(width))
-        if rows is None:
-            rows = [cell.rjust(width) for cell in cells]
-        else:
-            rows = [row + "  " + cell.rjust(width) for row, cell in zip(rows, cells)]
-    return rows, "  ".join(header)
+        cells = _column_cells(fmt, [row[index] for row in values])
+        widths.append(max(len(label), max(map(len, cells), default=0)))
+    header = "  ".join(label.rjust(width) for label, width in zip(view.labels, widths))
+    # One column's cells are no bigger than the sums freed before: kept, not made twice.
+    kept = cells if len(widths) == 1 else None
+    return widths, header, kept
+
+
+def _cells(view, values, widths):
+    """Per row of ``values``, its right-aligned value columns as one string."""
+    rows = None
+    for index, (fmt, width) in enumerate(zip(view.formatters, widths)):
+        cells = map(str.rjust, _column_cells(fmt, [row[index] for row in values]), repeat(width))
+        rows = list(cells) if rows is None else list(map("  ".join, zip(rows, cells)))
+    return rows or [""] * len(values)
 
 
 def _value_color(view, node):
@@ -197,20 +205,24 @@ def _value_color(view, node):
 
 def _emit(view, nodes, texts, write):
     """Write the header and one line per node: cells, then its text (an iterable)."""
-    cells, header = _cells(view, nodes)
-    if not view.color:
-        lines = map("  ".join, zip(cells, texts))
-    else:
-        header = BOLD + header + RESET
-        lines = map("  ".join, zip(map(_tinted, cells, [view] * len(nodes), nodes),
-                                   map(_kernel_cyan, nodes, texts)))
-    write(header + "\n")
-    while True:
-        batch = list(islice(lines, BATCH_LINES))
-        if not batch:
-            return
-        batch.append("")
-        write("\n".join(batch))
+    values = list(map(view.values_of, nodes))
+    widths, header, kept = _widths(view, values)
+    write((BOLD + header + RESET if view.color else header) + "\n")
+    texts = iter(texts)
+    for start in range(0, len(nodes), BATCH_LINES):
+        batch = slice(start, start + BATCH_LINES)
+        if kept is None:
+            cells = _cells(view, values[batch], widths)
+        else:
+            cells = list(map(str.rjust, kept[batch], repeat(widths[0])))
+        if not view.color:
+            lines = list(map("  ".join, zip(cells, texts)))
+        else:
+            shown = nodes[batch]
+            lines = list(map("  ".join, zip(map(_tinted, cells, repeat(view), shown),
+                                            map(_kernel_cyan, shown, texts))))
+        lines.append("")
+        write("\n".join(lines))
 
 
 def _tinted(cell, view, node):
@@ -222,7 +234,7 @@ def _kernel_cyan(node, text):
     return CYAN + text + RESET if node.kernel else text
 
 
-def _tree_texts(view, rows):
+def _tree_texts(view, nodes, depths, lasts):
     """The indented names, built one at a time from the ancestors' continuation marks.
 
     Guides are drawn for INDENT_LEVELS levels; a deeper row says how many more levels down
@@ -232,8 +244,10 @@ def _tree_texts(view, rows):
     # descendant reads it (rows come parents first), so stale deeper entries never show.
     indents = [""] * (INDENT_LEVELS + 1)
     name_of = view.name if view.frame_format != "full" else _safe_name
-    for node, depth, last in rows:
-        name = name_of(node.name)
+    # One regex search over every name: when it finds nothing, no name needs escaping.
+    as_is = name_of is _safe_name and _all_safe(map(_NAME, nodes))
+    for node, depth, last in zip(nodes, depths, lasts):
+        name = node.name if as_is else name_of(node.name)
         if depth == 0:
             yield name
         elif depth <= INDENT_LEVELS:
@@ -249,6 +263,12 @@ def _tree_texts(view, rows):
             yield f"{indents[INDENT_LEVELS - 1]}[+{depth - INDENT_LEVELS}] {branch}{name}"
 
 
+def _all_safe(names):
+    """True when no name has a character safe() would escape: one search over them all
+    (escaped characters are single code points, so joining cannot make one)."""
+    return _UNSAFE_SEARCH("".join(names)) is None
+
+
 def _safe_name(name):
     return name if _UNSAFE_SEARCH(name) is None else safe(name)
 
@@ -256,8 +276,8 @@ def _safe_name(name):
 def render_tree(root, view, write):
     """Write the indented tree, children by first metric, descending."""
     view.start(root)
-    rows = _tree_rows(root, view)
-    _emit(view, [row[0] for row in rows], _tree_texts(view, rows), write)
+    nodes, depths, lasts = _tree_rows(root, view)
+    _emit(view, nodes, _tree_texts(view, nodes, depths, lasts), write)
 
 
 def _sorted_candidates(root, view):

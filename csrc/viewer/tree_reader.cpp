@@ -1,0 +1,397 @@
+// The viewer's optional fast reader (_native.viewer_read_tree): parses the root node of a tree
+// profile's bytes straight into the viewer's Node objects, skipping what the viewer never shows
+// (frame extras, launch metadata). It takes only the plain common case and gives up (None) on
+// anything else: escapes or control characters in strings, NaN/Infinity, integers beyond int64,
+// non-number metrics, identifiers that are not small ints, same-named siblings, repeated node
+// members, deep nesting inside a skipped value, any syntax error. The caller then runs the
+// pure-Python reader, which decides the exact result or error message: the paths agree by
+// design. Nodes nest through an explicit stack: a 100,000-deep chain costs heap, not C stack.
+#include <nanobind/nanobind.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "bindings/bindings.h"
+
+namespace nb = nanobind;
+
+namespace ftp {
+
+namespace {
+
+struct GiveUp {};  // thrown anywhere the Python reader must decide
+
+constexpr int kSkipDepth = 512;  // nesting inside a skipped value (Python's limit is higher)
+constexpr long long kIdentifierLimit = 1LL << 31;
+constexpr long kDigitLimit = 4000;  // under Python's int_max_str_digits default (4300)
+
+// "device_id", "device_type" as str, made once (PyDict_GetItemString makes one per call).
+PyObject* const* identifierNames() {
+  static PyObject* const names[] = {PyUnicode_InternFromString("device_id"),
+                                    PyUnicode_InternFromString("device_type")};
+  return names;
+}
+
+bool isBlank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// One node object being read: the members so far and its finished children.
+struct OpenNode {
+  nb::object name, metrics;
+  bool kernelFrame = false, hasFrame = false, hasMetrics = false, hasChildren = false;
+  std::vector<nb::object> kids;
+};
+
+class Reader {
+ public:
+  Reader(const char* data, size_t size, nb::handle nodeClass, nb::handle names)
+      : p_(data), end_(data + size), nodeClass_(nodeClass), names_(names) {}
+
+  nb::object tree();  // the node object at p_ with its subtree, as a Node
+  const char* pos() const { return p_; }
+  void blank() { while (p_ < end_ && isBlank(*p_)) ++p_; }
+  char peek() { blank(); if (p_ >= end_) throw GiveUp(); return *p_; }
+  void expect(char c) { if (peek() != c) throw GiveUp(); ++p_; }
+
+ private:
+  // A string without escapes or control characters: [begin, end) of its bytes, p_ past it.
+  std::pair<const char*, const char*> rawString();
+  nb::object string();
+  nb::object key();
+  void skipValue(), skipString(), objectKey(), literal(), skipNumber();
+  nb::object number();
+  void frame(OpenNode& node), metrics(OpenNode& node);
+  bool member(OpenNode& node);  // true: the member is "children" and a child starts at p_
+  nb::object finish(OpenNode& node);
+
+  const char* p_, *end_;
+  nb::handle nodeClass_, names_;
+  std::unordered_map<std::string, nb::object> keys_;  // metric names, shared by every node
+};
+
+std::pair<const char*, const char*> Reader::rawString() {
+  if (peek() != '"') throw GiveUp();
+  const char* begin = ++p_;
+  while (p_ < end_) {
+    unsigned char c = static_cast<unsigned char>(*p_);
+    if (c == '"') return {begin, p_++};
+    if (c == '\\' || c < 0x20) throw GiveUp();
+    ++p_;
+  }
+  throw GiveUp();
+}
+
+// A str of UTF-8 bytes; bad UTF-8 is left to the Python reader, which says where.
+PyObject* decode(const char* begin, const char* stop) {
+  PyObject* text = PyUnicode_DecodeUTF8(begin, stop - begin, "strict");
+  if (!text) {
+    PyErr_Clear();
+    throw GiveUp();
+  }
+  return text;
+}
+
+nb::object Reader::string() {
+  auto [begin, stop] = rawString();
+  return nb::steal(decode(begin, stop));
+}
+
+nb::object Reader::key() {
+  auto [begin, stop] = rawString();
+  std::string bytes(begin, stop);
+  auto found = keys_.find(bytes);
+  if (found != keys_.end()) return found->second;
+  PyObject* text = decode(begin, stop);
+  PyUnicode_InternInPlace(&text);
+  nb::object name = nb::steal(text);
+  // Metric names are the only keys read here: each new one joins the profile's names.
+  if (PySet_Add(names_.ptr(), text) < 0) throw nb::python_error();
+  keys_.emplace(std::move(bytes), name);
+  return name;
+}
+
+void Reader::skipNumber() {
+  const char* q = p_;
+  if (q < end_ && *q == '-') ++q;
+  if (q >= end_ || !(*q >= '0' && *q <= '9')) throw GiveUp();
+  const char* digits = q;
+  if (*q == '0') ++q; else while (q < end_ && *q >= '0' && *q <= '9') ++q;
+  if (q - digits > kDigitLimit) throw GiveUp();  // Python refuses long integers: it says so
+  if (q < end_ && *q == '.') {
+    ++q;
+    if (q >= end_ || !(*q >= '0' && *q <= '9')) throw GiveUp();
+    while (q < end_ && *q >= '0' && *q <= '9') ++q;
+  }
+  if (q < end_ && (*q == 'e' || *q == 'E')) {
+    ++q;
+    if (q < end_ && (*q == '+' || *q == '-')) ++q;
+    if (q >= end_ || !(*q >= '0' && *q <= '9')) throw GiveUp();
+    while (q < end_ && *q >= '0' && *q <= '9') ++q;
+  }
+  p_ = q;
+}
+
+// A JSON number as Python's json reads it: int when it has no fraction or exponent.
+nb::object Reader::number() {
+  const char* begin = p_;
+  skipNumber();
+  std::string token(begin, p_);
+  bool integral = token.find_first_of(".eE") == std::string::npos;
+  if (integral) {
+    if (token.size() > 18) throw GiveUp();  // may not fit int64: Python keeps it exact
+    return nb::steal(PyLong_FromLongLong(std::strtoll(token.c_str(), nullptr, 10)));
+  }
+  double value = std::strtod(token.c_str(), nullptr);  // correctly rounded, like float()
+  if (!std::isfinite(value)) throw GiveUp();
+  return nb::steal(PyFloat_FromDouble(value));
+}
+
+// Skips a string, still refusing what the Python reader refuses (bad UTF-8).
+void Reader::skipString() {
+  auto [begin, stop] = rawString();
+  for (const char* q = begin; q < stop; ++q) {
+    if (static_cast<unsigned char>(*q) >= 0x80) {
+      Py_DECREF(decode(begin, stop));
+      return;
+    }
+  }
+}
+
+// A member name inside a skipped object, and its ':'. An object with a "frame" member would
+// be taken for a node by the Python reader (and checked as one): left to it.
+void Reader::objectKey() {
+  const char* begin = p_;
+  skipString();
+  if (p_ - begin >= 7 && std::memcmp(p_ - 7 + 0, "\"frame\"", 7) == 0) throw GiveUp();
+  expect(':');
+}
+
+void Reader::literal() {
+  for (const char* word : {"true", "false", "null"}) {
+    size_t n = std::strlen(word);
+    if (static_cast<size_t>(end_ - p_) >= n && std::memcmp(p_, word, n) == 0) {
+      p_ += n;
+      return;
+    }
+  }
+  throw GiveUp();  // NaN, Infinity or bad JSON
+}
+
+// Validates one JSON value without building it.
+void Reader::skipValue() {
+  std::vector<char> open;  // '{' or '[' per level entered
+  while (true) {
+    char c = peek();  // a value starts here
+    if (c == '{' || c == '[') {
+      ++p_;
+      if (open.size() >= kSkipDepth) throw GiveUp();
+      if (peek() == (c == '{' ? '}' : ']')) {
+        ++p_;  // empty: a whole value
+      } else {
+        open.push_back(c);
+        if (c == '{') objectKey();
+        continue;
+      }
+    } else if (c == '"') {
+      skipString();
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      skipNumber();
+    } else {
+      literal();
+    }
+    while (true) {  // a value ended: close containers, or go on to the next element
+      if (open.empty()) return;
+      char next = peek();
+      if (next == (open.back() == '{' ? '}' : ']')) {
+        ++p_;
+        open.pop_back();
+        continue;
+      }
+      if (next != ',') throw GiveUp();
+      ++p_;
+      if (open.back() == '{') objectKey();
+      break;
+    }
+  }
+}
+
+void Reader::frame(OpenNode& node) {
+  if (node.hasFrame) throw GiveUp();  // a repeated member: Python keeps the last one
+  node.hasFrame = true;
+  expect('{');
+  bool kind = false, type = false;
+  if (peek() == '}') throw GiveUp();  // no name
+  while (true) {
+    auto [begin, stop] = rawString();
+    std::string_view field(begin, stop - begin);
+    expect(':');
+    char c = peek();
+    if ((field == "name" || field == "kind" || field == "type") && c == '"') {
+      nb::object text = string();
+      if (field == "name") {
+        node.name = text;
+      } else {
+        bool isKernel = PyUnicode_CompareWithASCIIString(text.ptr(), "kernel") == 0;
+        (field == "kind" ? kind : type) = isKernel;
+      }
+    } else {
+      if (field == "name" || field == "frame") throw GiveUp();  // not a string; a nested node
+      if (field == "kind") kind = false;
+      if (field == "type") type = false;
+      skipValue();
+    }
+    if (peek() == ',') { ++p_; continue; }
+    expect('}');
+    break;
+  }
+  if (!node.name.is_valid()) throw GiveUp();
+  node.kernelFrame = kind || type;
+}
+
+void Reader::metrics(OpenNode& node) {
+  if (node.hasMetrics) throw GiveUp();
+  node.hasMetrics = true;
+  expect('{');
+  PyObject* dict = PyDict_New();
+  if (!dict) throw nb::python_error();
+  node.metrics = nb::steal(dict);
+  if (peek() == '}') { ++p_; return; }
+  while (true) {
+    nb::object name = key();
+    expect(':');
+    char c = peek();
+    if (!(c == '-' || (c >= '0' && c <= '9'))) throw GiveUp();  // not a number
+    nb::object value = number();
+    if (PyDict_SetItem(dict, name.ptr(), value.ptr()) < 0) throw nb::python_error();
+    if (peek() == ',') { ++p_; continue; }
+    expect('}');
+    break;
+  }
+  for (int at = 0; at < 2; ++at) {
+    PyObject* value = PyDict_GetItem(dict, identifierNames()[at]);  // borrowed
+    if (!value) continue;
+    if (!PyLong_CheckExact(value)) throw GiveUp();
+    long long number = PyLong_AsLongLong(value);
+    if (number < 0 || number >= kIdentifierLimit) throw GiveUp();
+  }
+}
+
+bool Reader::member(OpenNode& node) {
+  auto [begin, stop] = rawString();
+  std::string_view field(begin, stop - begin);
+  expect(':');
+  if (field == "frame") {
+    frame(node);
+  } else if (field == "metrics") {
+    metrics(node);
+  } else if (field == "children") {
+    if (node.hasChildren) throw GiveUp();
+    node.hasChildren = true;
+    expect('[');
+    if (peek() == ']') { ++p_; return false; }
+    return true;
+  } else {
+    skipValue();
+  }
+  return false;
+}
+
+nb::object Reader::finish(OpenNode& node) {
+  if (!node.hasFrame) throw GiveUp();
+  if (!node.metrics.is_valid()) node.metrics = nb::steal(PyDict_New());
+  PyObject* metrics = node.metrics.ptr();
+  bool kernel = node.kernelFrame || PyDict_GetItem(metrics, identifierNames()[0]) ||
+                PyDict_GetItem(metrics, identifierNames()[1]);
+  PyObject* args[] = {node.name.ptr(), kernel ? Py_True : Py_False, metrics};
+  PyObject* made = PyObject_Vectorcall(nodeClass_.ptr(), args, 3, nullptr);
+  if (!made) throw nb::python_error();
+  nb::object result = nb::steal(made);
+  if (!node.kids.empty()) {
+    nb::object children = nb::steal(PyDict_New());
+    static PyObject* parentName = PyUnicode_InternFromString("parent");
+    static PyObject* nameName = PyUnicode_InternFromString("name");
+    static PyObject* childrenName = PyUnicode_InternFromString("children");
+    for (nb::object& kid : node.kids) {
+      nb::object name = nb::steal(PyObject_GetAttr(kid.ptr(), nameName));
+      if (!name.is_valid()) throw nb::python_error();
+      if (PyDict_Contains(children.ptr(), name.ptr())) throw GiveUp();  // siblings merge
+      if (PyDict_SetItem(children.ptr(), name.ptr(), kid.ptr()) < 0 ||
+          PyObject_SetAttr(kid.ptr(), parentName, made) < 0)
+        throw nb::python_error();
+    }
+    if (PyObject_SetAttr(made, childrenName, children.ptr()) < 0) throw nb::python_error();
+  }
+  return result;
+}
+
+nb::object Reader::tree() {
+  std::vector<OpenNode> stack;
+  expect('{');
+  stack.emplace_back();
+  bool memberDue = false;  // after a ',' between members: one must follow, not '}'
+  while (true) {
+    OpenNode& node = stack.back();
+    // Members until the node ends or a child begins.
+    bool childStarts = false;
+    if (memberDue || peek() != '}') {
+      while (true) {
+        if (member(node)) { childStarts = true; break; }
+        if (peek() == ',') { ++p_; continue; }
+        break;
+      }
+    }
+    memberDue = false;
+    if (childStarts) {
+      expect('{');
+      stack.emplace_back();
+      continue;
+    }
+    expect('}');
+    // The node is complete; hand it to its parent, whose children list goes on or ends.
+    while (true) {
+      nb::object done = finish(stack.back());
+      stack.pop_back();
+      if (stack.empty()) return done;
+      stack.back().kids.push_back(std::move(done));
+      if (peek() == ',') {
+        ++p_;
+        expect('{');
+        stack.emplace_back();
+        break;
+      }
+      expect(']');
+      if (peek() == ',') {  // more members of the parent
+        ++p_;
+        memberDue = true;
+        break;
+      }
+      expect('}');
+    }
+  }
+}
+
+// (root Node, offset just past it) for bytes that start "[{", or None: see the top comment.
+nb::object readTree(nb::bytes data, nb::handle nodeClass, nb::handle names) {
+  Reader reader(data.c_str(), data.size(), nodeClass, names);
+  try {
+    reader.expect('[');
+    nb::object root = reader.tree();
+    return nb::make_tuple(root, reader.pos() - data.c_str());
+  } catch (const GiveUp&) {
+    return nb::none();
+  }
+}
+
+}  // namespace
+
+void registerViewerBindings(nb::module_& m) {
+  m.def("viewer_read_tree", &readTree, nb::arg("data"), nb::arg("node_class"), nb::arg("names"),
+        "Fast path of the viewer's reader: (root Node, end offset), or None where the "
+        "pure-Python reader must decide (see csrc/viewer/tree_reader.cpp).");
+}
+
+}  // namespace ftp
