@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+from package_path import PACKAGE_ROOT
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STANDIN = os.path.join(ROOT, "tests", "standins", "ixkn_cli_standin.py")
 TARGET = """
@@ -32,7 +34,7 @@ KERNELS = "add_kernel,copy_kernel,add_kernel*2,phantom_kernel"
 
 
 def _env(**extra):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"), TRITON_INTERPRET="1", IXKN_STANDIN_KERNELS=KERNELS)
+    env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT, TRITON_INTERPRET="1", IXKN_STANDIN_KERNELS=KERNELS)
     env.pop("FLAGTREE_PROFILER_BACKEND", None)
     env.update(extra)
     return env

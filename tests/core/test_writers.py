@@ -21,7 +21,7 @@ from flagtree.profiler.writers.metadata import write_metadata
 from json_check import JsonError, check_deep_chain, check_file, scan
 from profiles import find, load_json, load_tree
 
-SRC = os.path.join(os.path.dirname(__file__), "..", "..", "src")
+from package_path import PACKAGE_ROOT as SRC  # noqa: E402  (the imported build, src/ or site-packages)
 TESTS = os.path.join(os.path.dirname(__file__), "..")
 
 

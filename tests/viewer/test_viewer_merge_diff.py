@@ -195,8 +195,9 @@ def test_python_dash_m_entry_point():
     import sys
     from pathlib import Path
 
-    src = str(Path(__file__).resolve().parents[2] / "src")
-    env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    from package_path import PACKAGE_ROOT
+
+    env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     done = subprocess.run([sys.executable, "-m", "flagtree.profiler.viewer", "-m", "count", PROTON],
                           capture_output=True, text=True, env=env, check=False)
     assert (done.returncode, done.stderr) == (0, "")
