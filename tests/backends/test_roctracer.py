@@ -15,6 +15,7 @@ from flagtree.profiler import _native
 from flagtree.profiler.backends import BackendUnavailable
 from standins import build_standin, load_standin
 from threads import run_threads
+from vendor_outputs import find, kernels, load_meta, load_tree  # noqa: E402  (shared with mthreads/cann)
 
 HIP_OP_ID_DISPATCH, HIP_OP_ID_COPY, HIP_OP_ID_BARRIER = 0, 1, 2
 COPY_HTOD, COPY_DTOH, COPY_DTOD, FILL = 0, 1, 2, 3
@@ -54,35 +55,6 @@ def launch(lib, kernel, queue=0, ns=1000):
 
 def copy(lib, api, kind, nbytes, queue=0, ns=1000):
     return lib.standin_call(api.encode(), HIP_OP_ID_COPY, kind, None, nbytes, 0, queue, ns, 1)
-
-
-def load_tree(base):
-    with open(str(base) + ".hatchet") as f:
-        root, devices = json.load(f)
-    return root, devices
-
-
-def load_meta(base):
-    with open(str(base) + ".meta.json") as f:
-        return json.load(f)
-
-
-def find(node, *path):
-    """The node reached from `node` by child names `path`."""
-    for name in path:
-        matches = [c for c in node["children"] if c["frame"]["name"] == name]
-        assert len(matches) == 1, (name, [c["frame"]["name"] for c in node["children"]])
-        node = matches[0]
-    return node
-
-
-def kernels(node, trail=()):
-    """(path of names, node) of every kernel/copy node under `node`."""
-    for child in node["children"]:
-        path = trail + (child["frame"]["name"],)
-        if child["frame"]["kind"] in ("kernel", "memcpy", "memset"):
-            yield path, child
-        yield from kernels(child, path)
 
 
 def test_shadow_scopes_states_exact_counts_and_times(standin, tmp_path):

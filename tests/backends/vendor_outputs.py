@@ -1,5 +1,5 @@
 """Reading the outputs of a backend test's session (tree, metadata) and computing a viewer metric
-on them, shared by the mthreads and cann stand-in tests."""
+on them, shared by the roctracer, mthreads and cann stand-in tests."""
 import contextlib
 import io
 import json
