@@ -20,7 +20,6 @@ from collections import deque
 from itertools import repeat
 from operator import attrgetter
 
-from . import ranks as rank_view
 from .diff import diff_tree
 from . import flame
 from .errors import ViewerError
@@ -209,6 +208,12 @@ def _filter(profile, args, include_rx, exclude_rx):
         include(root, include_rx)
 
 
+def _may_want_ranks(args):
+    """A cheap first look (ranks.handles gives the answer): a folder, a `.rank` file name, or a
+    metric suffix such as `:max` could ask for the cross-rank view."""
+    return ":" in args.metrics or any(".rank" in os.path.basename(p) or os.path.isdir(p) for p in args.profiles)
+
+
 def _refuse_empty(profile):
     if not profile.root.children and not profile.root.metrics:
         raise ViewerError(f"profile {profile.label} is empty: no kernels or scopes were recorded")
@@ -226,6 +231,8 @@ def run(args, write, stream=None, release_trees=True):
     the trees for the caller (or the process exit) to free.
     """
     if args.merge_traces is not None:
+        from . import ranks as rank_view
+
         return rank_view.merge_traces_command(args, write)
     include_rx = _compile("--include", args.include)
     exclude_rx = _compile("--exclude", args.exclude)
@@ -233,8 +240,11 @@ def run(args, write, stream=None, release_trees=True):
         prepare = lambda p, a: _prepare(p, a, include_rx, exclude_rx, keep_own=True)
         write(flame.export(args, prepare, load_profiles))
         return
-    if rank_view.handles(args):  # rank files, a folder, or :max/:imbalance... metrics
-        return rank_view.run(args, write, stream, release_trees)
+    if _may_want_ranks(args):
+        from . import ranks as rank_view  # numpy and the fold, imported only for rank merges
+
+        if rank_view.handles(args):  # rank files, a folder, or :max/:imbalance... metrics
+            return rank_view.run(args, write, stream, release_trees)
     depth = _parse_depth(args.depth)
     threshold = _parse_threshold(args.threshold)
     profile = load_profiles(args.profiles)
