@@ -379,3 +379,19 @@ def test_python_writers_replace_a_planted_symlink(tmp_path):
     assert _strict_load(tmp_path / "d.device_scopes.json")["otherData"]["clock_ghz"] == 1.5
     write_json(tmp_path / "victim", {"a": 1})  # and an ordinary file is simply replaced
     assert _strict_load(victim) == {"a": 1}
+
+
+def test_metadata_versions_come_from_the_imported_modules_and_agree_with_the_installed_ones():
+    """triton/torch versions are read from the imported modules (no scan of every installed
+    distribution at the first finalize) and say what importlib.metadata says."""
+    from importlib import metadata as importlib_metadata
+
+    import torch
+    import triton
+
+    from flagtree.profiler.writers import metadata
+
+    metadata._version.cache_clear()
+    for distribution, module in (("triton", triton), ("torch", torch)):
+        assert metadata._version(distribution) == module.__version__
+        assert importlib_metadata.version(distribution) == module.__version__

@@ -12,12 +12,23 @@ from .. import ranks
 from .atomic import write_json
 
 
-@functools.lru_cache(maxsize=None)  # importlib.metadata scans every installed distribution
-def _version(module):
+# Modules whose version an imported copy tells for free (and it is the copy that ran).
+_IMPORT_NAMES = {"triton": "triton", "torch": "torch"}
+
+
+@functools.lru_cache(maxsize=None)
+def _version(distribution):
+    """The distribution's version: the imported module's __version__ when it has one, else from
+    importlib.metadata, which scans every installed distribution (several ms in a large
+    environment: the first session of a process paid it at finalize)."""
+    module = sys.modules.get(_IMPORT_NAMES.get(distribution, ""))
+    version = getattr(module, "__version__", None)
+    if isinstance(version, str) and version:
+        return version
     try:
         from importlib import metadata
 
-        return metadata.version(module)
+        return metadata.version(distribution)
     except Exception:
         return None
 
