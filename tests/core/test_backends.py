@@ -40,10 +40,10 @@ def triton_target(monkeypatch):
 
 
 def test_available_backends_covers_every_named_backend(monkeypatch):
-    from flagtree.profiler.backends import roctracer
+    from flagtree.profiler.backends import libraries
 
     # Other tests may have loaded a stand-in libroctracer64.so into this process.
-    monkeypatch.setattr(roctracer, "loaded_library", lambda prefix: None)
+    monkeypatch.setattr(libraries, "loaded_library", lambda prefix: None)
     monkeypatch.delenv("FLAGTREE_PROFILER_ROCTRACER_PATH", raising=False)
     monkeypatch.delenv("ROCM_PATH", raising=False)
     report = profiler.available_backends()

@@ -8,7 +8,7 @@ import os
 
 from .. import _env
 from .base import Backend, BackendUnavailable
-from .libraries import could_load, loaded_library
+from .libraries import could_load, library_candidates
 from .vendor_mode import parse_vendor_mode
 
 
@@ -40,20 +40,7 @@ class DialectBackend(Backend):
 
     def candidates(self):
         """[(where, path)] in the documented order; path None when that place is not set."""
-        explicit = os.environ.get(self.env_path, "").strip()
-        if explicit and os.path.isdir(explicit):
-            explicit = os.path.join(explicit, self.library)
-        found = [(self.env_path, explicit or None), ("already loaded", loaded_library(self.library))]
-        for where, folder in self.install_dirs():
-            found.append((where, os.path.join(folder, self.library) if folder else None))
-        found.append(("loader path", self.library))
-        seen, out = set(), []
-        for where, path in found:
-            if path is not None and path in seen:
-                continue
-            seen.add(path)
-            out.append((where, path))
-        return out
+        return library_candidates(self.library, self.env_path, _env.text(self.env_path), self.install_dirs())
 
     def unavailable_reason(self):
         tried = [path for _, path in self.candidates() if path]

@@ -26,3 +26,22 @@ def could_load(path):
         return os.path.isfile(path)
     stem = re.sub(r"^lib|\.so.*$", "", path)
     return ctypes.util.find_library(stem) is not None
+
+
+def library_candidates(library, variable, explicit, places, loader_names=()):
+    """[(where, path)] in the documented search order, path None where that place is not set:
+    `explicit` (the value of `variable`: the library file or its folder), a copy already loaded
+    in the process, each (where, folder or None) of `places`, then the loader path (`library`
+    and `loader_names`). A path met twice is tried once."""
+    if explicit and os.path.isdir(explicit):
+        explicit = os.path.join(explicit, library)
+    found = [(variable, explicit or None), ("already loaded", loaded_library(library))]
+    found += [(where, os.path.join(folder, library) if folder else None) for where, folder in places]
+    found += [("loader path", name) for name in (library, *loader_names)]
+    seen, out = set(), []
+    for where, path in found:
+        if path is not None and path in seen:
+            continue
+        seen.add(path)
+        out.append((where, path))
+    return out

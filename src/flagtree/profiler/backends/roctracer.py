@@ -20,7 +20,7 @@ records whose launch was not seen as "unattributed_records".
 import os
 
 from .. import _env
-from .libraries import could_load, loaded_library
+from .libraries import could_load, library_candidates
 from .base import Backend, BackendUnavailable
 
 LIBRARY = "libroctracer64.so"
@@ -35,25 +35,9 @@ def _native():
 
 def roctracer_candidates():
     """[(where, path)] in the documented order; path None when that place is not set."""
-    explicit = _env.roctracer_path()
-    if explicit and os.path.isdir(explicit):
-        explicit = os.path.join(explicit, LIBRARY)
     rocm = os.environ.get("ROCM_PATH", "").strip()
-    candidates = [
-        (ENV_PATH, explicit or None),
-        ("already loaded", loaded_library(LIBRARY)),
-        ("$ROCM_PATH/lib", os.path.join(rocm, "lib", LIBRARY) if rocm else None),
-        ("/opt/rocm/lib", os.path.join("/opt/rocm", "lib", LIBRARY)),
-        ("loader path", LIBRARY),
-        ("loader path", LIBRARY + ".4"),
-    ]
-    seen, out = set(), []
-    for where, path in candidates:
-        if path is not None and path in seen:
-            continue
-        seen.add(path)
-        out.append((where, path))
-    return out
+    places = [("$ROCM_PATH/lib", os.path.join(rocm, "lib") if rocm else None), ("/opt/rocm/lib", "/opt/rocm/lib")]
+    return library_candidates(LIBRARY, ENV_PATH, _env.roctracer_path(), places, (LIBRARY + ".4",))
 
 
 class RoctracerBackend(Backend):
