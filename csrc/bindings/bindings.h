@@ -31,6 +31,21 @@ void registerLaunchLogBindings(nb::module_& m);  // data/launch_log_bindings.cpp
 void registerViewerBindings(nb::module_& m);  // viewer/tree_reader.cpp
 void registerVendorTracerBindings(nb::module_& m);  // backends/activity/vendor_bindings.cpp (mthreads, cann)
 
+// The facts of one GPU as Python sees them (`cuda_devices`, `musa_devices`): index, name, arch,
+// SMs, clocks (kHz), bus width (bits). `Info` is a driver's device record with those fields.
+template <typename Info>
+nb::dict gpuFacts(const Info& d) {
+  nb::dict info;
+  info["index"] = d.index;
+  info["name"] = d.name;
+  info["arch"] = std::to_string(d.major * 10 + d.minor);
+  info["num_sms"] = d.numSms;
+  info["clock_rate"] = d.clockRateKhz;
+  info["memory_clock_rate"] = d.memoryClockRateKhz;
+  info["bus_width"] = d.busWidthBits;
+  return info;
+}
+
 // The session in `slot`; ValueError when the slot is empty.
 Session& sessionAt(int slot);
 

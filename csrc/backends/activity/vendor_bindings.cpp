@@ -13,6 +13,7 @@
 #include "backends/mupti/launch_metrics.h"
 #include "backends/mupti/mupti_dialect.h"
 #include "backends/mupti/musa_driver.h"
+#include "bindings/bindings.h"
 
 namespace nb = nanobind;
 
@@ -62,14 +63,7 @@ void defineMusa(nb::module_& m) {
   m.def("musa_devices", []() {
     nb::list out;
     for (const MusaDeviceInfo& d : MusaDriver::instance().devices()) {
-      nb::dict info;
-      info["index"] = d.index;
-      info["name"] = d.name;
-      info["arch"] = std::to_string(d.major * 10 + d.minor);
-      info["num_sms"] = d.numSms;
-      info["clock_rate"] = d.clockRateKhz;
-      info["memory_clock_rate"] = d.memoryClockRateKhz;
-      info["bus_width"] = d.busWidthBits;
+      nb::dict info = gpuFacts(d);
       info["warp_size"] = d.warpSize;
       info["max_threads_per_sm"] = d.maxThreadsPerSm;
       out.append(info);

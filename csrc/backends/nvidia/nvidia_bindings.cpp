@@ -27,17 +27,7 @@ nb::list cudaDevices() {
   CudaDriver& driver = CudaDriver::instance();
   driver.load();
   nb::list out;
-  for (const CudaDeviceInfo& d : driver.devices()) {
-    nb::dict info;
-    info["index"] = d.index;
-    info["name"] = d.name;
-    info["arch"] = std::to_string(d.major * 10 + d.minor);
-    info["num_sms"] = d.numSms;
-    info["clock_rate"] = d.clockRateKhz;
-    info["memory_clock_rate"] = d.memoryClockRateKhz;
-    info["bus_width"] = d.busWidthBits;
-    out.append(info);
-  }
+  for (const CudaDeviceInfo& d : driver.devices()) out.append(gpuFacts(d));
   return out;
 }
 

@@ -22,6 +22,15 @@ class PlainMode:
         return self.word
 
 
+DEVICE_INFO_KEYS = ("arch", "num_sms", "clock_rate", "memory_clock_rate", "bus_width")
+
+
+def device_info_of(kind, devices):
+    """The tree output's device_info for GPUs of `kind` ("CUDA", "MUSA") from the native
+    module's device list: {kind: {index: {arch, num_sms, clocks, bus_width}}}."""
+    return {kind: {str(d["index"]): {k: d[k] for k in DEVICE_INFO_KEYS} for d in devices}}
+
+
 def mode_text(options):
     """The normalised mode string of a session's options (None when no mode was given)."""
     return None if options is None else options.canonical()

@@ -35,6 +35,7 @@ tests (tests/standins/mupti_standin.c) from MUPTI's documented interface.
 """
 import os
 
+from .base import device_info_of
 from .dialect_backend import DialectBackend, _native
 
 LIBRARY = "libmupti.so"
@@ -108,8 +109,8 @@ class MthreadsBackend(DialectBackend):
         return list(_native().musa_devices())
 
     def device_info(self):
-        keys = ("arch", "num_sms", "clock_rate", "memory_clock_rate", "bus_width")
-        return {"MUSA": {str(d["index"]): {k: d[k] for k in keys} for d in devs}} if (devs := self._devices()) else {}
+        devices = self._devices()
+        return device_info_of("MUSA", devices) if devices else {}
 
     def peak_bandwidths(self):
         """{device index: GB/s}, computed as the viewer computes it (so util agrees)."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .. import _env
 from . import counters, cupti_attach
-from .base import Backend, BackendUnavailable
+from .base import Backend, BackendUnavailable, device_info_of
 from .libraries import could_load, loaded_library
 
 SUPPORTED_CUDA_MAJORS = (12, 13)
@@ -188,9 +188,7 @@ class NvidiaBackend(Backend):
             devices = _cuda_devices()
         except RuntimeError:
             return {}
-        return {"CUDA": {str(d["index"]): {k: d[k] for k in ("arch", "num_sms", "clock_rate",
-                                                            "memory_clock_rate", "bus_width")}
-                         for d in devices}}
+        return device_info_of("CUDA", devices)
 
     def describe(self):
         native = _native()
