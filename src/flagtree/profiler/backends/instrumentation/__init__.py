@@ -174,22 +174,26 @@ class InstrumentationBackend(NvidiaBackend):
                 self.collector.drain()
         super().flush()
 
-    def _deliver(self, launch, info, records):
-        from .collector import scope_children, trace_events
+    def _deliver(self, launch, info, summary, trace_records):
+        """One launch's results to the sessions that saw it: per-scope totals (reduced where the
+        buffers are) for the tree, and for trace sessions the intervals of its first blocks."""
+        from .collector import TRACE_BLOCKS, scope_children, trace_events
 
         native = _native()
-        children = scope_children(info, records)
-        metrics = [("dropped_scope_records", float(records.dropped_records))] if records.dropped_records else []
+        children = scope_children(info, summary.as_summary())
+        metrics = [("dropped_scope_records", float(summary.dropped_records))] if summary.dropped_records else []
+        records = None
         for session in launch.sessions:
             if self._sessions.get(session.id) is not session:
                 continue  # closed since the launch
             if launch.correlation:
                 native.session_attach(session.slot, launch.correlation, metrics, children)
             if session.state.trace_events is not None:
-                events, left_out = trace_events(info, records, f"{launch.name} (launch {launch.correlation})",
-                                                self._clock_ghz(), max_blocks=16)
+                records = records if records is not None else trace_records()
+                events, _ = trace_events(info, records, f"{launch.name} (launch {launch.correlation})",
+                                         self._clock_ghz())
                 session.state.trace_events.extend(events)
-                session.state.blocks_left_out += left_out
+                session.state.blocks_left_out += max(0, summary.good_blocks - TRACE_BLOCKS)
 
     def _clock_ghz(self):
         try:

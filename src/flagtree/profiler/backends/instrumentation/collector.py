@@ -8,6 +8,8 @@ import numpy as np
 
 from . import layout as L
 
+TRACE_BLOCKS = 16  # blocks per launch whose intervals a trace session writes (README, Instrumentation)
+
 @dataclasses.dataclass
 class Launch:
     piece: object  # pool.Slice
@@ -60,7 +62,7 @@ class Collector:
     def __init__(self, pool, registry, deliver, synchronize):
         self.pool = pool
         self.registry = registry  # function handle -> KernelInfo
-        self.deliver = deliver  # deliver(launch, info, records)
+        self.deliver = deliver  # deliver(launch, info, LaunchSummary, trace_records() -> LaunchRecords)
         self.synchronize = synchronize
         self.launches = []
         self.totals = Totals()
@@ -103,36 +105,58 @@ class Collector:
             self.synchronize()
             launches, self.launches = self.launches, []
             self.totals.drains += 1
-            for launch in launches:
-                self._read(launch)
+            for info, source, group in self._by_kernel(launches):
+                self._read(info, source, group)
             self.pool.reset()
 
-    def _read(self, launch):
-        info = self.registry.get(launch.function)
-        if info is None:
-            self.totals.unknown_kernels += 1
-            return
-        num_blocks = launch.piece.size // info.layout.stride
-        meta, segments, seg = read_launch(self.pool.view(launch.piece), info, num_blocks)
-        records = L.parse_launch(meta, segments, seg, info.layout)
-        self.totals.dropped_records += records.dropped_records
-        self.totals.unmatched_records += records.unmatched_records
-        self.totals.bad_blocks += records.bad_blocks
-        self.deliver(launch, info, records)
+    def _by_kernel(self, launches):
+        """[(kernel info, buffer, [launch, ...])] in launch order: one device reduction per group."""
+        groups = {}
+        for launch in launches:
+            info = self.registry.get(launch.function)
+            if info is None:
+                self.totals.unknown_kernels += 1
+                continue
+            source = self.pool.source(launch.piece)
+            groups.setdefault((id(info), id(source)), (info, source, []))[2].append(launch)
+        return list(groups.values())
+
+    def _read(self, info, source, launches):
+        from .device_reduce import summarize_launches
+
+        stride = info.layout.stride
+        words = source[:source.numel() // 4 * 4].view(dtype=_torch().int32)
+        slices = [(launch.piece.offset // 4, launch.piece.size // stride) for launch in launches]
+        summaries = summarize_launches(words, slices, info.layout)
+        for launch, summary in zip(launches, summaries):
+            self.totals.dropped_records += summary.dropped_records
+            self.totals.unmatched_records += summary.unmatched_records
+            self.totals.bad_blocks += summary.bad_blocks
+            self.deliver(launch, info, summary, lambda launch=launch: self._trace_records(launch, info))
+
+    def _trace_records(self, launch, info):
+        """LaunchRecords of the launch's first TRACE_BLOCKS blocks, decoded on the host: what a
+        trace session shows of each launch (the rest is counted as left out)."""
+        blocks = min(TRACE_BLOCKS, launch.piece.size // info.layout.stride)
+        view = self.pool.view(launch.piece)[:blocks * info.layout.stride]
+        meta, segments, seg = read_launch(view, info, blocks)
+        return L.parse_launch(meta, segments, seg, info.layout)
 
 
-def scope_children(info, records):
-    """session_attach children: one (path, metrics) per scope of one launch."""
+def scope_children(info, summary):
+    """session_attach children: one (path, metrics) per scope of one launch (summary: a
+    LaunchSummary.as_summary() or layout.summarize() dict)."""
     children = []
-    for scope_id, values in sorted(L.summarize(records, info.layout).items()):
+    for scope_id, values in sorted(summary.items()):
         path = [("device_scope", name) for name in info.scope_path(scope_id)]
         children.append((path, [("cycles", values["cycles"]), ("normalized_cycles", values["normalized_cycles"]),
                                 ("count", float(values["count"]))]))
     return children
 
 
-def trace_events(info, records, launch_label, clock_ghz, max_blocks):
-    """Chrome-trace complete events, one per scope interval of the first max_blocks blocks:
+def trace_events(info, records, launch_label, clock_ghz, max_blocks=None):
+    """Chrome-trace complete events, one per scope interval of the first max_blocks blocks (all the
+    blocks of `records` by default: the drain decodes only TRACE_BLOCKS of each launch):
     process = the launch, thread = "block B warp W"; time in microseconds of the GPU's global timer
     (each block's start stamp plus its cycles converted with the SM clock). Returns (events, left out).
 
@@ -141,7 +165,7 @@ def trace_events(info, records, launch_label, clock_ghz, max_blocks):
     offset, and the writer makes ``ts`` relative to the trace's first block (writers/device_scopes.py)."""
     blocks = np.unique(records.block)
     kept = np.isin(records.block, blocks[:max_blocks])
-    left_out = max(0, len(blocks) - max_blocks)
+    left_out = max(0, len(blocks) - max_blocks) if max_blocks is not None else 0
     block, unit, scope = records.block[kept], records.unit[kept], records.scope[kept]
     start, sm = records.start[kept].astype(np.int64), records.sm[kept]
     durations = records.durations(info.layout.clock_bits)[kept].astype(np.int64)

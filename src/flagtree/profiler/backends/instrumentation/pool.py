@@ -66,7 +66,10 @@ class ProfileBufferPool:
             self._buffer = None
             self._used = 0
 
+    def source(self, piece):
+        """The whole buffer a Slice lies in (piece.offset counts from its start)."""
+        return piece.own_buffer if piece.own_buffer is not None else self._buffer
+
     def view(self, piece):
         """The bytes of a Slice as a tensor (on the pool's device)."""
-        source = piece.own_buffer if piece.own_buffer is not None else self._buffer
-        return source[piece.offset:piece.offset + piece.size]
+        return self.source(piece)[piece.offset:piece.offset + piece.size]
