@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|bench|scale|handover|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|bench|scale|handover|fixed|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -62,4 +62,20 @@ if [ "$what" = handover ]; then   # issue #18 items 1-2: hand-over probe, its GP
   timeout 400 python3 dev/probe_handover.py 2>&1 | tee "$OUT/probe_handover.log" | tail -20
   FLAGTREE_GPU_TESTS=1 timeout 300 python3 -m pytest -q -rxXs -p no:cacheprovider tests/gpu/test_handover_gpu.py 2>&1 | tee "$OUT/pytest_handover.log" | tail -15
   timeout 500 python3 bench/session_cost.py --sessions 20 --out "$OUT" 2>&1 | tee "$OUT/session_cost.log" | tail -14
+fi
+if [ "$what" = fixed ]; then   # issue #18 items 1, 3, 4: where the fixed costs go, then the benches
+  FLAGTREE_GPU_TESTS=1 timeout 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_instrumentation_gpu.py tests/gpu/test_pcsampling_gpu.py 2>&1 | tee "$OUT/pytest_fixed.log" | tail -8
+  timeout 200 python3 dev/probe_fixed_costs.py pcsampling 2>&1 | tee "$OUT/probe_pcsampling_cost.log" | grep -v "^ " | tail -40
+  timeout 200 python3 dev/probe_fixed_costs.py instrumentation 2>&1 | tee "$OUT/probe_instrumentation_cost.log" | grep -v "^ " | tail -12
+  timeout 200 python3 bench/instrumentation.py --reps 5 --out "$OUT" 2>&1 | tee "$OUT/bench_instrumentation.log" | tail -25
+  timeout 200 python3 bench/session_cost.py --first 7 --profile-first --out "$OUT" > "$OUT/session_first.log" 2> "$OUT/session_first.err"; tail -30 "$OUT/session_first.log"
+fi
+if [ "$what" = pcbuf ]; then   # issue #18 item 3: PC sampling's Start/Stop cost against its buffer sizes; item 1: the first session
+  timeout 240 python3 dev/probe_fixed_costs.py pcsampling --sessions 2 --no-profile --buffers "${PCBUF:-128/16,32/16,8/16,32/4}" 2>&1 | tee "$OUT/probe_pcbuf.log" | grep -v "^ " | tail -40
+  timeout 200 python3 bench/session_cost.py --first 5 --profile-first > "$OUT/session_first.log" 2> "$OUT/session_first.err"; tail -45 "$OUT/session_first.log"; grep -A28 "first start" "$OUT/session_first.err" | cut -c1-160
+fi
+if [ "$what" = control ]; then   # issue #18 item 3: a session range bracketed by Enable/Disable vs Start/Stop
+  timeout 200 python3 dev/probe_fixed_costs.py pcsampling --sessions 3 --no-profile --modes "pcsampling:control=start_stop;pcsampling" 2>&1 | tee "$OUT/probe_control.log" | grep -v "^ " | tail -16
+  FLAGTREE_GPU_TESTS=1 timeout 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_pcsampling_gpu.py 2>&1 | tee "$OUT/pytest_pcsampling.log" | tail -4
+  timeout 250 python3 bench/pcsampling_bench.py --modes pcsampling pcsampling:control=start_stop pcsampling:range=launch 2>&1 | tee "$OUT/pcsampling_bench.log" | tail -5
 fi

@@ -13,7 +13,7 @@ from flagtree.profiler.backends import get_backend
 from flagtree.profiler.backends.cupti import CuptiBackend, parse_pcsampling_mode
 from flagtree.profiler.backends.nvidia import NvidiaBackend
 from flagtree.profiler.viewer.cli import main as viewer_main
-from profiles import find, load_tree
+from profiles import find, load_tree, walk
 from tests.standins.build import build_standin, load_standin
 
 REASON = {"selected": 3, "long_scoreboard": 7, "long_scoreboard_not_issued": 8, "barrier": 11}
@@ -318,3 +318,54 @@ def test_viewer_picks_lines_out_of_a_pcsampling_profile(backend, tmp_path, capsy
     assert viewer_main(["-m", "num_samples", "-d", "2", path]) == 0
     out = capsys.readouterr().out
     assert "slow_kernel" in out and "@slow_kernel" not in out
+
+
+def test_kernels_loaded_before_the_session_are_searched_only_when_their_samples_lack_a_cubin(
+        backend, tmp_path, monkeypatch):
+    """A sampled cubin the module-load callback never saw (compiled before the session) is looked
+    for among Triton's kernels once; a cubin found nowhere (cuBLAS's) is not searched again."""
+    from flagtree.profiler.backends import cupti
+
+    early = CUBIN + b"early_kernel 0 64 /src/kernels/early.py 1\n"  # another CRC, same lines
+    foreign = b"FAKECUBIN\nother 0 64 /x.cu 1\n"
+    scans = []
+    monkeypatch.setattr(cupti, "loaded_triton_cubins", lambda: scans.append(1) or [early])
+
+    def session(name, samples):
+        profiler.start(str(tmp_path / name), backend="cupti_pcsampling", mode="pcsampling:range=launch")
+        sampled_launch(backend, 7001, "slow_kernel", samples)
+        _native.testing.record(7001, "slow_kernel", 0, 100, 0)
+        profiler.finalize()
+        return load_tree(tmp_path / (name + ".hatchet"))[0], metadata(tmp_path / name)
+
+    root, meta = session("known", [(7001, "slow_kernel", 16, "barrier", 3, early)])
+    assert len(scans) == 1 and meta["pcsampling_unknown_cubins"] == 0
+    lines = [n for _, n in walk(root) if n["frame"]["name"] == "slow.py:12@slow_kernel"]
+    assert [n["metrics"]["num_samples"] for n in lines] == [3]
+    assert meta["pcsampling_cubin_scan_s"] >= 0
+    session("again", [(7001, "slow_kernel", 16, "barrier", 3, early)])
+    assert len(scans) == 1  # its cubin is known now
+    _, meta = session("foreign", [(7001, "other", 0, "barrier", 2, foreign)])
+    assert len(scans) == 2 and meta["pcsampling_unknown_cubins"] == 1
+    _, meta = session("foreign2", [(7001, "other", 0, "barrier", 2, foreign)])
+    assert len(scans) == 2 and meta["pcsampling_unknown_cubins"] == 1  # searched once, not at every finalize
+
+
+def test_a_session_range_takes_its_samples_at_stop_not_from_getdata(backend, tmp_path):
+    """On the H200 GetData hands out nothing while a range is open (issue 18: a range kept open
+    between sessions gave 0 samples); the stand-in's hold mirrors it, so the samples of a session
+    range must come from its Stop at finalize."""
+    lib = backend
+    lib.standin_pcs_hold_open_range(1)
+    lib.standin_pcs_fill_at_stop(1)
+    try:
+        profiler.start(str(tmp_path / "h"), backend="cupti", mode="pcsampling")
+        _native.pcsampling_add_cubin(CUBIN)
+        sampled_launch(lib, 9601, "slow_kernel", [(0, "slow_kernel", 300, "selected", 4)])
+        _native.testing.record(9601, "slow_kernel", 0, 100, 0)
+        profiler.finalize()
+    finally:
+        lib.standin_pcs_hold_open_range(0)
+        lib.standin_pcs_fill_at_stop(0)
+    assert metadata(tmp_path / "h")["pcsampling_total_samples"] == 4
+    assert metadata(tmp_path / "h")["pcsampling_start_s"] >= 0 and metadata(tmp_path / "h")["pcsampling_stop_s"] >= 0

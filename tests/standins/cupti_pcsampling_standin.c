@@ -171,9 +171,20 @@ static void fill(CUpti_PCSamplingData* d) {
   d->hardwareBufferFull = 0;
 }
 
+static int holdOpenRange;
+/* 1: GetData hands out nothing while a range is open (started, or enabled without start/stop
+   control): samples arrive at the range end (Stop or Disable), as the H200 showed (issue 18). */
+void standin_pcs_hold_open_range(int on) { holdOpenRange = on; }
+
 CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams* p) {
   if (!enabled) return CUPTI_ERROR_INVALID_OPERATION;
-  fill((CUpti_PCSamplingData*)p->pcSamplingData);
+  CUpti_PCSamplingData* d = (CUpti_PCSamplingData*)p->pcSamplingData;
+  if (holdOpenRange && (started || !startStop)) {
+    d->totalNumPcs = d->remainingNumPcs = 0;
+    d->totalSamples = d->droppedSamples = 0;
+    return CUPTI_SUCCESS;
+  }
+  fill(d);
   return CUPTI_SUCCESS;
 }
 

@@ -8,10 +8,22 @@
 #include <stdexcept>
 
 #include "backends/nvidia/cuda_driver.h"
+#include "core/clock.h"
 #include "core/strings.h"
 
 namespace ftp {
 namespace {
+
+// Adds the time from its construction to its destruction to `total` (PcSamplingStats' phases).
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(uint64_t& total) : total_(total), start_(monotonicNs()) {}
+  ~PhaseTimer() { total_ += monotonicNs() - start_; }
+
+ private:
+  uint64_t& total_;
+  uint64_t start_;
+};
 
 std::string baseName(const char* path) {
   const char* slash = std::strrchr(path, '/');
@@ -45,6 +57,8 @@ void PcSampler::start(int slot, void* handle, const std::string& libraryName, co
   launches_.clear();
   active_ = nullptr;
   activeLaunch_ = 0;
+  stopped_ = false;
+  stopError_.clear();
   stats_.range = options.sessionRange ? "session" : "launch";
   stats_.attribution = !options.sessionRange || options.serialized
                            ? "per launch (exact)"
@@ -78,6 +92,7 @@ PcSampler::ContextState* PcSampler::stateFor(CUcontext context) {
 
 // Enable, then every attribute in one configuration call (Proton's order). Start is per launch.
 void PcSampler::enableOn(ContextState& state) {
+  PhaseTimer timer(stats_.enableNs);
   CUpti_PCSamplingEnableParams enable{CUpti_PCSamplingEnableParamsSize, nullptr, state.context};
   check("cuptiPCSamplingEnable", api_.enable(&enable));
   readStallReasons(state);
@@ -202,6 +217,7 @@ void PcSampler::stopActive() {
 
 // One Start, shared by both ranges (range=launch: around one launch; range=session: until finalize).
 void PcSampler::startRange(ContextState& state) {
+  PhaseTimer timer(stats_.startNs);
   // Waits for the work queued before the range so that a launch is sampled alone (Proton syncs
   // before every Start; once per range here in range=session). Without a driver (host-side
   // tests) there is no device work to wait for.
@@ -214,6 +230,7 @@ void PcSampler::startRange(ContextState& state) {
 // Stop, then take what Stop flushed and what GetData still holds. `launch`: the launch the range
 // covered (range=launch), 0 for a session range (records keep CUPTI's correlation id, if any).
 void PcSampler::stopRange(ContextState& state, uint32_t launch) {
+  PhaseTimer timer(stats_.stopNs);
   state.rangeOpen = false;
   CUpti_PCSamplingStopParams stop{CUpti_PCSamplingStopParamsSize, nullptr, state.context};
   check("cuptiPCSamplingStop", api_.stop(&stop));
@@ -233,6 +250,7 @@ void PcSampler::stopContext(ContextState& state) {
   if (active_ == &state) stopActive();
   if (state.failed) return;
   if (state.rangeOpen) stopRange(state, 0);
+  PhaseTimer timer(stats_.stopNs);
   drain(state);
   // Disable copies what CUPTI still holds into the configured buffer (cupti_pcsampling.h).
   CUpti_PCSamplingDisableParams disable{CUpti_PCSamplingDisableParamsSize, nullptr, state.context};
@@ -277,19 +295,36 @@ uint32_t PcSampler::lineOf(uint64_t crc, uint32_t function, uint64_t pc) {
   return lines_[key] = intern(name);
 }
 
-PcSamplingStats PcSampler::finish() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (slot_ < 0) return stats_;
-  std::string firstError;
+void PcSampler::stopLocked() {
+  if (stopped_) return;
+  stopped_ = true;
   for (ContextState* s : contexts_) {
     try {
       stopContext(*s);
     } catch (const std::exception& e) {
-      if (firstError.empty()) firstError = e.what();
+      if (stopError_.empty()) stopError_ = e.what();
     }
     delete s;
   }
   contexts_.clear();
+}
+
+std::vector<uint64_t> PcSampler::stop() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<uint64_t> missing;
+  if (slot_ < 0) return missing;
+  stopLocked();
+  for (uint64_t crc : samples_.cubins())
+    if (!cubins_.count(crc)) missing.push_back(crc);
+  return missing;
+}
+
+PcSamplingStats PcSampler::finish() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (slot_ < 0) return stats_;
+  stopLocked();
+  std::string firstError;
+  std::swap(firstError, stopError_);
   std::map<uint64_t, bool> missing;
   auto lineOfKey = [&](uint64_t crc, uint32_t function, uint64_t pc) {
     if (!cubins_.count(crc)) missing[crc] = true;
@@ -299,7 +334,9 @@ PcSamplingStats PcSampler::finish() {
     auto it = launches_.find(function);
     return it == launches_.end() ? nullptr : &it->second;
   };
+  const uint64_t linesStart = monotonicNs();
   auto extras = samples_.build(lineOfKey, launchesOf, stats_.unattributedSamples);
+  stats_.linesNs += monotonicNs() - linesStart;
   stats_.unknownCubins = missing.size();
   stats_.unknownReasonSamples = samples_.unknownReasonSamples();
   for (auto& [correlation, extra] : extras) Profiler::instance().attachExtra(slot_, correlation, std::move(extra));
@@ -313,7 +350,7 @@ PcSamplingStats PcSampler::finish() {
 void PcSampler::launchEnter(uint32_t correlation, void* context) {
   if (slot_ < 0 || !context) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (slot_ < 0) return;
+  if (slot_ < 0 || stopped_) return;
   if (active_) {  // another thread's launch is being sampled: CUPTI has one range per context
     stats_.unsampledLaunches++;
     return;
@@ -338,7 +375,7 @@ void PcSampler::launchEnter(uint32_t correlation, void* context) {
 void PcSampler::launchExit(uint32_t correlation, const char* function) {
   if (slot_ < 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (slot_ < 0) return;
+  if (slot_ < 0 || stopped_) return;
   if (function) launches_[intern(function)].push_back(correlation);
   if (!active_ || activeLaunch_ != correlation) return;
   try {

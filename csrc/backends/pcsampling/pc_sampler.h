@@ -55,6 +55,11 @@ struct PcSamplingStats {
   std::string range;                // "launch" | "session"
   std::string attribution;          // how samples reach launches, for the metadata
   std::vector<std::string> stallReasons;  // metric names collected
+  // Where a session's fixed cost goes (metadata pcsampling_*_s; issue 18 item 3), host ns:
+  uint64_t enableNs = 0;   // Enable + stall-reason query + configuration, per context
+  uint64_t startNs = 0;    // the sync before each range + Start
+  uint64_t stopNs = 0;     // Stop + GetData (+ Disable at finish)
+  uint64_t linesNs = 0;    // SASS-to-source look-ups of the sampled PCs
 };
 
 class PcSampler : public TracerObserver {
@@ -64,7 +69,10 @@ class PcSampler : public TracerObserver {
   // Starts sampling for session `slot`, loading the entry points from `handle`; contexts are
   // enabled at their first launch. Throws std::runtime_error.
   void start(int slot, void* handle, const std::string& libraryName, const PcSamplingOptions& options);
-  // Stops sampling, fetches what is left and attaches it to the session's launches.
+  // Stops sampling on every context and fetches what is left; returns the CRCs of sampled cubins
+  // not seen yet (their modules loaded before the session: the caller may addCubin them).
+  std::vector<uint64_t> stop();
+  // stop() if not done, then resolves lines and attaches the samples to the session's launches.
   PcSamplingStats finish();
   bool running() const { return slot_ >= 0; }
   // A cubin whose module loaded before the session (e.g. Triton's, compiled earlier).
@@ -107,11 +115,14 @@ class PcSampler : public TracerObserver {
   void stopRange(ContextState& state, uint32_t launch);
   void closeSessionRanges();
   void stopContext(ContextState& state);
+  void stopLocked();
   uint32_t lineOf(uint64_t crc, uint32_t function, uint64_t pc);
 
   PcSamplingApi api_;
   PcSamplingOptions options_;
   int slot_ = -1;
+  bool stopped_ = false;  // stop() ran for this session: finish() only builds
+  std::string stopError_;
   std::mutex mutex_;
   std::vector<ContextState*> contexts_;
   PcSamples samples_;

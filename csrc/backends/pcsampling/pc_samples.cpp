@@ -93,4 +93,10 @@ std::map<uint32_t, LaunchExtra> PcSamples::build(const LineOf& lineOf, const Lau
   return extras;
 }
 
+std::set<uint64_t> PcSamples::cubins() const {
+  std::set<uint64_t> crcs;
+  for (const auto& entry : samples_) crcs.insert(entry.first.cubinCrc);
+  return crcs;
+}
+
 }  // namespace ftp

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -43,6 +44,7 @@ class PcSamples {
   void add(const PcKey& key, uint32_t reasonIndex, uint64_t samples);
   uint64_t unknownReasonSamples() const { return unknownReason_; }
   bool empty() const { return samples_.empty(); }
+  std::set<uint64_t> cubins() const;  // CRCs of the cubins samples were taken in
 
   // Builds one LaunchExtra per launch. Samples with correlation 0 (continuous mode) are shared
   // equally among `launchesOf(function)`; with no launch they count as unattributed.

@@ -66,6 +66,10 @@ nb::dict finishSampling() {
   d["pcsampling_unsampled_launches"] = s.unsampledLaunches;
   d["pcsampling_range"] = s.range;
   d["pcsampling_attribution"] = s.attribution;
+  d["pcsampling_enable_s"] = s.enableNs * 1e-9;
+  d["pcsampling_start_s"] = s.startNs * 1e-9;
+  d["pcsampling_stop_s"] = s.stopNs * 1e-9;
+  d["pcsampling_lines_s"] = s.linesNs * 1e-9;
   d["pcsampling_errors"] = s.errors;
   if (s.errors) d["pcsampling_first_error"] = s.firstError;
   return d;
@@ -79,6 +83,10 @@ void registerPcSamplingBindings(nb::module_& m, nb::module_& testing) {
         nb::arg("serial_kernel_records") = false, nb::arg("session_range") = false,
         nb::call_guard<nb::gil_scoped_release>());
   m.def("pcsampling_finish", &finishSampling);
+  // Stop before finish: Python looks up the cubins of the missing CRCs (modules loaded before the
+  // session) only when some are missing, instead of scanning its objects at every finalize.
+  m.def("pcsampling_stop", []() { return PcSampler::instance().stop(); });
+
   testing.def("pcsampling_running", []() { return PcSampler::instance().running(); });
   m.def("pcsampling_add_cubin", [](nb::bytes cubin) { PcSampler::instance().addCubin(cubin.c_str(), cubin.size()); });
   // The launch path without CUPTI callbacks (stand-in tests): what the tracer passes on at the

@@ -13,6 +13,7 @@ Mode string: ``pcsampling[:key=value,...]`` with keys
 """
 import gc
 import sys
+import time
 from dataclasses import dataclass
 
 from .. import _env
@@ -21,7 +22,10 @@ from .nvidia import NvidiaBackend
 MODE_FORM = "pcsampling[:interval=<5..31>,collection=continuous|serialized,range=session|launch]"
 CHOICES = {"collection": ("continuous", "serialized"), "range": ("session", "launch")}
 SCRATCH_BYTES = 16 << 20  # CUPTI's decoded-record buffer (Proton's size, seen to work on the H200)
-HARDWARE_BYTES = 128 << 20  # the device buffer samples land in (Proton's size; CUPTI's default is 512 MiB)
+# The device buffer samples land in (CUPTI's default is 512 MiB, Proton's 128 MiB). Its size is
+# paid at every Start: 122 / 73 / 61 ms for 128 / 32 / 8 MiB on the H200, none of them dropping
+# a sample of the 800,000 a 3.2 ms kernel gives at interval 10 (bench/results/pcsampling-*).
+HARDWARE_BYTES = 32 << 20
 BUFFER_PCS = 20000  # PC records per GetData call
 
 
@@ -81,14 +85,14 @@ def loaded_triton_cubins():
     kind = getattr(compiler, "CompiledKernel", None)
     if kind is None:
         return []
+    # type(), not isinstance(): isinstance reads __class__, which some lazy module proxies
+    # (torch.distributed's) answer with a deprecation warning.
+    kernels = [obj for obj in gc.get_objects() if type(obj) is kind]
     cubins = []
-    for obj in gc.get_objects():
-        # type(), not isinstance(): isinstance reads __class__, which some lazy module proxies
-        # (torch.distributed's) answer with a deprecation warning.
-        if type(obj) is kind:
-            asm = getattr(obj, "asm", None)
-            if isinstance(asm, dict) and isinstance(asm.get("cubin"), bytes):
-                cubins.append(asm["cubin"])
+    for obj in kernels:
+        asm = getattr(obj, "asm", None)
+        if isinstance(asm, dict) and isinstance(asm.get("cubin"), bytes):
+            cubins.append(asm["cubin"])
     return cubins
 
 
@@ -99,6 +103,12 @@ class CuptiBackend(NvidiaBackend):
     SessionState = SamplingState
     #: the PC-sampling library: "" is the libcupti the tracer loaded (tests point it at a stand-in)
     pcsampling_library = ""
+
+    def __init__(self):
+        super().__init__()
+        # CRCs of sampled cubins already searched for among Triton's kernels: a cubin not found
+        # there (cuBLAS's, torch's) is not searched again at every finalize.
+        self._searched_crcs = set()
 
     def check_mode(self, mode):
         if mode is None:
@@ -128,10 +138,19 @@ class CuptiBackend(NvidiaBackend):
         if not session.state.sampling:
             return {}
         native = _native()
-        for cubin in loaded_triton_cubins():
-            native.pcsampling_add_cubin(cubin)
+        missing = set(native.pcsampling_stop())
+        started = time.perf_counter()
+        if not missing <= self._searched_crcs:
+            # Some samples are in modules loaded before the session (the module-load callback never
+            # saw them): their line look-up needs the cubin, which Triton keeps in its kernels.
+            for cubin in loaded_triton_cubins():
+                native.pcsampling_add_cubin(cubin)
+            self._searched_crcs |= missing
+        scan_s = time.perf_counter() - started
         session.state.sampling = False
-        return dict(native.pcsampling_finish())
+        stats = dict(native.pcsampling_finish())
+        stats["pcsampling_cubin_scan_s"] = scan_s
+        return stats
 
     def detach_session(self, session):
         # A session closed without outputs (an error at start) still stops sampling.
