@@ -12,6 +12,10 @@ reports where start and finalize spend their time (per step, medians). Ours call
 flagtree.profiler.release() at the end of its process.
 
     python bench/session_cost.py [--sessions 20] [--tools ours,ours_idle0,proton,torch,cupti] [--out DIR]
+
+With --first K it measures only the first session of a process, the one that pays CUPTI's
+subscribe and activity enable: K fresh processes per tool (ours and cupti alternating), medians,
+ours with its per-step breakdown and, with --profile-first, a cProfile of its start and finalize.
 """
 import argparse
 import json
@@ -200,14 +204,100 @@ def run_tool(tool, sessions, breakdown):
     return result
 
 
+def first_session(tool, profile):
+    """The first session of a fresh process: (start, work, finalize, whole) ms, ours' breakdown,
+    and with `profile` the top of a cProfile of its start and its finalize."""
+    import cProfile
+    import io
+    import pstats
+
+    work = _workload()
+    ours = tool == "ours"
+    bd = _Breakdown()
+    if ours:
+        _ours_breakdown(bd)
+    folder = tempfile.mkdtemp(prefix=f"session_first_{tool}_")
+    start, stop = _session_runner(tool, "tree", folder)
+    profiles = {}
+    times = {}
+    for label, fn in (("start", start), ("work", work), ("finalize", stop)):
+        prof = cProfile.Profile() if profile and ours and label != "work" else None
+        t0 = time.perf_counter()
+        if prof:
+            prof.enable()
+        fn()
+        if prof:
+            prof.disable()
+            text = io.StringIO()
+            pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(25)
+            profiles[label] = text.getvalue().splitlines()[-30:]
+        times[label] = (time.perf_counter() - t0) * 1e3
+    times["whole"] = sum(times.values())
+    breakdown = {k: v * 1e3 for k, v in bd.take().items()}
+    if ours:
+        import flagtree.profiler as profiler
+        from flagtree.profiler import _native
+
+        # Inside backend.acquire: the native tracer's fresh start, step by step.
+        for step, ns in _native.cupti_attach_stats()["start_phases_ns"].items():
+            breakdown[f"tracer.{step}"] = ns * 1e-6
+        profiler.release()
+    return {"tool": tool, "ms": times, "breakdown_ms": breakdown, "profiles": profiles}
+
+
+def first_sessions(runs, profile):
+    """Medians of the first session over `runs` fresh processes per tool, ours and cupti alternating."""
+    rows = {"ours": [], "cupti": []}
+    for i in range(runs):
+        for tool in rows:
+            cmd = [sys.executable, __file__, "--child-first", tool] + (["--profile-first"] if profile and i == 0 else [])
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            if proc.returncode != 0:
+                print(f"{tool}: {proc.stderr.strip().splitlines()[-3:]}", file=sys.stderr)
+                continue
+            row = json.loads(proc.stdout.strip().splitlines()[-1])
+            for label, lines in row.pop("profiles").items():
+                print(f"--- cProfile of ours' first {label}\n" + "\n".join(lines), file=sys.stderr)
+            rows[tool].append(row)
+    med = lambda xs: round(statistics.median(xs), 3) if xs else None
+    result = {"first_session_runs": runs}
+    for tool, samples in rows.items():
+        entry = {k: med([r["ms"][k] for r in samples]) for k in ("start", "work", "finalize", "whole")}
+        if tool == "ours" and samples:
+            labels = sorted({k for r in samples for k in r["breakdown_ms"]})
+            entry["breakdown_ms"] = {k: med([r["breakdown_ms"].get(k, 0.0) for r in samples]) for k in labels}
+        entry["whole_each"] = [round(r["ms"]["whole"], 2) for r in samples]
+        result[tool] = entry
+    if rows["ours"] and rows["cupti"]:
+        result["ours_minus_cupti_ms"] = round(result["ours"]["whole"] - result["cupti"]["whole"], 3)
+    return result
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--tools", default="ours,ours_idle0,proton,torch,cupti")
     parser.add_argument("--no-breakdown", dest="breakdown", action="store_false")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--first", type=int, default=0, metavar="K",
+                        help="measure only first sessions, K fresh processes per tool (ours, cupti)")
+    parser.add_argument("--profile-first", action="store_true")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--child-first", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child_first:
+        print(json.dumps(first_session(args.child_first, args.profile_first)))
+        return
+    if args.first:
+        result = first_sessions(args.first, args.profile_first)
+        print(json.dumps(result, indent=1))
+        if args.out:
+            os.makedirs(args.out, exist_ok=True)
+            path = os.path.join(args.out, f"session_first-{time.strftime('%Y%m%d-%H%M%S')}.json")
+            with open(path + ".tmp", "w") as f:
+                json.dump(result, f, indent=1)
+            os.replace(path + ".tmp", path)
+        return
     if args.child:
         print(json.dumps(run_tool(args.child, args.sessions, args.breakdown)))
         return

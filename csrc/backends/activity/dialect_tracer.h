@@ -82,6 +82,12 @@ class DialectTracer {
   uint64_t idleDiscarded() const { return idleDiscarded_.load(); }
   // Fresh subscriptions since the process started (tests: a resume does not subscribe).
   uint64_t subscriptions() const { return subscriptions_.load(); }
+  // Where the last fresh start spent its time, ns (issue 18: the first session's fixed cost):
+  // subscribe, the launch callbacks (chosen once per library), the dialect's extra callbacks,
+  // buffer registration, the activity kinds.
+  static constexpr const char* kStartPhases[] = {"subscribe", "api_callbacks", "extra_callbacks", "register",
+                                                 "activity_kinds"};
+  const std::array<uint64_t, 5>& startPhasesNs() const { return startPhasesNs_; }
   // Waits for queued device work and delivers every buffered record.
   void flush();
   bool running() const { return users_ > 0; }
@@ -155,6 +161,7 @@ class DialectTracer {
   int64_t clockOffset_ = 0;  // vendor timestamp minus host monotonic time
   std::atomic<uint64_t> dropped_{0};
   bool parked_ = false;  // see release()
+  std::array<uint64_t, 5> startPhasesNs_{};
   // Records with a smaller correlation id are discarded: kMaxCorrelation while parked (and after
   // a resume until the first traced launch, whose id it then takes), 0 after a fresh start.
   static constexpr uint32_t kMaxCorrelation = 0xffffffffu;

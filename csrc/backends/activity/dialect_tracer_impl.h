@@ -122,25 +122,36 @@ void DialectTracer<D>::failStart(const std::string& what, typename D::Result rc)
 
 template <typename D>
 void DialectTracer<D>::start() {
+  uint64_t mark = monotonicNs();
+  auto phase = [&](size_t index) {
+    const uint64_t now = monotonicNs();
+    startPhasesNs_[index] = now - mark;
+    mark = now;
+  };
   typename D::Result rc = api_.subscribe(&subscriber_, &DialectTracer::onApi, this);
+  phase(0);
   if (D::isSubscriberConflict(rc)) throw SubscriberTaken(D::conflictMessage(api_.path, api_.describe(rc)));
   if (rc != D::kSuccess) throw std::runtime_error("cannot subscribe to " + api_.path + ": " + api_.describe(rc));
   subscriptions_.fetch_add(1);
   keepFrom_.store(0);
   if (api_.getVersion) api_.getVersion(&version_);
   enableApiCallbacks();
+  phase(1);
   D::enableExtraCallbacks(api_, subscriber_);
+  phase(2);
   if constexpr (D::kCompleteHasContext)
     rc = api_.registerCallbacks(&DialectTracer::onBufferRequested, &DialectTracer::onBufferCompletedIn);
   else
     rc = api_.registerCallbacks(&DialectTracer::onBufferRequested, &DialectTracer::onBufferCompleted);
   if (rc != D::kSuccess) failStart("register activity buffers with", rc);
+  phase(3);
   clockOffset_ = 0;
   uint64_t vendorNow = 0;
   if (api_.getTimestamp && api_.getTimestamp(&vendorNow) == D::kSuccess)
     clockOffset_ = int64_t(vendorNow) - int64_t(monotonicNs());
   D::onStart(api_);
   enableKinds();
+  phase(4);
 }
 
 template <typename D>
@@ -249,6 +260,7 @@ void DialectTracer<D>::noteContext(Context context) {
 template <typename D>
 void DialectTracer<D>::addObserver(TracerObserver* observer) {
   std::lock_guard<std::mutex> lock(observersMutex_);
+  if (std::find(observers_.begin(), observers_.end(), observer) != observers_.end()) return;
   observers_.push_back(observer);
   hasObservers_.store(true, std::memory_order_release);
 }

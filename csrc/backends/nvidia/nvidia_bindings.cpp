@@ -45,6 +45,9 @@ void registerNvidiaBindings(nb::module_& m, nb::module_& testing) {
     d["parked"] = t.parked();
     d["subscriptions"] = t.subscriptions();
     d["idle_discarded"] = t.idleDiscarded();
+    nb::dict phases;
+    for (size_t i = 0; i < t.startPhasesNs().size(); ++i) phases[ActivityTracer::kStartPhases[i]] = t.startPhasesNs()[i];
+    d["start_phases_ns"] = phases;
     return d;
   });
   m.def("cupti_flush", []() { ActivityTracer::instance().flush(); }, nb::call_guard<nb::gil_scoped_release>());

@@ -47,15 +47,29 @@ def _installed_candidates():
     yield from ("libcupti.so.13", "libcupti.so.12", "libcupti.so")
 
 
+def iter_cupti_candidates(driver_major=None):
+    """The libcupti paths to try, in the documented order, found as they are asked for: the first
+    session stops at the first that loads instead of globbing every sys.path entry (~5 ms)."""
+    seen = set()
+
+    def fresh(paths):
+        for path in paths:
+            if path and path not in seen:
+                seen.add(path)
+                yield path
+
+    yield from fresh((_env.cupti_path(), loaded_library("libcupti.so")))
+    if not driver_major:
+        yield from fresh(_installed_candidates())
+        return
+    # Matching majors first, the documented order kept within each group.
+    yield from fresh(p for p in _installed_candidates() if _major_of(p) == driver_major)
+    yield from fresh(p for p in _installed_candidates() if _major_of(p) != driver_major)
+
+
 def cupti_candidates(driver_major=None):
     """The libcupti paths to try, in the documented order."""
-    explicit = _env.cupti_path()
-    first = [p for p in (explicit, loaded_library("libcupti.so")) if p]
-    rest = list(dict.fromkeys(_installed_candidates()))
-    if driver_major:
-        # Stable sort: matching majors first, the documented order kept within each group.
-        rest.sort(key=lambda p: 0 if _major_of(p) == driver_major else 1)
-    return list(dict.fromkeys(first + rest))
+    return list(iter_cupti_candidates(driver_major))
 
 
 _device_facts = {}
@@ -149,7 +163,7 @@ class NvidiaBackend(Backend):
         native.cupti_set_buffer_limit(_env.buffer_limit())
         failures = []
         cupti_attach.before_acquire()
-        for path in cupti_candidates(driver_major):
+        for path in iter_cupti_candidates(driver_major):
             try:
                 native.cupti_acquire(path, buffer_bytes)
             except native.LibraryNotFound as error:  # cannot load, or too old: try the next

@@ -13,7 +13,7 @@ from .atomic import write_json
 
 
 # Modules whose version an imported copy tells for free (and it is the copy that ran).
-_IMPORT_NAMES = {"triton": "triton", "torch": "torch"}
+_IMPORT_NAMES = {"triton": "triton", "torch": "torch", "flagtree-profiler": "flagtree.profiler._version"}
 
 
 @functools.lru_cache(maxsize=None)
