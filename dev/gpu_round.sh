@@ -79,3 +79,8 @@ if [ "$what" = control ]; then   # issue #18 item 3: a session range bracketed b
   FLAGTREE_GPU_TESTS=1 timeout 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_pcsampling_gpu.py 2>&1 | tee "$OUT/pytest_pcsampling.log" | tail -4
   timeout 250 python3 bench/pcsampling_bench.py --modes pcsampling pcsampling:control=start_stop pcsampling:range=launch 2>&1 | tee "$OUT/pcsampling_bench.log" | tail -5
 fi
+if [ "$what" = costs ]; then   # issue #18: the fixed-cost benches, results saved under $OUT
+  timeout 200 python3 bench/session_cost.py --first 7 --out "$OUT" > "$OUT/session_first.log" 2>&1; tail -42 "$OUT/session_first.log" | tr -d '\n' | sed 's/  */ /g'; echo
+  timeout 200 python3 bench/instrumentation.py --reps 5 --out "$OUT" > "$OUT/bench_instrumentation.log" 2>&1; grep -E "ratio|finalize" "$OUT/bench_instrumentation.log" | head -8
+  timeout 180 python3 bench/pcsampling_bench.py > "$OUT/pcsampling_bench.log" 2>&1; tail -6 "$OUT/pcsampling_bench.log"
+fi
