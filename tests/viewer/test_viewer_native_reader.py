@@ -1,4 +1,5 @@
 """The reader's two paths agree: the native fast path (when built) and the pure-Python one.
+(The slow runs here also turn off the native sums and print order: test_viewer_native_walks.)
 
 The native reader takes only plain input and hands anything else to the Python reader, so
 the viewer's output (and exit status, and error line) must be the same either way: checked
@@ -13,7 +14,7 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
-from flagtree.profiler.viewer import native_read, reader
+from flagtree.profiler.viewer import native_read, profile_tree, reader, render
 from flagtree.profiler.viewer.cli import main
 from flagtree.profiler.viewer.nodes import Node, plain_metrics
 from test_viewer_fuzz import OPTION_SETS, _mutate, _seed_texts
@@ -34,6 +35,8 @@ def _both(monkeypatch, argv):
     fast = _run(argv)
     with monkeypatch.context() as patch:
         patch.setattr(reader, "NATIVE_READ", None)
+        patch.setattr(profile_tree, "NATIVE_INCLUSIVE", None)
+        patch.setattr(render, "NATIVE_ROWS", None)
         slow = _run(argv)
     return fast, slow
 
