@@ -6,6 +6,8 @@
 // members, deep nesting inside a skipped value, any syntax error. The caller then runs the
 // pure-Python reader, which decides the exact result or error message: the paths agree by
 // design. Nodes nest through an explicit stack: a 100,000-deep chain costs heap, not C stack.
+// Nodes are made and linked through their slots (node_layout.h) when the class has Node's layout,
+// through Python calls otherwise.
 #include <nanobind/nanobind.h>
 
 #include <cmath>
