@@ -23,4 +23,5 @@ NB_MODULE(_native, m) {
   registerLaunchLogBindings(m);
   registerVendorTracerBindings(m);
   registerViewerBindings(m);
+  registerViewerWalkBindings(m);
 }

@@ -29,6 +29,7 @@ void registerDumpBindings(nb::module_& m);  // dump/dump_bindings.cpp
 void registerInheritanceBindings(nb::module_& m);  // context/inheritance_bindings.cpp
 void registerLaunchLogBindings(nb::module_& m);  // data/launch_log_bindings.cpp
 void registerViewerBindings(nb::module_& m);  // viewer/tree_reader.cpp
+void registerViewerWalkBindings(nb::module_& m);  // viewer/tree_walks.cpp
 void registerVendorTracerBindings(nb::module_& m);  // backends/activity/vendor_bindings.cpp (mthreads, cann)
 
 // The facts of one GPU as Python sees them (`cuda_devices`, `musa_devices`): index, name, arch,

@@ -6,6 +6,8 @@
 // members, deep nesting inside a skipped value, any syntax error. The caller then runs the
 // pure-Python reader, which decides the exact result or error message: the paths agree by
 // design. Nodes nest through an explicit stack: a 100,000-deep chain costs heap, not C stack.
+// Nodes are made and linked through their slots (node_layout.h) when the class has Node's layout,
+// through Python calls otherwise.
 #include <nanobind/nanobind.h>
 
 #include <cmath>
@@ -13,10 +15,10 @@
 #include <cstring>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "bindings/bindings.h"
+#include "viewer/node_layout.h"
 
 namespace nb = nanobind;
 
@@ -29,6 +31,8 @@ struct GiveUp {};  // thrown anywhere the Python reader must decide
 constexpr int kSkipDepth = 512;  // nesting inside a skipped value (Python's limit is higher)
 constexpr long long kIdentifierLimit = 1LL << 31;
 constexpr long kDigitLimit = 4000;  // under Python's int_max_str_digits default (4300)
+// In both hooks' scope names (profile_tree.METADATA_SCOPES; reader.METADATA_MARK).
+constexpr std::string_view kMetadataMark = "launch_metadata";
 
 // "device_id", "device_type" as str, made once (PyDict_GetItemString makes one per call).
 PyObject* const* identifierNames() {
@@ -42,17 +46,28 @@ bool isBlank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 // One node object being read: the members so far and its finished children.
 struct OpenNode {
   nb::object name, metrics;
-  bool kernelFrame = false, hasFrame = false, hasMetrics = false, hasChildren = false;
+  bool kernelFrame = false, identifiers = false;  // a frame kind/type "kernel"; device ids
+  bool hasFrame = false, hasMetrics = false, hasChildren = false;
   std::vector<nb::object> kids;
+};
+
+// A metric name's bytes (inside the file's buffer, alive for the whole read) and its str.
+struct Key {
+  std::string_view bytes;
+  nb::object name;
+  bool identifier;  // device_id or device_type
 };
 
 class Reader {
  public:
   Reader(const char* data, size_t size, nb::handle nodeClass, nb::handle names)
-      : p_(data), end_(data + size), nodeClass_(nodeClass), names_(names) {}
+      : p_(data), end_(data + size), nodeClass_(nodeClass), names_(names) {
+    direct_ = layout_.load(nodeClass.ptr());
+  }
 
   nb::object tree();  // the node object at p_ with its subtree, as a Node
   const char* pos() const { return p_; }
+  bool metadataNames() const { return metadataNames_; }
   void blank() { while (p_ < end_ && isBlank(*p_)) ++p_; }
   char peek() { blank(); if (p_ >= end_) throw GiveUp(); return *p_; }
   void expect(char c) { if (peek() != c) throw GiveUp(); ++p_; }
@@ -60,17 +75,21 @@ class Reader {
  private:
   // A string without escapes or control characters: [begin, end) of its bytes, p_ past it.
   std::pair<const char*, const char*> rawString();
-  nb::object string();
-  nb::object key();
+  const Key& key();
   void skipValue(), skipString(), objectKey(), literal(), skipNumber();
   nb::object number();
   void frame(OpenNode& node), metrics(OpenNode& node);
+  bool kernelWord();  // a string value, validated: true if it is "kernel"
   bool member(OpenNode& node);  // true: the member is "children" and a child starts at p_
   nb::object finish(OpenNode& node);
 
   const char* p_, *end_;
   nb::handle nodeClass_, names_;
-  std::unordered_map<std::string, nb::object> keys_;  // metric names, shared by every node
+  NodeLayout layout_;
+  bool direct_ = false;  // layout_ loaded: nodes are made and linked without Python calls
+  bool metadataNames_ = false;
+  // Metric names, shared by every node: a profile has a handful, so a scan beats hashing.
+  std::vector<Key> keys_;
 };
 
 std::pair<const char*, const char*> Reader::rawString() {
@@ -95,23 +114,19 @@ PyObject* decode(const char* begin, const char* stop) {
   return text;
 }
 
-nb::object Reader::string() {
+const Key& Reader::key() {
   auto [begin, stop] = rawString();
-  return nb::steal(decode(begin, stop));
-}
-
-nb::object Reader::key() {
-  auto [begin, stop] = rawString();
-  std::string bytes(begin, stop);
-  auto found = keys_.find(bytes);
-  if (found != keys_.end()) return found->second;
+  std::string_view bytes(begin, stop - begin);
+  for (const Key& known : keys_) {
+    if (known.bytes == bytes) return known;
+  }
   PyObject* text = decode(begin, stop);
   PyUnicode_InternInPlace(&text);
   nb::object name = nb::steal(text);
   // Metric names are the only keys read here: each new one joins the profile's names.
   if (PySet_Add(names_.ptr(), text) < 0) throw nb::python_error();
-  keys_.emplace(std::move(bytes), name);
-  return name;
+  keys_.push_back({bytes, name, bytes == "device_id" || bytes == "device_type"});
+  return keys_.back();
 }
 
 void Reader::skipNumber() {
@@ -139,12 +154,21 @@ void Reader::skipNumber() {
 nb::object Reader::number() {
   const char* begin = p_;
   skipNumber();
-  std::string token(begin, p_);
-  bool integral = token.find_first_of(".eE") == std::string::npos;
-  if (integral) {
-    if (token.size() > 18) throw GiveUp();  // may not fit int64: Python keeps it exact
-    return nb::steal(PyLong_FromLongLong(std::strtoll(token.c_str(), nullptr, 10)));
+  bool negative = *begin == '-';
+  const char* digits = begin + negative;
+  bool integral = true;
+  for (const char* q = digits; q < p_; ++q) {
+    if (*q < '0' || *q > '9') { integral = false; break; }
   }
+  if (integral) {
+    if (p_ - digits > 18) throw GiveUp();  // may not fit int64: Python keeps it exact
+    long long value = 0;
+    for (const char* q = digits; q < p_; ++q) value = value * 10 + (*q - '0');
+    PyObject* made = PyLong_FromLongLong(negative ? -value : value);
+    if (!made) throw nb::python_error();
+    return nb::steal(made);
+  }
+  std::string token(begin, p_);
   double value = std::strtod(token.c_str(), nullptr);  // correctly rounded, like float()
   if (!std::isfinite(value)) throw GiveUp();
   return nb::steal(PyFloat_FromDouble(value));
@@ -183,16 +207,17 @@ void Reader::literal() {
 
 // Validates one JSON value without building it.
 void Reader::skipValue() {
-  std::vector<char> open;  // '{' or '[' per level entered
+  char open[kSkipDepth];  // '{' or '[' per level entered
+  int depth = 0;
   while (true) {
     char c = peek();  // a value starts here
     if (c == '{' || c == '[') {
       ++p_;
-      if (open.size() >= kSkipDepth) throw GiveUp();
+      if (depth >= kSkipDepth) throw GiveUp();
       if (peek() == (c == '{' ? '}' : ']')) {
         ++p_;  // empty: a whole value
       } else {
-        open.push_back(c);
+        open[depth++] = c;
         if (c == '{') objectKey();
         continue;
       }
@@ -204,16 +229,16 @@ void Reader::skipValue() {
       literal();
     }
     while (true) {  // a value ended: close containers, or go on to the next element
-      if (open.empty()) return;
+      if (depth == 0) return;
       char next = peek();
-      if (next == (open.back() == '{' ? '}' : ']')) {
+      if (next == (open[depth - 1] == '{' ? '}' : ']')) {
         ++p_;
-        open.pop_back();
+        --depth;
         continue;
       }
       if (next != ',') throw GiveUp();
       ++p_;
-      if (open.back() == '{') objectKey();
+      if (open[depth - 1] == '{') objectKey();
       break;
     }
   }
@@ -230,14 +255,15 @@ void Reader::frame(OpenNode& node) {
     std::string_view field(begin, stop - begin);
     expect(':');
     char c = peek();
-    if ((field == "name" || field == "kind" || field == "type") && c == '"') {
-      nb::object text = string();
-      if (field == "name") {
-        node.name = text;
-      } else {
-        bool isKernel = PyUnicode_CompareWithASCIIString(text.ptr(), "kernel") == 0;
-        (field == "kind" ? kind : type) = isKernel;
-      }
+    if (field == "name" && c == '"') {
+      auto [nameBegin, nameStop] = rawString();
+      node.name = nb::steal(decode(nameBegin, nameStop));
+      // A name with the mark may be a launch_metadata hook's scope, which profile_tree hides.
+      if (!metadataNames_ && static_cast<size_t>(nameStop - nameBegin) >= kMetadataMark.size())
+        metadataNames_ = std::string_view(nameBegin, nameStop - nameBegin).find(kMetadataMark) !=
+                         std::string_view::npos;
+    } else if ((field == "kind" || field == "type") && c == '"') {
+      (field == "kind" ? kind : type) = kernelWord();
     } else {
       if (field == "name" || field == "frame") throw GiveUp();  // not a string; a nested node
       if (field == "kind") kind = false;
@@ -252,6 +278,12 @@ void Reader::frame(OpenNode& node) {
   node.kernelFrame = kind || type;
 }
 
+bool Reader::kernelWord() {
+  const char* begin = p_;
+  skipString();  // checks the UTF-8, as decoding it would
+  return p_ - begin == 8 && std::memcmp(begin, "\"kernel\"", 8) == 0;
+}
+
 void Reader::metrics(OpenNode& node) {
   if (node.hasMetrics) throw GiveUp();
   node.hasMetrics = true;
@@ -261,17 +293,18 @@ void Reader::metrics(OpenNode& node) {
   node.metrics = nb::steal(dict);
   if (peek() == '}') { ++p_; return; }
   while (true) {
-    nb::object name = key();
+    const Key& name = key();
+    node.identifiers = node.identifiers || name.identifier;
     expect(':');
     char c = peek();
     if (!(c == '-' || (c >= '0' && c <= '9'))) throw GiveUp();  // not a number
     nb::object value = number();
-    if (PyDict_SetItem(dict, name.ptr(), value.ptr()) < 0) throw nb::python_error();
+    if (PyDict_SetItem(dict, name.name.ptr(), value.ptr()) < 0) throw nb::python_error();
     if (peek() == ',') { ++p_; continue; }
     expect('}');
     break;
   }
-  for (int at = 0; at < 2; ++at) {
+  for (int at = 0; node.identifiers && at < 2; ++at) {
     PyObject* value = PyDict_GetItem(dict, identifierNames()[at]);  // borrowed
     if (!value) continue;
     if (!PyLong_CheckExact(value)) throw GiveUp();
@@ -304,26 +337,38 @@ nb::object Reader::finish(OpenNode& node) {
   if (!node.hasFrame) throw GiveUp();
   if (!node.metrics.is_valid()) node.metrics = nb::steal(PyDict_New());
   PyObject* metrics = node.metrics.ptr();
-  bool kernel = node.kernelFrame || PyDict_GetItem(metrics, identifierNames()[0]) ||
-                PyDict_GetItem(metrics, identifierNames()[1]);
-  PyObject* args[] = {node.name.ptr(), kernel ? Py_True : Py_False, metrics};
-  PyObject* made = PyObject_Vectorcall(nodeClass_.ptr(), args, 3, nullptr);
+  bool kernel = node.kernelFrame || node.identifiers;
+  PyObject* made;
+  if (direct_) {
+    made = layout_.make(node.name.ptr(), kernel, metrics);
+  } else {
+    PyObject* args[] = {node.name.ptr(), kernel ? Py_True : Py_False, metrics};
+    made = PyObject_Vectorcall(nodeClass_.ptr(), args, 3, nullptr);
+  }
   if (!made) throw nb::python_error();
   nb::object result = nb::steal(made);
   if (!node.kids.empty()) {
     nb::object children = nb::steal(PyDict_New());
+    if (!children.is_valid()) throw nb::python_error();
     static PyObject* parentName = PyUnicode_InternFromString("parent");
     static PyObject* nameName = PyUnicode_InternFromString("name");
     static PyObject* childrenName = PyUnicode_InternFromString("children");
     for (nb::object& kid : node.kids) {
-      nb::object name = nb::steal(PyObject_GetAttr(kid.ptr(), nameName));
+      nb::object name = direct_ ? nb::borrow(NodeLayout::get(kid.ptr(), layout_.name))
+                                : nb::steal(PyObject_GetAttr(kid.ptr(), nameName));
       if (!name.is_valid()) throw nb::python_error();
-      if (PyDict_Contains(children.ptr(), name.ptr())) throw GiveUp();  // siblings merge
-      if (PyDict_SetItem(children.ptr(), name.ptr(), kid.ptr()) < 0 ||
-          PyObject_SetAttr(kid.ptr(), parentName, made) < 0)
+      PyObject* there = PyDict_SetDefault(children.ptr(), name.ptr(), kid.ptr());  // borrowed
+      if (!there) throw nb::python_error();
+      if (there != kid.ptr()) throw GiveUp();  // same-named siblings: they merge
+      if (direct_)
+        NodeLayout::set(kid.ptr(), layout_.parent, made);
+      else if (PyObject_SetAttr(kid.ptr(), parentName, made) < 0)
         throw nb::python_error();
     }
-    if (PyObject_SetAttr(made, childrenName, children.ptr()) < 0) throw nb::python_error();
+    if (direct_)
+      NodeLayout::set(made, layout_.children, children.ptr());
+    else if (PyObject_SetAttr(made, childrenName, children.ptr()) < 0)
+      throw nb::python_error();
   }
   return result;
 }
@@ -374,13 +419,14 @@ nb::object Reader::tree() {
   }
 }
 
-// (root Node, offset just past it) for bytes that start "[{", or None: see the top comment.
+// (root Node, offset just past it, whether a node's name has the launch_metadata mark) for
+// bytes that start "[{", or None: see the top comment.
 nb::object readTree(nb::bytes data, nb::handle nodeClass, nb::handle names) {
   Reader reader(data.c_str(), data.size(), nodeClass, names);
   try {
     reader.expect('[');
     nb::object root = reader.tree();
-    return nb::make_tuple(root, reader.pos() - data.c_str());
+    return nb::make_tuple(root, reader.pos() - data.c_str(), reader.metadataNames());
   } catch (const GiveUp&) {
     return nb::none();
   }
@@ -390,7 +436,8 @@ nb::object readTree(nb::bytes data, nb::handle nodeClass, nb::handle names) {
 
 void registerViewerBindings(nb::module_& m) {
   m.def("viewer_read_tree", &readTree, nb::arg("data"), nb::arg("node_class"), nb::arg("names"),
-        "Fast path of the viewer's reader: (root Node, end offset), or None where the "
+        "Fast path of the viewer's reader: (root Node, end offset, launch_metadata mark in a "
+        "node name), or None where the "
         "pure-Python reader must decide (see csrc/viewer/tree_reader.cpp).");
 }
 

@@ -1,4 +1,5 @@
 """The reader's two paths agree: the native fast path (when built) and the pure-Python one.
+(The slow runs here also turn off the native sums and print order: test_viewer_native_walks.)
 
 The native reader takes only plain input and hands anything else to the Python reader, so
 the viewer's output (and exit status, and error line) must be the same either way: checked
@@ -13,7 +14,7 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
-from flagtree.profiler.viewer import native_read, reader
+from flagtree.profiler.viewer import native_read, profile_tree, reader, render
 from flagtree.profiler.viewer.cli import main
 from flagtree.profiler.viewer.nodes import Node, plain_metrics
 from test_viewer_fuzz import OPTION_SETS, _mutate, _seed_texts
@@ -34,6 +35,8 @@ def _both(monkeypatch, argv):
     fast = _run(argv)
     with monkeypatch.context() as patch:
         patch.setattr(reader, "NATIVE_READ", None)
+        patch.setattr(profile_tree, "NATIVE_INCLUSIVE", None)
+        patch.setattr(render, "NATIVE_ROWS", None)
         slow = _run(argv)
     return fast, slow
 
@@ -155,3 +158,47 @@ def test_a_boolean_metric_is_refused_on_the_python_path(tmp_path, monkeypatch, v
     path = _write(tmp_path, '[{"frame": {"name": "R"}, "metrics": {"count": true}}, {}]')
     status, out, err = viewer("-m", "count", path)
     assert status == 2 and out == "" and "is not a number" in err
+
+
+@native
+def test_native_reader_says_whether_a_name_has_the_metadata_mark(tmp_path, monkeypatch):
+    plain = _write(tmp_path, [node("ROOT", {}, kernel("k", 5)), {}], "plain.hatchet")
+    hooked = _write(tmp_path, [node("ROOT", {}, node("s", {}, node("__launch_metadata", {}, kernel("m", 2))),
+                                    kernel("k", 5)), {}], "hooked.hatchet")
+    for path, marked in ((plain, False), (hooked, True)):
+        with open(path, "rb") as handle:
+            found = reader.NATIVE_READ(handle.read(), Node, set())
+        assert found[2] is marked
+        native_read.unlink(found[0])
+        fast, slow = _both(monkeypatch, ["-m", "time/ns", path])
+        assert fast == slow and fast[0] == 0
+        assert "m\n" not in fast[1]
+
+
+class _OtherInit(Node):
+    """A node class whose __init__ is not Node's: the native reader must call it."""
+
+    __slots__ = ()
+
+    def __init__(self, name, kernel, metrics, parent=None):
+        super().__init__(name, kernel, metrics, parent)
+        self.values = ("made by __init__",)
+
+
+@native
+def test_native_reader_calls_a_node_class_it_cannot_build_itself(tmp_path):
+    path = _write(tmp_path, _profile(random.Random(3), 60))
+    with open(path, "rb") as handle:
+        data = handle.read()
+    for cls in (Node, _OtherInit):
+        root = reader.NATIVE_READ(data, cls, set())[0]
+        stack, seen = [root], 0
+        while stack:
+            current = stack.pop()
+            seen += 1
+            assert type(current) is cls
+            assert current.values == (None if cls is Node else ("made by __init__",))
+            assert current.incl is None and all(kid.parent is current for kid in current.children.values())
+            stack.extend(current.children.values())
+        assert seen == 60
+        native_read.unlink(root)

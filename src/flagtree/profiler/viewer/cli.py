@@ -18,11 +18,11 @@ import re
 import sys
 from collections import deque
 from itertools import repeat
-from operator import attrgetter
 
 from .diff import diff_tree
 from . import flame
 from .errors import ViewerError
+from .nodes import stored_values
 from .metrics import fill_values, needed_keys, parse_metrics, prepare, usable_specs
 from .profile_tree import (compute_inclusive, exclude, hide_metadata, include, load_profiles,
                            release)
@@ -163,19 +163,7 @@ def _compile(option, pattern):
 
 # The value lookup _prepare returns: every node's values are filled when it returns, so
 # rendering reads them at C speed. (A node added to the tree afterwards has none.)
-node_values = attrgetter("values")
-
-
-def _value_lookup(values, root):
-    """node -> its column values, computed once and kept on the node."""
-    def values_of(node):
-        return node.values or _fill(node)
-
-    def _fill(node):
-        node.values = found = values(node, root)
-        return found
-
-    return values_of
+node_values = stored_values
 
 
 def _prepare(profile, args, include_rx, exclude_rx, keep_own=False):
@@ -257,7 +245,7 @@ def run(args, write, stream=None, release_trees=True):
         other = load_profiles([args.diff_profile])
         _, other_values = _prepare(other, args, include_rx, exclude_rx)
         trees += [other.root, diff_tree(profile.root, other.root, values_of, other_values)]
-        values_of = _diff_lookup
+        values_of = node_values  # diff_tree stores each difference node's values
     view = View(metrics, values_of, depth=depth, threshold=threshold, frame_format=args.format,
                 color=use_color(stream, args.no_color), diff=diff)
     try:
@@ -266,10 +254,6 @@ def run(args, write, stream=None, release_trees=True):
     finally:
         for tree in trees if release_trees else ():
             release(tree)
-
-
-def _diff_lookup(node):
-    return node.values
 
 
 class _OutputGone(Exception):

@@ -8,8 +8,6 @@ import stat
 
 from .nodes import Node
 
-METADATA_MARK = b"launch_metadata"  # reader.METADATA_MARK, as bytes
-
 
 def read_native(native_read, handle, names, size_limit):
     """read_tree's result from the native reader, or None (the native reader is missing,
@@ -34,7 +32,7 @@ def read_native(native_read, handle, names, size_limit):
         handle.seek(0)
         return None
     names.update(seen)
-    return found[0], device_info, METADATA_MARK in data
+    return found[0], device_info, found[2]  # a node name with reader.METADATA_MARK
 
 
 def _tail(data, end):

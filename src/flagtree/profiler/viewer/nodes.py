@@ -4,6 +4,7 @@ A node keeps only what the viewer shows or sums (name, kernel flag, exclusive me
 children), not the file's whole frame object, so a tree costs a few hundred bytes per node.
 """
 
+from operator import attrgetter
 from types import MappingProxyType
 
 from .errors import ViewerError
@@ -26,7 +27,10 @@ _IDENTIFIER_LIMIT = 1 << 31
 
 
 class Node:
-    """One call-path node; ``children`` maps name -> Node (paths are unique)."""
+    """One call-path node; ``children`` maps name -> Node (paths are unique).
+
+    The native reader and tree walks (csrc/viewer/node_layout.h) fill these slots directly,
+    as ``__init__`` does: keep them in step."""
 
     __slots__ = ("name", "kernel", "metrics", "children", "parent", "incl", "values")
 
@@ -59,6 +63,11 @@ class Node:
             node = node.parent
         names.reverse()
         return names
+
+
+# The value lookup of views whose nodes carry their column values (``node.values``, filled by
+# metrics.fill_values or diff_tree): rendering reads them at C speed, or natively.
+stored_values = attrgetter("values")
 
 
 def not_profile(path, why):

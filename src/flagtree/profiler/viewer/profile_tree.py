@@ -24,6 +24,11 @@ from .errors import ViewerError
 from .nodes import IDENTIFIERS, NO_CHILDREN, NO_METRICS, Node, merge_into
 from .reader import read_tree
 
+try:  # the optional native sums (csrc/viewer/tree_walks.cpp); the same sums without
+    from .._native import viewer_inclusive as NATIVE_INCLUSIVE
+except ImportError:
+    NATIVE_INCLUSIVE = None
+
 __all__ = ["IDENTIFIERS", "Node", "Profile", "load_profile", "load_profiles", "merge_into",
            "preorder", "release", "exclude", "include", "compute_inclusive", "part_paths"]
 
@@ -236,11 +241,16 @@ def compute_inclusive(root, keys=None, drop_metrics=False):
     own metrics once summed (the command line needs only the sums from there on).
     Returns the nodes in preorder (parents first), for passes over every node.
     """
+    if keys is not None:
+        keys = list(keys)
+        if NATIVE_INCLUSIVE is not None:
+            order = NATIVE_INCLUSIVE(root, keys, drop_metrics, Node, NO_METRICS)
+            if order is not None:
+                return order
     order = preorder(root)
     if keys is None:
         _inclusive_dicts(order)
         return order
-    keys = list(keys)
     if len(keys) == 1:
         _inclusive_one(order, keys[0], drop_metrics)
         return order

@@ -11,8 +11,13 @@ import re
 from itertools import islice, repeat
 from operator import attrgetter
 
-from .nodes import IDENTIFIERS
+from .nodes import IDENTIFIERS, Node, stored_values
 from .safe_text import UNSAFE, safe
+
+try:  # the optional native print order (csrc/viewer/tree_walks.cpp); the same rows without
+    from .._native import viewer_tree_rows as NATIVE_ROWS
+except ImportError:
+    NATIVE_ROWS = None
 
 _UNSAFE_SEARCH = UNSAFE.search
 
@@ -142,6 +147,10 @@ _NAME = attrgetter("name")
 def _tree_rows(root, view):
     """Nodes in print order, with their depths and whether each is its parent's last child
     (three flat lists: a tuple per row would cost more than the row's node)."""
+    if NATIVE_ROWS is not None and view.values_of is stored_values:
+        rows = NATIVE_ROWS(root, Node, view.depth, view.cutoff)
+        if rows is not None:
+            return rows
     nodes, depths, lasts = [], [], []
     stack = [(root, 0, True)]
     limit = view.depth
