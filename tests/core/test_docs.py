@@ -34,3 +34,22 @@ def test_every_public_name_is_documented():
     for name in profiler.__all__:
         if name != "KNOWN_BACKENDS" and name != "implemented_backends":
             assert f"`{name}" in readme, name
+
+
+def test_one_version_source_for_the_package_and_its_metadata():
+    """pyproject reads the version from _version.py (scikit-build-core's regex provider), the
+    metadata writer from the package: the two cannot disagree."""
+    import os
+
+    import pytest
+    from flagtree.profiler import _version
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        project = tomllib.load(f)
+    assert "version" in project["project"]["dynamic"] and "version" not in project["project"]
+    provider = project["tool"]["scikit-build"]["metadata"]["version"]
+    assert provider["provider"] == "scikit_build_core.metadata.regex"
+    assert provider["input"] == "src/flagtree/profiler/_version.py"
+    assert _version.__version__.count(".") == 2
