@@ -273,6 +273,15 @@ def first_sessions(runs, profile):
     return result
 
 
+def _save(result, folder, prefix):
+    """result as OUT/<prefix>-<time>.json, written atomically."""
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(result, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=20)
@@ -292,11 +301,7 @@ def main():
         result = first_sessions(args.first, args.profile_first)
         print(json.dumps(result, indent=1))
         if args.out:
-            os.makedirs(args.out, exist_ok=True)
-            path = os.path.join(args.out, f"session_first-{time.strftime('%Y%m%d-%H%M%S')}.json")
-            with open(path + ".tmp", "w") as f:
-                json.dump(result, f, indent=1)
-            os.replace(path + ".tmp", path)
+            _save(result, args.out, "session_first")
         return
     if args.child:
         print(json.dumps(run_tool(args.child, args.sessions, args.breakdown)))
@@ -312,11 +317,7 @@ def main():
             results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
         print(json.dumps(results[-1]), flush=True)
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        path = os.path.join(args.out, f"session_cost-{time.strftime('%Y%m%d-%H%M%S')}.json")
-        with open(path + ".tmp", "w") as f:
-            json.dump(results, f, indent=1)
-        os.replace(path + ".tmp", path)
+        _save(results, args.out, "session_cost")
     print(f"{'tool':10} {'data':6} {'start':>8} {'finalize':>9} {'extra':>8} {'first':>8}  "
           "(ms; start/finalize/extra: medians of the later sessions; first: the first session's whole)")
     for r in results:

@@ -1,15 +1,13 @@
 """The drain's tensor reduction (device_reduce.py) against the host decoder (layout.py), launch by
 launch, on random buffers with every irregularity the layout allows; on host tensors here, on the
 pool's GPU memory in a real session (tests/gpu/test_instrumentation_gpu.py)."""
-import json
-import os
 import random
 
 import numpy as np
 import pytest
 import torch
 
-from buffers import block_words, two_scopes
+from buffers import block_words, h200_launch, two_scopes
 from flagtree.profiler.backends.instrumentation import device_reduce as D
 from flagtree.profiler.backends.instrumentation import layout as L
 
@@ -47,32 +45,15 @@ def random_launch(rng, layout, blocks):
     for b in range(blocks):
         units = [random_warp(rng, rng.choice([1, 3, 8, 256]), rng.choice([4, seg_records, 3 * seg_records]),
                              layout.clock_bits) for _ in range(layout.num_segments)]
-        region = unit_words(layout, b, rng.randrange(132), units, rng.randrange(1 << 60))
+        region = block_words(layout, BUFFER_BYTES, b, rng.randrange(132), units, rng.randrange(1 << 60))
         if rng.random() < 0.1:
             region[0] = 0  # the block never ran: no preamble
         words.append(region)
     return np.concatenate(words)
 
 
-def unit_words(layout, block_id, sm, units, start_ns):
-    """block_words for any granularity: one segment per recording unit, its counter in the word of
-    the unit's first warp (layout.counter_slots)."""
-    if layout.num_segments == layout.num_warps:
-        return block_words(layout, BUFFER_BYTES, block_id, sm, units, start_ns)
-    words = block_words(layout, BUFFER_BYTES, block_id, sm, [], start_ns)
-    seg = layout.segment_words(BUFFER_BYTES)
-    for unit, (records, slot) in enumerate(zip(units, layout.counter_slots())):
-        base = layout.data_offset_words + unit * seg
-        for i, (scope, is_end, cycle) in enumerate(records):
-            position = (2 * i) % seg
-            words[base + position:base + position + 2] = L.encode_record(scope, is_end, cycle)
-        words[layout.header_words + slot] = 2 * len(records)
-    return words
-
-
 def host_summary(raw, layout, blocks):
     records = L.parse_raw(raw, layout, blocks)
-    good = 0
     meta = np.frombuffer(raw, dtype="<u4").reshape(blocks, -1)
     good = int((meta[:, 0] == L.PREAMBLE).sum())
     return (L.summarize(records, layout), records.dropped_records, records.unmatched_records, records.bad_blocks,
@@ -130,15 +111,10 @@ def test_clean_launches_count_every_warp_once():
 
 
 def test_a_whole_launch_written_by_an_h200():
-    here = os.path.join(os.path.dirname(__file__), "fixtures")
-    with open(os.path.join(here, "add_8blocks.json")) as f:
-        meta = json.load(f)
-    with open(os.path.join(here, "add_8blocks.raw"), "rb") as f:
-        raw = f.read()
-    layout = L.BlockLayout(**meta["layout"])
+    layout, blocks, _, raw = h200_launch()
     words = torch.from_numpy(np.frombuffer(raw, dtype=np.int32).copy())
-    (summary,) = D.summarize_launches(words, [(0, meta["blocks"])], layout)
-    scopes, dropped, unmatched, bad, good = host_summary(raw, layout, meta["blocks"])
+    (summary,) = D.summarize_launches(words, [(0, blocks)], layout)
+    scopes, dropped, unmatched, bad, good = host_summary(raw, layout, blocks)
     assert summary.as_summary() == scopes and len(scopes) == 2
     assert (summary.dropped_records, summary.unmatched_records, summary.bad_blocks, summary.good_blocks) == (0, 0, 0, 8)
 

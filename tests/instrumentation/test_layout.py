@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from buffers import launch_bytes, two_scopes
+from buffers import h200_launch, launch_bytes, two_scopes
 from flagtree.profiler.backends.instrumentation import layout as L
 
 LAYOUT = L.BlockLayout(stride=8320, num_warps=4)
@@ -105,22 +105,11 @@ def test_words_written_by_an_h200():
 
 
 def test_a_whole_launch_written_by_an_h200():
-    # tests/gpu/test_instrumentation_gpu.py saved this on the H200 (Triton 3.6, lead's GPU round 2):
-    # an 8-block add with scopes "load" and "store", 4 warps, the 1 KiB per-block default buffer.
-    import json
-    import os
-
-    here = os.path.join(os.path.dirname(__file__), "fixtures")
-    with open(os.path.join(here, "add_8blocks.json")) as f:
-        meta = json.load(f)
-    with open(os.path.join(here, "add_8blocks.raw"), "rb") as f:
-        raw = f.read()
-    layout = L.BlockLayout(**meta["layout"])
-    records = L.parse_raw(raw, layout, meta["blocks"])
+    layout, blocks, names, raw = h200_launch()
+    records = L.parse_raw(raw, layout, blocks)
     assert records.bad_blocks == 0 and records.unmatched_records == 0 and records.dropped_records == 0
     assert len(records.block_start_ns) == 8
     summary = L.summarize(records, layout)
-    names = {int(k): v for k, v in meta["scope_names"].items()}
     by_name = {names[scope]: s for scope, s in summary.items()}
     assert set(by_name) == {"load", "store"}
     for s in by_name.values():
