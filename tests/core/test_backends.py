@@ -125,3 +125,17 @@ def test_cupti_search_order(tmp_path, monkeypatch):
     # A copy already in the process comes right after the explicit path.
     monkeypatch.setattr(nvidia, "loaded_library", lambda prefix: "/proc/loaded/libcupti.so.13")
     assert nvidia.cupti_candidates()[:2] == ["/explicit/libcupti.so", "/proc/loaded/libcupti.so.13"]
+
+
+def test_loaded_library_finds_a_mapped_copy_by_file_name():
+    import sys
+
+    from flagtree.profiler.backends.libraries import loaded_library
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("reads /proc/self/maps")
+    libc = loaded_library("libc.so")
+    assert libc and os.path.basename(libc).startswith("libc.so") and os.path.isabs(libc)
+    assert loaded_library("libc") is not None  # a prefix of the file name, not a substring of the path
+    assert loaded_library("lib/libc.so") is None
+    assert loaded_library("libflagtree_not_loaded.so") is None
