@@ -84,3 +84,8 @@ if [ "$what" = costs ]; then   # issue #18: the fixed-cost benches, results save
   timeout 200 python3 bench/instrumentation.py --reps 5 --out "$OUT" > "$OUT/bench_instrumentation.log" 2>&1; grep -E "ratio|finalize" "$OUT/bench_instrumentation.log" | head -8
   timeout 180 python3 bench/pcsampling_bench.py > "$OUT/pcsampling_bench.log" 2>&1; tail -6 "$OUT/pcsampling_bench.log"
 fi
+if [ "$what" = first ]; then   # issue #18 item 1: the first session of a process
+  timeout 120 python3 dev/probe_first_session.py --runs 3 2>&1 | tail -6
+  timeout 200 python3 bench/session_cost.py --first 7 --out "$OUT" > "$OUT/session_first.log" 2>&1
+  python3 -c "import json,glob;d=json.load(open(sorted(glob.glob('$OUT/session_first-*.json'))[-1]));o=d['ours'];c=d['cupti'];print('ours',{k:o[k] for k in ('start','work','finalize','whole')},'cupti',{k:c[k] for k in ('start','work','finalize','whole')},'diff',d.get('ours_minus_cupti_ms'));print({k:round(v,2) for k,v in o['breakdown_ms'].items()})"
+fi
