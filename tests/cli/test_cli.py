@@ -216,8 +216,7 @@ def test_unsupported_backend_and_mode_are_usage_errors(capsys, tmp_path, monkeyp
     from flagtree.profiler import backends
 
     # A named backend this build lacks (cupti hidden here, so the case exists in every build).
-    factories = backends._factories
-    monkeypatch.setattr(backends, "_factories", lambda: {k: v for k, v in factories().items() if k != "cupti"})
+    monkeypatch.setattr(backends, "_CLASSES", {k: v for k, v in backends._CLASSES.items() if k != "cupti"})
     script = tmp_path / "never_runs.py"
     script.write_text("raise SystemExit('must not run')\n")
     for argv, message in [(["-b", "cupti", str(script)], "backend 'cupti' is not implemented in this version"),

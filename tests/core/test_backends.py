@@ -86,8 +86,7 @@ def test_unknown_and_unimplemented_backends_are_clear_errors():
 
 
 def test_unimplemented_backend_says_implemented_and_available_here(monkeypatch):
-    factories = backends._factories
-    monkeypatch.setattr(backends, "_factories", lambda: {k: v for k, v in factories().items() if k != "cupti"})
+    monkeypatch.setattr(backends, "_CLASSES", {k: v for k, v in backends._CLASSES.items() if k != "cupti"})
     with pytest.raises(ValueError) as error:
         backends.get_backend("cupti")
     message = str(error.value)
@@ -139,3 +138,18 @@ def test_loaded_library_finds_a_mapped_copy_by_file_name():
     assert loaded_library("libc") is not None  # a prefix of the file name, not a substring of the path
     assert loaded_library("lib/libc.so") is None
     assert loaded_library("libflagtree_not_loaded.so") is None
+
+
+def test_a_session_imports_only_its_own_backend():
+    """The first start of a process imports the backend it names, not all nine (issue 18)."""
+    import subprocess
+
+    from package_path import PACKAGE_ROOT
+
+    code = ("import sys, flagtree.profiler.backends as b; b.get_backend('interpreter'); "
+            "print(sorted(m for m in sys.modules if m.startswith('flagtree.profiler.backends.')))")
+    env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert "flagtree.profiler.backends.interpreter" in loaded
+    for other in ("cann", "mthreads", "tianshu", "roctracer", "instrumentation", "cupti"):
+        assert f"flagtree.profiler.backends.{other}'" not in loaded, loaded

@@ -13,32 +13,32 @@ _TARGET_TO_BACKEND = {"cuda": "nvidia", "hip": "roctracer", "npu": "cann", "musa
 _instances = {}
 
 
-def _factories():
-    from .cupti import CuptiBackend, CuptiPcSamplingBackend
-    from .instrumentation import InstrumentationBackend
-    from .interpreter import InterpreterBackend
-    from .nvidia import NvidiaBackend
-    from .roctracer import RoctracerBackend
-    from .tianshu import TianshuBackend
-    from .mthreads import MthreadsBackend
-    from .cann import CannBackend
+# backend -> (module, class): a backend's module is imported when it is asked for, so that the
+# first session does not import all nine (a few ms of the first start, issue 18).
+_CLASSES = {"nvidia": (".nvidia", "NvidiaBackend"), "interpreter": (".interpreter", "InterpreterBackend"),
+            "roctracer": (".roctracer", "RoctracerBackend"), "cupti": (".cupti", "CuptiBackend"),
+            "cupti_pcsampling": (".cupti", "CuptiPcSamplingBackend"),
+            "instrumentation": (".instrumentation", "InstrumentationBackend"),
+            "mthreads": (".mthreads", "MthreadsBackend"), "cann": (".cann", "CannBackend"),
+            "tianshu": (".tianshu", "TianshuBackend")}
 
-    return {"nvidia": NvidiaBackend, "interpreter": InterpreterBackend, "roctracer": RoctracerBackend,
-            "cupti": CuptiBackend, "cupti_pcsampling": CuptiPcSamplingBackend,
-            "instrumentation": InstrumentationBackend, "mthreads": MthreadsBackend, "cann": CannBackend,
-            "tianshu": TianshuBackend}
+
+def _factory(name):
+    import importlib
+
+    module, cls = _CLASSES[name]
+    return getattr(importlib.import_module(module, __name__), cls)
 
 
 def implemented_backends():
-    return tuple(_factories())
+    return tuple(_CLASSES)
 
 
 def available_backends():
     """{backend: None if it can run here, else why not}, for every backend the spec names."""
-    factories = _factories()
     report = {}
     for name in KNOWN_BACKENDS:
-        if name in factories:
+        if name in _CLASSES:
             report[name] = get_backend(name).unavailable_reason()
         else:
             report[name] = "not implemented in this version of flagtree.profiler"
@@ -57,14 +57,13 @@ def _available_here():
 
 def get_backend(name):
     """The process-wide instance of backend `name`; a clear error for unknown or missing ones."""
-    factories = _factories()
-    if name not in factories:
+    if name not in _CLASSES:
         if name in KNOWN_BACKENDS:
             raise ValueError(f"backend {name!r} is not implemented in this version of flagtree.profiler; "
-                             f"implemented: {', '.join(factories)}; available here: {_available_here()}")
+                             f"implemented: {', '.join(_CLASSES)}; available here: {_available_here()}")
         raise ValueError(f"unknown backend {name!r}; known backends: {', '.join(KNOWN_BACKENDS)}")
     if name not in _instances:
-        _instances[name] = factories[name]()
+        _instances[name] = _factory(name)()
     return _instances[name]
 
 
