@@ -4,11 +4,10 @@ finding the vendor library in a documented order, starting the native tracer of 
 metadata. Each backend names its library, environment variable, install folders, metrics and
 options; the native side is one shared tracer instantiated per vendor table.
 """
-import os
 
 from .. import _env
 from .base import Backend, BackendUnavailable
-from .libraries import could_load, library_candidates
+from .libraries import acquire_first, could_load, library_candidates
 from .vendor_mode import parse_vendor_mode
 
 
@@ -72,22 +71,9 @@ class DialectBackend(Backend):
         native = _native()
         getattr(native, f"{self.prefix}_set_buffer_limit")(_env.buffer_limit())
         buffer_bytes = _env.buffer_size()
-        tried = []
-        for where, path in self.candidates():
-            if path is None:
-                if where != "already loaded":
-                    tried.append(f"{where}: not set")
-                continue
-            if os.sep in path and not os.path.exists(path):
-                tried.append(f"{where}: {path} does not exist")
-                continue
-            try:
-                getattr(native, f"{self.prefix}_acquire")(path, buffer_bytes)
-            except native.LibraryNotFound as error:
-                tried.append(f"{where}: {error}")
-                continue
-            except RuntimeError as error:
-                raise type(error)(f"flagtree.profiler: {error}") from None
+        acquire = getattr(native, f"{self.prefix}_acquire")
+        tried = acquire_first(self.candidates(), lambda path: acquire(path, buffer_bytes), native.LibraryNotFound)
+        if tried is None:
             self._library = getattr(native, f"{self.prefix}_library")()
             self.after_acquire()
             return

@@ -53,3 +53,29 @@ def library_candidates(library, variable, explicit, places, loader_names=()):
         seen.add(path)
         out.append((where, path))
     return out
+
+
+def acquire_first(candidates, acquire, not_found):
+    """Calls acquire(path) for each (where, path) of `candidates` (library_candidates' form) until
+    one loads. Returns None when one did, else the "where: why not" lines of every place tried.
+    `not_found` is the exception a candidate that cannot load raises (the next one is tried); any
+    other RuntimeError (e.g. SubscriberTaken: another tool holds the library) stops the search and
+    propagates with its type kept."""
+    tried = []
+    for where, path in candidates:
+        if path is None:
+            if where != "already loaded":
+                tried.append(f"{where}: not set")
+            continue
+        if os.sep in path and not os.path.exists(path):
+            tried.append(f"{where}: {path} does not exist")
+            continue
+        try:
+            acquire(path)
+        except not_found as error:
+            tried.append(f"{where}: {error}")
+            continue
+        except RuntimeError as error:
+            raise type(error)(f"flagtree.profiler: {error}") from None
+        return None
+    return tried

@@ -20,7 +20,7 @@ records whose launch was not seen as "unattributed_records".
 import os
 
 from .. import _env
-from .libraries import could_load, library_candidates
+from .libraries import acquire_first, could_load, library_candidates
 from .base import Backend, BackendUnavailable
 
 LIBRARY = "libroctracer64.so"
@@ -55,22 +55,9 @@ class RoctracerBackend(Backend):
     def acquire(self, options):
         native = _native()
         buffer_bytes = _env.buffer_size()
-        tried = []
-        for where, path in roctracer_candidates():
-            if path is None:
-                if where != "already loaded":
-                    tried.append(f"{where}: not set")
-                continue
-            if os.sep in path and not os.path.exists(path):
-                tried.append(f"{where}: {path} does not exist")
-                continue
-            try:
-                native.roctracer_acquire(path, buffer_bytes)
-            except native.LibraryNotFound as error:  # cannot load, or not roctracer: try the next
-                tried.append(f"{where}: {error}")
-                continue
-            except RuntimeError as error:  # keeps the type (SubscriberTaken: another tool)
-                raise type(error)(f"flagtree.profiler: {error}") from None
+        tried = acquire_first(roctracer_candidates(), lambda path: native.roctracer_acquire(path, buffer_bytes),
+                              native.LibraryNotFound)
+        if tried is None:
             self._library = native.roctracer_library()
             return
         raise BackendUnavailable(
