@@ -43,4 +43,14 @@ void* loadedLibrary(const std::string& path);
 void resolveSymbols(void* library, const std::string& path, const std::string& prefix,
                     std::initializer_list<Symbol> table, const std::string& purpose = "");
 
+// "<the library's text for result> (error N)", or "error N" when the library has no text for it
+// (or no GetResultString): how every CUPTI-dialect table words a failed call.
+template <typename Result, typename GetResultString>
+std::string describeResult(GetResultString getResultString, Result result, Result success) {
+  const char* text = nullptr;
+  const std::string code = "error " + std::to_string(static_cast<long long>(result));
+  if (getResultString && getResultString(result, &text) == success && text) return std::string(text) + " (" + code + ")";
+  return code;
+}
+
 }  // namespace ftp

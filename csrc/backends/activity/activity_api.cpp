@@ -29,10 +29,7 @@ void ActivityApi::load(const std::string& libraryPath, const std::string& prefix
 }
 
 std::string ActivityApi::describe(CUptiResult result) const {
-  const char* text = nullptr;
-  if (getResultString && getResultString(result, &text) == CUPTI_SUCCESS && text)
-    return std::string(text) + " (error " + std::to_string(int(result)) + ")";
-  return "error " + std::to_string(int(result));
+  return describeResult(getResultString, result, CUPTI_SUCCESS);
 }
 
 }  // namespace ftp

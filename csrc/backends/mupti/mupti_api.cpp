@@ -29,12 +29,7 @@ void MuptiApi::load(const std::string& libraryPath) {
 }
 
 std::string MuptiApi::describe(MUptiResult result) const {
-  std::string out;
-  const char* text = nullptr;
-  if (getResultString && getResultString(result, &text) == MUPTI_SUCCESS && text)
-    out = std::string(text) + " (error " + std::to_string(result) + ")";
-  else
-    out = "error " + std::to_string(result);
+  std::string out = describeResult(getResultString, result, MUptiResult(MUPTI_SUCCESS));
   if (result == MUPTI_ERROR_NOT_INITIALIZED)
     out += "; MUPTI reaches the MUSA driver through muGetExportTable in libmusa.so, which it did not find "
            "(is the MUSA driver installed and libmusa.so on the loader path?)";

@@ -25,10 +25,7 @@ void PcSamplingApi::load(void* handle, const std::string& libraryName) {
 }
 
 std::string PcSamplingApi::describe(CUptiResult result) const {
-  const char* text = nullptr;
-  if (getResultString && getResultString(result, &text) == CUPTI_SUCCESS && text)
-    return std::string(text) + " (error " + std::to_string(int(result)) + ")";
-  return "error " + std::to_string(int(result));
+  return describeResult(getResultString, result, CUPTI_SUCCESS);
 }
 
 }  // namespace ftp
