@@ -12,37 +12,36 @@ NESTED = fixture("nested_scopes.hatchet")
 H100_BANDWIDTH = 2 * 2619000e3 * 6144 / 8  # bytes/s from device_info
 
 
-def values(path, spec, name=None):
-    """{node name: [values]} for one profile, computed through the library."""
+def _computed(path, spec):
+    """(profile, node_values) with the metrics of `spec` computed through the library."""
     profile = load_profile(path)
     metrics = parse_metrics(spec, profile.names, profile.device_info, path)
     for hook in {m.prepare for m in metrics if m.prepare}:
         hook(profile.root, profile.device_info)
     keys, node_values = bind(metrics)
     compute_inclusive(profile.root, keys)
-    out, stack = {}, [profile.root]
+    return profile, node_values
+
+
+def _nodes(root):
+    stack = [root]
     while stack:
         current = stack.pop()
-        out[current.name] = node_values(current, profile.root)
+        yield current
         stack.extend(current.children.values())
+
+
+def values(path, spec, name=None):
+    """{node name: [values]} for one profile, computed through the library."""
+    profile, node_values = _computed(path, spec)
+    out = {node.name: node_values(node, profile.root) for node in _nodes(profile.root)}
     return out if name is None else out[name]
 
 
 def _kernel_values(path, spec):
     """{path of names: values} for the kernels of a profile (names may repeat across scopes)."""
-    profile = load_profile(path)
-    metrics = parse_metrics(spec, profile.names, profile.device_info, path)
-    for hook in {m.prepare for m in metrics if m.prepare}:
-        hook(profile.root, profile.device_info)
-    keys, node_values = bind(metrics)
-    compute_inclusive(profile.root, keys)
-    out, stack = {}, [profile.root]
-    while stack:
-        current = stack.pop()
-        if current.kernel:
-            out[tuple(current.path_names())] = node_values(current, profile.root)
-        stack.extend(current.children.values())
-    return out
+    profile, node_values = _computed(path, spec)
+    return {tuple(node.path_names()): node_values(node, profile.root) for node in _nodes(profile.root) if node.kernel}
 
 
 def test_time_units():
