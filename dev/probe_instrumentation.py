@@ -92,19 +92,10 @@ def kernels():
         tl.store(out + offsets, a + b, mask=mask)
         pl.exit_scope("store")
 
-    @triton.jit
-    def long_and_short(x, out, LONG: tl.constexpr, SHORT: tl.constexpr, BLOCK: tl.constexpr):
-        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        v = tl.load(x + offsets)
-        with pl.scope("long"):
-            for _ in range(LONG):
-                v = v * 1.0001 + 0.5
-        with pl.scope("short"):
-            for _ in range(SHORT):
-                v = v * 0.9999 + 0.25
-        tl.store(out + offsets, v)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+    from instrumented_kernels import long_then_short  # one copy, shared with the GPU tests
 
-    return add_two_scopes, long_and_short
+    return add_two_scopes, long_then_short
 
 
 def dump_case(case, kernel, allocator, grid_blocks, options):
@@ -192,14 +183,14 @@ def long_short():
     from flagtree.profiler.backends.instrumentation.options import parse_mode
 
     options = parse_mode("triton=on")
-    _, long_and_short = kernels()
+    _, long_then_short = kernels()
     x = torch.randn(64 * 128, device="cuda")
     out = torch.empty_like(x)
     allocator = RecordingAllocator()
     set_profile_allocator(allocator)
     compiler_hook.install(options)
     try:
-        kernel = long_and_short[(64,)](x, out, LONG=4000, SHORT=400, BLOCK=128)
+        kernel = long_then_short[(64,)](x, out, LONG=4000, SHORT=400, BLOCK=128)
         torch.cuda.synchronize()
     finally:
         compiler_hook.uninstall()

@@ -10,26 +10,12 @@ from profiles import find, load_tree
 
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
-import triton.language as tl  # noqa: E402
 
 import flagtree.profiler.language as pl  # noqa: E402
-from instrumented_kernels import add_two_scopes  # noqa: E402  (one copy, shared with bench/instrumentation.py)
+from instrumented_kernels import add_two_scopes, long_then_short  # noqa: E402  (shared with bench/ and dev/)
 
 LONG, SHORT = 4000, 400
 BLOCKS, BLOCK, WARPS = 32, 128, 4
-
-
-@triton.jit
-def long_then_short(x, out, LONG: tl.constexpr, SHORT: tl.constexpr, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    v = tl.load(x + offsets)
-    with pl.scope("long"):
-        for _ in range(LONG):
-            v = v * 1.0001 + 0.5
-    with pl.scope("short"):
-        for _ in range(SHORT):
-            v = v * 0.9999 + 0.25
-    tl.store(out + offsets, v)
 
 
 @pytest.fixture(autouse=True)
