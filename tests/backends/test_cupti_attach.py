@@ -14,16 +14,12 @@ from flagtree.profiler import _native
 from flagtree.profiler.backends import get_backend
 from flagtree.profiler.backends.nvidia import NvidiaBackend
 from standins import build_standin, load_standin
+from standins.build import cuda_header_dirs
 from vendor_outputs import kernels, load_meta, load_tree
 
 
 def _header_dirs():
-    import os
-
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    out = subprocess.run([sys.executable, os.path.join(root, "csrc", "find_cuda_headers.py")],
-                         capture_output=True, text=True).stdout.strip()
-    dirs = [d for d in out.split(";") if d]
+    dirs = cuda_header_dirs()
     if not dirs:
         pytest.skip("no CUPTI headers to build the activity stand-in against")
     return dirs

@@ -14,7 +14,7 @@ from flagtree.profiler.backends.cupti import CuptiBackend, parse_pcsampling_mode
 from flagtree.profiler.backends.nvidia import NvidiaBackend
 from flagtree.profiler.viewer.cli import main as viewer_main
 from profiles import find, load_tree, walk
-from tests.standins.build import build_standin, load_standin
+from tests.standins.build import build_standin, cuda_header_dirs, load_standin
 
 REASON = {"selected": 3, "long_scoreboard": 7, "long_scoreboard_not_issued": 8, "barrier": 11}
 CUBIN = (b"FAKECUBIN\n"
@@ -31,13 +31,7 @@ def standin(tmp_path_factory):
 
 
 def _header_dirs():
-    import subprocess
-    import sys
-    import os
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    out = subprocess.run([sys.executable, os.path.join(root, "csrc", "find_cuda_headers.py")],
-                         capture_output=True, text=True).stdout.strip()
-    dirs = [d for d in out.split(";") if d]
+    dirs = cuda_header_dirs()
     if not dirs:
         pytest.skip("no CUPTI headers to build the PC-sampling stand-in against")
     return dirs

@@ -4,19 +4,16 @@ import ctypes
 import importlib.util
 import os
 import subprocess
-import sys
 
 import pytest
 
-from tests.standins.build import compiler
+from tests.standins.build import compiler, cuda_header_dirs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def header_dirs():
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "csrc", "find_cuda_headers.py")],
-                         capture_output=True, text=True).stdout.strip()
-    return [d for d in out.split(";") if d]
+    return cuda_header_dirs()
 
 
 def probe_module():

@@ -15,6 +15,17 @@ def compiler():
     return None
 
 
+def cuda_header_dirs():
+    """The folders with CUPTI's and CUDA's headers that the native build uses
+    (csrc/find_cuda_headers.py); [] when there are none."""
+    import sys
+
+    root = os.path.dirname(os.path.dirname(HERE))
+    out = subprocess.run([sys.executable, os.path.join(root, "csrc", "find_cuda_headers.py")],
+                         capture_output=True, text=True).stdout.strip()
+    return [d for d in out.split(";") if d]
+
+
 def build_standin(source, out_dir, library, extra_flags=()):
     """Compiles tests/standins/<source> into <out_dir>/<library> and returns its path.
 
