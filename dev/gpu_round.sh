@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|bench|scale|handover|fixed|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|bench|scale|handover|fixed|firstdetail|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -83,6 +83,12 @@ if [ "$what" = costs ]; then   # issue #18: the fixed-cost benches, results save
   timeout 200 python3 bench/session_cost.py --first 7 --out "$OUT" > "$OUT/session_first.log" 2>&1; tail -42 "$OUT/session_first.log" | tr -d '\n' | sed 's/  */ /g'; echo
   timeout 200 python3 bench/instrumentation.py --reps 5 --out "$OUT" > "$OUT/bench_instrumentation.log" 2>&1; grep -E "ratio|finalize" "$OUT/bench_instrumentation.log" | head -8
   timeout 180 python3 bench/pcsampling_bench.py > "$OUT/pcsampling_bench.log" 2>&1; tail -6 "$OUT/pcsampling_bench.log"
+fi
+if [ "$what" = firstdetail ]; then   # issue #18 item 1: the first session's pieces, then the bench
+  timeout 120 python3 dev/probe_first_session.py --detail --runs 4 2>&1 | tail -4
+  timeout 300 python3 bench/session_cost.py --first "${FIRST:-12}" --profile-first --out "$OUT" > "$OUT/session_first.log" 2> "$OUT/session_first.err"
+  python3 -c "import json,glob;d=json.load(open(sorted(glob.glob('$OUT/session_first-*.json'))[-1]));o=d['ours'];c=d['cupti'];print('ours',{k:o[k] for k in ('start','work','finalize','whole')},'cupti',{k:c[k] for k in ('start','work','finalize','whole')},'diff',d.get('ours_minus_cupti_ms'));print({k:round(v,2) for k,v in o['breakdown_ms'].items()});print('ours each',o['whole_each'],'cupti each',c['whole_each'])"
+  grep -A32 "first start" "$OUT/session_first.err" | cut -c1-150 | grep -v "^ *$" | head -34
 fi
 if [ "$what" = first ]; then   # issue #18 item 1: the first session of a process
   timeout 120 python3 dev/probe_first_session.py --runs 3 2>&1 | tail -6

@@ -2,7 +2,10 @@
 busy: the device-facts query cold before any session and cold inside one (CUPTI subscribed),
 and the steps of the first start. Prints one line per process.
 
-    python3 dev/probe_first_session.py [--runs 3]
+    python3 dev/probe_first_session.py [--runs 3] [--detail]
+
+--detail: per driver query (libcuda through ctypes, cold in a fresh process), and the pieces of
+the first finalize's writes (device facts, the profile's request, the native write, the metadata).
 """
 import argparse
 import json
@@ -32,11 +35,62 @@ else:
 print(json.dumps({k: round(v, 3) for k, v in out.items()}))
 '''
 
+DETAIL = r'''
+import ctypes, json, os, sys, tempfile, time
+import torch
+a = torch.randn(256, 256, device="cuda"); (a @ a).sum().item()
+t = time.perf_counter
+out = {}
+cuda = ctypes.CDLL("libcuda.so.1")
+dev = ctypes.c_int(); v = ctypes.c_int(); name = ctypes.create_string_buffer(256)
+t0 = t(); cuda.cuDeviceGet(ctypes.byref(dev), 0); out["cuDeviceGet"] = t() - t0
+t0 = t(); cuda.cuDeviceGetName(name, 256, dev); out["cuDeviceGetName"] = t() - t0
+# compute capability major/minor, SMs, clock, memory clock, bus width (cuda.h values)
+for label, attr in (("cc_major", 75), ("cc_minor", 76), ("sms", 16), ("clock_rate", 13), ("memory_clock_rate", 36), ("bus_width", 37)):
+    t0 = t(); cuda.cuDeviceGetAttribute(ctypes.byref(v), attr, dev); out["attr_" + label] = t() - t0
+    t0 = t(); cuda.cuDeviceGetAttribute(ctypes.byref(v), attr, dev); out["attr_" + label + "_again"] = t() - t0
+import flagtree.profiler as profiler
+from flagtree.profiler import _native, session as session_module
+from flagtree.profiler.writers import profile as profile_writer, metadata as metadata_writer
+def timed(owner, attr, label):
+    original = getattr(owner, attr)
+    def wrapper(*args, **kwargs):
+        t0 = t()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            out[label] = out.get(label, 0.0) + t() - t0
+    setattr(owner, attr, wrapper)
+timed(profile_writer, "_tree_request", "write.tree_request")
+timed(_native, "session_write", "write.native_session_write")
+timed(session_module, "write_profile", "write.write_profile")
+timed(session_module, "build_metadata", "write.build_metadata")
+timed(session_module, "write_metadata", "write.write_metadata")
+timed(session_module, "remove", "write.remove_old_metadata")
+timed(session_module, "_close", "finalize._close")
+timed(_native, "session_stats", "write.session_stats")
+timed(_native, "session_settle_extras", "write.settle_extras")
+timed(_native, "pending_launches", "write.pending_launches")
+base = os.path.join(tempfile.mkdtemp(), "p")
+t0 = t(); profiler.start(base, backend="nvidia"); out["start"] = t() - t0
+t0 = t(); _native.cuda_devices(); out["cuda_devices_in_session"] = t() - t0
+a @ a; torch.cuda.synchronize()
+t0 = t(); profiler.finalize(); out["finalize"] = t() - t0
+profiler.release()
+print(json.dumps({k: round(v * 1e3, 3) for k, v in out.items()}))
+'''
+
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--detail", action="store_true")
     args = parser.parse_args()
+    if args.detail:
+        for _ in range(args.runs):
+            done = subprocess.run([sys.executable, "-c", DETAIL], capture_output=True, text=True, timeout=120)
+            print("detail", done.stdout.strip() or done.stderr.strip()[-600:], flush=True)
+        return
     for _ in range(args.runs):
         for where in ("before", "inside"):
             done = subprocess.run([sys.executable, "-c", CHILD, where], capture_output=True, text=True, timeout=120)

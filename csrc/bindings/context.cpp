@@ -12,6 +12,7 @@
 #include "context/python_frames.h"
 #include "context/thread_state.h"
 #include "core/clock.h"
+#include "core/library.h"
 #include "core/strings.h"
 #include "session/profiler.h"
 
@@ -63,6 +64,12 @@ void registerContextBindings(nb::module_& m, nb::module_& testing) {
   m.def("intern", [](const std::string& s) { return intern(s); });
   m.def("monotonic_ns", &monotonicNs);
   m.def("realtime_ns", &realtimeNs);
+  // backends/libraries.py loaded_library: a vendor library already in the process.
+  m.def("loaded_library_path", [](const std::string& prefix) -> nb::object {
+    std::string path = loadedLibraryPath(prefix);
+    if (path.empty()) return nb::none();
+    return nb::str(path.c_str());
+  });
 
   // Shadow context and states.
   m.def("scope_enter", [](uint32_t name) { Profiler::instance().enterScope(name, {}); });

@@ -1,6 +1,7 @@
 #include "core/library.h"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <cstring>
 
@@ -19,6 +20,26 @@ void* openLibrary(const std::string& path) {
 }
 
 void* loadedLibrary(const std::string& path) { return dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD); }
+
+std::string loadedLibraryPath(const std::string& filePrefix) {
+  struct Search {
+    const std::string& prefix;
+    std::string found;
+  } search{filePrefix, ""};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* s = static_cast<Search*>(data);
+        const char* path = info->dlpi_name;
+        if (!path || !*path) return 0;  // the executable itself
+        const char* slash = std::strrchr(path, '/');
+        const char* file = slash ? slash + 1 : path;
+        if (std::strncmp(file, s->prefix.c_str(), s->prefix.size()) != 0) return 0;
+        s->found = path;
+        return 1;  // stops the walk
+      },
+      &search);
+  return search.found;
+}
 
 void resolveSymbols(void* library, const std::string& path, const std::string& prefix,
                     std::initializer_list<Symbol> table, const std::string& purpose) {

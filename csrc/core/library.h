@@ -36,6 +36,12 @@ void* openLibrary(const std::string& path);
 // context someone else made: without their library there is no such context).
 void* loadedLibrary(const std::string& path);
 
+// The path of the first object the dynamic loader holds whose file name starts with
+// `filePrefix` (e.g. "libcupti.so"), or "" when none does. Asks the loader's own list
+// (dl_iterate_phdr): reading /proc/self/maps for it cost ~1 ms of the first session in a process
+// with torch's thousands of mappings.
+std::string loadedLibraryPath(const std::string& filePrefix);
+
 // Resolves `prefix + name` of every entry into its field; absent optional ones become nullptr.
 // A missing required one throws LibraryNotFound("<path> lacks <prefix><name><purpose>"), where
 // `purpose` says what the table is for (e.g. " (PC sampling needs CUPTI from CUDA 12 or later)").

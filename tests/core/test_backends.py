@@ -126,18 +126,32 @@ def test_cupti_search_order(tmp_path, monkeypatch):
     assert nvidia.cupti_candidates()[:2] == ["/explicit/libcupti.so", "/proc/loaded/libcupti.so.13"]
 
 
-def test_loaded_library_finds_a_mapped_copy_by_file_name():
+def test_loaded_library_finds_a_mapped_copy_by_file_name(tmp_path):
+    """The loader's list (dl_iterate_phdr) agrees with /proc/self/maps, and a library loaded from
+    an odd folder is found at that path."""
+    import ctypes
+    import subprocess
     import sys
 
     from flagtree.profiler.backends.libraries import loaded_library
 
     if not sys.platform.startswith("linux"):
-        pytest.skip("reads /proc/self/maps")
+        pytest.skip("Linux loader")
+    with open("/proc/self/maps") as maps:
+        mapped = {line.split()[-1] for line in maps if len(line.split()) >= 6}
     libc = loaded_library("libc.so")
     assert libc and os.path.basename(libc).startswith("libc.so") and os.path.isabs(libc)
+    assert os.path.realpath(libc) in {os.path.realpath(p) for p in mapped}
     assert loaded_library("libc") is not None  # a prefix of the file name, not a substring of the path
     assert loaded_library("lib/libc.so") is None
     assert loaded_library("libflagtree_not_loaded.so") is None
+    copy = tmp_path / "odd folder" / "libflagtree_probe_copy.so.7"
+    copy.parent.mkdir()
+    (tmp_path / "probe.c").write_text("int flagtree_probe_copy(void) { return 7; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(copy), str(tmp_path / "probe.c")], check=True)
+    assert loaded_library("libflagtree_probe_copy.so") is None
+    ctypes.CDLL(str(copy))
+    assert loaded_library("libflagtree_probe_copy.so") == str(copy)
 
 
 def test_a_session_imports_only_its_own_backend():
@@ -153,3 +167,13 @@ def test_a_session_imports_only_its_own_backend():
     assert "flagtree.profiler.backends.interpreter" in loaded
     for other in ("cann", "mthreads", "tianshu", "roctracer", "instrumentation", "cupti"):
         assert f"flagtree.profiler.backends.{other}'" not in loaded, loaded
+
+
+def test_cupti_major_of_a_library_path():
+    from flagtree.profiler.backends.nvidia import _major_of
+
+    assert _major_of("/w/nvidia/cu13/lib/libcupti.so.13") == 13
+    assert _major_of("/usr/local/cuda/lib64/libcupti.so.12.8.90") == 12
+    assert _major_of("libcupti.so.2025.1.0") == 2025
+    for unversioned in ("libcupti.so", "/x/libcupti.so.", "/x/libcupti.so.x1", "/x/libcupti.so.12/libother.so"):
+        assert _major_of(unversioned) is None, unversioned

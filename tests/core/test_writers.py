@@ -395,3 +395,47 @@ def test_metadata_versions_come_from_the_imported_modules_and_agree_with_the_ins
     for distribution, module in (("triton", triton), ("torch", torch)):
         assert metadata._version(distribution) == module.__version__
         assert importlib_metadata.version(distribution) == module.__version__
+
+
+def test_metadata_versions_of_modules_not_imported_come_from_their_installed_metadata(tmp_path, monkeypatch):
+    """A process that never imported Triton still reports its version, from the name of its
+    dist-info folder (no importlib.metadata import or scan at the first finalize); the first
+    folder on sys.path wins, as for an import; egg-info names carry a python tag."""
+    from importlib import metadata as importlib_metadata
+
+    from flagtree.profiler.writers import metadata
+
+    metadata._installed_versions.cache_clear()
+    for distribution in ("triton", "torch", "nanobind", "pytest", "scikit-build-core"):
+        try:
+            expected = importlib_metadata.version(distribution)
+        except importlib_metadata.PackageNotFoundError:
+            continue
+        assert metadata._installed_version(distribution) == expected, distribution
+    first, later = tmp_path / "first", tmp_path / "later"
+    (first / "Fake_Pkg-1.2.3.dist-info").mkdir(parents=True)
+    (later / "fake_pkg-9.9.dist-info").mkdir(parents=True)
+    (later / "eggy-0.4.1-py3.11.egg-info").mkdir()
+    (later / "no_version.dist-info").mkdir()
+    monkeypatch.setattr(sys, "path", [str(first), str(tmp_path / "missing"), str(later)] + sys.path)
+    metadata._installed_versions.cache_clear()
+    try:
+        assert metadata._installed_version("fake-pkg") == "1.2.3"
+        assert metadata._installed_version("eggy") == "0.4.1"
+        assert metadata._installed_version("no_version") is None
+        assert metadata._installed_version("not-installed-anywhere") is None
+    finally:
+        metadata._installed_versions.cache_clear()
+
+
+def test_metadata_versions_do_not_import_importlib_metadata():
+    code = ("import sys, flagtree.profiler\n"
+            "from flagtree.profiler.writers import metadata\n"
+            "v = metadata._version('triton')\n"
+            "assert 'triton' not in sys.modules and 'importlib.metadata' not in sys.modules, sorted(sys.modules)\n"
+            "print(v)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    from importlib import metadata as importlib_metadata
+
+    assert done.stdout.strip() == importlib_metadata.version("triton")

@@ -1,6 +1,8 @@
 // Python entry points of the nvidia backend: CUPTI activity tracing and the CUDA driver.
 #include <nanobind/stl/string.h>
 
+#include <vector>
+
 #include "backends/activity/activity_tracer.h"
 #include "backends/nvidia/cuda_driver.h"
 #include "bindings/bindings.h"
@@ -24,10 +26,17 @@ void cuptiAcquire(const std::string& path, size_t bufferBytes) {
 }
 
 nb::list cudaDevices() {
-  CudaDriver& driver = CudaDriver::instance();
-  driver.load();
+  std::vector<CudaDeviceInfo> devices;
+  {
+    // The clock attributes take the driver ~1 ms: other Python threads run meanwhile (the
+    // first session queries them on a thread, backends/nvidia.py _DeviceFacts).
+    nb::gil_scoped_release released;
+    CudaDriver& driver = CudaDriver::instance();
+    driver.load();  // throws Unsupported without a driver, after the GIL is back
+    devices = driver.devices();
+  }
   nb::list out;
-  for (const CudaDeviceInfo& d : driver.devices()) out.append(gpuFacts(d));
+  for (const CudaDeviceInfo& d : devices) out.append(gpuFacts(d));
   return out;
 }
 

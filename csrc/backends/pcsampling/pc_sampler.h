@@ -32,7 +32,7 @@ struct PcSamplingOptions {
   // unload), no per-launch sync/Start/Stop; continuous-mode samples are then per function.
   bool sessionRange = true;
   size_t scratchBytes = 16u << 20;        // CUPTI's buffer of decoded PC records
-  size_t hardwareBytes = 128u << 20;      // the device buffer samples land in (CUPTI's default: 512 MiB)
+  size_t hardwareBytes = 32u << 20;       // the device buffer samples land in (CUPTI's default: 512 MiB)
   size_t bufferPcs = 20000;               // PC records fetched per GetData call
 };
 

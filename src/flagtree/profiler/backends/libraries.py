@@ -8,24 +8,12 @@ import re
 def loaded_library(file_prefix):
     """Path of a library already mapped into this process whose file name starts with
     `file_prefix` (e.g. "libcupti.so"), or None. Two copies of one vendor library in a process
-    fight over its single subscriber, so an already-loaded copy is always preferred."""
-    try:
-        with open("/proc/self/maps") as maps:
-            text = maps.read()
-    except OSError:
-        return None
-    # A process with torch maps thousands of regions: look for the name, not at every line
-    # (splitting each line cost ~1 ms of the first session on the H200).
-    needle = "/" + file_prefix
-    at = text.find(needle)
-    while at >= 0:
-        start = text.rfind("\n", 0, at) + 1
-        end = text.find("\n", at)
-        fields = text[start:end if end >= 0 else len(text)].split()
-        if len(fields) >= 6 and os.path.basename(fields[-1]).startswith(file_prefix):
-            return fields[-1]
-        at = text.find(needle, at + 1)
-    return None
+    fight over its single subscriber, so an already-loaded copy is always preferred. The dynamic
+    loader's own list is asked (reading /proc/self/maps cost ~1 ms of the first session in a
+    process with torch)."""
+    from .. import _native
+
+    return _native.loaded_library_path(file_prefix)
 
 
 def could_load(path):

@@ -11,8 +11,8 @@ Within 3-6, copies whose major version matches the CUDA driver's come first.
 """
 import glob
 import os
-import re
 import sys
+import threading
 from dataclasses import dataclass
 
 from .. import _env
@@ -30,8 +30,11 @@ def _native():
 
 
 def _major_of(path):
-    match = re.search(r"libcupti\.so\.(\d+)", os.path.basename(path))
-    return int(match.group(1)) if match else None
+    """12 for ".../libcupti.so.12.8.90", None without a version. String work, not a regex: the
+    regex's first compile was 0.5 ms of the first session."""
+    _, found, version = os.path.basename(path).partition("libcupti.so.")
+    digits = version[:len(version) - len(version.lstrip("0123456789"))]
+    return int(digits) if found and digits else None
 
 
 def _installed_candidates():
@@ -72,15 +75,48 @@ def cupti_candidates(driver_major=None):
     return list(iter_cupti_candidates(driver_major))
 
 
-_device_facts = {}
+class _DeviceFacts:
+    """The CUDA devices' fixed facts, queried once per process: every session writes them
+    (device_info, describe). The driver answers the two clock attributes in 0.35-0.7 ms each,
+    every time (H200, driver 580), so the first session starts the query on a thread at start()
+    and finalize() takes its answer (issue 18: the first session's cost)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._devices = None
+        self._query = None  # the prefetch thread, until its answer is taken
+        self._error = None  # what the prefetch raised (RuntimeError: no driver), not cached
+
+    def prefetch(self):
+        with self._lock:
+            if self._devices is not None or self._query is not None:
+                return
+            self._query = threading.Thread(target=self._run_query, name="flagtree-device-facts", daemon=True)
+            self._query.start()
+
+    def _run_query(self):
+        try:
+            self._devices = _native().cuda_devices()  # the driver queries run without the GIL
+        except Exception as error:  # RuntimeError without a driver; handed to the caller
+            self._error = error
+
+    def get(self):
+        with self._lock:
+            if self._query is not None:
+                self._query.join()
+                self._query, error, self._error = None, self._error, None
+                if error is not None:
+                    raise error
+            if self._devices is None:
+                self._devices = _native().cuda_devices()  # RuntimeError (no driver): not cached
+            return self._devices
+
+
+_device_facts = _DeviceFacts()
 
 
 def _cuda_devices():
-    """The CUDA devices' fixed facts, queried once per process: every session writes them
-    (device_info, describe), and the driver queries cost about 1 ms a session."""
-    if "devices" not in _device_facts:
-        _device_facts["devices"] = _native().cuda_devices()  # RuntimeError (no driver): not cached
-    return _device_facts["devices"]
+    return _device_facts.get()
 
 
 @dataclass
@@ -173,6 +209,7 @@ class NvidiaBackend(Backend):
                 raise type(error)(f"flagtree.profiler: {error}") from None
             self._library = native.cupti_library()
             self._check_version(native.cupti_version())
+            _device_facts.prefetch()  # answered while the session runs; written at finalize
             return
         raise BackendUnavailable(
             "no usable libcupti found for the nvidia backend; set FLAGTREE_PROFILER_CUPTI_PATH or install "

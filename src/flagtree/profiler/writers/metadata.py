@@ -18,19 +18,42 @@ _IMPORT_NAMES = {"triton": "triton", "torch": "torch"}
 
 @functools.lru_cache(maxsize=None)
 def _version(distribution):
-    """The distribution's version: the imported module's __version__ when it has one, else from
-    importlib.metadata, which scans every installed distribution (several ms in a large
-    environment: the first session of a process paid it at finalize)."""
+    """The distribution's version: the imported module's __version__ when it has one, else the
+    version in the name of its installed metadata folder (see _installed_version)."""
     module = sys.modules.get(_IMPORT_NAMES.get(distribution, ""))
     version = getattr(module, "__version__", None)
     if isinstance(version, str) and version:
         return version
-    try:
-        from importlib import metadata
+    return _installed_version(distribution)
 
-        return metadata.version(distribution)
-    except Exception:
-        return None
+
+def _installed_version(distribution):
+    """The version in the name of the first `<name>-<version>.dist-info` (or `.egg-info`) folder
+    on sys.path, the one an import would find; None when there is none. importlib.metadata would
+    tell the same, but importing it and scanning every distribution cost 2-10 ms at the first
+    finalize of a process that never imported Triton (issue 18)."""
+    return _installed_versions().get(distribution.replace("-", "_").lower())
+
+
+@functools.lru_cache(maxsize=1)
+def _installed_versions():
+    """{normalized name: version} of the metadata folders on sys.path, first one wins: one
+    listing per path entry for all look-ups."""
+    found = {}
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            stem, dot, kind = name.rpartition(".")
+            if not dot or kind not in ("dist-info", "egg-info"):
+                continue
+            project, _, rest = stem.partition("-")
+            version = rest.split("-")[0]  # egg-info: name-version-pyX.Y
+            if version:
+                found.setdefault(project.replace("-", "_").replace(".", "_").lower(), version)
+    return found
 
 
 def build_metadata(session, backend_facts, stats):
