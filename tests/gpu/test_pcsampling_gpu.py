@@ -105,3 +105,51 @@ def test_nvidia_session_beside_sampling_session(tmp_path):
     with open(b + ".hatchet") as f:
         text = f.read()
     assert "slow_line_kernel" in text and "num_samples" not in text
+
+
+def _samples_and_kernels(base):
+    with open(base + ".hatchet") as f:
+        root, _ = json.load(f)
+    names, samples, stack = [], 0, [root]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.get("children", []))
+        if node["frame"].get("kind") == "kernel":
+            names.append(node["frame"]["name"])
+        if node["frame"].get("kind") == "line":
+            samples += node["metrics"].get("num_samples", 0)
+    return samples, names
+
+
+def test_kept_sessions_take_every_sample_and_leave_no_trace_of_the_marker(tmp_path):
+    """keep=on (the default): sessions after the first reuse the enabled context, read until the
+    end marker's samples come, and take what a keep=off session takes; neither the marker's kernel
+    nor its samples reach the profile; release() lets the context go."""
+    from flagtree.profiler import _native
+
+    run_slow(1, 10)
+    taken = {}
+    for name, mode in (("off", "pcsampling:keep=off"), ("on1", "pcsampling"), ("on2", "pcsampling"),
+                       ("on3", "pcsampling:keep=on")):
+        base = str(tmp_path / name)
+        profiler.start(base, backend="cupti_pcsampling", mode=mode)
+        run_slow(2)
+        profiler.finalize()
+        samples, kernels = _samples_and_kernels(base)
+        assert kernels == ["slow_line_kernel"] * len(kernels) and kernels, kernels
+        taken[name] = samples
+        m = meta(base)
+        if name != "off":
+            assert m["pcsampling_settle_fallbacks"] == 0 and m["pcsampling_late_samples"] == 0, m
+            assert m["pcsampling_marker_samples"] > 0, m
+        if name in ("on2", "on3"):
+            assert m["pcsampling_reused_contexts"] is True and m["pcsampling_start_s"] == 0, m
+    for name in ("on1", "on2", "on3"):
+        assert abs(taken[name] - taken["off"]) <= 0.03 * taken["off"], taken
+    profiler.release()  # detaching CUPTI (now, or already by the idle timer) disables the kept context
+    assert _native.pcsampling_release_kept() is False
+    base = str(tmp_path / "after")
+    profiler.start(base, backend="cupti_pcsampling")
+    run_slow(1)
+    profiler.finalize()
+    assert meta(base)["pcsampling_reused_contexts"] is False and _samples_and_kernels(base)[0] > 0
