@@ -136,7 +136,8 @@ def test_kept_sessions_take_every_sample_and_leave_no_trace_of_the_marker(tmp_pa
         run_slow(2)
         profiler.finalize()
         samples, kernels = _samples_and_kernels(base)
-        assert kernels == ["slow_line_kernel"] * len(kernels) and kernels, kernels
+        # run_slow's own torch.rand runs in the session too; the marker never shows
+        assert kernels.count("slow_line_kernel") == 1 and not [k for k in kernels if "marker" in k], kernels
         taken[name] = samples
         m = meta(base)
         if name != "off":
