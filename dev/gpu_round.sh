@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|bench|scale|handover|fixed|firstdetail|kept|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|bench|scale|handover|fixed|firstdetail|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -83,10 +83,6 @@ if [ "$what" = costs ]; then   # issue #18: the fixed-cost benches, results save
   timeout 200 python3 bench/session_cost.py --first 7 --out "$OUT" > "$OUT/session_first.log" 2>&1; tail -42 "$OUT/session_first.log" | tr -d '\n' | sed 's/  */ /g'; echo
   timeout 200 python3 bench/instrumentation.py --reps 5 --out "$OUT" > "$OUT/bench_instrumentation.log" 2>&1; grep -E "ratio|finalize" "$OUT/bench_instrumentation.log" | head -8
   timeout 180 python3 bench/pcsampling_bench.py > "$OUT/pcsampling_bench.log" 2>&1; tail -6 "$OUT/pcsampling_bench.log"
-fi
-if [ "$what" = kept ]; then   # issue #18 item 3: PC sampling kept enabled between sessions (keep=on) against Start/Stop (keep=off)
-  timeout 200 python3 dev/probe_fixed_costs.py pcsampling --sessions 3 --no-profile --modes "pcsampling:keep=on;pcsampling:keep=off" 2>&1 | tee "$OUT/probe_kept.log" | grep -v "^ " | grep -v "^---" | sed -e 's/native phases ms //' -e "s/'errors': 0//" | cut -c1-560
-  FLAGTREE_GPU_TESTS=1 timeout 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_pcsampling_gpu.py 2>&1 | tee "$OUT/pytest_pcsampling.log" | tail -12
 fi
 if [ "$what" = firstdetail ]; then   # issue #18 item 1: the first session's pieces, then the bench
   timeout 120 python3 dev/probe_first_session.py --detail --runs 4 2>&1 | tail -4

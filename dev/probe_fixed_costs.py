@@ -88,10 +88,7 @@ def pcsampling(sessions, folder, buffers=((32, 16),), modes=("pcsampling",)):
             stats["errors"] = meta.get("pcsampling_first_error", meta.get("pcsampling_errors"))
             print(f"{mode} hw {hardware_mb} MiB scratch {scratch_mb} MiB {name} session {i}: " + " ".join(f"{k} {v:.2f}" for k, v in times.items())
                   + f" ms; native phases ms {stats}; samples {meta.get('pcsampling_total_samples')} dropped "
-                  f"{meta.get('pcsampling_dropped_samples')} full {meta.get('pcsampling_hardware_buffer_full')}"
-                  + "".join(f" {k[len('pcsampling_'):]} {meta[k]}" for k in ("pcsampling_taken_samples", "pcsampling_first_read_samples",
-                            "pcsampling_discarded_samples", "pcsampling_reused_contexts", "pcsampling_marker_samples",
-                            "pcsampling_settle_fallbacks") if k in meta))
+                  f"{meta.get('pcsampling_dropped_samples')} full {meta.get('pcsampling_hardware_buffer_full')}")
             for label, prof in profiles.items():
                 print(f"--- cProfile pcsampling {name} {label}\n{top(prof)}")
 

@@ -47,9 +47,6 @@ struct ThreadState {
   LaunchMetadata* pendingMetadata = nullptr;
   int apiDepth = 0;  // nesting of vendor API callbacks (runtime -> driver): only the outermost counts
   uint32_t apiCorrelation = 0;  // the outermost traced call's correlation id while it runs, else 0
-  // The profiler's own driver calls (PC sampling's end marker, backends/pcsampling/pc_marker):
-  // the tracer passes them on to nobody and drops their kernel records.
-  bool internalCalls = false;
 
   // Counts this thread's launches; a context source that does per-launch work once, whatever
   // the number of sessions, compares it with what it saw last (framesSerial).

@@ -1,7 +1,5 @@
 #include "session/profiler.h"
 
-#include <algorithm>
-
 #include "context/inheritance.h"
 
 #include "context/context_source.h"
@@ -43,24 +41,10 @@ void Profiler::onLaunch(uint32_t correlation, bool multiRecord, uint64_t launchN
   pending_.insert(correlation, p);
 }
 
-void Profiler::ignoreRecordOf(uint32_t correlation) {
-  std::lock_guard<std::mutex> lock(ignoredMutex_);
-  if (ignored_.size() >= 64) ignored_.erase(ignored_.begin());  // a record that never came
-  ignored_.push_back(correlation);
-}
-
 void Profiler::onRecord(const DeviceRecord& record) {
   PendingLaunch p;
   const bool found = pending_.takeForRecord(record.correlation, p);
   if (!found) {
-    {
-      std::lock_guard<std::mutex> lock(ignoredMutex_);
-      auto it = std::find(ignored_.begin(), ignored_.end(), record.correlation);
-      if (it != ignored_.end()) {
-        ignored_.erase(it);
-        return;
-      }
-    }
     // A launch we did not see (an API without a callback): keep the time, under ROOT.
     uint32_t receivers = sessions_.activeMask() | sessions_.closingMask();
     p = PendingLaunch{record.startNs, nullptr, 0, 0, {}, static_cast<uint16_t>(receivers), false};

@@ -7,7 +7,6 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -49,8 +48,6 @@ class Profiler {
   void onLaunch(uint32_t correlation, bool multiRecord, uint64_t launchNs = 0);
   // Record path: a finished kernel or copy.
   void onRecord(const DeviceRecord& record);
-  // The record of launch `correlation` is the profiler's own (PC sampling's marker): dropped.
-  void ignoreRecordOf(uint32_t correlation);
   // Launches seen by the sessions in `slotMask` whose records have not arrived yet.
   size_t pendingLaunches(uint32_t slotMask) { return pending_.count(slotMask); }
   // Forgets graph launches (several records each) made before `beforeNs`: call only after a
@@ -91,8 +88,6 @@ class Profiler {
   PendingLaunches pending_;
   GraphCaptures graphs_;
   std::atomic<ScopeListener*> scopeListener_{nullptr};
-  std::mutex ignoredMutex_;
-  std::vector<uint32_t> ignored_;  // correlation ids of the profiler's own launches, few
 };
 
 }  // namespace ftp

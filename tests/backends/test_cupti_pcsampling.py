@@ -4,14 +4,12 @@ against tests/standins/cupti_pcsampling_standin.c playing libcupti's PC-sampling
 activity side (kernel records) is driven by hand, as the nvidia backend's CUPTI callbacks would."""
 import ctypes
 import json
-import warnings
-from types import SimpleNamespace
 
 import pytest
 
 import flagtree.profiler as profiler
 from flagtree.profiler import _native, session as sessions
-from flagtree.profiler.backends import counters, get_backend
+from flagtree.profiler.backends import get_backend
 from flagtree.profiler.backends.cupti import CuptiBackend, parse_pcsampling_mode
 from flagtree.profiler.backends.nvidia import NvidiaBackend
 from flagtree.profiler.viewer.cli import main as viewer_main
@@ -47,13 +45,8 @@ def backend(standin, monkeypatch):
     monkeypatch.setattr(NvidiaBackend, "unavailable_reason", lambda self: None)
     monkeypatch.setattr(NvidiaBackend, "describe", lambda self: {"backend": self.name})
     monkeypatch.setattr(CuptiBackend, "pcsampling_library", standin[0])
-    # keep=on sessions end with a marker kernel (no GPU here: the stand-in queues its samples)
-    _native.testing.pcsampling_marker_standin(standin[0], "standin_pcs_end_marker")
     yield standin[1]
     profiler.finalize()
-    _native.pcsampling_release_kept()  # keep=on sessions leave their contexts enabled
-    _native.testing.pcsampling_marker_standin("", "")
-    standin[1].standin_pcs_decode_delay_ms(0)
 
 
 def crc_of(cubin):
@@ -164,7 +157,7 @@ def test_session_range_samples_once_and_splits_a_functions_samples_among_its_lau
     lib = backend
     lib.standin_pcs_fill_at_stop(fill_at_stop)
     try:
-        profiler.start(str(tmp_path / "r"), backend="cupti", mode="pcsampling:range=session,keep=off")
+        profiler.start(str(tmp_path / "r"), backend="cupti", mode="pcsampling:range=session")
         _native.pcsampling_add_cubin(CUBIN)
         started = []
         for corr, scope, function in ((9401, "a", "slow_kernel"), (9402, "b", "slow_kernel"), (9403, "c", "add_kernel")):
@@ -261,9 +254,6 @@ def test_a_second_sampling_session_is_refused_and_the_first_keeps_going(backend,
     ("pcsampling:interval=3", "between 5 and 31"),
     ("pcsampling:collection=fast", "continuous or serialized"),
     ("pcsampling:range=kernel", "range must be session or launch"),
-    ("pcsampling:range=launch,keep=on", "keep=on needs range=session, collection=continuous"),
-    ("pcsampling:interval=24,keep=on", "interval <= 20"),
-    ("pcsampling:keep=yes", "keep must be on or off"),
     ("pcsampling:speed=2", "bad PC-sampling option"),
     ("pcsampling:drain_every=4", "bad PC-sampling option"),  # gone: every launch is drained when it returns
     ("metrics", "not supported by the cupti backend"),
@@ -277,9 +267,7 @@ def test_mode_defaults_and_environment(monkeypatch):
     assert get_backend("cupti").check_mode(None) is None
     monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_INTERVAL", "16")
     assert get_backend("cupti_pcsampling").check_mode(None).canonical() == \
-        "pcsampling:interval=16,collection=continuous,range=session,keep=on"
-    assert get_backend("cupti").check_mode("pcsampling:range=launch").canonical().endswith("range=launch,keep=off")
-    assert get_backend("cupti").check_mode("pcsampling:collection=serialized").canonical().endswith(",keep=off")
+        "pcsampling:interval=16,collection=continuous,range=session"
     assert parse_pcsampling_mode("pcsampling:interval=20")[1]["interval"] == 20
     monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_COLLECTION", "sometimes")
     with pytest.raises(ValueError, match="FLAGTREE_PROFILER_PCSAMPLING_COLLECTION"):
@@ -365,7 +353,7 @@ def test_a_session_range_takes_its_samples_at_stop_not_from_getdata(backend, tmp
     lib.standin_pcs_hold_open_range(1)
     lib.standin_pcs_fill_at_stop(1)
     try:
-        profiler.start(str(tmp_path / "h"), backend="cupti", mode="pcsampling:keep=off")
+        profiler.start(str(tmp_path / "h"), backend="cupti", mode="pcsampling")
         _native.pcsampling_add_cubin(CUBIN)
         sampled_launch(lib, 9601, "slow_kernel", [(0, "slow_kernel", 300, "selected", 4)])
         _native.testing.record(9601, "slow_kernel", 0, 100, 0)
@@ -375,120 +363,3 @@ def test_a_session_range_takes_its_samples_at_stop_not_from_getdata(backend, tmp
         lib.standin_pcs_fill_at_stop(0)
     assert metadata(tmp_path / "h")["pcsampling_total_samples"] == 4
     assert metadata(tmp_path / "h")["pcsampling_start_s"] >= 0 and metadata(tmp_path / "h")["pcsampling_stop_s"] >= 0
-
-
-def counts(lib):
-    out = (ctypes.c_int * 3)()
-    lib.standin_pcs_counts(out)
-    return dict(zip(("enables", "starts", "disables"), out))
-
-
-def kept_session(lib, path, launches, idle_before=(), mode="pcsampling"):
-    """One keep=on session: `idle_before` samples are what the GPU sampled between sessions
-    (queued before the session's first launch); `launches` are (corr, function, samples)."""
-    for args in idle_before:
-        queue(lib, *args)
-    profiler.start(str(path), backend="cupti", mode=mode)
-    _native.pcsampling_add_cubin(CUBIN)
-    for corr, function, samples in launches:
-        sampled_launch(lib, corr, function, samples)
-        _native.testing.record(corr, function, 0, 100, 0)
-    profiler.finalize()
-    root, _ = load_tree(str(path) + ".hatchet")
-    return root, metadata(path)
-
-
-def test_kept_sampling_enables_once_and_reads_each_session_without_start_or_stop(backend, tmp_path):
-    """keep=on (the default): the context stays enabled with start/stop control off; a session's
-    samples are read at finalize; what was sampled between sessions is dropped at the next
-    session's first launch and counted."""
-    lib = backend
-    before = counts(lib)
-    root, meta = kept_session(lib, tmp_path / "a", [(9701, "slow_kernel", [(0, "slow_kernel", 16, "long_scoreboard", 5)])])
-    assert total(find(root, "slow_kernel"), "num_samples") == 5
-    assert config(lib)["enabled"] == 1 and config(lib)["start_stop"] == 0
-    assert meta["pcsampling_reused_contexts"] is False and meta["pcsampling_taken_samples"] == 5
-    # Samples read at the next session's first launch are nobody's; with no kernel run between the
-    # sessions (the tracer discarded no idle record; here there is no tracer) they can only be
-    # the last session's, decoded after it was written: said, not silently dropped.
-    with pytest.warns(UserWarning, match="11 PC samples of the previous keep=on session"):
-        root, meta = kept_session(lib, tmp_path / "b", [(9702, "add_kernel", [(0, "add_kernel", 8, "selected", 7)])],
-                                  idle_before=[(0, "slow_kernel", 16, "barrier", 11)])
-    kernel = find(root, "add_kernel")
-    assert total(kernel, "num_samples") == 7
-    assert not [n for _, n in walk(root) if n["frame"]["name"] == "slow_kernel"]
-    assert meta["pcsampling_reused_contexts"] is True and meta["pcsampling_discarded_samples"] == 11
-    assert meta["pcsampling_late_samples"] == 11
-    assert meta["pcsampling_enable_s"] == 0 and meta["pcsampling_start_s"] == 0 and meta["pcsampling_stop_s"] == 0
-    assert counts(lib) == {"enables": before["enables"] + 1, "starts": before["starts"], "disables": before["disables"]}
-    assert _native.pcsampling_release_kept() is True
-    assert config(lib)["enabled"] == 0 and counts(lib)["disables"] == before["disables"] + 1
-    assert _native.pcsampling_release_kept() is False  # nothing left to release
-
-
-def test_kept_sampling_reads_until_the_end_markers_samples_come(backend, tmp_path):
-    """GetData never waits for the hardware buffer's decoding: finalize runs the end marker and
-    reads until its samples come (queued behind the session's), so samples decoded 60 ms after
-    the sync are still the session's, and the marker's own samples are nobody's."""
-    lib = backend
-    lib.standin_pcs_decode_delay_ms(60)
-    root, meta = kept_session(lib, tmp_path / "d", [(9711, "slow_kernel", [(0, "slow_kernel", 16, "long_scoreboard", 9),
-                                                                          (0, "slow_kernel", 300, "selected", 4)])])
-    assert total(find(root, "slow_kernel"), "num_samples") == 13
-    assert not [n for _, n in walk(root) if "end_marker" in n["frame"]["name"]]
-    assert meta["pcsampling_first_read_samples"] == 0 and meta["pcsampling_first_arrival_s"] >= 0.055
-    assert meta["pcsampling_marker_samples"] == 5 and meta["pcsampling_settle_fallbacks"] == 0
-    assert meta["pcsampling_settle_s"] >= 0.055 and meta["pcsampling_taken_samples"] == 13
-    assert config(lib)["enabled"] == 1  # kept for the next session
-
-
-@pytest.mark.parametrize("marker", ["", "standin_pcs_end_marker_silent"])
-def test_without_the_markers_samples_the_context_is_disabled_which_hands_over_everything(backend, tmp_path,
-                                                                                         monkeypatch, marker):
-    """No marker (no driver to launch it) or one never sampled within SETTLE_MAX_MS: Disable
-    flushes what CUPTI holds, so nothing is lost; the next session enables the context afresh."""
-    from flagtree.profiler.backends import cupti
-
-    lib = backend
-    monkeypatch.setattr(cupti, "SETTLE_MAX_MS", 80)
-    _native.testing.pcsampling_marker_standin(CuptiBackend.pcsampling_library if marker else "", marker)
-    lib.standin_pcs_decode_delay_ms(500)  # decoded long after the window: only Disable gets them
-    before = counts(lib)
-    root, meta = kept_session(lib, tmp_path / "f", [(9731, "slow_kernel", [(0, "slow_kernel", 16, "barrier", 6)])])
-    assert total(find(root, "slow_kernel"), "num_samples") == 6
-    assert meta["pcsampling_settle_fallbacks"] == 1 and config(lib)["enabled"] == 0
-    assert counts(lib)["disables"] == before["disables"] + 1
-    lib.standin_pcs_decode_delay_ms(0)
-    _, meta = kept_session(lib, tmp_path / "g", [(9732, "add_kernel", [(0, "add_kernel", 8, "selected", 2)])])
-    assert meta["pcsampling_reused_contexts"] is False and counts(lib)["enables"] == before["enables"] + 2
-
-
-def test_kept_contexts_are_released_by_other_configurations_and_by_counter_sessions(backend, tmp_path, monkeypatch):
-    lib = backend
-    before = counts(lib)
-    kept_session(lib, tmp_path / "k1", [(9721, "slow_kernel", [])], mode="pcsampling:interval=10")
-    kept_session(lib, tmp_path / "k2", [(9722, "slow_kernel", [])], mode="pcsampling:interval=11")
-    assert counts(lib)["enables"] == before["enables"] + 2 and counts(lib)["disables"] == before["disables"] + 1
-    assert config(lib)["period"] == 11
-    _, meta = kept_session(lib, tmp_path / "k3", [(9723, "slow_kernel", [])], mode="pcsampling:interval=11,keep=off")
-    assert meta["pcsampling_start_s"] >= 0 and counts(lib)["starts"] == before["starts"] + 1
-    assert config(lib)["enabled"] == 0 and config(lib)["start_stop"] == 1  # keep=off leaves nothing enabled
-    kept_session(lib, tmp_path / "k4", [(9724, "slow_kernel", [])])
-    assert config(lib)["enabled"] == 1
-    # A kernels-only session leaves sampling on: its kernel's samples are nobody's, and not taken
-    # for late samples of the last sampled session (a launch ran in between).
-    profiler.start(str(tmp_path / "plain"), backend="cupti")
-    _native.testing.pcsampling_launch_enter(9725, CONTEXT)  # what the tracer passes on
-    _native.testing.pcsampling_launch_exit(9725, "add_kernel")
-    queue(lib, 0, "add_kernel", 8, "selected", 4)
-    profiler.finalize()
-    assert config(lib)["enabled"] == 1
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        _, meta = kept_session(lib, tmp_path / "k5", [(9726, "slow_kernel", [])])
-    assert meta["pcsampling_discarded_samples"] == 4 and meta["pcsampling_late_samples"] == 0
-    # A hardware-counter session needs what sampling holds: it lets go.
-    monkeypatch.setattr(counters, "start_session", lambda *args: None)
-    NvidiaBackend().attach_session(SimpleNamespace(options=counters.CounterMode(("sm__warps_active.avg",)),
-                                                   state=SimpleNamespace(counting=False)))
-    assert config(lib)["enabled"] == 0

@@ -7,9 +7,7 @@
      remainingNumPcs telling how many are left;
    - only the configured stall reasons are reported (others are dropped, as CUPTI does);
    - correlationId is 0 in continuous mode, the launch's id in kernel-serialized mode;
-   - Disable copies what is left into the configured sampling data buffer;
-   - without start/stop control, sampling runs from Enable and GetData hands out what CUPTI's
-     decoder has finished (standin_pcs_decode_delay_ms models its lag), as the H200 showed.
+   - Disable copies what is left into the configured sampling data buffer.
    A "cubin" here is text: "FAKECUBIN\n" then lines "<function> <pc_begin> <pc_end> <file> <line>";
    its CRC is FNV-1a of the bytes. */
 #include <stddef.h>
@@ -17,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cupti_pcsampling.h>
 
@@ -37,21 +34,12 @@ typedef struct {
   uint64_t pc;
   uint32_t reason;
   uint32_t samples;
-  uint64_t visibleAtNs; /* when the decoder hands it out */
 } Queued;
 
 static Queued queued[MAX_QUEUED];
 static int numQueued, enabled, started, period, mode = 1, startStop, collected[32], numCollected;
 static CUpti_PCSamplingData* userBuffer;
 static uint64_t droppedTotal;
-static int enables, starts, disables;
-static uint64_t decodeDelayNs;
-
-static uint64_t nowNs(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 CUptiResult cuptiGetResultString(CUptiResult result, const char** str) {
   *str = result == CUPTI_SUCCESS ? "CUPTI_SUCCESS" : "CUPTI_ERROR_STANDIN";
@@ -69,12 +57,7 @@ void standin_pcs_queue(uint32_t correlation, uint64_t crc, const char* function,
   q->pc = pc;
   q->reason = reason;
   q->samples = samples;
-  q->visibleAtNs = nowNs() + decodeDelayNs;
 }
-/* Records queued from now on are handed out `ms` after they were queued (CUPTI's decoder lag). */
-void standin_pcs_decode_delay_ms(uint32_t ms) { decodeDelayNs = (uint64_t)ms * 1000000ull; }
-/* Calls so far: Enable, Start, Disable. */
-void standin_pcs_counts(int out[3]) { out[0] = enables, out[1] = starts, out[2] = disables; }
 void standin_pcs_set_dropped(uint64_t dropped) { droppedTotal = dropped; }
 /* enabled, started, period, mode, startStop, number of collected reasons */
 void standin_pcs_config(int out[6]) {
@@ -90,7 +73,6 @@ static int reasonCollected(uint32_t index) {
 CUptiResult cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams* p) {
   if (!p || p->size != CUpti_PCSamplingEnableParamsSize || !p->ctx) return CUPTI_ERROR_INVALID_PARAMETER;
   enabled = 1;
-  enables++;
   return CUPTI_SUCCESS;
 }
 
@@ -145,21 +127,18 @@ CUptiResult cuptiPCSamplingSetConfigurationAttribute(CUpti_PCSamplingConfigurati
 CUptiResult cuptiPCSamplingStart(CUpti_PCSamplingStartParams* p) {
   if (!enabled || !startStop) return CUPTI_ERROR_INVALID_OPERATION;
   started = 1;
-  starts++;
   return CUPTI_SUCCESS;
 }
 
 static void fill(CUpti_PCSamplingData* d);
-static int fillAtStop, flushAll; /* flushAll: Stop/Disable hand out everything, decoded or not */
+static int fillAtStop;
 /* 1: Stop flushes the range into the configured buffer, as Disable does (what Proton's read order implies). */
 void standin_pcs_fill_at_stop(int on) { fillAtStop = on; }
 
 CUptiResult cuptiPCSamplingStop(CUpti_PCSamplingStopParams* p) {
   if (!started) return CUPTI_ERROR_INVALID_OPERATION;
   started = 0;
-  flushAll = 1;
   if (fillAtStop && userBuffer) fill(userBuffer);
-  flushAll = 0;
   return CUPTI_SUCCESS;
 }
 
@@ -168,10 +147,8 @@ static void fill(CUpti_PCSamplingData* d) {
   size_t n = 0;
   uint64_t total = 0;
   int i = 0;
-  const uint64_t now = nowNs();
   for (; i < numQueued && n < d->collectNumPcs; ++i) {
     Queued* q = &queued[i];
-    if (q->visibleAtNs > now && !flushAll) break; /* not decoded yet: the rest come later */
     total += q->samples;
     if (!reasonCollected(q->reason)) continue;
     CUpti_PCSamplingPCData* pc = &d->pPcData[n++];
@@ -187,9 +164,7 @@ static void fill(CUpti_PCSamplingData* d) {
   memmove(queued, queued + i, (size_t)(numQueued - i) * sizeof(Queued));
   numQueued -= i;
   d->totalNumPcs = n;
-  size_t decoded = 0; /* what the next call could hand out: decoded records only */
-  while (decoded < (size_t)numQueued && (flushAll || queued[decoded].visibleAtNs <= now)) decoded++;
-  d->remainingNumPcs = decoded;
+  d->remainingNumPcs = (size_t)numQueued;
   d->totalSamples = total;
   d->droppedSamples = droppedTotal;
   droppedTotal = 0;
@@ -197,15 +172,14 @@ static void fill(CUpti_PCSamplingData* d) {
 }
 
 static int holdOpenRange;
-/* 1: GetData hands out nothing while a Start-ed range is open: samples arrive at the range end
-   (Stop or Disable), as the H200 showed (issue 18). Without start/stop control GetData does hand
-   out what was decoded (H200, bench/results/pcsampling-20261201-kept.log). */
+/* 1: GetData hands out nothing while a range is open (started, or enabled without start/stop
+   control): samples arrive at the range end (Stop or Disable), as the H200 showed (issue 18). */
 void standin_pcs_hold_open_range(int on) { holdOpenRange = on; }
 
 CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams* p) {
   if (!enabled) return CUPTI_ERROR_INVALID_OPERATION;
   CUpti_PCSamplingData* d = (CUpti_PCSamplingData*)p->pcSamplingData;
-  if (holdOpenRange && started) {
+  if (holdOpenRange && (started || !startStop)) {
     d->totalNumPcs = d->remainingNumPcs = 0;
     d->totalSamples = d->droppedSamples = 0;
     return CUPTI_SUCCESS;
@@ -216,11 +190,8 @@ CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams* p) {
 
 CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams* p) {
   if (!enabled) return CUPTI_ERROR_INVALID_OPERATION;
-  flushAll = 1;
   if (userBuffer) fill(userBuffer);
-  flushAll = 0;
   enabled = 0;
-  disables++;
   return CUPTI_SUCCESS;
 }
 
@@ -258,12 +229,3 @@ CUptiResult cuptiGetSassToSourceCorrelation(CUpti_GetSassToSourceCorrelationPara
   free(text);
   return rc;
 }
-
-/* What the profiler's end marker kernel would leave in the hardware buffer (PC sampling kept
-   enabled, backends/pcsampling/pc_marker.h): a few samples of its function, queued behind
-   everything sampled before it. The _silent variant launches but is never sampled. */
-_Bool standin_pcs_end_marker(void) {
-  standin_pcs_queue(0, 0x6d61726bull, "flagtree_pcsampling_end_marker", 0, 3, 5);
-  return 1;
-}
-_Bool standin_pcs_end_marker_silent(void) { return 1; }

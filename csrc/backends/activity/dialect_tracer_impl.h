@@ -200,7 +200,6 @@ void DialectTracer<D>::setKernelActivityKind(Kind kind) {
 
 template <typename D>
 void DialectTracer<D>::stop() {
-  notifyObservers([](TracerObserver& o) { o.onTracerStopping(); });
   flushLocked();
   if (kernelKind_ != D::kKernelKind) {  // set by setKernelActivityKind
     api_.disable(kernelKind_);

@@ -15,17 +15,12 @@ void DialectTracer<D>::onApi(void* userdata, typename D::Domain domain, typename
                              typename D::Payload data) {
   auto* self = static_cast<DialectTracer*>(userdata);
   if (self->floor_) return;
-  ThreadState& ts = threadState();
-  if (ts.internalCalls) {  // the profiler's own calls (PC sampling's marker): not the program's
-    if (D::isLaunchDomain(domain) && !D::isExit(D::callbackData(data)))
-      Profiler::instance().ignoreRecordOf(D::correlation(D::callbackData(data)));
-    return;
-  }
   if (!D::isLaunchDomain(domain)) {
     D::onOtherCallback(*self, domain, cbid, data);
     return;
   }
   const auto* cb = D::callbackData(data);
+  ThreadState& ts = threadState();
   if (D::isExit(cb)) {
     if (ts.apiDepth > 0 && --ts.apiDepth == 0) {
       const uint32_t correlation = ts.apiCorrelation;

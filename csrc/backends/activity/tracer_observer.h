@@ -19,9 +19,6 @@ struct TracerObserver {
   // A context (CUcontext) was created, or is about to be destroyed.
   virtual void onContextCreated(void* context) {}
   virtual void onContextDestroying(void* context) {}
-  // The tracer is about to let go of the library (unsubscribe, finalize): state an observer
-  // keeps in the library between sessions (PC sampling kept enabled) is released now.
-  virtual void onTracerStopping() {}
 };
 
 }  // namespace ftp

@@ -27,9 +27,6 @@ bool CudaDriver::resolve(void* library) {
                      {fn.ctxSynchronize, "CtxSynchronize", Need::Required},
                      {fn.ctxGetCurrent, "CtxGetCurrent", Need::Required},
                      {fn.ctxGetDevice, "CtxGetDevice", Need::Required},
-                     {fn.moduleLoadData, "ModuleLoadData", Need::Optional},
-                     {fn.moduleGetFunction, "ModuleGetFunction", Need::Optional},
-                     {fn.launchKernel, "LaunchKernel", Need::Optional},
                  });
   fn_ = fn;
   resolved_.store(true, std::memory_order_release);
@@ -103,32 +100,6 @@ void CudaDriver::synchronize(CUcontext context) {
   fn_.ctxSynchronize();
   CUcontext popped;
   fn_.ctxPopCurrent(&popped);
-}
-
-bool CudaDriver::launchOwnKernel(CUcontext context, const char* image, const char* name, CUmodule* module,
-                                 CUfunction* function, unsigned blocks, unsigned threads, void** params) {
-  if (!attach() || !context || !fn_.moduleLoadData || !fn_.moduleGetFunction || !fn_.launchKernel) return false;
-  if (fn_.ctxPushCurrent(context) != CUDA_SUCCESS) return false;
-  bool ok = true;
-  if (!*function) {
-    ok = (*module || fn_.moduleLoadData(module, image) == CUDA_SUCCESS) &&
-         fn_.moduleGetFunction(function, *module, name) == CUDA_SUCCESS;
-  }
-  ok = ok && fn_.launchKernel(*function, blocks, 1, 1, threads, 1, 1, 0, nullptr, params, nullptr) == CUDA_SUCCESS;
-  CUcontext popped;
-  fn_.ctxPopCurrent(&popped);
-  return ok;
-}
-
-int CudaDriver::multiprocessorCount(CUcontext context) {
-  if (!attach() || !context || fn_.ctxPushCurrent(context) != CUDA_SUCCESS) return 0;
-  CUdevice device = 0;
-  int count = 0;
-  if (fn_.ctxGetDevice(&device) == CUDA_SUCCESS)
-    fn_.deviceGetAttribute(&count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
-  CUcontext popped;
-  fn_.ctxPopCurrent(&popped);
-  return count;
 }
 
 CUcontext CudaDriver::currentContext() {

@@ -45,14 +45,6 @@ class CudaDriver {
   int currentDevice();        // 0 when there is none
   void synchronizeCurrent();  // cuCtxSynchronize on the current context, if any
 
-  // The profiler's own kernel in `context` (PC sampling's end marker): loads `image` (PTX or a
-  // cubin) once into *module and finds `name` (*function caches both), then launches it on the
-  // context's default stream with `params`. False where the driver lacks the calls or one fails.
-  // The caller marks the thread (ThreadState::internalCalls) so that the tracer ignores it.
-  bool launchOwnKernel(CUcontext context, const char* image, const char* name, CUmodule* module,
-                       CUfunction* function, unsigned blocks, unsigned threads, void** params);
-  int multiprocessorCount(CUcontext context);  // 0 when unknown
-
  private:
   friend CudaDriver& leaked<CudaDriver>();
   CudaDriver() = default;
@@ -73,11 +65,6 @@ class CudaDriver {
     CUresult (*ctxSynchronize)() = nullptr;
     CUresult (*ctxGetCurrent)(CUcontext*) = nullptr;
     CUresult (*ctxGetDevice)(CUdevice*) = nullptr;
-    // Optional: only PC sampling's end marker uses them.
-    CUresult (*moduleLoadData)(CUmodule*, const void*) = nullptr;
-    CUresult (*moduleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
-    CUresult (*launchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             CUstream, void**, void**) = nullptr;
   };
 
   std::mutex mutex_;

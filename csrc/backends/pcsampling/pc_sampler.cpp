@@ -2,15 +2,11 @@
 
 #include <cupti_callbacks.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 #include <memory>
 #include <stdexcept>
 
-#include "backends/activity/activity_tracer.h"
 #include "backends/nvidia/cuda_driver.h"
 #include "core/clock.h"
 #include "core/strings.h"
@@ -34,13 +30,6 @@ std::string baseName(const char* path) {
   return slash ? slash + 1 : path;
 }
 
-// Whether contexts configured with `kept` can serve a session asking for `wanted` as they are.
-bool sameConfiguration(const PcSamplingOptions& kept, const PcSamplingOptions& wanted) {
-  return kept.keepEnabled && wanted.keepEnabled && kept.period == wanted.period &&
-         kept.scratchBytes == wanted.scratchBytes && kept.hardwareBytes == wanted.hardwareBytes &&
-         kept.bufferPcs == wanted.bufferPcs && kept.workerSleepMs == wanted.workerSleepMs;
-}
-
 CUpti_PCSamplingConfigurationInfo attribute(CUpti_PCSamplingConfigurationAttributeType type) {
   CUpti_PCSamplingConfigurationInfo info{};
   info.attributeType = type;
@@ -62,56 +51,19 @@ void PcSampler::start(int slot, void* handle, const std::string& libraryName, co
     throw std::runtime_error("PC sampling is already on for another session; finalize it first (CUPTI samples "
                              "one configuration per context)");
   if (!api_.loaded()) api_.load(handle, libraryName);
-  PcSamplingOptions wanted = options;
-  wanted.keepEnabled = options.keepEnabled && options.sessionRange && !options.serialized;
-  const bool reuse = !contexts_.empty() && sameConfiguration(options_, wanted);
-  if (!reuse) releaseKeptLocked();  // kept with another configuration: enabled afresh
-  const std::vector<std::string> reasons = stats_.stallReasons;
-  options_ = wanted;
+  options_ = options;
   stats_ = PcSamplingStats{};
-  if (reuse) {
-    samples_.discard();  // the contexts' stall reasons stay known
-    stats_.stallReasons = reasons;
-    stats_.reusedContexts = true;
-  } else {
-    samples_ = PcSamples{};
-  }
-  sessionSerial_++;
+  samples_ = PcSamples{};
   launches_.clear();
   active_ = nullptr;
   activeLaunch_ = 0;
   stopped_ = false;
   stopError_.clear();
-  stats_.range = options_.sessionRange ? "session" : "launch";
-  stats_.attribution = !options_.sessionRange || options_.serialized
+  stats_.range = options.sessionRange ? "session" : "launch";
+  stats_.attribution = !options.sessionRange || options.serialized
                            ? "per launch (exact)"
                            : "per function, split equally among its launches in the session";
   slot_ = slot;
-}
-
-bool PcSampler::keepsContexts() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return options_.keepEnabled && !contexts_.empty();
-}
-
-bool PcSampler::releaseKept() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (slot_ >= 0) return false;
-  const bool had = !contexts_.empty();
-  releaseKeptLocked();
-  return had;
-}
-
-void PcSampler::releaseKeptLocked() {
-  for (ContextState* s : contexts_) {
-    try {
-      stopContext(*s, false);
-    } catch (const std::exception&) {
-      // Disable failing leaves nothing to undo here; the next Enable reports its own error.
-    }
-    delete s;
-  }
-  contexts_.clear();
 }
 
 void PcSampler::noteError(const std::exception& e) {
@@ -135,7 +87,6 @@ PcSampler::ContextState* PcSampler::stateFor(CUcontext context) {
     return nullptr;
   }
   stats_.contexts++;
-  state->session = sessionSerial_;  // enabled now: nothing from before the session to discard
   return state;
 }
 
@@ -205,15 +156,8 @@ void PcSampler::configure(ContextState& state) {
                                                              : CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
   infos.push_back(info);
   info = attribute(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL);
-  // Off when kept enabled: sampling runs from Enable on, read with GetData (cupti_pcsampling.h:
-  // continuous mode without start/stop control "use cuptiPCSamplingGetData() periodically").
-  info.attributeData.enableStartStopControlData.enableStartStopControl = options_.keepEnabled ? 0 : 1;
+  info.attributeData.enableStartStopControlData.enableStartStopControl = 1;
   infos.push_back(info);
-  if (options_.workerSleepMs) {
-    info = attribute(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN);
-    info.attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan = options_.workerSleepMs;
-    infos.push_back(info);
-  }
   // No OUTPUT_DATA_FORMAT: PARSED is the default, and the configuration known to yield samples
   // (Proton's) leaves it out.
   info = attribute(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER);
@@ -226,33 +170,8 @@ void PcSampler::configure(ContextState& state) {
 
 // `launch`: the launch being drained (0: none); records CUPTI leaves without a correlation id
 // (continuous mode) belong to it, as the launch was sampled alone.
-void PcSampler::takeBuffer(ContextState& state, uint32_t launch, bool keep) {
+void PcSampler::takeBuffer(ContextState& state, uint32_t launch) {
   CUpti_PCSamplingData& d = state.data;
-  auto samplesOf = [](const CUpti_PCSamplingPCData& pc) {
-    uint64_t n = 0;
-    for (size_t r = 0; r < pc.stallReasonCount; ++r) n += pc.stallReason[r].samples;
-    return n;
-  };
-  if (!keep || options_.keepEnabled) {  // the end marker's samples (and nobody's) are taken out
-    size_t kept = 0;
-    for (size_t i = 0; i < d.totalNumPcs && i < state.pcs.size(); ++i) {
-      CUpti_PCSamplingPCData& pc = state.pcs[i];
-      if (isPcMarker(pc.functionName)) {
-        state.markerSeen = true;
-        stats_.markerSamples += samplesOf(pc);
-      } else if (!keep) {
-        stats_.discardedSamples += samplesOf(pc);
-      } else if (kept++ != i) {
-        std::swap(state.pcs[kept - 1], pc);  // the stall-reason arrays travel with their records
-      }
-    }
-    if (!keep) {
-      d.totalNumPcs = 0;
-      d.totalSamples = d.droppedSamples = d.nonUsrKernelsTotalSamples = 0;
-      return;
-    }
-    d.totalNumPcs = kept;
-  }
   stats_.totalSamples += d.totalSamples;
   stats_.droppedSamples += d.droppedSamples;
   stats_.nonUserSamples += d.nonUsrKernelsTotalSamples;
@@ -261,16 +180,14 @@ void PcSampler::takeBuffer(ContextState& state, uint32_t launch, bool keep) {
     const CUpti_PCSamplingPCData& pc = state.pcs[i];
     PcKey key{pc.correlationId ? pc.correlationId : launch, pc.cubinCrc, intern(pc.functionName ? pc.functionName : "<unknown function>"),
               pc.pcOffset};
-    for (size_t r = 0; r < pc.stallReasonCount; ++r) {
+    for (size_t r = 0; r < pc.stallReasonCount; ++r)
       samples_.add(key, pc.stallReason[r].pcSamplingStallReasonIndex, pc.stallReason[r].samples);
-      stats_.takenSamples += pc.stallReason[r].samples;
-    }
   }
   d.totalNumPcs = 0;
   d.totalSamples = d.droppedSamples = d.nonUsrKernelsTotalSamples = 0;
 }
 
-void PcSampler::drain(ContextState& state, uint32_t launch, bool keep) {
+void PcSampler::drain(ContextState& state, uint32_t launch) {
   // GetData hands over at most collectNumPcs records per call: call until none remain.
   for (int round = 0; round < 100000; ++round) {
     CUpti_PCSamplingGetDataParams params{CUpti_PCSamplingGetDataParamsSize, nullptr, state.context, &state.data};
@@ -279,55 +196,14 @@ void PcSampler::drain(ContextState& state, uint32_t launch, bool keep) {
     if (rc == CUPTI_ERROR_OUT_OF_MEMORY) stats_.hardwareBufferFull = true;  // counted, data of this call lost
     else check("cuptiPCSamplingGetData", rc);
     const bool more = state.data.remainingNumPcs > 0;
-    takeBuffer(state, launch, keep);
+    takeBuffer(state, launch);
     if (!more) return;
   }
 }
 
-void PcSampler::drainAll(bool keep) {
+void PcSampler::drainAll() {
   for (ContextState* s : contexts_)
-    if (!s->failed) drain(*s, 0, keep);
-}
-
-// keepEnabled, at finalize: GetData never synchronizes and says nothing of what CUPTI's decoder
-// still holds, so after the sync the end marker runs, and reading goes on until its samples come
-// (pc_marker.h). Returns false when the context had to be disabled instead (no marker, or none of
-// its samples within settleMaxMs): Disable hands over everything CUPTI holds.
-bool PcSampler::settle(ContextState& state) {
-  PhaseTimer timer(stats_.settleNs);
-  CudaDriver::instance().synchronize(state.context);
-  const uint64_t synced = monotonicNs();
-  state.markerSeen = false;
-  const bool marked = markerStandIn_ ? markerStandIn_() : launchPcMarker(state.context, state.marker, options_.period);
-  const uint64_t mostNs = uint64_t(options_.settleMaxMs) * 1000000u;
-  uint64_t news = synced;
-  bool first = true;
-  while (marked && !state.markerSeen && monotonicNs() - synced < mostNs) {
-    if (!first) std::this_thread::sleep_for(std::chrono::microseconds(200));
-    const uint64_t before = stats_.takenSamples;
-    drain(state);
-    if (first) stats_.firstReadSamples += stats_.takenSamples - before;
-    first = false;
-    if (stats_.takenSamples == before) continue;
-    const uint64_t arrived = monotonicNs();
-    if (!stats_.firstArrivalNs) stats_.firstArrivalNs = arrived - synced;
-    else stats_.longestGapNs = std::max(stats_.longestGapNs, arrived - news);
-    news = arrived;
-    stats_.lastArrivalNs = std::max(stats_.lastArrivalNs, news - synced);
-  }
-  const uint64_t quietNs = uint64_t(options_.settleQuietMs) * 1000000u;
-  while (state.markerSeen && monotonicNs() - news < quietNs && monotonicNs() - synced < mostNs) {
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-    const uint64_t before = stats_.takenSamples + stats_.markerSamples;
-    drain(state);
-    if (stats_.takenSamples + stats_.markerSamples == before) continue;
-    news = monotonicNs();
-    stats_.lastArrivalNs = std::max(stats_.lastArrivalNs, news - synced);
-  }
-  if (state.markerSeen) return true;
-  stats_.settleFallbacks++;
-  stopContext(state, true);
-  return false;
+    if (!s->failed) drain(*s);
 }
 
 // Stops the launch being sampled now (if any) and takes its samples.
@@ -370,16 +246,16 @@ void PcSampler::closeSessionRanges() {
     if (!s->failed && s->rangeOpen) stopRange(*s, 0);
 }
 
-void PcSampler::stopContext(ContextState& state, bool keep) {
+void PcSampler::stopContext(ContextState& state) {
   if (active_ == &state) stopActive();
   if (state.failed) return;
   if (state.rangeOpen) stopRange(state, 0);
   PhaseTimer timer(stats_.stopNs);
-  drain(state, 0, keep);
+  drain(state);
   // Disable copies what CUPTI still holds into the configured buffer (cupti_pcsampling.h).
   CUpti_PCSamplingDisableParams disable{CUpti_PCSamplingDisableParamsSize, nullptr, state.context};
   check("cuptiPCSamplingDisable", api_.disable(&disable));
-  takeBuffer(state, 0, keep);
+  takeBuffer(state, 0);
 }
 
 void PcSampler::addCubin(const void* cubin, size_t size) {
@@ -422,28 +298,11 @@ uint32_t PcSampler::lineOf(uint64_t crc, uint32_t function, uint64_t pc) {
 void PcSampler::stopLocked() {
   if (stopped_) return;
   stopped_ = true;
-  std::vector<ContextState*> disabled;  // keepEnabled: settled by Disable, enabled afresh next time
   for (ContextState* s : contexts_) {
     try {
-      if (!options_.keepEnabled) stopContext(*s);
-      else if (!s->failed && s->session == sessionSerial_ && !settle(*s)) disabled.push_back(s);
+      stopContext(*s);
     } catch (const std::exception& e) {
       if (stopError_.empty()) stopError_ = e.what();
-    }
-  }
-  if (options_.keepEnabled && stopError_.empty()) {  // enabled for the next session
-    for (ContextState* s : disabled) {
-      contexts_.erase(std::find(contexts_.begin(), contexts_.end(), s));
-      delete s;
-    }
-    return;
-  }
-  for (ContextState* s : contexts_) {
-    if (options_.keepEnabled) {
-      try {
-        stopContext(*s, false);  // a failed read: enabled afresh next time
-      } catch (const std::exception&) {
-      }
     }
     delete s;
   }
@@ -464,8 +323,6 @@ PcSamplingStats PcSampler::finish() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (slot_ < 0) return stats_;
   stopLocked();
-  idleMark_ = ActivityTracer::instance().idleDiscarded();
-  outsideMark_ = outsideLaunches_.load();
   std::string firstError;
   std::swap(firstError, stopError_);
   std::map<uint64_t, bool> missing;
@@ -491,11 +348,7 @@ PcSamplingStats PcSampler::finish() {
 }
 
 void PcSampler::launchEnter(uint32_t correlation, void* context) {
-  if (slot_ < 0) {  // another session's launch while contexts are kept enabled
-    outsideLaunches_.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  if (!context) return;
+  if (slot_ < 0 || !context) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (slot_ < 0 || stopped_) return;
   if (active_) {  // another thread's launch is being sampled: CUPTI has one range per context
@@ -505,21 +358,6 @@ void PcSampler::launchEnter(uint32_t correlation, void* context) {
   ContextState* state = stateFor(static_cast<CUcontext>(context));
   if (!state) return;
   try {
-    if (options_.keepEnabled) {  // sampling runs: at the context's first launch of the session,
-      if (state->session != sessionSerial_) {  // the samples of the work before it are dropped
-        CudaDriver::instance().synchronize(state->context);
-        const uint64_t before = stats_.discardedSamples;
-        drain(*state, 0, false);
-        // No kernel ran since the last session (no launch seen by another session, no record
-        // discarded by the parked tracer): what was read is that session's, decoded after it
-        // was written.
-        if (ActivityTracer::instance().idleDiscarded() == idleMark_ && outsideLaunches_.load() == outsideMark_)
-          stats_.lateSamples += stats_.discardedSamples - before;
-        state->session = sessionSerial_;
-      }
-      stats_.sampledLaunches++;
-      return;
-    }
     if (options_.sessionRange) {  // one range for the session: open it at the context's first launch
       if (!state->rangeOpen) startRange(*state);
       stats_.sampledLaunches++;
@@ -561,12 +399,8 @@ void PcSampler::onModuleUnloading(const void* cubin, size_t size) {
   // Continuous mode needs a fetch between a module's unload and a reload (cupti_pcsampling.h).
   addCubin(cubin, size);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (slot_ < 0 && contexts_.empty()) return;
+  if (slot_ < 0) return;
   try {
-    if (slot_ < 0) {  // contexts kept enabled between sessions: read (and drop) before the unload
-      drainAll(false);
-      return;
-    }
     closeSessionRanges();  // range=session: samples of the unloading module must be read now
     drainAll();
   } catch (const std::exception& e) {
@@ -579,7 +413,7 @@ void PcSampler::onContextDestroying(void* context) {
   for (size_t i = 0; i < contexts_.size(); ++i) {
     if (contexts_[i]->context != context) continue;
     try {
-      stopContext(*contexts_[i], slot_ >= 0);  // kept between sessions: its samples are nobody's
+      stopContext(*contexts_[i]);
     } catch (const std::exception&) {
     }
     delete contexts_[i];

@@ -54,11 +54,6 @@ class PcSamples {
   std::map<uint32_t, LaunchExtra> build(const LineOf& lineOf, const LaunchesOf& launchesOf,
                                         double& unattributed) const;
   void clear() { samples_.clear(); }
-  // clear() and the unknown-reason count: a new session on contexts whose reasons stay known.
-  void discard() {
-    samples_.clear();
-    unknownReason_ = 0;
-  }
 
  private:
   struct Reason {

@@ -3,8 +3,6 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include <dlfcn.h>
-
 #include <stdexcept>
 
 #include "backends/activity/activity_tracer.h"
@@ -18,8 +16,7 @@ namespace {
 // `library`: "" uses the libcupti the tracer loaded; a path is for stand-in libraries (tests).
 // `serialKernelRecords`: debugging knob (FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY=kernel).
 void startSampling(int slot, const std::string& library, uint32_t period, bool serialized, size_t scratchBytes,
-                   size_t hardwareBytes, size_t bufferPcs, bool serialKernelRecords, bool sessionRange,
-                   bool keepEnabled, uint32_t workerSleepMs, uint32_t settleMaxMs) {
+                   size_t hardwareBytes, size_t bufferPcs, bool serialKernelRecords, bool sessionRange) {
   void* handle = nullptr;
   std::string name = library;
   if (library.empty()) {
@@ -38,30 +35,15 @@ void startSampling(int slot, const std::string& library, uint32_t period, bool s
   options.scratchBytes = scratchBytes;
   options.hardwareBytes = hardwareBytes;
   options.bufferPcs = bufferPcs;
-  options.keepEnabled = keepEnabled;
-  options.workerSleepMs = workerSleepMs;
-  options.settleMaxMs = settleMaxMs;
   if (library.empty() && serialKernelRecords)
     ActivityTracer::instance().setKernelActivityKind(CUPTI_ACTIVITY_KIND_KERNEL);
   PcSampler::instance().start(slot, handle, name, options);
   if (library.empty()) ActivityTracer::instance().addObserver(&PcSampler::instance());
 }
 
-// The sampler stays an observer while it keeps contexts enabled: their module unloads and
-// context ends must still be seen, and the tracer's stop releases them (onTracerStopping).
-void unobserveUnlessKept() {
-  if (!PcSampler::instance().keepsContexts()) ActivityTracer::instance().removeObserver(&PcSampler::instance());
-}
-
 nb::dict finishSampling() {
-  PcSamplingStats s;
-  try {
-    s = PcSampler::instance().finish();
-  } catch (...) {
-    unobserveUnlessKept();
-    throw;
-  }
-  unobserveUnlessKept();
+  ActivityTracer::instance().removeObserver(&PcSampler::instance());
+  PcSamplingStats s = PcSampler::instance().finish();
   try {  // undo the debugging knob for sessions still tracing (no-op when unset)
     ActivityTracer::instance().setKernelActivityKind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   } catch (const std::exception&) {
@@ -69,7 +51,6 @@ nb::dict finishSampling() {
   }
   nb::dict d;
   d["pcsampling_total_samples"] = s.totalSamples;
-  d["pcsampling_taken_samples"] = s.takenSamples;
   d["pcsampling_dropped_samples"] = s.droppedSamples;
   d["pcsampling_non_user_samples"] = s.nonUserSamples;
   d["pcsampling_unattributed_samples"] = s.unattributedSamples;
@@ -89,18 +70,6 @@ nb::dict finishSampling() {
   d["pcsampling_start_s"] = s.startNs * 1e-9;
   d["pcsampling_stop_s"] = s.stopNs * 1e-9;
   d["pcsampling_lines_s"] = s.linesNs * 1e-9;
-  if (s.range == "session" && s.attribution.rfind("per function", 0) == 0) {
-    d["pcsampling_settle_s"] = s.settleNs * 1e-9;
-    d["pcsampling_last_arrival_s"] = s.lastArrivalNs * 1e-9;
-    d["pcsampling_first_arrival_s"] = s.firstArrivalNs * 1e-9;
-    d["pcsampling_longest_gap_s"] = s.longestGapNs * 1e-9;
-    d["pcsampling_first_read_samples"] = s.firstReadSamples;
-    d["pcsampling_discarded_samples"] = s.discardedSamples;
-    d["pcsampling_reused_contexts"] = s.reusedContexts;
-    d["pcsampling_marker_samples"] = s.markerSamples;
-    d["pcsampling_settle_fallbacks"] = s.settleFallbacks;
-    d["pcsampling_late_samples"] = s.lateSamples;
-  }
   d["pcsampling_errors"] = s.errors;
   if (s.errors) d["pcsampling_first_error"] = s.firstError;
   return d;
@@ -112,26 +81,12 @@ void registerPcSamplingBindings(nb::module_& m, nb::module_& testing) {
   m.def("pcsampling_start", &startSampling, nb::arg("slot"), nb::arg("library"), nb::arg("period"),
         nb::arg("serialized"), nb::arg("scratch_bytes"), nb::arg("hardware_bytes"), nb::arg("buffer_pcs"),
         nb::arg("serial_kernel_records") = false, nb::arg("session_range") = false,
-        nb::arg("keep_enabled") = false, nb::arg("worker_sleep_ms") = 0, nb::arg("settle_max_ms") = 1000,
         nb::call_guard<nb::gil_scoped_release>());
   m.def("pcsampling_finish", &finishSampling);
   // Stop before finish: Python looks up the cubins of the missing CRCs (modules loaded before the
   // session) only when some are missing, instead of scanning its objects at every finalize.
   m.def("pcsampling_stop", []() { return PcSampler::instance().stop(); });
-  // Disables the contexts kept enabled between sessions (True if there were any).
-  m.def("pcsampling_release_kept", []() {
-    const bool released = PcSampler::instance().releaseKept();
-    if (released) ActivityTracer::instance().removeObserver(&PcSampler::instance());
-    return released;
-  });
 
-  // Stand-in tests: `symbol` of the library at `path` runs instead of the end marker kernel.
-  testing.def("pcsampling_marker_standin", [](const std::string& path, const std::string& symbol) {
-    if (path.empty()) return PcSampler::instance().setMarkerStandIn(nullptr);
-    void* address = dlsym(openLibrary(path), symbol.c_str());
-    if (!address) throw std::runtime_error(path + " lacks " + symbol);
-    PcSampler::instance().setMarkerStandIn(reinterpret_cast<bool (*)()>(address));
-  });
   testing.def("pcsampling_running", []() { return PcSampler::instance().running(); });
   m.def("pcsampling_add_cubin", [](nb::bytes cubin) { PcSampler::instance().addCubin(cubin.c_str(), cubin.size()); });
   // The launch path without CUPTI callbacks (stand-in tests): what the tracer passes on at the

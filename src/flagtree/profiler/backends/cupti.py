@@ -5,18 +5,10 @@ Mode string: ``pcsampling[:key=value,...]`` with keys
   interval=<5..31>   log2 of the GPU cycles between samples (FLAGTREE_PROFILER_PCSAMPLING_INTERVAL)
   collection=continuous|serialized   CUPTI's collection-mode attribute (FLAGTREE_PROFILER_PCSAMPLING_COLLECTION)
   range=session|launch   session (default): one range per context from its first launch to finalize
-      (or a module unload), no per-launch cost; continuous-mode samples are per function, split
-      equally among its launches.
+      (or a module unload), no per-launch cost (9x on 2,000 tiny launches on the H200, the spec's
+      "about 20x"); continuous-mode samples are per function, split equally among its launches.
       launch: every launch is sampled alone, cuCtxSynchronize + Start at the launch call, Stop +
       GetData when it returns (Proton's order): exact per-launch samples, ~117x launch-bound.
-  keep=on|off   on (the default with range=session, collection=continuous and interval <= 20):
-      sampling stays enabled between sessions of the process, without CUPTI's Start/Stop
-      (70-80 ms and 40-90 ms a session on the H200); finalize syncs, runs a short marker kernel
-      of ours and reads until its samples come (CUPTI's decoder works in order; a context whose
-      marker does not come within SETTLE_MAX_MS is disabled, which hands over everything). Let go
-      like the CUPTI subscription (flagtree.profiler.release(), the idle time, exit), by another
-      sampling configuration and by hardware-counter sessions. off: Enable/Start at the first launch, Stop/Disable at
-      finalize, every session.
 "cupti_pcsampling" samples with mode None; "cupti" with mode None records kernels only.
 """
 import gc
@@ -27,21 +19,14 @@ from dataclasses import dataclass
 from .. import _env
 from .nvidia import NvidiaBackend
 
-MODE_FORM = "pcsampling[:interval=<5..31>,collection=continuous|serialized,range=session|launch,keep=on|off]"
-CHOICES = {"collection": ("continuous", "serialized"), "range": ("session", "launch"), "keep": ("on", "off")}
+MODE_FORM = "pcsampling[:interval=<5..31>,collection=continuous|serialized,range=session|launch]"
+CHOICES = {"collection": ("continuous", "serialized"), "range": ("session", "launch")}
 SCRATCH_BYTES = 16 << 20  # CUPTI's decoded-record buffer (Proton's size, seen to work on the H200)
 # The device buffer samples land in (CUPTI's default is 512 MiB, Proton's 128 MiB). Its size is
 # paid at every Start: 122 / 73 / 61 ms for 128 / 32 / 8 MiB on the H200, none of them dropping
 # a sample of the 800,000 a 3.2 ms kernel gives at interval 10 (bench/results/pcsampling-*).
 HARDWARE_BYTES = 32 << 20
 BUFFER_PCS = 20000  # PC records per GetData call
-# keep=on: CUPTI's worker threads decode the hardware buffer every WORKER_SLEEP_MS (CUPTI's default
-# is 100 ms, and the samples of a 3.2 ms kernel then came 96-135 ms after the sync; with 5 ms,
-# 44-54 ms: bench/results/pcsampling-20261201-kept.log). The end marker's samples must come within
-# SETTLE_MAX_MS of the sync, else the context is disabled (exact, but enabled afresh next time).
-WORKER_SLEEP_MS = 5
-SETTLE_MAX_MS = 1000
-KEEP_MAX_INTERVAL = 20  # the marker runs 16 sample periods: 2^24 cycles (~8 ms) at this interval
 
 
 def _native():
@@ -56,11 +41,9 @@ class PcSamplingMode:
     interval: int
     collection: str
     range: str
-    keep: str = "off"
 
     def canonical(self):
-        return (f"pcsampling:interval={self.interval},collection={self.collection},range={self.range},"
-                f"keep={self.keep}")
+        return f"pcsampling:interval={self.interval},collection={self.collection},range={self.range}"
 
 
 @dataclass
@@ -75,7 +58,7 @@ def parse_pcsampling_mode(mode):
     if head.strip() != "pcsampling":
         raise ValueError(f"mode {mode!r} is not supported by the cupti backend; supported: {MODE_FORM}")
     options = {"interval": _env.pcsampling_interval(), "collection": _env.pcsampling_collection(),
-               "range": "session", "keep": None}
+               "range": "session"}
     for item in filter(None, (part.strip() for part in rest.split(","))):
         key, eq, value = item.partition("=")
         key, value = key.strip(), value.strip()
@@ -92,13 +75,6 @@ def parse_pcsampling_mode(mode):
             raise ValueError(f"{key} must be an integer, got {value!r} in mode {mode!r}") from None
     if not 5 <= options["interval"] <= 31:
         raise ValueError(f"interval must be between 5 and 31 (log2 of cycles), got {options['interval']} in mode {mode!r}")
-    can_keep = (options["range"] == "session" and options["collection"] == "continuous"
-                and options["interval"] <= KEEP_MAX_INTERVAL)
-    if options["keep"] == "on" and not can_keep:
-        raise ValueError(f"keep=on needs range=session, collection=continuous and interval <= {KEEP_MAX_INTERVAL} "
-                         f"(mode {mode!r}): the other configurations start and stop sampling around each launch")
-    if options["keep"] is None:
-        options["keep"] = "on" if can_keep else "off"
     return PcSamplingMode(**options).canonical(), options
 
 
@@ -145,16 +121,15 @@ class CuptiBackend(NvidiaBackend):
 
     def attach_session(self, session):
         options = session.options
-        native = _native()
         if options is None:
             return
+        native = _native()
         native.session_enable_extras(session.slot)
         try:
             native.pcsampling_start(session.slot, self.pcsampling_library, options.interval,
                                     options.collection == "serialized", SCRATCH_BYTES, HARDWARE_BYTES,
                                     BUFFER_PCS, _env.pcsampling_kernel_activity() == "kernel",
-                                    options.range == "session", options.keep == "on", WORKER_SLEEP_MS,
-                                    SETTLE_MAX_MS)
+                                    options.range == "session")
         except RuntimeError as error:
             raise RuntimeError(f"flagtree.profiler: {error}") from None
         session.state.sampling = True
@@ -175,13 +150,6 @@ class CuptiBackend(NvidiaBackend):
         session.state.sampling = False
         stats = dict(native.pcsampling_finish())
         stats["pcsampling_cubin_scan_s"] = scan_s
-        late = stats.get("pcsampling_late_samples", 0)
-        if late:
-            import warnings
-
-            warnings.warn(f"flagtree.profiler: {late} PC samples of the previous keep=on session were handed over by "
-                          "CUPTI after that session was written, and are missing from it; mode "
-                          "pcsampling:keep=off waits for all of them at every finalize", stacklevel=5)
         return stats
 
     def detach_session(self, session):

@@ -146,10 +146,6 @@ class NvidiaBackend(Backend):
     def attach_session(self, session):
         if not isinstance(session.options, counters.CounterMode):
             return
-        # PC sampling kept enabled by an earlier session (backend cupti, keep=on) holds the
-        # hardware the counters need: let it go. Plain sessions leave it on (it costs their
-        # kernels nothing measurable: 1.000x on the H200).
-        _native().pcsampling_release_kept()
         counters.start_session(self._library, session, session.options.metrics)
         session.state.counting = True
 
