@@ -67,3 +67,19 @@ def test_backend_facts_survive_a_machine_without_a_driver(fake):
     fake(RuntimeError("no CUDA driver"))
     nvidia._device_facts.prefetch()
     assert nvidia.NvidiaBackend().device_info() == {}
+
+
+def test_a_forked_child_starts_over(fake):
+    import os
+
+    fake(FACTS)
+    nvidia._device_facts.prefetch()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: a fresh, empty record (its query would ask its own driver)
+        fresh = nvidia._device_facts._devices is None and nvidia._device_facts._query is None
+        os.write(write, b"1" if fresh else b"0")
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(read, 1) == b"1"
+    assert nvidia._cuda_devices() == FACTS  # the parent's prefetch is untouched

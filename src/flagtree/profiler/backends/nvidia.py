@@ -115,6 +115,17 @@ class _DeviceFacts:
 _device_facts = _DeviceFacts()
 
 
+def _forget_device_facts_in_child():
+    # A child forked while the query ran (a DataLoader worker) has neither the thread nor,
+    # perhaps, a free lock: it starts over.
+    global _device_facts
+    _device_facts = _DeviceFacts()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_device_facts_in_child)
+
+
 def _cuda_devices():
     return _device_facts.get()
 
