@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -102,10 +103,12 @@ namespace ftp {
 // Interned names escaped for JSON once each, looked up by id while writing.
 class EscapedNames {
  public:
+  // The reference stays valid while the table lives: writers hold a name across the look-ups
+  // of others (a kernel's name over its launch's metric names).
   const std::string& operator[](uint32_t id);
 
  private:
-  std::vector<std::string> escaped_;
+  std::deque<std::string> escaped_;  // a deque: growing it at the end moves no element
   std::vector<uint8_t> known_;
 };
 

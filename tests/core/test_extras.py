@@ -87,3 +87,26 @@ def test_bad_child_kind_is_a_clear_error(tmp_path):
     sid = profiler.start(str(tmp_path / "b"))
     with pytest.raises(ValueError, match="unknown node kind 'pc'"):
         _native.session_attach(slot_of(sid), 1, [], [([("pc", "x")], [])])
+
+
+def test_launch_slices_keep_their_kernel_names_when_metric_names_come_later(tmp_path):
+    """The trace writer escapes names into a table as it meets them: a kernel's name, taken
+    before its launch's metrics brought new names in, must survive the table's growth (it was a
+    dangling reference: "launch " slices with no name, a use-after-free under ASan)."""
+    sid = profiler.start(str(tmp_path / "n"), data="trace")
+    slot = slot_of(sid)
+    kernels = {}
+    for i in range(40):
+        corr = 7300 + i
+        kernels[corr] = f"a_kernel_name_longer_than_small_strings_{i}"
+        _native.testing.launch(corr, False)
+        _native.testing.record(corr, kernels[corr], 10 * i, 10 * i + 5, 0)
+        _native.session_attach(slot, corr, [(f"metric_first_seen_here_{i}_{j}", float(j)) for j in range(8)])
+    profiler.finalize()
+    with open(tmp_path / "n.chrome_trace") as f:
+        events = json.load(f)["traceEvents"]
+    launches = sorted(e["name"] for e in events if e.get("cat") == "launch" and e.get("ph") == "X")
+    assert launches == sorted(f"launch {name}" for name in kernels.values())
+    by_corr = {e["args"]["correlation"]: e for e in events if e.get("cat") == "kernel"}
+    assert all(by_corr[c]["name"] == name and by_corr[c]["args"]["metric_first_seen_here_%d_7" % (c - 7300)] == 7.0
+               for c, name in kernels.items())

@@ -109,21 +109,38 @@ static uint64_t vendor_now(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + VENDOR_CLOCK_OFFSET;
 }
 
-static void deliver(void) {
-  pthread_mutex_lock(&g_lock);
-  uint8_t* buf = g_buf;
-  size_t size = g_buf_size, used = g_buf_used;
-  complete_fn complete = g_complete;
+/* The current buffer, taken out under the lock (g_lock held) so that no other thread writes
+   into it while it is handed back outside the lock. */
+typedef struct {
+  uint8_t* buf;
+  size_t size, used;
+  complete_fn complete;
+} held_buffer;
+
+static held_buffer take_buffer_locked(void) {
+  held_buffer h = {g_buf, g_buf_size, g_buf_used, g_complete};
   g_buf = NULL;
   g_buf_used = 0;
   g_pending = 0;
-  if (buf) g_delivered += 1;
-  pthread_mutex_unlock(&g_lock);
-  if (buf && complete) complete(buf, size, used);
+  if (h.buf) g_delivered += 1;
+  return h;
 }
 
+static void hand_back(held_buffer h) {
+  if (h.buf && h.complete) h.complete(h.buf, h.size, h.used);
+}
+
+static void deliver(void) {
+  pthread_mutex_lock(&g_lock);
+  held_buffer h = take_buffer_locked();
+  pthread_mutex_unlock(&g_lock);
+  hand_back(h);
+}
+
+/* Appends one record; a buffer without room for it, or full after it, is taken out under the
+   lock and handed back after (another thread could otherwise write past its end meanwhile). */
 static void write_record(const void* record, size_t size, uint32_t kind) {
-  int full;
+  held_buffer full = {NULL, 0, 0, NULL};
   pthread_mutex_lock(&g_lock);
   if (kind >= 16 || !g_kinds[kind] || !g_request) {
     pthread_mutex_unlock(&g_lock);
@@ -135,6 +152,7 @@ static void write_record(const void* record, size_t size, uint32_t kind) {
     pthread_mutex_unlock(&g_lock);
     return;
   }
+  if (g_buf && g_buf_used + size > g_buf_size) full = take_buffer_locked();
   if (!g_buf) {
     size_t max_records = 0;
     g_request(&g_buf, &g_buf_size, &max_records);
@@ -143,15 +161,16 @@ static void write_record(const void* record, size_t size, uint32_t kind) {
       g_buf = NULL;
       ++g_dropped;
       pthread_mutex_unlock(&g_lock);
+      hand_back(full);
       return;
     }
   }
   memcpy(g_buf + g_buf_used, record, size);
   g_buf_used += size;
   ++g_pending;
-  full = g_buf_used + sizeof(kernel_record) > g_buf_size;
+  if (!full.buf && g_buf_used + sizeof(kernel_record) > g_buf_size) full = take_buffer_locked();
   pthread_mutex_unlock(&g_lock);
-  if (full) deliver();
+  hand_back(full);
 }
 
 static void callback(uint32_t cbid, const char* function, uint32_t site, uint64_t corr) {

@@ -141,34 +141,46 @@ static int api_id(const char* name) {
   return -1;
 }
 
-/* Hands the current buffer to the pool's callback. Called without the lock held; the buffer
- * (and the kernel names it points to) stays valid during the callback only, as documented. */
-static void deliver(void) {
+/* The current buffer, taken out under the lock (g_lock held) so that no other thread appends to
+   it while it is handed over outside the lock. */
+typedef struct {
   activity_record_t* buf;
   size_t count;
   roctracer_buffer_callback_t cb;
   void* arg;
-  pthread_mutex_lock(&g_lock);
-  buf = g_buf;
-  count = g_buf_count;
-  cb = g_props.buffer_callback_fun;
-  arg = g_props.buffer_callback_arg;
+} held_buffer;
+
+static held_buffer take_buffer_locked(void) {
+  held_buffer h = {g_buf, g_buf_count, g_props.buffer_callback_fun, g_props.buffer_callback_arg};
   g_buf = NULL;
   g_buf_count = 0;
-  if (count) {
-    g_delivered += count;
+  if (h.count) {
+    g_delivered += h.count;
     g_buffers += 1;
   }
-  pthread_mutex_unlock(&g_lock);
-  if (count && cb) cb((const char*)buf, (const char*)(buf + count), arg);
-  for (size_t i = 0; i < count; ++i)
-    if (buf[i].op == HIP_OP_ID_DISPATCH) free((void*)buf[i].kernel_name);
-  free(buf);
+  return h;
 }
 
-/* Queues one HIP_OPS record; delivers the buffer when it is full. */
+/* Hands a taken buffer to the pool's callback, without the lock. The buffer (and the kernel names
+ * it points to) stays valid during the callback only, as documented. */
+static void hand_over(held_buffer h) {
+  if (h.count && h.cb) h.cb((const char*)h.buf, (const char*)(h.buf + h.count), h.arg);
+  for (size_t i = 0; i < h.count; ++i)
+    if (h.buf[i].op == HIP_OP_ID_DISPATCH) free((void*)h.buf[i].kernel_name);
+  free(h.buf);
+}
+
+static void deliver(void) {
+  pthread_mutex_lock(&g_lock);
+  held_buffer h = take_buffer_locked();
+  pthread_mutex_unlock(&g_lock);
+  hand_over(h);
+}
+
+/* Queues one HIP_OPS record; a buffer full after it is taken out under the lock and handed over
+ * after (another thread could otherwise append past its end meanwhile). */
 static void queue_record(const activity_record_t* r) {
-  int full = 0;
+  held_buffer full = {NULL, 0, NULL, NULL};
   pthread_mutex_lock(&g_lock);
   if (!g_pool_open || !g_activity_on) {
     if (r->op == HIP_OP_ID_DISPATCH) free((void*)r->kernel_name);
@@ -183,9 +195,9 @@ static void queue_record(const activity_record_t* r) {
   }
   if (!g_buf) g_buf = malloc(g_buf_capacity * sizeof(activity_record_t));
   g_buf[g_buf_count++] = *r;
-  full = g_buf_count >= g_buf_capacity;
+  if (g_buf_count >= g_buf_capacity) full = take_buffer_locked();
   pthread_mutex_unlock(&g_lock);
-  if (full) deliver();
+  if (full.buf) hand_over(full);
 }
 
 /* ---- roctracer functions ---- */
