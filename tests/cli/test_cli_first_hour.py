@@ -174,6 +174,8 @@ def test_the_package_imports_and_its_commands_answer_without_numpy(tmp_path):
     shutil.copytree(os.path.join(SRC, "flagtree"), package / "flagtree",
                     ignore=shutil.ignore_patterns("__pycache__"))
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(package), "HOME": str(tmp_path)}
+    # dev/asan_tests.sh: the sanitized module loads only with the sanitizer preloaded
+    env.update({k: os.environ[k] for k in ("LD_PRELOAD", "ASAN_OPTIONS") if k in os.environ})
 
     def call(*args):
         return subprocess.run([python, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)

@@ -119,16 +119,22 @@ def chromium_args(binary, profile_dir):
             "--host-resolver-rules=MAP * ~NOTFOUND", "--window-size=1280,900"]
 
 
+def browser_env():
+    """The environment for the browser: without LD_PRELOAD, which dev/asan_tests.sh sets for the
+    profiler's libraries (a browser with AddressSanitizer preloaded spins instead of starting)."""
+    return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+
+
 def dump_dom(binary, profile_dir, url):
     done = subprocess.run(chromium_args(binary, profile_dir) + ["--dump-dom", url],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, env=browser_env())
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 
 
 def screenshot(binary, profile_dir, url, path):
     done = subprocess.run(chromium_args(binary, profile_dir) + [f"--screenshot={path}", url],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, env=browser_env())
     assert done.returncode == 0 and os.path.getsize(path) > 0, done.stderr[-2000:]
     return path
 
@@ -154,7 +160,8 @@ class DevTools:
         script = f'exec 3<&{child[0]} 4>&{child[1]} {child[0]}<&- {child[1]}>&-; exec "$@"'
         self.proc = subprocess.Popen(["bash", "-c", script, "bash"] + chromium_args(binary, profile_dir)
                                      + ["--remote-debugging-pipe", "about:blank"],
-                                     pass_fds=child, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                     pass_fds=child, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     env=browser_env())
         for fd in child:
             os.close(fd)
         self._buffer, self._next, self.session = b"", 0, None
