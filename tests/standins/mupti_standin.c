@@ -20,6 +20,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "activity_buffer.h"
+
 #define EXPORT __attribute__((visibility("default")))
 #define RECORD __attribute__((__packed__)) __attribute__((aligned(8)))
 
@@ -129,11 +131,10 @@ static uint8_t g_enabled_cb[3][512];
 static int g_kinds[16];
 static request_fn g_request;
 static complete_fn g_complete;
-static uint8_t* g_buf;
-static size_t g_buf_size, g_buf_used;
+static activity_buffer g_buffer;
 static uint32_t g_next_corr = 5000;
 static int g_zero_next, g_drop_next, g_refused_kind;
-static uint64_t g_dropped, g_pending, g_unforced_flushes, g_finalize_calls, g_syncs, g_delivered;
+static uint64_t g_dropped, g_unforced_flushes, g_finalize_calls, g_syncs;
 static char g_context_storage;
 #define CONTEXT ((void*)&g_context_storage)
 #define VENDOR_CLOCK_OFFSET 1000000000000ull
@@ -144,40 +145,22 @@ static uint64_t vendor_now(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + VENDOR_CLOCK_OFFSET;
 }
 
-/* The current buffer, taken out under the lock (g_lock held) so that no other thread writes
-   into it while it is handed back outside the lock. */
-typedef struct {
-  uint8_t* buf;
-  size_t size, used;
-  complete_fn complete;
-} held_buffer;
-
-static held_buffer take_buffer_locked(void) {
-  held_buffer h = {g_buf, g_buf_size, g_buf_used, g_complete};
-  g_buf = NULL;
-  g_buf_used = 0;
-  g_pending = 0;
-  if (h.buf) g_delivered += 1;
-  return h;
+/* Hands a buffer taken out under the lock back to the profiler (called without the lock). */
+static void hand_back(taken_buffer t, complete_fn complete) {
+  if (t.buf && complete) complete(CONTEXT, 0, t.buf, t.size, t.used);
 }
 
-static void hand_back(held_buffer h) {
-  if (h.buf && h.complete) h.complete(CONTEXT, 0, h.buf, h.size, h.used);
-}
-
-/* Hands the current buffer back (called without the lock). */
 static void deliver(void) {
   pthread_mutex_lock(&g_lock);
-  held_buffer h = take_buffer_locked();
+  taken_buffer t = activity_buffer_take(&g_buffer);
+  complete_fn complete = g_complete;
   pthread_mutex_unlock(&g_lock);
-  hand_back(h);
+  hand_back(t, complete);
 }
 
-/* Appends one record; asks for a buffer when there is none. A buffer without room for the
-   record, or full after it, is taken out under the lock and handed back after (another thread
-   could otherwise write past its end meanwhile). */
+/* Appends one record (tests/standins/activity_buffer.h); a declined buffer loses it, counted. */
 static void write_record(const void* record, size_t size, uint32_t kind) {
-  held_buffer full = {NULL, 0, 0, NULL};
+  taken_buffer full = {NULL, 0, 0};
   pthread_mutex_lock(&g_lock);
   if (kind >= 16 || !g_kinds[kind] || !g_request) {
     pthread_mutex_unlock(&g_lock);
@@ -189,25 +172,10 @@ static void write_record(const void* record, size_t size, uint32_t kind) {
     pthread_mutex_unlock(&g_lock);
     return;
   }
-  if (g_buf && g_buf_used + size > g_buf_size) full = take_buffer_locked();
-  if (!g_buf) {
-    size_t max_records = 0;
-    g_request(&g_buf, &g_buf_size, &max_records);
-    g_buf_used = 0;
-    if (!g_buf || g_buf_size < size) { /* declined: the record is lost and counted */
-      g_buf = NULL;
-      ++g_dropped;
-      pthread_mutex_unlock(&g_lock);
-      hand_back(full);
-      return;
-    }
-  }
-  memcpy(g_buf + g_buf_used, record, size);
-  g_buf_used += (size + 7) & ~(size_t)7;
-  ++g_pending;
-  if (!full.buf && g_buf_used + sizeof(kernel6) > g_buf_size) full = take_buffer_locked();
+  if (!activity_buffer_append(&g_buffer, g_request, record, size, 8, sizeof(kernel6), &full)) ++g_dropped;
+  complete_fn complete = g_complete;
   pthread_mutex_unlock(&g_lock);
-  hand_back(full);
+  hand_back(full, complete);
 }
 
 static void stamp(uint64_t* start, uint64_t* end, uint64_t duration) {
@@ -497,12 +465,12 @@ EXPORT void standin_no_export_table(int missing) { g_no_export_table = missing; 
 EXPORT uint64_t standin_state(int what) {
   switch (what) {
     case 0: return (uint64_t)g_subscribed;
-    case 1: return g_pending;
+    case 1: return g_buffer.pending;
     case 2: return g_unforced_flushes;
     case 3: return g_finalize_calls;
     case 4: return (uint64_t)g_launch_attributes;
     case 5: return g_syncs;
-    case 6: return g_delivered;
+    case 6: return g_buffer.delivered;
     case 7: return (uint64_t)g_kinds[KIND_CONCURRENT_KERNEL];
     default: return 0;
   }
