@@ -14,21 +14,14 @@ from flagtree.profiler import _native
 from flagtree.profiler.backends import get_backend
 from flagtree.profiler.backends.nvidia import NvidiaBackend
 from standins import build_standin, load_standin
-from standins.build import cuda_header_dirs
+from standins.build import cuda_header_flags
 from vendor_outputs import kernels, load_meta, load_tree
-
-
-def _header_dirs():
-    dirs = cuda_header_dirs()
-    if not dirs:
-        pytest.skip("no CUPTI headers to build the activity stand-in against")
-    return dirs
 
 
 @pytest.fixture(scope="module")
 def standin(tmp_path_factory):
     path = build_standin("cupti_activity_standin.c", tmp_path_factory.mktemp("cupti"), "libcupti.so.13",
-                         extra_flags=[f"-I{d}" for d in _header_dirs()])
+                         extra_flags=cuda_header_flags("activity"))
     lib = load_standin(path)
     lib.standin_launch.restype = ctypes.c_uint32
     lib.standin_launch_running.restype = ctypes.c_uint32

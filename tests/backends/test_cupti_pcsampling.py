@@ -14,7 +14,7 @@ from flagtree.profiler.backends.cupti import CuptiBackend, parse_pcsampling_mode
 from flagtree.profiler.backends.nvidia import NvidiaBackend
 from flagtree.profiler.viewer.cli import main as viewer_main
 from profiles import find, load_tree, walk
-from tests.standins.build import build_standin, cuda_header_dirs, load_standin
+from tests.standins.build import build_standin, cuda_header_flags, load_standin
 
 REASON = {"selected": 3, "long_scoreboard": 7, "long_scoreboard_not_issued": 8, "barrier": 11}
 CUBIN = (b"FAKECUBIN\n"
@@ -26,15 +26,8 @@ CUBIN = (b"FAKECUBIN\n"
 @pytest.fixture(scope="module")
 def standin(tmp_path_factory):
     path = build_standin("cupti_pcsampling_standin.c", tmp_path_factory.mktemp("pcs"), "libcupti_pcs_standin.so",
-                         extra_flags=[f"-I{d}" for d in _header_dirs()])
+                         extra_flags=cuda_header_flags("PC-sampling"))
     return path, load_standin(path)
-
-
-def _header_dirs():
-    dirs = cuda_header_dirs()
-    if not dirs:
-        pytest.skip("no CUPTI headers to build the PC-sampling stand-in against")
-    return dirs
 
 
 @pytest.fixture

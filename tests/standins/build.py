@@ -26,6 +26,17 @@ def cuda_header_dirs():
     return [d for d in out.split(";") if d]
 
 
+def cuda_header_flags(standin):
+    """The -I flags of cuda_header_dirs() for building `standin` (a name for the message); the
+    test is skipped when there are no headers."""
+    dirs = cuda_header_dirs()
+    if not dirs:
+        import pytest
+
+        pytest.skip(f"no CUPTI headers to build the {standin} stand-in against")
+    return [f"-I{d}" for d in dirs]
+
+
 def build_standin(source, out_dir, library, extra_flags=()):
     """Compiles tests/standins/<source> into <out_dir>/<library> and returns its path.
 
