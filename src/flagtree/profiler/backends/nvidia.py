@@ -65,9 +65,15 @@ def iter_cupti_candidates(driver_major=None):
     if not driver_major:
         yield from fresh(_installed_candidates())
         return
-    # Matching majors first, the documented order kept within each group.
-    yield from fresh(p for p in _installed_candidates() if _major_of(p) == driver_major)
-    yield from fresh(p for p in _installed_candidates() if _major_of(p) != driver_major)
+    # Matching majors first, the documented order kept within each group; one walk of the
+    # install places, the others held back until the matching ones are tried.
+    others = []
+    for path in _installed_candidates():
+        if _major_of(path) == driver_major:
+            yield from fresh((path,))
+        else:
+            others.append(path)
+    yield from fresh(others)
 
 
 def cupti_candidates(driver_major=None):
