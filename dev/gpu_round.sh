@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|bench|scale|handover|fixed|firstdetail|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -89,6 +89,11 @@ if [ "$what" = firstdetail ]; then   # issue #18 item 1: the first session's pie
   timeout 300 python3 bench/session_cost.py --first "${FIRST:-12}" --profile-first --out "$OUT" > "$OUT/session_first.log" 2> "$OUT/session_first.err"
   python3 -c "import json,glob;d=json.load(open(sorted(glob.glob('$OUT/session_first-*.json'))[-1]));o=d['ours'];c=d['cupti'];print('ours',{k:o[k] for k in ('start','work','finalize','whole')},'cupti',{k:c[k] for k in ('start','work','finalize','whole')},'diff',d.get('ours_minus_cupti_ms'));print({k:round(v,2) for k,v in o['breakdown_ms'].items()});print('ours each',o['whole_each'],'cupti each',c['whole_each'])"
   grep -A32 "first start" "$OUT/session_first.err" | cut -c1-150 | grep -v "^ *$" | head -34
+fi
+if [ "$what" = firststart ]; then   # issue #18 item 1: the first start's and finalize's pieces, then the bench
+  timeout 200 python3 dev/probe_first_session.py --start --runs "${RUNS:-5}" 2>&1 | tail -6
+  timeout 360 python3 bench/session_cost.py --first "${FIRST:-12}" --out "$OUT" > "$OUT/session_first.log" 2> "$OUT/session_first.err"
+  python3 -c "import json,glob;d=json.load(open(sorted(glob.glob('$OUT/session_first-*.json'))[-1]));o=d['ours'];c=d['cupti'];print('ours',{k:o[k] for k in ('start','work','finalize','whole','whole_without_subscribe')},'cupti',{k:c[k] for k in ('start','work','finalize','whole','whole_without_subscribe')},'diff',d.get('ours_minus_cupti_ms'),'without subscribe',d.get('ours_minus_cupti_without_subscribe_ms'));print('ours',{k:round(v,2) for k,v in o['breakdown_ms'].items()});print('cupti',{k:round(v,2) for k,v in c['breakdown_ms'].items()})"
 fi
 if [ "$what" = first ]; then   # issue #18 item 1: the first session of a process
   timeout 120 python3 dev/probe_first_session.py --runs 3 2>&1 | tail -6

@@ -4,6 +4,9 @@ and the steps of the first start. Prints one line per process.
 
     python3 dev/probe_first_session.py [--runs 3] [--detail]
 
+--start: the pieces of the first start() and finalize() around bench/session_cost.py's workload
+(10 tiny Triton kernels + 10 matmuls), with and without the scope hooks imported beforehand.
+
 --detail: per driver query (libcuda through ctypes, cold in a fresh process), and the pieces of
 the first finalize's writes (device facts, the profile's request, the native write, the metadata).
 """
@@ -80,12 +83,76 @@ profiler.release()
 print(json.dumps({k: round(v * 1e3, 3) for k, v in out.items()}))
 '''
 
+START = r'''
+import json, os, sys, tempfile, time
+sys.path.insert(0, sys.argv[2])
+import session_cost
+work = session_cost._workload()
+t = time.perf_counter
+import flagtree.profiler as profiler
+from flagtree.profiler import _native, session as session_module
+from flagtree.profiler.backends import nvidia
+if sys.argv[1] == "hooks_imported":
+    import flagtree.profiler.hooks.inheritance
+out = {}
+def timed(owner, attr, label):
+    original = getattr(owner, attr)
+    def wrapper(*args, **kwargs):
+        t0 = t()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            out[label] = out.get(label, 0.0) + t() - t0
+    setattr(owner, attr, wrapper)
+for attr in ("_check_arguments", "check_writable", "output_paths", "_acquire", "_write_outputs", "remove",
+             "build_metadata", "write_profile", "write_metadata", "_close"):
+    timed(session_module, attr, "session." + attr)
+timed(session_module.ranks, "output_base", "session.output_base")
+timed(session_module.gather, "after_finalize", "session.gather")
+for attr in ("acquire", "attach_session", "dropped_records", "flush", "session_outputs", "metadata_facts", "release"):
+    timed(nvidia.NvidiaBackend, attr, "backend." + attr)
+for attr in ("cupti_acquire", "session_create", "cuda_driver_version", "cupti_flush", "cupti_release",
+             "cuda_devices_prefetch", "cuda_devices_take", "session_write"):
+    timed(_native, attr, "native." + attr)
+from flagtree.profiler.backends import cupti_attach
+timed(cupti_attach, "after_release", "backend.after_release")
+timed(nvidia._DeviceFacts, "prefetch", "backend.device_facts_prefetch")
+timed(session_module.inheritance, "install", "session.hooks_install")
+timed(nvidia._DeviceFacts, "get", "backend.device_facts_get")
+base = os.path.join(tempfile.mkdtemp(), "p")
+t0 = t(); profiler.start(base, backend="nvidia"); out["start"] = t() - t0
+t0 = t(); work(); out["work"] = t() - t0
+t0 = t(); profiler.finalize(); out["finalize"] = t() - t0
+for step, ns in _native.cupti_attach_stats()["start_phases_ns"].items():
+    out["tracer." + step] = ns * 1e-9
+profiler.release()
+print(json.dumps({k: round(v * 1e3, 3) for k, v in sorted(out.items())}))
+'''
+
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--detail", action="store_true")
+    parser.add_argument("--start", action="store_true")
     args = parser.parse_args()
+    if args.start:
+        bench = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench")
+        rows = {"hooks_lazy": [], "hooks_imported": []}
+        for _ in range(args.runs):
+            for variant, samples in rows.items():
+                done = subprocess.run([sys.executable, "-c", START, variant, bench], capture_output=True, text=True,
+                                      timeout=120)
+                if done.returncode:
+                    print(variant, done.stderr.strip()[-600:], flush=True)
+                    continue
+                samples.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        for variant, samples in rows.items():
+            if samples:
+                labels = sorted({k for r in samples for k in r})
+                med = {k: round(sorted(r.get(k, 0.0) for r in samples)[len(samples) // 2], 3) for k in labels}
+                print(variant, f"median of {len(samples)}", json.dumps(med), flush=True)
+        return
     if args.detail:
         for _ in range(args.runs):
             done = subprocess.run([sys.executable, "-c", DETAIL], capture_output=True, text=True, timeout=120)

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backends/activity/tracer_observer.h"
+#include "core/clock.h"
 #include "data/kernel_names.h"
 #include "data/records.h"
 
@@ -145,6 +146,18 @@ class DialectTracer {
   static void onBufferCompletedIn(Context context, uint32_t streamId, uint8_t* buffer, size_t size,
                                   size_t validSize);
   static void onBufferCompleted(uint8_t* buffer, size_t size, size_t validSize);
+
+  // Splits a start into startPhasesNs_'s steps: end(i) charges the time since the last end to i.
+  struct PhaseClock {
+    std::array<uint64_t, 5>& out;
+    uint64_t mark = monotonicNs();
+    explicit PhaseClock(std::array<uint64_t, 5>& phases) : out(phases) {}
+    void end(size_t index) {
+      const uint64_t now = monotonicNs();
+      out[index] = now - mark;
+      mark = now;
+    }
+  };
 
   std::mutex mutex_;  // start/stop/flush
   int users_ = 0;
