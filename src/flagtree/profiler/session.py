@@ -21,6 +21,10 @@ import warnings
 from . import _env, gather, ranks
 from .backends import BackendUnavailable, get_backend, select_backend
 from .backends.base import mode_text
+# Every session installs these (scope inheritance by threads and autograd; NVTX ranges as scopes):
+# imported with the package rather than at the first start(), which they made ~1 ms slower on the
+# H200 (issue 18: the first session's cost). hooks/triton.py stays lazy: only hook="triton" uses it.
+from .hooks import inheritance, nvtx
 from .paths import base_name, check_writable, output_paths
 from .writers.atomic import remove
 from .writers.metadata import build_metadata, write_metadata
@@ -161,9 +165,7 @@ def _start_locked(name, context, data, backend, mode, hook):
         impl.release()
         raise
     try:
-        from .hooks import inheritance  # threads and autograd inherit scopes (hooks/inheritance.py)
-
-        inheritance.install()
+        inheritance.install()  # threads and autograd inherit scopes (hooks/inheritance.py)
         session.inheritance = True
         if hook == "triton":
             from .hooks.triton import install
@@ -176,8 +178,6 @@ def _start_locked(name, context, data, backend, mode, hook):
         impl.release()
         raise
     if _env.nvtx_enabled():
-        from .hooks import nvtx
-
         nvtx.install()
         session.nvtx = True
     session.dropped_at_start = impl.dropped_records()
@@ -338,16 +338,12 @@ def _close(s):
     if s.timer_stop is not None:
         s.timer_stop.set()  # not joined: it may be waiting for the lock held here
     if s.nvtx:
-        from .hooks import nvtx
-
         nvtx.uninstall()
         s.nvtx = False
     if s.hook_handle is not None:
         s.hook_handle.remove()
         s.hook_handle = None
     if s.inheritance:
-        from .hooks import inheritance
-
         inheritance.uninstall()
         s.inheritance = False
     native.session_remove(s.slot)
