@@ -146,6 +146,43 @@ def test_idle_release_fires(standin, tmp_path, monkeypatch):
     assert not _native.cupti_attach_stats()["parked"]
 
 
+def test_idle_release_runs_once_per_idle_period_on_the_native_clock(standin, tmp_path, monkeypatch):
+    monkeypatch.setenv("FLAGTREE_PROFILER_CUPTI_IDLE_S", "0.2")
+    fired = _native.testing.cupti_idle_releases_fired()
+    session(standin, tmp_path / "a", 1)
+    session(standin, tmp_path / "b", 1)  # the second finalize restarts the clock: one release
+    deadline = time.monotonic() + 10
+    while standin.standin_subscribed() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not standin.standin_subscribed()
+    time.sleep(0.3)
+    assert _native.testing.cupti_idle_releases_fired() == fired + 1
+
+
+def test_a_forked_child_runs_its_own_idle_clock(standin, tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.setenv("FLAGTREE_PROFILER_CUPTI_IDLE_S", "600")
+    session(standin, tmp_path / "parent", 1)  # the parent's clock runs (600 s) in its own thread
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # no clock thread here: the child's finalize must start one
+        ok = False
+        try:
+            os.environ["FLAGTREE_PROFILER_CUPTI_IDLE_S"] = "0.2"
+            session(standin, tmp_path / "child", 1)
+            deadline = time.monotonic() + 10
+            while standin.standin_subscribed() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            ok = not standin.standin_subscribed()
+        finally:
+            os.write(write, b"1" if ok else b"0")
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(read, 1) == b"1"
+    assert standin.standin_subscribed()  # the parent's subscription waits for its own clock
+
+
 def test_idle_release_spares_a_session_started_meanwhile(standin, tmp_path, monkeypatch):
     monkeypatch.setenv("FLAGTREE_PROFILER_CUPTI_IDLE_S", "0.2")
     session(standin, tmp_path / "a", 1)

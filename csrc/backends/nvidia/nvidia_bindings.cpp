@@ -5,6 +5,8 @@
 
 #include "backends/activity/activity_tracer.h"
 #include "backends/nvidia/cuda_driver.h"
+#include "backends/nvidia/device_facts.h"
+#include "backends/nvidia/idle_release.h"
 #include "bindings/bindings.h"
 
 namespace ftp {
@@ -25,19 +27,31 @@ void cuptiAcquire(const std::string& path, size_t bufferBytes) {
   ActivityTracer::instance().acquire(loadCupti(path), bufferBytes, DeviceType::CUDA);
 }
 
+nb::list factsList(const std::vector<CudaDeviceInfo>& devices) {
+  nb::list out;
+  for (const CudaDeviceInfo& d : devices) out.append(gpuFacts(d));
+  return out;
+}
+
+// The driver's answers take ~1 ms (the clock attributes): other Python threads run meanwhile.
 nb::list cudaDevices() {
   std::vector<CudaDeviceInfo> devices;
   {
-    // The clock attributes take the driver ~1 ms: other Python threads run meanwhile (the
-    // first session queries them on a thread, backends/nvidia.py _DeviceFacts).
     nb::gil_scoped_release released;
     CudaDriver& driver = CudaDriver::instance();
     driver.load();  // throws Unsupported without a driver, after the GIL is back
     devices = driver.devices();
   }
-  nb::list out;
-  for (const CudaDeviceInfo& d : devices) out.append(gpuFacts(d));
-  return out;
+  return factsList(devices);
+}
+
+nb::list takeCudaDevicesList() {
+  std::vector<CudaDeviceInfo> devices;
+  {
+    nb::gil_scoped_release released;
+    devices = takeCudaDevices();
+  }
+  return factsList(devices);
 }
 
 }  // namespace
@@ -47,6 +61,10 @@ void registerNvidiaBindings(nb::module_& m, nb::module_& testing) {
   m.def("cupti_release", []() { ActivityTracer::instance().release(); }, nb::call_guard<nb::gil_scoped_release>());
   // Ends the tracer's subscription kept between sessions (flagtree.profiler.release()).
   m.def("cupti_detach", []() { return ActivityTracer::instance().detach(); }, nb::call_guard<nb::gil_scoped_release>());
+  // The idle clock of that subscription (backends/cupti_attach.py): detach after `seconds`.
+  m.def("cupti_idle_release_arm", &armIdleRelease);
+  m.def("cupti_idle_release_cancel", &cancelIdleRelease);
+  testing.def("cupti_idle_releases_fired", &idleReleasesFired);
   m.def("cupti_attach_stats", []() {
     ActivityTracer& t = ActivityTracer::instance();
     nb::dict d;
@@ -66,6 +84,9 @@ void registerNvidiaBindings(nb::module_& m, nb::module_& testing) {
   m.def("cupti_version", []() { return ActivityTracer::instance().libraryVersion(); });
   m.def("cupti_library", []() { return ActivityTracer::instance().libraryPath(); });
   m.def("cuda_devices", &cudaDevices);
+  // The same facts through a query on a native thread (backends/nvidia.py _DeviceFacts).
+  m.def("cuda_devices_prefetch", &prefetchCudaDevices);
+  m.def("cuda_devices_take", &takeCudaDevicesList);
   m.def("cuda_driver_version", []() {
     CudaDriver& driver = CudaDriver::instance();
     return driver.available() ? driver.driverVersion() : 0;

@@ -84,37 +84,29 @@ def cupti_candidates(driver_major=None):
 class _DeviceFacts:
     """The CUDA devices' fixed facts, queried once per process: every session writes them
     (device_info, describe). The driver answers the two clock attributes in 0.35-0.7 ms each,
-    every time (H200, driver 580), so the first session starts the query on a thread at start()
-    and finalize() takes its answer (issue 18: the first session's cost)."""
+    every time (H200, driver 580), so the first session starts the query at start() and
+    finalize() takes its answer (issue 18: the first session's cost). The query runs on a native
+    thread (csrc/backends/nvidia/device_facts.h): a Python one cost ~0.4 ms more at start()."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._devices = None
-        self._query = None  # the prefetch thread, until its answer is taken
-        self._error = None  # what the prefetch raised (RuntimeError: no driver), not cached
+        self._pending = False  # a native query runs or waits to be taken
 
     def prefetch(self):
         with self._lock:
-            if self._devices is not None or self._query is not None:
+            if self._devices is not None or self._pending:
                 return
-            self._query = threading.Thread(target=self._run_query, name="flagtree-device-facts", daemon=True)
-            self._query.start()
-
-    def _run_query(self):
-        try:
-            self._devices = _native().cuda_devices()  # the driver queries run without the GIL
-        except Exception as error:  # RuntimeError without a driver; handed to the caller
-            self._error = error
+            _native().cuda_devices_prefetch()
+            self._pending = True
 
     def get(self):
         with self._lock:
-            if self._query is not None:
-                self._query.join()
-                self._query, error, self._error = None, self._error, None
-                if error is not None:
-                    raise error
             if self._devices is None:
-                self._devices = _native().cuda_devices()  # RuntimeError (no driver): not cached
+                # The prefetched answer, or a query now; a failure (RuntimeError: no driver) is
+                # raised to this caller and not kept, so the next call asks the driver again.
+                self._pending = False
+                self._devices = _native().cuda_devices_take()
             return self._devices
 
 
@@ -123,7 +115,7 @@ _device_facts = _DeviceFacts()
 
 def _forget_device_facts_in_child():
     # A child forked while the query ran (a DataLoader worker) has neither the thread nor,
-    # perhaps, a free lock: it starts over.
+    # perhaps, a free lock: it starts over (so does the native side, through pthread_atfork).
     global _device_facts
     _device_facts = _DeviceFacts()
 

@@ -1,0 +1,87 @@
+#include "backends/nvidia/idle_release.h"
+
+#include <pthread.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "backends/activity/activity_tracer.h"
+
+namespace ftp {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Heap-allocated and never freed (the thread outlives interpreter teardown); replaced in a
+// forked child, where the watcher thread does not exist and the lock may have been held.
+struct Watcher {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool running = false;  // the thread exists (in this process)
+  bool armed = false;
+  Clock::time_point deadline;
+  unsigned long fired = 0;
+};
+
+Watcher* watcher = nullptr;
+
+void freshWatcherInChild() { watcher = new Watcher(); }
+
+Watcher& theWatcher() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    watcher = new Watcher();
+    pthread_atfork(nullptr, nullptr, &freshWatcherInChild);
+  });
+  return *watcher;
+}
+
+void watch(Watcher* w) {
+  std::unique_lock<std::mutex> lock(w->mutex);
+  for (;;) {
+    if (!w->armed) {
+      w->changed.wait(lock);
+      continue;
+    }
+    if (w->changed.wait_until(lock, w->deadline) != std::cv_status::timeout || !w->armed) continue;
+    if (Clock::now() < w->deadline) continue;  // re-armed meanwhile
+    w->armed = false;
+    ++w->fired;
+    lock.unlock();
+    // Refused (under the tracer's lock) when a session started meanwhile, or nothing is parked.
+    ActivityTracer::instance().detach();
+    lock.lock();
+  }
+}
+
+}  // namespace
+
+void armIdleRelease(double seconds) {
+  Watcher& w = theWatcher();
+  std::lock_guard<std::mutex> lock(w.mutex);
+  w.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  w.armed = true;
+  if (!w.running) {
+    w.running = true;
+    std::thread(watch, &w).detach();
+  }
+  w.changed.notify_all();
+}
+
+void cancelIdleRelease() {
+  Watcher& w = theWatcher();
+  std::lock_guard<std::mutex> lock(w.mutex);
+  w.armed = false;
+  w.changed.notify_all();
+}
+
+unsigned long idleReleasesFired() {
+  Watcher& w = theWatcher();
+  std::lock_guard<std::mutex> lock(w.mutex);
+  return w.fired;
+}
+
+}  // namespace ftp

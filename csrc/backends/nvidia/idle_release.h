@@ -1,0 +1,19 @@
+// The idle release of the CUPTI subscription kept between sessions (backends/cupti_attach.py has
+// the rule): after the last session parks the tracer, a native thread detaches it once it has been
+// idle for FLAGTREE_PROFILER_CUPTI_IDLE_S seconds.
+//
+// Native rather than a threading.Timer: a Python thread cost ~0.3 ms to start at every finalize on
+// the H200 (issue 18). One thread per process, started on first use, sleeps on a condition
+// variable between deadlines; a forked child starts its own.
+#pragma once
+
+namespace ftp {
+
+// (Re)starts the idle clock: the tracer is detached `seconds` from now unless cancelled first.
+void armIdleRelease(double seconds);
+// Stops the clock (a session is about to start, or the tracer is being released now).
+void cancelIdleRelease();
+// Deadlines reached so far, each one ending in a detach attempt (tests).
+unsigned long idleReleasesFired();
+
+}  // namespace ftp
