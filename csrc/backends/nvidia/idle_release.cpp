@@ -20,7 +20,8 @@ using Clock = std::chrono::steady_clock;
 struct Watcher {
   std::mutex mutex;
   std::condition_variable changed;
-  bool running = false;  // the thread exists (in this process)
+  bool running = false;  // the thread was started (in this process)
+  bool waiting = false;  // ... and has reached its loop
   bool armed = false;
   Clock::time_point deadline;
   unsigned long fired = 0;
@@ -41,6 +42,8 @@ Watcher& theWatcher() {
 
 void watch(Watcher* w) {
   std::unique_lock<std::mutex> lock(w->mutex);
+  w->waiting = true;
+  w->changed.notify_all();
   for (;;) {
     if (!w->armed) {
       w->changed.wait(lock);
@@ -61,12 +64,16 @@ void watch(Watcher* w) {
 
 void armIdleRelease(double seconds) {
   Watcher& w = theWatcher();
-  std::lock_guard<std::mutex> lock(w.mutex);
+  std::unique_lock<std::mutex> lock(w.mutex);
   w.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   w.armed = true;
   if (!w.running) {
     w.running = true;
     std::thread(watch, &w).detach();
+    // Returns once the thread waits in its loop, past the allocations of its start-up: a fork
+    // right after finalize() (a DataLoader's workers) then never copies an allocator lock that
+    // the half-started thread holds (GCC 12's AddressSanitizer does not guard its own at fork).
+    w.changed.wait(lock, [&] { return w.waiting; });
   }
   w.changed.notify_all();
 }
