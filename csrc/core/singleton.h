@@ -1,5 +1,8 @@
 // Process-wide objects that vendor threads call into (tracers, the profiler, the string table).
 #pragma once
+#include <pthread.h>
+
+#include <mutex>
 
 namespace ftp {
 
@@ -9,6 +12,24 @@ namespace ftp {
 template <typename T>
 T& leaked() {
   static T* instance = new T();
+  return *instance;
+}
+
+}  // namespace ftp
+
+namespace ftp {
+
+// Like leaked<T>(), but a forked child gets a new T on its first use after the fork: for objects
+// that belong to a thread of ours (which does not exist in the child) and whose lock that thread
+// may have held at the fork. The parent's T is left as it is (leaked) in the child.
+template <typename T>
+T& leakedPerProcess() {
+  static T* instance = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    instance = new T();
+    pthread_atfork(nullptr, nullptr, [] { instance = new T(); });
+  });
   return *instance;
 }
 

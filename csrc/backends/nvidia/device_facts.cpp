@@ -1,11 +1,11 @@
 #include "backends/nvidia/device_facts.h"
 
-#include <pthread.h>
-
 #include <condition_variable>
 #include <exception>
 #include <mutex>
 #include <thread>
+
+#include "core/singleton.h"
 
 namespace ftp {
 
@@ -17,8 +17,9 @@ std::vector<CudaDeviceInfo> queryCudaDevices() {
   return driver.devices();
 }
 
-// One query in flight or answered and not yet taken. Heap-allocated and never freed: the thread
-// may still be writing it at interpreter exit, and a forked child gets a fresh one (below).
+// One query in flight or answered and not yet taken. Never freed: the thread may still be writing
+// it at interpreter exit; a forked child gets a fresh one (the thread does not exist there, and
+// may have held the mutex at the fork).
 struct Slot {
   std::mutex mutex;
   std::condition_variable done;
@@ -28,21 +29,7 @@ struct Slot {
   std::exception_ptr error;
 };
 
-Slot* slot = nullptr;
-
-void freshSlotInChild() {
-  // The query thread does not exist in the child, and it may have held the mutex at the fork.
-  slot = new Slot();
-}
-
-Slot& theSlot() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    slot = new Slot();
-    pthread_atfork(nullptr, nullptr, &freshSlotInChild);
-  });
-  return *slot;
-}
+Slot& theSlot() { return leakedPerProcess<Slot>(); }
 
 }  // namespace
 

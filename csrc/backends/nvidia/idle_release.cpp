@@ -1,13 +1,12 @@
 #include "backends/nvidia/idle_release.h"
 
-#include <pthread.h>
-
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
 #include "backends/activity/activity_tracer.h"
+#include "core/singleton.h"
 
 namespace ftp {
 
@@ -15,8 +14,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Heap-allocated and never freed (the thread outlives interpreter teardown); replaced in a
-// forked child, where the watcher thread does not exist and the lock may have been held.
+// Never freed (the thread outlives interpreter teardown); a forked child gets a fresh one, where
+// the watcher thread does not exist and the lock may have been held.
 struct Watcher {
   std::mutex mutex;
   std::condition_variable changed;
@@ -27,18 +26,7 @@ struct Watcher {
   unsigned long fired = 0;
 };
 
-Watcher* watcher = nullptr;
-
-void freshWatcherInChild() { watcher = new Watcher(); }
-
-Watcher& theWatcher() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    watcher = new Watcher();
-    pthread_atfork(nullptr, nullptr, &freshWatcherInChild);
-  });
-  return *watcher;
-}
+Watcher& theWatcher() { return leakedPerProcess<Watcher>(); }
 
 void watch(Watcher* w) {
   std::unique_lock<std::mutex> lock(w->mutex);
