@@ -91,7 +91,7 @@ if [ "$what" = firstdetail ]; then   # issue #18 item 1: the first session's pie
   grep -A32 "first start" "$OUT/session_first.err" | cut -c1-150 | grep -v "^ *$" | head -34
 fi
 if [ "$what" = firststart ]; then   # issue #18 item 1: the first start's and finalize's pieces, then the bench
-  timeout 200 python3 dev/probe_first_session.py --start --runs "${RUNS:-5}" 2>&1 | tail -6
+  timeout 200 python3 dev/probe_first_session.py --start --runs "${RUNS:-5}" 2>&1 | tail -3
   timeout 360 python3 bench/session_cost.py --first "${FIRST:-12}" --out "$OUT" > "$OUT/session_first.log" 2> "$OUT/session_first.err"
   python3 -c "import json,glob;d=json.load(open(sorted(glob.glob('$OUT/session_first-*.json'))[-1]));o=d['ours'];c=d['cupti'];print('ours',{k:o[k] for k in ('start','work','finalize','whole','whole_without_subscribe')},'cupti',{k:c[k] for k in ('start','work','finalize','whole','whole_without_subscribe')},'diff',d.get('ours_minus_cupti_ms'),'without subscribe',d.get('ours_minus_cupti_without_subscribe_ms'));print('ours',{k:round(v,2) for k,v in o['breakdown_ms'].items()});print('cupti',{k:round(v,2) for k,v in c['breakdown_ms'].items()})"
 fi

@@ -5,7 +5,7 @@ and the steps of the first start. Prints one line per process.
     python3 dev/probe_first_session.py [--runs 3] [--detail]
 
 --start: the pieces of the first start() and finalize() around bench/session_cost.py's workload
-(10 tiny Triton kernels + 10 matmuls), with and without the scope hooks imported beforehand.
+(10 tiny Triton kernels + 10 matmuls), one fresh process per run, medians.
 
 --detail: per driver query (libcuda through ctypes, cold in a fresh process), and the pieces of
 the first finalize's writes (device facts, the profile's request, the native write, the metadata).
@@ -38,6 +38,19 @@ else:
 print(json.dumps({k: round(v, 3) for k, v in out.items()}))
 '''
 
+# The children's wrapper: the time spent in owner.attr, summed into out[label].
+TIMED = r'''
+def timed(owner, attr, label):
+    original = getattr(owner, attr)
+    def wrapper(*args, **kwargs):
+        t0 = t()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            out[label] = out.get(label, 0.0) + t() - t0
+    setattr(owner, attr, wrapper)
+'''
+
 DETAIL = r'''
 import ctypes, json, os, sys, tempfile, time
 import torch
@@ -55,15 +68,7 @@ for label, attr in (("cc_major", 75), ("cc_minor", 76), ("sms", 16), ("clock_rat
 import flagtree.profiler as profiler
 from flagtree.profiler import _native, session as session_module
 from flagtree.profiler.writers import profile as profile_writer, metadata as metadata_writer
-def timed(owner, attr, label):
-    original = getattr(owner, attr)
-    def wrapper(*args, **kwargs):
-        t0 = t()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            out[label] = out.get(label, 0.0) + t() - t0
-    setattr(owner, attr, wrapper)
+{timed}
 timed(profile_writer, "_tree_request", "write.tree_request")
 timed(_native, "session_write", "write.native_session_write")
 timed(session_module, "write_profile", "write.write_profile")
@@ -92,18 +97,8 @@ t = time.perf_counter
 import flagtree.profiler as profiler
 from flagtree.profiler import _native, session as session_module
 from flagtree.profiler.backends import nvidia
-if sys.argv[1] == "hooks_imported":
-    import flagtree.profiler.hooks.inheritance
 out = {}
-def timed(owner, attr, label):
-    original = getattr(owner, attr)
-    def wrapper(*args, **kwargs):
-        t0 = t()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            out[label] = out.get(label, 0.0) + t() - t0
-    setattr(owner, attr, wrapper)
+{timed}
 for attr in ("_check_arguments", "check_writable", "output_paths", "_acquire", "_write_outputs", "remove",
              "build_metadata", "write_profile", "write_metadata", "_close"):
     timed(session_module, attr, "session." + attr)
@@ -129,6 +124,9 @@ profiler.release()
 print(json.dumps({k: round(v * 1e3, 3) for k, v in sorted(out.items())}))
 '''
 
+DETAIL = DETAIL.replace("{timed}", TIMED)
+START = START.replace("{timed}", TIMED)
+
 
 def main():
     parser = argparse.ArgumentParser()
@@ -138,20 +136,18 @@ def main():
     args = parser.parse_args()
     if args.start:
         bench = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench")
-        rows = {"hooks_lazy": [], "hooks_imported": []}
+        samples = []
         for _ in range(args.runs):
-            for variant, samples in rows.items():
-                done = subprocess.run([sys.executable, "-c", START, variant, bench], capture_output=True, text=True,
-                                      timeout=120)
-                if done.returncode:
-                    print(variant, done.stderr.strip()[-600:], flush=True)
-                    continue
-                samples.append(json.loads(done.stdout.strip().splitlines()[-1]))
-        for variant, samples in rows.items():
-            if samples:
-                labels = sorted({k for r in samples for k in r})
-                med = {k: round(sorted(r.get(k, 0.0) for r in samples)[len(samples) // 2], 3) for k in labels}
-                print(variant, f"median of {len(samples)}", json.dumps(med), flush=True)
+            done = subprocess.run([sys.executable, "-c", START, "first", bench], capture_output=True, text=True,
+                                  timeout=120)
+            if done.returncode:
+                print(done.stderr.strip()[-600:], flush=True)
+                continue
+            samples.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        if samples:
+            labels = sorted({k for r in samples for k in r})
+            med = {k: round(sorted(r.get(k, 0.0) for r in samples)[len(samples) // 2], 3) for k in labels}
+            print(f"first session, median of {len(samples)}", json.dumps(med), flush=True)
         return
     if args.detail:
         for _ in range(args.runs):
