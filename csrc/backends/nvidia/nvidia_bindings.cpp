@@ -62,8 +62,8 @@ void registerNvidiaBindings(nb::module_& m, nb::module_& testing) {
   // Ends the tracer's subscription kept between sessions (flagtree.profiler.release()).
   m.def("cupti_detach", []() { return ActivityTracer::instance().detach(); }, nb::call_guard<nb::gil_scoped_release>());
   // The idle clock of that subscription (backends/cupti_attach.py): detach after `seconds`.
-  m.def("cupti_idle_release_arm", &armIdleRelease);
-  m.def("cupti_idle_release_cancel", &cancelIdleRelease);
+  m.def("cupti_idle_release_arm", &armIdleRelease, nb::call_guard<nb::gil_scoped_release>());
+  m.def("cupti_idle_release_cancel", &cancelIdleRelease, nb::call_guard<nb::gil_scoped_release>());
   testing.def("cupti_idle_releases_fired", &idleReleasesFired);
   m.def("cupti_attach_stats", []() {
     ActivityTracer& t = ActivityTracer::instance();
