@@ -53,15 +53,15 @@ def test_one_prefetch_one_take_and_every_later_call_reuses_the_answer(fake):
     native = fake(FACTS)
     nvidia._device_facts.prefetch()
     nvidia._device_facts.prefetch()  # a second session start while the first query runs
-    assert nvidia._cuda_devices() == FACTS
-    assert nvidia._cuda_devices() is nvidia._cuda_devices()
+    assert nvidia.cuda_devices() == FACTS
+    assert nvidia.cuda_devices() is nvidia.cuda_devices()
     nvidia._device_facts.prefetch()  # answered already: no new query
     assert (native.prefetches, native.takes) == (1, 1)
 
 
 def test_without_prefetch_the_facts_are_taken_directly(fake):
     native = fake(FACTS)
-    assert nvidia._cuda_devices() == FACTS
+    assert nvidia.cuda_devices() == FACTS
     assert (native.prefetches, native.takes) == (0, 1)
 
 
@@ -69,8 +69,8 @@ def test_a_failed_query_is_raised_once_then_asked_again(fake):
     native = fake(RuntimeError("no CUDA driver"), FACTS)
     nvidia._device_facts.prefetch()
     with pytest.raises(RuntimeError, match="no CUDA driver"):
-        nvidia._cuda_devices()
-    assert nvidia._cuda_devices() == FACTS  # not kept: the next call asks the driver
+        nvidia.cuda_devices()
+    assert nvidia.cuda_devices() == FACTS  # not kept: the next call asks the driver
     assert native.takes == 2
     nvidia._device_facts.prefetch()
     assert native.prefetches == 1  # answered: nothing more to prefetch
@@ -93,7 +93,7 @@ def test_a_forked_child_starts_over(fake):
         os._exit(0)
     os.waitpid(pid, 0)
     assert os.read(read, 1) == b"1"
-    assert nvidia._cuda_devices() == FACTS  # the parent's prefetch is untouched
+    assert nvidia.cuda_devices() == FACTS  # the parent's prefetch is untouched
 
 
 def test_native_prefetch_without_a_driver_raises_at_take_and_keeps_nothing():

@@ -77,8 +77,10 @@ def start_session(library, session, metrics):
         native.counters_load(library)
     except RuntimeError as error:  # keeps the type (LibraryNotFound: CUPTI older than 12.6)
         raise type(error)(f"flagtree.profiler: {error}") from None
+    from .nvidia import cuda_devices  # not at the top: nvidia imports this module
+
     try:
-        devices = native.cuda_devices()
+        devices = cuda_devices()  # cached: the driver takes ~1 ms to answer each time
     except RuntimeError:
         devices = []
     context = native.counters_current_context()

@@ -124,7 +124,9 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_device_facts_in_child)
 
 
-def _cuda_devices():
+def cuda_devices():
+    """The CUDA devices' facts of this process (the _DeviceFacts answer, cached): what every
+    CUDA-side backend reads them through. RuntimeError without a driver."""
     return _device_facts.get()
 
 
@@ -245,7 +247,7 @@ class NvidiaBackend(Backend):
 
     def device_info(self):
         try:
-            devices = _cuda_devices()
+            devices = cuda_devices()
         except RuntimeError:
             return {}
         return device_info_of("CUDA", devices)
@@ -254,7 +256,7 @@ class NvidiaBackend(Backend):
         native = _native()
         devices = []
         try:
-            devices = [{"index": d["index"], "name": d["name"], "arch": d["arch"]} for d in _cuda_devices()]
+            devices = [{"index": d["index"], "name": d["name"], "arch": d["arch"]} for d in cuda_devices()]
         except RuntimeError:
             pass
         return {"backend": self.name, "cupti_library": self._library, "cupti_version": native.cupti_version(),

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..base import BackendUnavailable
 from ...writers.device_scopes import write_device_scopes
-from ..nvidia import NvidiaBackend
+from ..nvidia import NvidiaBackend, cuda_devices
 from . import compiler_hook
 from .options import FORMS, parse_mode
 from .pool import ProfileBufferPool
@@ -197,7 +197,7 @@ class InstrumentationBackend(NvidiaBackend):
 
     def _clock_ghz(self):
         try:
-            rate = _native().cuda_devices()[0]["clock_rate"]  # kHz
+            rate = cuda_devices()[0]["clock_rate"]  # kHz; cached, asked once per launch in trace mode
             return rate / 1e6 if rate else DEFAULT_CLOCK_GHZ
         except Exception:
             return DEFAULT_CLOCK_GHZ
