@@ -32,7 +32,12 @@ def _installed_version(distribution):
     on sys.path, the one an import would find; None when there is none. importlib.metadata would
     tell the same, but importing it and scanning every distribution cost 2-10 ms at the first
     finalize of a process that never imported Triton (issue 18)."""
-    return _installed_versions().get(distribution.replace("-", "_").lower())
+    return _installed_versions().get(_project_key(distribution))
+
+
+def _project_key(name):
+    """One spelling for a distribution's name, as a metadata folder or a caller writes it."""
+    return name.replace("-", "_").replace(".", "_").lower()
 
 
 @functools.lru_cache(maxsize=1)
@@ -52,7 +57,7 @@ def _installed_versions():
             project, _, rest = stem.partition("-")
             version = rest.split("-")[0]  # egg-info: name-version-pyX.Y
             if version:
-                found.setdefault(project.replace("-", "_").replace(".", "_").lower(), version)
+                found.setdefault(_project_key(project), version)
     return found
 
 
