@@ -21,7 +21,8 @@ NB_MODULE(_native, m) {
   registerInstrumentationBindings(m, testing);
   registerInheritanceBindings(m);
   registerLaunchLogBindings(m);
-  registerVendorTracerBindings(m);
+  registerMthreadsBindings(m);
+  registerCannBindings(m);
   registerViewerBindings(m);
   registerViewerWalkBindings(m);
 }

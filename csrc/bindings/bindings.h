@@ -22,6 +22,8 @@ void registerSessionBindings(nb::module_& m, nb::module_& testing);  // sessions
 // Beside each backend: backends/<backend>/<backend>_bindings.cpp.
 void registerNvidiaBindings(nb::module_& m, nb::module_& testing);
 void registerRoctracerBindings(nb::module_& m);
+void registerMthreadsBindings(nb::module_& m);
+void registerCannBindings(nb::module_& m);
 void registerCountersBindings(nb::module_& m, nb::module_& testing);
 void registerPcSamplingBindings(nb::module_& m, nb::module_& testing);
 void registerInstrumentationBindings(nb::module_& m, nb::module_& testing);
@@ -30,7 +32,6 @@ void registerInheritanceBindings(nb::module_& m);  // context/inheritance_bindin
 void registerLaunchLogBindings(nb::module_& m);  // data/launch_log_bindings.cpp
 void registerViewerBindings(nb::module_& m);  // viewer/tree_reader.cpp
 void registerViewerWalkBindings(nb::module_& m);  // viewer/tree_walks.cpp
-void registerVendorTracerBindings(nb::module_& m);  // backends/activity/vendor_bindings.cpp (mthreads, cann)
 
 // The facts of one GPU as Python sees them (`cuda_devices`, `musa_devices`): index, name, arch,
 // SMs, clocks (kHz), bus width (bits). `Info` is a driver's device record with those fields.

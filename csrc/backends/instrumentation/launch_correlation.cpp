@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <mutex>
 
-#include "backends/activity/activity_tracer.h"
+#include "backends/nvidia/cupti_tracer.h"
 #include "bindings/bindings.h"
 
 namespace ftp {
@@ -27,8 +27,8 @@ int watchers = 0;  // instrumentation sessions wanting correlations (observer re
 
 void watchLaunches(bool on) {
   std::lock_guard<std::mutex> lock(watchMutex);
-  if (on && watchers++ == 0) ActivityTracer::instance().addObserver(&observer);
-  if (!on && watchers > 0 && --watchers == 0) ActivityTracer::instance().removeObserver(&observer);
+  if (on && watchers++ == 0) CuptiTracer::instance().addObserver(&observer);
+  if (!on && watchers > 0 && --watchers == 0) CuptiTracer::instance().removeObserver(&observer);
 }
 
 // The correlation of this thread's latest launch since the last call, 0 if none.

@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backends/activity/tracer_observer.h"
+#include "backends/dialect/tracer_observer.h"
 #include "backends/pcsampling/pc_samples.h"
 #include "backends/pcsampling/pcsampling_api.h"
 #include "core/singleton.h"

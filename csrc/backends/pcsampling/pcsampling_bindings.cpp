@@ -5,7 +5,7 @@
 
 #include <stdexcept>
 
-#include "backends/activity/activity_tracer.h"
+#include "backends/nvidia/cupti_tracer.h"
 #include "backends/pcsampling/pc_sampler.h"
 #include "bindings/bindings.h"
 #include "core/library.h"
@@ -20,7 +20,7 @@ void startSampling(int slot, const std::string& library, uint32_t period, bool s
   void* handle = nullptr;
   std::string name = library;
   if (library.empty()) {
-    ActivityTracer& tracer = ActivityTracer::instance();
+    CuptiTracer& tracer = CuptiTracer::instance();
     if (!tracer.running() || !tracer.handle())
       throw std::runtime_error("PC sampling needs the CUPTI tracer running (start a cupti session first)");
     handle = tracer.handle();
@@ -36,16 +36,16 @@ void startSampling(int slot, const std::string& library, uint32_t period, bool s
   options.hardwareBytes = hardwareBytes;
   options.bufferPcs = bufferPcs;
   if (library.empty() && serialKernelRecords)
-    ActivityTracer::instance().setKernelActivityKind(CUPTI_ACTIVITY_KIND_KERNEL);
+    CuptiTracer::instance().setKernelActivityKind(CUPTI_ACTIVITY_KIND_KERNEL);
   PcSampler::instance().start(slot, handle, name, options);
-  if (library.empty()) ActivityTracer::instance().addObserver(&PcSampler::instance());
+  if (library.empty()) CuptiTracer::instance().addObserver(&PcSampler::instance());
 }
 
 nb::dict finishSampling() {
-  ActivityTracer::instance().removeObserver(&PcSampler::instance());
+  CuptiTracer::instance().removeObserver(&PcSampler::instance());
   PcSamplingStats s = PcSampler::instance().finish();
   try {  // undo the debugging knob for sessions still tracing (no-op when unset)
-    ActivityTracer::instance().setKernelActivityKind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    CuptiTracer::instance().setKernelActivityKind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   } catch (const std::exception&) {
     s.errors++;
   }

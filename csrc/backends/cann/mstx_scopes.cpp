@@ -1,4 +1,4 @@
-#include "backends/mspti/mstx_scopes.h"
+#include "backends/cann/mstx_scopes.h"
 
 #include <dlfcn.h>
 
@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "backends/mspti/mspti_dialect.h"
+#include "backends/cann/mspti_dialect.h"
 #include "core/errors.h"
 #include "core/library.h"
 #include "core/strings.h"

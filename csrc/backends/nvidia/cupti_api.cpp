@@ -1,19 +1,19 @@
-#include "backends/mupti/mupti_api.h"
+#include "backends/nvidia/cupti_api.h"
 
 #include "core/library.h"
 
 namespace ftp {
 
-void MuptiApi::load(const std::string& libraryPath) {
+void CuptiApi::load(const std::string& libraryPath, const std::string& prefix) {
   void* lib = openLibrary(libraryPath);
-  resolveSymbols(lib, libraryPath, "mupti",
+  resolveSymbols(lib, libraryPath, prefix,
                  {
-                     {getVersion, "GetVersion", Need::Optional},
+                     {getVersion, "GetVersion", Need::Required},
                      {getResultString, "GetResultString", Need::Required},
                      {subscribe, "Subscribe", Need::Required},
                      {unsubscribe, "Unsubscribe", Need::Required},
                      {enableCallback, "EnableCallback", Need::Required},
-                     {getCallbackName, "GetCallbackName", Need::Required},
+                     {getCallbackName, "GetCallbackName", Need::Optional},
                      {registerCallbacks, "ActivityRegisterCallbacks", Need::Required},
                      {enable, "ActivityEnable", Need::Required},
                      {disable, "ActivityDisable", Need::Required},
@@ -22,18 +22,14 @@ void MuptiApi::load(const std::string& libraryPath) {
                      {flushAll, "ActivityFlushAll", Need::Required},
                      {getTimestamp, "GetTimestamp", Need::Required},
                      {finalize, "Finalize", Need::Optional},
-                     {enableLaunchAttributes, "ActivityEnableLaunchAttributes", Need::Optional},
+                     {getGraphNodeId, "GetGraphNodeId", Need::Optional},
                  });
   handle = lib;
   path = libraryPath;
 }
 
-std::string MuptiApi::describe(MUptiResult result) const {
-  std::string out = describeResult(getResultString, result, MUptiResult(MUPTI_SUCCESS));
-  if (result == MUPTI_ERROR_NOT_INITIALIZED)
-    out += "; MUPTI reaches the MUSA driver through muGetExportTable in libmusa.so, which it did not find "
-           "(is the MUSA driver installed and libmusa.so on the loader path?)";
-  return out;
+std::string CuptiApi::describe(CUptiResult result) const {
+  return describeResult(getResultString, result, CUPTI_SUCCESS);
 }
 
 }  // namespace ftp

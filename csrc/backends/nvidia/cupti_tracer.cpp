@@ -1,10 +1,10 @@
 // The CUPTI instance of the shared tracer: CUPTI's callback selection and resource callbacks
 // (the rest is the shared template, instantiated here).
-#include "backends/activity/activity_tracer.h"
+#include "backends/nvidia/cupti_tracer.h"
 
 #include <cstring>
 
-#include "backends/activity/dialect_tracer_impl.h"
+#include "backends/dialect/dialect_tracer_impl.h"
 #include "backends/nvidia/cuda_driver.h"
 #include "context/thread_state.h"
 #include "session/profiler.h"
@@ -15,7 +15,7 @@ namespace {
 const char* const kTracedPrefixes[] = {"cuLaunch",   "cuGraphLaunch",   "cuMemcpy",   "cuMemset",
                                        "cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset"};
 
-void onGraphResource(const ActivityApi& api, CUpti_CallbackId cbid, const void* data) {
+void onGraphResource(const CuptiApi& api, CUpti_CallbackId cbid, const void* data) {
   if (cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED && cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) return;
   const auto* resource = static_cast<const CUpti_ResourceData*>(data);
   const auto* graph = resource ? static_cast<const CUpti_GraphData*>(resource->resourceDescriptor) : nullptr;

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "backends/activity/dialect_tracer.h"
-#include "backends/mupti/mupti_api.h"
+#include "backends/dialect/dialect_tracer.h"
+#include "backends/mthreads/mupti_api.h"
 #include "core/strings.h"
 
 namespace ftp {

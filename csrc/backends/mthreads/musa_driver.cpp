@@ -1,4 +1,4 @@
-#include "backends/mupti/musa_driver.h"
+#include "backends/mthreads/musa_driver.h"
 
 #include <dlfcn.h>
 

@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "backends/mspti/mspti_types.h"
+#include "backends/cann/mspti_types.h"
 
 namespace ftp {
 

@@ -1,4 +1,4 @@
-#include "backends/mspti/acl_runtime.h"
+#include "backends/cann/acl_runtime.h"
 
 #include <dlfcn.h>
 

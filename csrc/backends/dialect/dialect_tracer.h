@@ -3,8 +3,8 @@
 // record path), flushing, and dropped-record accounting. One tracer per dialect and process: the
 // vendor library allows one subscriber.
 //
-// The dialect `D` is a traits struct (cupti_dialect.h, mupti/mupti_dialect.h,
-// mspti/mspti_dialect.h) that supplies the vendor's symbol table (D::Api), its types and result
+// The dialect `D` is a traits struct (nvidia/cupti_dialect.h, mthreads/mupti_dialect.h,
+// cann/mspti_dialect.h) that supplies the vendor's symbol table (D::Api), its types and result
 // codes, the activity kinds to enable, which callback ids are launches, the record decoder
 // (vendor layout -> DeviceRecord) and its quirks. Everything on the per-launch and per-record
 // paths is a static inline call of D, so each instantiation compiles to what a vendor-specific
@@ -17,11 +17,12 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "backends/activity/tracer_observer.h"
+#include "backends/dialect/tracer_observer.h"
 #include "core/clock.h"
 #include "data/kernel_names.h"
 #include "data/records.h"
@@ -53,6 +54,16 @@ struct TracedCallback {
   CallbackId cbid;
   bool multi;
 };
+
+// Calls whose correlation ids reach kernels, copies and sets, by name prefix, for dialects that
+// name their callback ids (CUPTI, MUPTI): the list holds across library versions, whose
+// numeric ids differ. Host-function launches run no device work and are left out.
+inline bool tracedCallName(const char* name, const char* const* prefixes, size_t count) {
+  if (std::strstr(name, "HostFunc")) return false;
+  for (size_t i = 0; i < count; ++i)
+    if (std::strncmp(name, prefixes[i], std::strlen(prefixes[i])) == 0) return true;
+  return false;
+}
 
 template <typename D>
 class DialectTracer {

@@ -1,11 +1,11 @@
-#include "backends/mupti/launch_metrics.h"
+#include "backends/mthreads/launch_metrics.h"
 
 #include <algorithm>
 #include <cstring>
 #include <functional>
 
-#include "backends/mupti/mupti_dialect.h"
-#include "backends/mupti/musa_driver.h"
+#include "backends/mthreads/mupti_dialect.h"
+#include "backends/mthreads/musa_driver.h"
 #include "core/strings.h"
 #include "session/profiler.h"
 #include "core/singleton.h"

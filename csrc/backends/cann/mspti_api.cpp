@@ -1,4 +1,4 @@
-#include "backends/mspti/mspti_api.h"
+#include "backends/cann/mspti_api.h"
 
 #include "core/library.h"
 

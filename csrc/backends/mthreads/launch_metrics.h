@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "backends/activity/tracer_observer.h"
-#include "backends/mupti/mupti_types.h"
+#include "backends/dialect/tracer_observer.h"
+#include "backends/mthreads/mupti_types.h"
 #include "context/thread_state.h"
 
 namespace ftp {

@@ -1,4 +1,4 @@
-// The CUPTI (NVIDIA) dialect of the shared activity tracer: CUPTI's table (activity_api.h),
+// The CUPTI (NVIDIA) dialect of the shared activity tracer: CUPTI's table (cupti_api.h),
 // types, the kinds and callbacks it traces, its record layouts, and its resource callbacks
 // (modules, contexts, graph nodes) that PC sampling, counters and graphs need.
 #pragma once
@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "backends/activity/activity_api.h"
-#include "backends/activity/dialect_tracer.h"
+#include "backends/dialect/dialect_tracer.h"
+#include "backends/nvidia/cupti_api.h"
 #include "core/strings.h"
 
 namespace ftp {
 
 struct CuptiDialect {
-  using Api = ActivityApi;
+  using Api = CuptiApi;
   using Result = CUptiResult;
   using Kind = CUpti_ActivityKind;
   using Domain = CUpti_CallbackDomain;
@@ -126,15 +126,5 @@ struct CuptiDialect {
     }
   }
 };
-
-// Calls whose correlation ids reach kernels, copies and sets, by name prefix, for dialects that
-// name their callback ids (CUPTI, MUPTI): the list holds across library versions, whose
-// numeric ids differ. Host-function launches run no device work and are left out.
-inline bool tracedCallName(const char* name, const char* const* prefixes, size_t count) {
-  if (std::strstr(name, "HostFunc")) return false;
-  for (size_t i = 0; i < count; ++i)
-    if (std::strncmp(name, prefixes[i], std::strlen(prefixes[i])) == 0) return true;
-  return false;
-}
 
 }  // namespace ftp

@@ -1,6 +1,6 @@
-// The function table of a CUPTI-dialect tracing library, resolved with dlsym at run time.
-// CUPTI (NVIDIA) is the reference; MUPTI (Moore Threads) and MSPTI (Ascend) mirror its calls
-// under another prefix and are meant to load into this same table.
+// The function table of CUPTI's callback and activity API (libcupti), resolved with dlsym at run
+// time. MUPTI and MSPTI mirror its calls under another prefix and have tables of the same shape
+// (mthreads/mupti_api.h, cann/mspti_api.h), typed with their own declarations.
 #pragma once
 #include <cupti_activity.h>
 #include <cupti_callbacks.h>
@@ -13,7 +13,7 @@
 
 namespace ftp {
 
-struct ActivityApi {
+struct CuptiApi {
   using GetVersion = CUptiResult (*)(uint32_t*);
   using GetResultString = CUptiResult (*)(CUptiResult, const char**);
   using Subscribe = CUptiResult (*)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*);
@@ -50,7 +50,7 @@ struct ActivityApi {
   std::string path;  // the library actually loaded
   void* handle = nullptr;
 
-  // dlopens `path` and resolves `<prefix>Subscribe` etc. ("cupti", "mupti", "mspti"). Throws
+  // dlopens `path` and resolves `<prefix>Subscribe` etc. (prefix "cupti"). Throws
   // LibraryNotFound naming the library and the missing function (core/library.h).
   void load(const std::string& path, const std::string& prefix);
   std::string describe(CUptiResult result) const;

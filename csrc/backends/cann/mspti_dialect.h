@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "backends/activity/dialect_tracer.h"
-#include "backends/mspti/mspti_api.h"
+#include "backends/cann/mspti_api.h"
+#include "backends/dialect/dialect_tracer.h"
 #include "core/strings.h"
 
 namespace ftp {

@@ -4,7 +4,7 @@
 #pragma once
 #include <cstdlib>
 
-#include "backends/activity/dialect_tracer.h"
+#include "backends/dialect/dialect_tracer.h"
 #include "context/thread_state.h"
 #include "session/profiler.h"
 

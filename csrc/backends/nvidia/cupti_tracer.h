@@ -4,12 +4,12 @@
 // graph nodes) that PC sampling, counters and CUDA graphs need. One per process: CUPTI allows
 // one subscriber.
 #pragma once
-#include "backends/activity/cupti_dialect.h"
-#include "backends/activity/dialect_tracer.h"
+#include "backends/dialect/dialect_tracer.h"
+#include "backends/nvidia/cupti_dialect.h"
 
 namespace ftp {
 
-using ActivityTracer = DialectTracer<CuptiDialect>;
+using CuptiTracer = DialectTracer<CuptiDialect>;
 extern template class DialectTracer<CuptiDialect>;
 
 }  // namespace ftp

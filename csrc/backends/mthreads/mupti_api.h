@@ -1,10 +1,10 @@
 // The function table of libmupti (Moore Threads), resolved with dlsym at run time under the
-// prefix "mupti": the same calls as CUPTI's table (activity_api.h) with MUPTI's types, plus
+// prefix "mupti": the same calls as CUPTI's table (cupti_api.h) with MUPTI's types, plus
 // MUPTI's launch-attribute switch.
 #pragma once
 #include <string>
 
-#include "backends/mupti/mupti_types.h"
+#include "backends/mthreads/mupti_types.h"
 
 namespace ftp {
 

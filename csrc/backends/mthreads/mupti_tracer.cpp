@@ -2,12 +2,13 @@
 #include <cstddef>
 #include <cstring>
 
+// CUPTI's record layouts, only to check MUPTI's against (below).
 #include <cupti_activity.h>
+#include <cupti_callbacks.h>
 
-#include "backends/activity/cupti_dialect.h"
-#include "backends/activity/dialect_tracer_impl.h"
-#include "backends/mupti/mupti_dialect.h"
-#include "backends/mupti/musa_driver.h"
+#include "backends/dialect/dialect_tracer_impl.h"
+#include "backends/mthreads/mupti_dialect.h"
+#include "backends/mthreads/musa_driver.h"
 
 namespace ftp {
 namespace {

@@ -1,19 +1,19 @@
-#include "backends/activity/activity_api.h"
+#include "backends/mthreads/mupti_api.h"
 
 #include "core/library.h"
 
 namespace ftp {
 
-void ActivityApi::load(const std::string& libraryPath, const std::string& prefix) {
+void MuptiApi::load(const std::string& libraryPath) {
   void* lib = openLibrary(libraryPath);
-  resolveSymbols(lib, libraryPath, prefix,
+  resolveSymbols(lib, libraryPath, "mupti",
                  {
-                     {getVersion, "GetVersion", Need::Required},
+                     {getVersion, "GetVersion", Need::Optional},
                      {getResultString, "GetResultString", Need::Required},
                      {subscribe, "Subscribe", Need::Required},
                      {unsubscribe, "Unsubscribe", Need::Required},
                      {enableCallback, "EnableCallback", Need::Required},
-                     {getCallbackName, "GetCallbackName", Need::Optional},
+                     {getCallbackName, "GetCallbackName", Need::Required},
                      {registerCallbacks, "ActivityRegisterCallbacks", Need::Required},
                      {enable, "ActivityEnable", Need::Required},
                      {disable, "ActivityDisable", Need::Required},
@@ -22,14 +22,18 @@ void ActivityApi::load(const std::string& libraryPath, const std::string& prefix
                      {flushAll, "ActivityFlushAll", Need::Required},
                      {getTimestamp, "GetTimestamp", Need::Required},
                      {finalize, "Finalize", Need::Optional},
-                     {getGraphNodeId, "GetGraphNodeId", Need::Optional},
+                     {enableLaunchAttributes, "ActivityEnableLaunchAttributes", Need::Optional},
                  });
   handle = lib;
   path = libraryPath;
 }
 
-std::string ActivityApi::describe(CUptiResult result) const {
-  return describeResult(getResultString, result, CUPTI_SUCCESS);
+std::string MuptiApi::describe(MUptiResult result) const {
+  std::string out = describeResult(getResultString, result, MUptiResult(MUPTI_SUCCESS));
+  if (result == MUPTI_ERROR_NOT_INITIALIZED)
+    out += "; MUPTI reaches the MUSA driver through muGetExportTable in libmusa.so, which it did not find "
+           "(is the MUSA driver installed and libmusa.so on the loader path?)";
+  return out;
 }
 
 }  // namespace ftp

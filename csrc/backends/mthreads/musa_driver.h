@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/mupti/mupti_types.h"
+#include "backends/mthreads/mupti_types.h"
 
 namespace ftp {
 

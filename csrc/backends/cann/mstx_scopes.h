@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "backends/mspti/mspti_types.h"
+#include "backends/cann/mspti_types.h"
 #include "session/profiler.h"
 
 namespace ftp {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "backends/activity/dialect_tracer.h"
-#include "backends/activity/dialect_tracer_records.h"
+#include "backends/dialect/dialect_tracer.h"
+#include "backends/dialect/dialect_tracer_records.h"
 #include "core/clock.h"
 
 namespace ftp {

@@ -1,9 +1,9 @@
 // The MSPTI instance of the shared CUPTI-dialect tracer (see mspti_dialect.h).
 #include <cstddef>
 
-#include "backends/activity/dialect_tracer_impl.h"
-#include "backends/mspti/acl_runtime.h"
-#include "backends/mspti/mspti_dialect.h"
+#include "backends/cann/acl_runtime.h"
+#include "backends/cann/mspti_dialect.h"
+#include "backends/dialect/dialect_tracer_impl.h"
 
 namespace ftp {
 
