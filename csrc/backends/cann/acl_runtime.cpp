@@ -1,7 +1,5 @@
 #include "backends/cann/acl_runtime.h"
 
-#include <dlfcn.h>
-
 #include <cstdint>
 
 #include "core/errors.h"
@@ -16,8 +14,7 @@ AclRuntime& AclRuntime::instance() {
 
 bool AclRuntime::find(void* msptiHandle) {
   if (synchronize_) return true;
-  void* places[] = {msptiHandle, dlopen("libascendcl.so", RTLD_NOW | RTLD_NOLOAD),
-                    dlopen("libacl_rt.so", RTLD_NOW | RTLD_NOLOAD), RTLD_DEFAULT};
+  void* places[] = {msptiHandle, loadedLibrary("libascendcl.so"), loadedLibrary("libacl_rt.so"), processScope()};
   for (void* lib : places) {
     if (!lib) continue;
     try {

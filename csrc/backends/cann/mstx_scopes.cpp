@@ -1,7 +1,5 @@
 #include "backends/cann/mstx_scopes.h"
 
-#include <dlfcn.h>
-
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -41,9 +39,10 @@ bool MstxScopes::resolve(void* lib) {
 
 void MstxScopes::acquire(void* msptiHandle) {
   if (!domain_) {
-    void* ext = dlopen("libms_tools_ext.so", RTLD_NOW | RTLD_NOLOAD);
-    if (!resolve(msptiHandle) && !resolve(ext) && !resolve(RTLD_DEFAULT) &&
-        !resolve(dlopen("libms_tools_ext.so", RTLD_NOW | RTLD_GLOBAL)))
+    // Beside libmspti, in a libms_tools_ext already loaded, anywhere in the process, and last in
+    // a fresh load of libms_tools_ext.
+    if (!resolve(msptiHandle) && !resolve(loadedLibrary("libms_tools_ext.so")) && !resolve(processScope()) &&
+        !resolve(tryOpenLibrary("libms_tools_ext.so")))
       throw std::runtime_error(
           "mstx_enabled=true needs mstx (mstxDomainCreateA, mstxDomainRangeStartA, mstxDomainRangeEnd), found "
           "neither beside libmspti nor in libms_tools_ext.so; set mstx_enabled=false or install CANN's tools");

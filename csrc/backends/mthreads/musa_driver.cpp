@@ -1,7 +1,5 @@
 #include "backends/mthreads/musa_driver.h"
 
-#include <dlfcn.h>
-
 #include "core/errors.h"
 #include "core/library.h"
 #include "core/singleton.h"
@@ -12,22 +10,22 @@ namespace {
 // Where the driver's calls are looked up, in order: MUPTI's own dependencies (the libmusa it
 // runs against), a libmusa already mapped, the whole process, and last a fresh load.
 void* findDriver(void* muptiHandle, std::string& where) {
-  if (muptiHandle && dlsym(muptiHandle, "muGetExportTable")) {
+  if (hasSymbol(muptiHandle, "muGetExportTable")) {
     where = "libmupti's dependencies";
     return muptiHandle;
   }
   for (const char* name : {"libmusa.so", "libmusa.so.4", "libmusa.so.1"}) {
-    if (void* lib = dlopen(name, RTLD_NOW | RTLD_NOLOAD)) {
+    if (void* lib = loadedLibrary(name)) {
       where = std::string(name) + " (already loaded)";
       return lib;
     }
   }
-  if (dlsym(RTLD_DEFAULT, "muGetExportTable")) {
+  if (hasSymbol(processScope(), "muGetExportTable")) {
     where = "the process";
-    return RTLD_DEFAULT;
+    return processScope();
   }
   where = "libmusa.so";
-  return dlopen("libmusa.so", RTLD_NOW | RTLD_GLOBAL);
+  return tryOpenLibrary("libmusa.so");
 }
 
 }  // namespace
