@@ -78,9 +78,12 @@ class DialectTracer {
   // Starts tracing on the first call and counts users; throws std::runtime_error with a message
   // naming the problem (e.g. another tool holding the subscriber slot).
   void acquire(const Api& api, size_t bufferBytes, DeviceType deviceType);
+#ifdef FLAGTREE_PROFILER_TESTING
   // The benchmark's "floor": the least any profiler on this library costs. Kernel activity
   // only, records discarded; with `emptyCallbacks`, an empty callback on each launch call too.
+  // Built for tests and benchmarks only (CMake option FLAGTREE_PROFILER_TESTING).
   void startFloor(const Api& api, size_t bufferBytes, bool emptyCallbacks);
+#endif
   // When the last user releases it: a final flush, then either ends tracing, or (dialects with
   // D::kKeepAttached) parks: stays subscribed with its activity kinds enabled (enabling them
   // is most of a session's fixed cost) and the launch callbacks off; records that arrive while
@@ -174,7 +177,11 @@ class DialectTracer {
   int users_ = 0;
   Api api_;
   DeviceType deviceType_ = D::kDeviceType;
+#ifdef FLAGTREE_PROFILER_TESTING
   bool floor_ = false;  // see startFloor
+#else
+  static constexpr bool floor_ = false;  // no floor in this build: the checks of it fold away
+#endif
   Kind kernelKind_ = D::kKernelKind;  // see setKernelActivityKind
   size_t bufferBytes_ = 8 << 20;
   std::atomic<size_t> bufferLimit_{0};

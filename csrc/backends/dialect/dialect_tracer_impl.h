@@ -36,6 +36,7 @@ void DialectTracer<D>::acquire(const Api& api, size_t bufferBytes, DeviceType de
   users_ = 1;
 }
 
+#ifdef FLAGTREE_PROFILER_TESTING
 template <typename D>
 void DialectTracer<D>::startFloor(const Api& api, size_t bufferBytes, bool emptyCallbacks) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -66,6 +67,7 @@ void DialectTracer<D>::startFloor(const Api& api, size_t bufferBytes, bool empty
   phase.end(4);
   users_ = 1;
 }
+#endif
 
 template <typename D>
 void DialectTracer<D>::release() {
@@ -216,7 +218,9 @@ void DialectTracer<D>::stop() {
   // Finalizing releases the library fully, so that another tool (or a later session) can
   // attach; dialects whose library misbehaves when finalized only unsubscribe.
   if (D::kFinalizeAtStop && api_.finalize) api_.finalize();
+#ifdef FLAGTREE_PROFILER_TESTING
   floor_ = false;
+#endif
   parked_ = false;
   keepFrom_.store(0);
   std::lock_guard<std::mutex> lock(contextsMutex_);

@@ -40,11 +40,16 @@ uint32_t takeLastCorrelation() {
 
 }  // namespace
 
-void registerInstrumentationBindings(nb::module_& m, nb::module_& testing) {
+void registerInstrumentationBindings(nb::module_& m) {
   m.def("instrumentation_watch_launches", &watchLaunches, nb::arg("on"));
   m.def("instrumentation_take_correlation", &takeLastCorrelation);
+}
+
+#ifdef FLAGTREE_PROFILER_TESTING
+void registerInstrumentationTesting(nb::module_& testing) {
   // For CPU tests: what the tracer's launch callback does, without CUPTI.
   testing.def("instrumentation_launch", [](uint32_t correlation) { lastLaunchCorrelation = correlation; });
 }
+#endif
 
 }  // namespace ftp

@@ -56,7 +56,7 @@ nb::list takeCudaDevicesList() {
 
 }  // namespace
 
-void registerNvidiaBindings(nb::module_& m, nb::module_& testing) {
+void registerNvidiaBindings(nb::module_& m) {
   m.def("cupti_acquire", &cuptiAcquire, nb::call_guard<nb::gil_scoped_release>());
   m.def("cupti_release", []() { CuptiTracer::instance().release(); }, nb::call_guard<nb::gil_scoped_release>());
   // Ends the tracer's subscription kept between sessions (flagtree.profiler.release()).
@@ -64,7 +64,6 @@ void registerNvidiaBindings(nb::module_& m, nb::module_& testing) {
   // The idle clock of that subscription (backends/cupti_attach.py): detach after `seconds`.
   m.def("cupti_idle_release_arm", &armIdleRelease, nb::call_guard<nb::gil_scoped_release>());
   m.def("cupti_idle_release_cancel", &cancelIdleRelease, nb::call_guard<nb::gil_scoped_release>());
-  testing.def("cupti_idle_releases_fired", &idleReleasesFired);
   m.def("cupti_attach_stats", []() {
     CuptiTracer& t = CuptiTracer::instance();
     nb::dict d;
@@ -91,11 +90,17 @@ void registerNvidiaBindings(nb::module_& m, nb::module_& testing) {
     CudaDriver& driver = CudaDriver::instance();
     return driver.available() ? driver.driverVersion() : 0;
   });
+}
+
+#ifdef FLAGTREE_PROFILER_TESTING
+void registerNvidiaTesting(nb::module_& testing) {
+  testing.def("cupti_idle_releases_fired", &idleReleasesFired);
   // bench/overhead.py's CUPTI floor: the tracer with no session behind it (what CUPTI alone
   // costs), a measurement harness rather than part of the profiler.
   testing.def("cupti_floor_start", [](const std::string& path, size_t bufferBytes, bool emptyCallbacks) {
     CuptiTracer::instance().startFloor(loadCupti(path), bufferBytes, emptyCallbacks);
   }, nb::call_guard<nb::gil_scoped_release>());
 }
+#endif
 
 }  // namespace ftp

@@ -77,7 +77,7 @@ nb::dict finishSampling() {
 
 }  // namespace
 
-void registerPcSamplingBindings(nb::module_& m, nb::module_& testing) {
+void registerPcSamplingBindings(nb::module_& m) {
   m.def("pcsampling_start", &startSampling, nb::arg("slot"), nb::arg("library"), nb::arg("period"),
         nb::arg("serialized"), nb::arg("scratch_bytes"), nb::arg("hardware_bytes"), nb::arg("buffer_pcs"),
         nb::arg("serial_kernel_records") = false, nb::arg("session_range") = false,
@@ -86,9 +86,12 @@ void registerPcSamplingBindings(nb::module_& m, nb::module_& testing) {
   // Stop before finish: Python looks up the cubins of the missing CRCs (modules loaded before the
   // session) only when some are missing, instead of scanning its objects at every finalize.
   m.def("pcsampling_stop", []() { return PcSampler::instance().stop(); });
-
-  testing.def("pcsampling_running", []() { return PcSampler::instance().running(); });
   m.def("pcsampling_add_cubin", [](nb::bytes cubin) { PcSampler::instance().addCubin(cubin.c_str(), cubin.size()); });
+}
+
+#ifdef FLAGTREE_PROFILER_TESTING
+void registerPcSamplingTesting(nb::module_& testing) {
+  testing.def("pcsampling_running", []() { return PcSampler::instance().running(); });
   // The launch path without CUPTI callbacks (stand-in tests): what the tracer passes on at the
   // ENTER (context) and EXIT (kernel name) of a launch.
   testing.def("pcsampling_launch_enter", [](uint32_t correlation, uintptr_t context) {
@@ -98,5 +101,6 @@ void registerPcSamplingBindings(nb::module_& m, nb::module_& testing) {
     PcSampler::instance().launchExit(correlation, function.c_str());
   });
 }
+#endif
 
 }  // namespace ftp
