@@ -1,26 +1,17 @@
-"""dev/probe_pcsampling.py declares CUPTI's PC-sampling structs with ctypes: their sizes and the
-offsets it reads must equal what the CUPTI headers the build uses say (compiled here with the C compiler)."""
+"""CUPTI's PC-sampling structs declared with ctypes (tests/gpu/cupti_pcsampling_ctypes.py, which the
+GPU probe dev/probe_pcsampling.py drives the API with): their sizes and the offsets it reads must equal
+what the CUPTI headers the build uses say (compiled here with the C compiler)."""
 import ctypes
-import importlib.util
-import os
 import subprocess
 
 import pytest
 
+from gpu import cupti_pcsampling_ctypes as p
 from tests.standins.build import compiler, cuda_header_dirs
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def header_dirs():
     return cuda_header_dirs()
-
-
-def probe_module():
-    spec = importlib.util.spec_from_file_location("probe_pcsampling", os.path.join(ROOT, "dev", "probe_pcsampling.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 C_PROGRAM = r"""
@@ -43,7 +34,7 @@ int main(void) {
 """
 
 
-def test_probe_structs_match_cupti_headers(tmp_path):
+def test_ctypes_structs_match_cupti_headers(tmp_path):
     dirs = header_dirs()
     if compiler() is None or not dirs:
         pytest.skip("needs a C compiler and the CUPTI headers (csrc/find_cuda_headers.py found none)")
@@ -52,7 +43,6 @@ def test_probe_structs_match_cupti_headers(tmp_path):
     binary = tmp_path / "layout"
     subprocess.run(compiler().split() + [str(source), "-o", str(binary)] + [f"-I{d}" for d in dirs], check=True)
     lines = subprocess.run([str(binary)], capture_output=True, text=True, check=True).stdout.split("\n")
-    p = probe_module()
     sizes = [ctypes.sizeof(t) for t in (p.StallReason, p.PCData, p.SamplingData, p.ConfigInfo, p.ConfigParams,
                                          p.CtxParams)]
     assert lines[0].split() == [str(s) for s in sizes]
@@ -62,10 +52,3 @@ def test_probe_structs_match_cupti_headers(tmp_path):
                p.KERNEL_CORRELATION_OFFSET, p.KERNEL_END_OFFSET]
     assert lines[2].split() == [str(o) for o in offsets]
 
-
-def test_probe_finds_its_slow_line():
-    p = probe_module()
-    number = p.slow_line_number()
-    with open(p.HERE) as f:
-        text = f.readlines()[number - 1]
-    assert "tl.sqrt" in text and "PROBE_SLOW_LINE" in text

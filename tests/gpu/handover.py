@@ -1,19 +1,13 @@
-"""GPU probe (issue 18, item 2): can another CUPTI client attach in the same process after ours,
-and ours after it? Each order runs in a fresh subprocess; one line per variant: worked / the error.
-
-    python dev/probe_handover.py            # every order, with the default libcupti and with Triton's
-    python dev/probe_handover.py --list     # the variant names
+"""Hand-over between CUPTI clients in one process, on the GPU: can another CUPTI client attach
+after ours, and ours after it? Each order runs in a fresh subprocess (run_order); a step "worked"
+when its tool recorded the kernels it ran (ours: kernel_records in the metadata; Proton: the kernel
+in its tree; torch.profiler: a CUDA kernel event).
 
 Orders: ours -> release -> Proton; ours (no release, still attached) -> Proton (expected to fail:
 that is what release() is for); Proton -> ours; ours -> release -> torch.profiler -> ours (the
-last start may be refused, SubscriberTaken naming torch.profiler, if Kineto keeps CUPTI: the line
-says which). Each
-runs with the libcupti ours picks by default, and with FLAGTREE_PROFILER_CUPTI_PATH set to the
-copy Triton bundles (the one Proton loads). A step "worked" when its tool recorded the kernels
-it ran (ours: kernel_records in the metadata; Proton: the kernel in its tree; torch.profiler: a
-CUDA kernel event). tests/gpu/test_handover_gpu.py runs the same orders through run_order()."""
-import argparse
-import glob
+last start may be refused, SubscriberTaken naming torch.profiler, if Kineto keeps CUPTI).
+Used by tests/gpu/test_handover_gpu.py and by dev/probe_handover.py (every order, with the default
+libcupti and with each copy Triton bundles)."""
 import os
 import re
 import subprocess
@@ -153,18 +147,3 @@ def variants():
         for bundled in triton_cupties():
             yield f"{name} [CUPTI_PATH=Triton's {os.path.basename(bundled)}]", steps, bundled
 
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--list", action="store_true")
-    args = parser.parse_args()
-    for label, steps, path in variants():
-        if args.list:
-            print(label)
-            continue
-        worked, text = run_order(steps, path)
-        print(f"{label}: {text}", flush=True)
-
-
-if __name__ == "__main__":
-    main()
