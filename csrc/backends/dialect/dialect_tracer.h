@@ -97,7 +97,7 @@ class DialectTracer {
   uint64_t idleDiscarded() const { return idleDiscarded_.load(); }
   // Fresh subscriptions since the process started (tests: a resume does not subscribe).
   uint64_t subscriptions() const { return subscriptions_.load(); }
-  // Where the last fresh start spent its time, ns (issue 18: the first session's fixed cost):
+  // Where the last fresh start spent its time, ns (most of the first session's fixed cost):
   // subscribe, the launch callbacks (chosen once per library), the dialect's extra callbacks,
   // buffer registration, the activity kinds.
   static constexpr const char* kStartPhases[] = {"subscribe", "api_callbacks", "extra_callbacks", "register",
@@ -129,10 +129,6 @@ class DialectTracer {
   bool hasObservers() const { return hasObservers_.load(std::memory_order_acquire); }
   template <typename F>
   void notifyObservers(F&& f);
-  // Debugging knob of PC sampling: trace kernels as another activity kind (CUPTI's serial
-  // KIND_KERNEL) while tracing. No-op when not tracing; tracing stops with D::kKernelKind
-  // restored. Throws if the library refuses the kind.
-  void setKernelActivityKind(Kind kind);
 
  private:
   friend DialectTracer& leaked<DialectTracer>();
@@ -182,7 +178,6 @@ class DialectTracer {
 #else
   static constexpr bool floor_ = false;  // no floor in this build: the checks of it fold away
 #endif
-  Kind kernelKind_ = D::kKernelKind;  // see setKernelActivityKind
   size_t bufferBytes_ = 8 << 20;
   std::atomic<size_t> bufferLimit_{0};
   std::atomic<size_t> held_{0};  // bytes of buffers the library holds

@@ -47,7 +47,7 @@ void DialectTracer<D>::startFloor(const Api& api, size_t bufferBytes, bool empty
   bufferBytes_ = bufferBytes;
   floor_ = true;
   // Timed like start(), so that the benchmark can compare the two without cuptiSubscribe, whose
-  // cost moves between processes by more than the difference it looks for (issue 18).
+  // cost moves between processes by more than the difference it looks for.
   startPhasesNs_ = {};
   PhaseClock phase(startPhasesNs_);
   typename D::Result rc = api_.subscribe(&subscriber_, &DialectTracer::onApi, this);
@@ -89,11 +89,6 @@ bool DialectTracer<D>::detach() {
 template <typename D>
 void DialectTracer<D>::park() {
   flushLocked();  // the last session's records, delivered before anything is discarded
-  if (kernelKind_ != D::kKernelKind) {  // set by setKernelActivityKind: not kept while idle
-    api_.disable(kernelKind_);
-    api_.enable(D::kKernelKind);
-    kernelKind_ = D::kKernelKind;
-  }
   keepFrom_.store(kMaxCorrelation);
   // Launches while idle cost the application one callback-less API call, not ours.
   setApiCallbacks(0);
@@ -190,26 +185,8 @@ void DialectTracer<D>::enableApiCallbacks() {
 }
 
 template <typename D>
-void DialectTracer<D>::setKernelActivityKind(Kind kind) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (users_ == 0 || kind == kernelKind_) return;
-  api_.disable(kernelKind_);  // the two kernel kinds are not meant to be enabled together
-  typename D::Result rc = api_.enable(kind);
-  if (rc != D::kSuccess) {
-    api_.enable(kernelKind_);
-    throw std::runtime_error("cannot enable activity kind " + std::to_string(int(kind)) + " in " + api_.path +
-                             ": " + api_.describe(rc));
-  }
-  kernelKind_ = kind;
-}
-
-template <typename D>
 void DialectTracer<D>::stop() {
   flushLocked();
-  if (kernelKind_ != D::kKernelKind) {  // set by setKernelActivityKind
-    api_.disable(kernelKind_);
-    kernelKind_ = D::kKernelKind;
-  }
   for (Kind kind : D::kActivityKinds) api_.disable(kind);
   api_.flushAll(D::kFlushForced);
   collectDropped();

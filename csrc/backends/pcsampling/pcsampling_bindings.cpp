@@ -14,9 +14,8 @@ namespace ftp {
 namespace {
 
 // `library`: "" uses the libcupti the tracer loaded; a path is for stand-in libraries (tests).
-// `serialKernelRecords`: debugging knob (FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY=kernel).
 void startSampling(int slot, const std::string& library, uint32_t period, bool serialized, size_t scratchBytes,
-                   size_t hardwareBytes, size_t bufferPcs, bool serialKernelRecords, bool sessionRange) {
+                   size_t hardwareBytes, size_t bufferPcs, bool sessionRange) {
   void* handle = nullptr;
   std::string name = library;
   if (library.empty()) {
@@ -35,20 +34,13 @@ void startSampling(int slot, const std::string& library, uint32_t period, bool s
   options.scratchBytes = scratchBytes;
   options.hardwareBytes = hardwareBytes;
   options.bufferPcs = bufferPcs;
-  if (library.empty() && serialKernelRecords)
-    CuptiTracer::instance().setKernelActivityKind(CUPTI_ACTIVITY_KIND_KERNEL);
   PcSampler::instance().start(slot, handle, name, options);
   if (library.empty()) CuptiTracer::instance().addObserver(&PcSampler::instance());
 }
 
 nb::dict finishSampling() {
   CuptiTracer::instance().removeObserver(&PcSampler::instance());
-  PcSamplingStats s = PcSampler::instance().finish();
-  try {  // undo the debugging knob for sessions still tracing (no-op when unset)
-    CuptiTracer::instance().setKernelActivityKind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  } catch (const std::exception&) {
-    s.errors++;
-  }
+  const PcSamplingStats s = PcSampler::instance().finish();
   nb::dict d;
   d["pcsampling_total_samples"] = s.totalSamples;
   d["pcsampling_dropped_samples"] = s.droppedSamples;
@@ -80,7 +72,7 @@ nb::dict finishSampling() {
 void registerPcSamplingBindings(nb::module_& m) {
   m.def("pcsampling_start", &startSampling, nb::arg("slot"), nb::arg("library"), nb::arg("period"),
         nb::arg("serialized"), nb::arg("scratch_bytes"), nb::arg("hardware_bytes"), nb::arg("buffer_pcs"),
-        nb::arg("serial_kernel_records") = false, nb::arg("session_range") = false,
+        nb::arg("session_range") = false,
         nb::call_guard<nb::gil_scoped_release>());
   m.def("pcsampling_finish", &finishSampling);
   // Stop before finish: Python looks up the cubins of the missing CRCs (modules loaded before the
