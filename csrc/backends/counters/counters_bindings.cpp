@@ -1,4 +1,4 @@
-// Python bindings of the hardware-counter backend (issue #10): flagtree.profiler._native.counters_*.
+// Python bindings of the hardware-counter backend: flagtree.profiler._native.counters_*.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
