@@ -5,7 +5,9 @@ process (none, A, none, B, ..., repeated), after a warm-up. Prints one JSON line
 
     python bench/overhead.py --family ours --workload launch --reps 5
 Families: ours, proton (triton.profiler), torch (torch.profiler), floor (CUPTI kernel activity
-only, records discarded: the least any CUPTI-based profiler can cost).
+only, records discarded: the least any CUPTI-based profiler can cost). The floor needs
+_native.testing.cupti_floor_start, i.e. the native core built with -Ccmake.define.FLAGTREE_PROFILER_TESTING=ON (dev/gpu_round.sh and
+dev/build_native.sh build it so).
 """
 import argparse
 import contextlib

@@ -13,6 +13,10 @@ flagtree.profiler.release() at the end of its process.
 
     python bench/session_cost.py [--sessions 20] [--tools ours,ours_idle0,proton,torch,cupti] [--out DIR]
 
+Tool "cupti" is the tracer's floor (_native.testing.cupti_floor_start): it needs
+the native core built with -Ccmake.define.FLAGTREE_PROFILER_TESTING=ON (dev/gpu_round.sh and
+dev/build_native.sh build it so).
+
 With --first K it measures only the first session of a process, the one that pays CUPTI's
 subscribe and activity enable: K fresh processes per tool (ours and cupti alternating), medians,
 ours with its per-step breakdown and, with --profile-first, a cProfile of its start and finalize.

@@ -16,6 +16,10 @@ points (no GPU), then one timed `session_write` puts the store on disk.
 
     python bench/writer_bench.py [--events 1000000] [--nodes 100000] [--launches 20000] [--out F]
     python bench/writer_bench.py --compare-only [--rounds 5] [--events 1000000]
+
+The records go in through _native.testing: it needs
+the native core built with -Ccmake.define.FLAGTREE_PROFILER_TESTING=ON (dev/gpu_round.sh and
+dev/build_native.sh build it so).
 """
 import argparse
 import json

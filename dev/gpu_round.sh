@@ -13,7 +13,7 @@ fi
 if [ -d .hdr/include ]; then export CUDA_HOME=$PWD/.hdr; fi
 echo "building against: ${CUDA_HOME:-default headers} $(grep -h '#define CUPTI_API_VERSION ' ${CUDA_HOME:-/usr/local/cuda}/include/cupti_version.h 2>/dev/null)"
 t0=$(date +%s)
-python3 -m pip install -q --no-build-isolation --no-deps . > "$OUT/install.log" 2>&1 || { tail -30 "$OUT/install.log"; exit 1; }
+python3 -m pip install -q --no-build-isolation --no-deps -Ccmake.define.FLAGTREE_PROFILER_TESTING=ON . > "$OUT/install.log" 2>&1 || { tail -30 "$OUT/install.log"; exit 1; }
 echo "install: $(( $(date +%s) - t0 )) s"
 python3 - <<'PY' | tee "$OUT/env.txt"
 import torch, triton, flagtree.profiler as p

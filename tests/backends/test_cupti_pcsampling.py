@@ -267,22 +267,6 @@ def test_mode_defaults_and_environment(monkeypatch):
         parse_pcsampling_mode("pcsampling")
 
 
-def test_kernel_activity_knob_reaches_the_sampler_and_bad_values_are_refused(backend, tmp_path, monkeypatch):
-    calls = []
-    original = _native.pcsampling_start
-    monkeypatch.setattr(_native, "pcsampling_start", lambda *a: (calls.append(a[7]), original(*a))[1])
-    monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY", "kernel")
-    profiler.start(str(tmp_path / "k"), backend="cupti_pcsampling")
-    profiler.finalize()
-    monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY", "concurrent")
-    profiler.start(str(tmp_path / "k2"), backend="cupti_pcsampling")
-    profiler.finalize()
-    assert calls == [True, False]
-    monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY", "serial")
-    with pytest.raises(ValueError, match="FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY must be concurrent or kernel"):
-        profiler.start(str(tmp_path / "k3"), backend="cupti_pcsampling")
-
-
 def test_viewer_picks_lines_out_of_a_pcsampling_profile(backend, tmp_path, capsys):
     lib = backend
     profiler.start(str(tmp_path / "v"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized")

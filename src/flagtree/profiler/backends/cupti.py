@@ -128,8 +128,7 @@ class CuptiBackend(NvidiaBackend):
         try:
             native.pcsampling_start(session.slot, self.pcsampling_library, options.interval,
                                     options.collection == "serialized", SCRATCH_BYTES, HARDWARE_BYTES,
-                                    BUFFER_PCS, _env.pcsampling_kernel_activity() == "kernel",
-                                    options.range == "session")
+                                    BUFFER_PCS, options.range == "session")
         except RuntimeError as error:
             raise RuntimeError(f"flagtree.profiler: {error}") from None
         session.state.sampling = True

@@ -41,7 +41,7 @@ from .dialect_backend import DialectBackend, _native
 LIBRARY = "libmupti.so"
 ENV_PATH = "FLAGTREE_PROFILER_MUPTI_PATH"
 METRICS = ("launch_stats", "occupancy", "resource_usage", "peak_memory_bandwidth")
-# vendor metric -> native metric group (see csrc/backends/mupti/launch_metrics.h)
+# vendor metric -> native metric group (see csrc/backends/mthreads/launch_metrics.h)
 GROUPS = {"occupancy": 1, "resource_usage": 2, "launch_stats": 4}
 
 
