@@ -35,9 +35,9 @@ def kernels():
     import triton
     import triton.language as tl
 
-    # The tests' instrumented add (tests/instrumented_kernels.py), one copy for the GPU tests and this bench.
+    # The tests' instrumented add (tests/support/instrumented_kernels.py), one copy for the GPU tests and this bench.
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-    from instrumented_kernels import add_two_scopes
+    from support.instrumented_kernels import add_two_scopes
 
     found = {"ours": add_two_scopes}
     try:

@@ -131,7 +131,7 @@ def _session_runner(tool, data, folder):
         return start, stop
     if tool == "cupti":
         from flagtree.profiler import _native
-        from flagtree.profiler.backends.nvidia import cupti_candidates
+        from flagtree.profiler.backends.nvidia.backend import cupti_candidates
 
         path = cupti_candidates(_native.cuda_driver_version() // 1000)[0]
 

@@ -10,10 +10,10 @@ import pytest
 import flagtree.profiler as profiler
 from flagtree.profiler import _native, session as sessions
 from flagtree.profiler.backends import get_backend
-from flagtree.profiler.backends.cupti import CuptiBackend, parse_pcsampling_mode
-from flagtree.profiler.backends.nvidia import NvidiaBackend
+from flagtree.profiler.backends.nvidia.cupti import CuptiBackend, parse_pcsampling_mode
+from flagtree.profiler.backends.nvidia.backend import NvidiaBackend
 from flagtree.profiler.viewer.cli import main as viewer_main
-from profiles import find, load_tree, walk
+from support.profiles import find, load_tree, walk
 from tests.standins.build import build_standin, cuda_header_flags, load_standin
 
 REASON = {"selected": 3, "long_scoreboard": 7, "long_scoreboard_not_issued": 8, "barrier": 11}
@@ -216,7 +216,7 @@ def test_a_launch_during_another_threads_sampled_launch_is_counted_not_sampled(b
 
 
 def test_getdata_pages_through_more_records_than_one_buffer(backend, tmp_path, monkeypatch):
-    import flagtree.profiler.backends.cupti as cupti_module
+    import flagtree.profiler.backends.nvidia.cupti as cupti_module
     monkeypatch.setattr(cupti_module, "BUFFER_PCS", 7)
     lib = backend
     profiler.start(str(tmp_path / "g"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized")
@@ -311,7 +311,7 @@ def test_kernels_loaded_before_the_session_are_searched_only_when_their_samples_
         backend, tmp_path, monkeypatch):
     """A sampled cubin the module-load callback never saw (compiled before the session) is looked
     for among Triton's kernels once; a cubin found nowhere (cuBLAS's) is not searched again."""
-    from flagtree.profiler.backends import cupti
+    from flagtree.profiler.backends.nvidia import cupti
 
     early = CUBIN + b"early_kernel 0 64 /src/kernels/early.py 1\n"  # another CRC, same lines
     foreign = b"FAKECUBIN\nother 0 64 /x.cu 1\n"

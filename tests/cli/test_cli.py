@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from flagtree.profiler import cli
+from flagtree.profiler.cli import command as cli
 
 # The script under test: launches 2 kernels inside a scope, calls the profiler's own
 # start()/finalize() (which must defer to the command's session), reports what it saw, then ends

@@ -10,7 +10,7 @@ import triton
 import triton.language as tl
 
 import flagtree.profiler as profiler
-from profiles import load_tree, walk
+from support.profiles import load_tree, walk
 
 LAYERS = 4
 WIDTH = 512

@@ -8,8 +8,9 @@ import time
 import pytest
 
 import flagtree.profiler as profiler
-from flagtree.profiler import ranks, session
-from kernels import launch_add, tensors
+from flagtree.profiler.distributed import ranks
+from flagtree.profiler import session
+from support.kernels import launch_add, tensors
 
 
 @pytest.fixture(autouse=True)
@@ -155,7 +156,7 @@ def test_an_initialised_process_group_names_the_rank(launcher, monkeypatch):
 
 
 def test_gathered_payloads_round_trip_and_unsafe_names_are_refused(tmp_path):
-    from flagtree.profiler import gather
+    from flagtree.profiler.distributed import gather
 
     (tmp_path / "run.rank1.hatchet").write_bytes(b"[{}]")
     (tmp_path / "run.rank1.meta.json").write_text(json.dumps({"rank": 1}))

@@ -7,7 +7,7 @@ from flagtree.profiler import _native
 from flagtree.profiler.vendor_import import (IXKN_RULES, MSPROF_RULES, Launch, VendorRow, match_rows,
                                              number_and_unit, session_launches, write_json_atomic)
 from flagtree.profiler.vendor_import import ixkn_csv, msprof_csv
-from threads import run_threads
+from support.threads import run_threads
 
 MS = 1_000_000
 

@@ -55,11 +55,9 @@ def flag(name):
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def disabled():
-    # a rank left out by FLAGTREE_PROFILER_RANKS pays what a disabled profiler pays
-    from .ranks import excluded  # ranks reads its variables through this module
-
-    return flag("FLAGTREE_PROFILER_DISABLE") or excluded()
+def disable_flag():
+    """FLAGTREE_PROFILER_DISABLE; distributed/ranks.py's profiling_off() adds the rank subset."""
+    return flag("FLAGTREE_PROFILER_DISABLE")
 
 
 def rank_subset():

@@ -12,7 +12,7 @@ import functools
 import numbers
 import warnings
 
-from . import _env
+from .distributed import ranks
 
 try:
     from . import _native
@@ -28,7 +28,7 @@ except ImportError as _error:  # tools that only read profiles (the viewer) work
 
     _native = _MissingNative(_error)
 
-_DISABLED = _env.disabled()
+_DISABLED = ranks.profiling_off()
 _ids = {}  # name -> interned id
 _mismatch_warned = set()  # scope names whose mismatched exit was reported
 #: Called after every scope boundary while backward-by-forward-layer attribution is on

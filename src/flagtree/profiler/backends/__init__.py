@@ -15,12 +15,12 @@ _instances = {}
 
 # backend -> (module, class): a backend's module is imported when it is asked for, so that the
 # first session does not import all nine (a few ms of the first start, issue 18).
-_CLASSES = {"nvidia": (".nvidia", "NvidiaBackend"), "interpreter": (".interpreter", "InterpreterBackend"),
-            "roctracer": (".roctracer", "RoctracerBackend"), "cupti": (".cupti", "CuptiBackend"),
-            "cupti_pcsampling": (".cupti", "CuptiPcSamplingBackend"),
+_CLASSES = {"nvidia": (".nvidia.backend", "NvidiaBackend"), "interpreter": (".interpreter", "InterpreterBackend"),
+            "roctracer": (".roctracer", "RoctracerBackend"), "cupti": (".nvidia.cupti", "CuptiBackend"),
+            "cupti_pcsampling": (".nvidia.cupti", "CuptiPcSamplingBackend"),
             "instrumentation": (".instrumentation", "InstrumentationBackend"),
-            "mthreads": (".mthreads", "MthreadsBackend"), "cann": (".cann", "CannBackend"),
-            "tianshu": (".tianshu", "TianshuBackend")}
+            "mthreads": (".vendor.mthreads", "MthreadsBackend"), "cann": (".vendor.cann", "CannBackend"),
+            "tianshu": (".vendor.tianshu", "TianshuBackend")}
 
 
 def _factory(name):
@@ -79,31 +79,15 @@ def select_backend():
     try:
         from triton.runtime import driver
 
-        target = driver.active.get_current_target().backend
+        target = driver.active.get_current_target()
     except Exception:  # no triton, or no device for its driver: fall back to NVIDIA's
         return "nvidia"
-    if target == "cuda" and _is_iluvatar():
-        return "tianshu"
-    return _TARGET_TO_BACKEND.get(target, target)
+    if target.backend == "cuda":
+        from .vendor.corex import is_corex  # deferred: only a CUDA target asks
 
-
-def _is_iluvatar():
-    """Iluvatar CoreX reports Triton target "cuda" on older drivers; its tells: torch.corex,
-    a CUDA driver under /usr/local/corex/lib, or a warp size of 64."""
-    import glob
-    import sys
-
-    torch = sys.modules.get("torch")
-    if torch is not None and getattr(torch, "corex", False) is True:
-        return True
-    if glob.glob("/usr/local/corex/lib/libcuda.so*"):
-        return True
-    try:
-        from triton.runtime import driver
-
-        return driver.active.get_current_target().warp_size == 64
-    except Exception:
-        return False
+        if is_corex(target):
+            return "tianshu"
+    return _TARGET_TO_BACKEND.get(target.backend, target.backend)
 
 
 __all__ = ["Backend", "BackendUnavailable", "KNOWN_BACKENDS", "get_backend", "select_backend",

@@ -3,9 +3,8 @@ CPU, with no device and no launch hooks. This backend wraps the interpreter's la
 and records each launch with its host-measured duration through the same native contexts,
 scopes, states and writers as a GPU backend, so the whole pipeline runs on a CPU-only machine.
 """
-import threading
 
-from .base import Backend
+from .base import Backend, BackendUnavailable, SharedUse
 
 
 def interpreter_active():
@@ -48,8 +47,7 @@ class InterpreterBackend(Backend):
     name = "interpreter"
 
     def __init__(self):
-        self._lock = threading.Lock()
-        self._users = 0
+        self._use = SharedUse()
         self._original_run = None
         #: set by the launch-metadata hook: called as fn(interpreted_fn, args, grid, kwargs) before each launch
         self.before_launch = None
@@ -65,31 +63,19 @@ class InterpreterBackend(Backend):
 
     def acquire(self, options):
         if not interpreter_active():
-            from .base import BackendUnavailable
-
             # Without it Triton would look for a GPU driver at the first launch and fail there.
             raise BackendUnavailable("the interpreter backend needs Triton's interpreter mode, which is off: set "
                                      "TRITON_INTERPRET=1 before triton is imported (flagtree-profiler -b "
                                      "interpreter sets it for the script it runs)")
-        with self._lock:
-            if self._users == 0:
-                self._patch()
-            self._users += 1
+        self._use.acquire(self._patch)
 
     def release(self):
-        with self._lock:
-            if self._users == 0:
-                return
-            self._users -= 1
-            if self._users == 0:
-                self._unpatch()
+        self._use.release(self._unpatch)
 
     def _patch(self):
         try:
             from triton.runtime import interpreter
         except ImportError as error:
-            from .base import BackendUnavailable
-
             raise BackendUnavailable(f"the interpreter backend needs triton: {error}") from None
         original = interpreter.InterpretedFunction.run
         backend = self

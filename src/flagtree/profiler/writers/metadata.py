@@ -7,7 +7,7 @@ import socket
 import sys
 import time
 
-from .. import ranks
+from ..distributed import ranks
 from .._version import __version__
 from .atomic import write_json
 

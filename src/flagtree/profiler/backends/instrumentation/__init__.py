@@ -9,12 +9,11 @@ per recording warp, averaged over launches) and ``count`` (scope entries). With 
 per-block, per-warp intervals go to ``<name>.device_scopes.json`` (Chrome trace format).
 """
 import json
-import threading
 from dataclasses import dataclass, field
 
-from ..base import BackendUnavailable
+from ..base import BackendUnavailable, SharedUse
 from ...writers.device_scopes import write_device_scopes
-from ..nvidia import NvidiaBackend, cuda_devices
+from ..nvidia.backend import NvidiaBackend, cuda_devices
 from . import compiler_hook
 from .options import FORMS, parse_mode
 from .pool import ProfileBufferPool
@@ -45,8 +44,8 @@ class InstrumentationBackend(NvidiaBackend):
 
     def __init__(self):
         super().__init__()
-        self._lock = threading.RLock()
-        self._users = 0
+        self._use = SharedUse()
+        self._lock = self._use.lock  # also guards the open sessions and the collector
         self._options = None
         self._undo = []
         self._sessions = {}  # session id -> session (open instrumentation sessions)
@@ -67,21 +66,22 @@ class InstrumentationBackend(NvidiaBackend):
     # -- starting and stopping ---------------------------------------------------------------
     def acquire(self, options):
         with self._lock:
-            if self._users and options != self._options:
+            if self._use.users and options != self._options:
                 raise ValueError(f"backend 'instrumentation': a session with mode {self._options.canonical()!r} is "
                                  f"open; kernels are compiled with one set of options at a time, so another "
                                  f"session needs the same mode (got {options.canonical()!r})")
-            if self._users == 0:
-                compiler_hook.triton_proton()
-                compiler_hook.route()
-                super().acquire(None)
-                try:
-                    self._install(options)
-                except BaseException:
-                    self._uninstall()
-                    super().release()
-                    raise
-            self._users += 1
+            self._use.acquire(lambda: self._start(options))
+
+    def _start(self, options):
+        compiler_hook.triton_proton()
+        compiler_hook.route()
+        super().acquire(None)
+        try:
+            self._install(options)
+        except BaseException:
+            self._uninstall()
+            super().release()
+            raise
 
     def _install(self, options):
         import torch
@@ -117,19 +117,17 @@ class InstrumentationBackend(NvidiaBackend):
             self._undo.pop()()
 
     def release(self):
-        with self._lock:
-            if self._users == 0:
-                return
-            self._users -= 1
-            if self._users == 0:
-                try:
-                    if self.collector is not None:
-                        self.collector.drain()
-                finally:
-                    self._uninstall()
-                    if self.collector is not None:
-                        self.collector.pool.release()
-                    super().release()
+        self._use.release(self._stop)
+
+    def _stop(self):
+        try:
+            if self.collector is not None:
+                self.collector.drain()
+        finally:
+            self._uninstall()
+            if self.collector is not None:
+                self.collector.pool.release()
+            super().release()
 
     def attach_session(self, session):
         native = _native()

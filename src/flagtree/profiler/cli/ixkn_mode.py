@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 
-from . import _env
+from .. import _env
 
 VALUE_OPTIONS = {"--ixkn-cli", "--ixkn-devices", "--ixkn-section", "--ixkn-kernel-name", "--ixkn-launch-count",
                  "--ixkn-launch-skip", "--ixkn-export-profile"}
@@ -89,7 +89,7 @@ def find_cli(options):
 # --- the child command ------------------------------------------------------------------------
 
 def _ixkn_arguments(options, report):
-    from .vendor_import.ixkn_import import SECTIONS
+    from ..vendor_import.ixkn_import import SECTIONS
 
     args = []
     if options.ixkn_devices:
@@ -111,7 +111,7 @@ def _ixkn_arguments(options, report):
 
 
 def _metrics(options):
-    from .backends.tianshu import parse_mode
+    from ..backends.vendor.tianshu import parse_mode
 
     return parse_mode(options.mode).vendor_metrics
 
@@ -237,7 +237,7 @@ def _report_file(report, started):
 
 
 def _import(options, cli, name, report, csv_text, started):
-    from .vendor_import import attach_to_hatchet, attach_to_trace, ixkn_import
+    from ..vendor_import import attach_to_hatchet, attach_to_trace, ixkn_import
 
     reasons, raw_inputs = [], []
     saved = _report_file(report, started)
@@ -267,7 +267,7 @@ def _import(options, cli, name, report, csv_text, started):
 
 
 def _keep_csv(name, text):
-    from .vendor_import import write_text_atomic
+    from ..vendor_import import write_text_atomic
 
     path = name + ".ixkn.csv"
     write_text_atomic(path, text)
@@ -275,7 +275,7 @@ def _keep_csv(name, text):
 
 
 def _child_launches(name, reasons):
-    from .vendor_import import launches_from_log
+    from ..vendor_import import launches_from_log
 
     path = name + ".launches.json"
     try:
@@ -299,7 +299,7 @@ def _ordinal_offsets(options, reasons):
 
 
 def _update_metadata(path, counts):
-    from .vendor_import import write_json_atomic
+    from ..vendor_import import write_json_atomic
 
     try:
         with open(path) as handle:

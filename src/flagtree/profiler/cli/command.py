@@ -15,11 +15,11 @@ import os
 import signal
 import sys
 
-from . import ixkn as _ixkn
-from . import _env, runner
-from . import command_line as _command
-from . import session as _session
-from .backends import KNOWN_BACKENDS, BackendUnavailable, implemented_backends
+from . import ixkn_mode as _ixkn
+from .. import _env
+from . import target as target_runner
+from .. import session as _session
+from ..backends import KNOWN_BACKENDS, BackendUnavailable, implemented_backends
 
 PROG = "flagtree-profiler"
 
@@ -218,7 +218,7 @@ def _install_sigterm():
 def _finish(opened, code):
     """Writes the profile and says where; a failed write turns a clean exit into status 1."""
     try:
-        _command.end_command_line_session()
+        _session.finalize_command_session()
     except Exception as error:
         _say(f"error: could not write the profile: {error}")
         return code or 1
@@ -252,7 +252,7 @@ def _say(message):
 
 def _list_metrics(options):
     """--list-metrics: one metric per line, `name<TAB>type<TAB>unit<TAB>description`."""
-    from .backends.counters import list_metrics
+    from ..backends.nvidia.counters import list_metrics
 
     try:
         metrics = list_metrics(chip=options.chip, submetrics=options.submetrics)
@@ -266,7 +266,7 @@ def _list_metrics(options):
 
 
 def _list_metrics_hint(options):
-    from . import _native
+    from .. import _native
 
     if _native.cuda_driver_version():
         return ""
@@ -297,11 +297,11 @@ def main(argv=None):
         if opened is False:
             return 2
         _announce_backend(opened, set_interpret)
-        code = runner.run_profiled(kind, target, args)
+        code = target_runner.run_profiled(kind, target, args)
     except (KeyboardInterrupt, SystemExit) as stop:  # a signal while the session was starting
-        _command.discard_open_sessions()
+        _session.discard_command_session()
         _say("interrupted before the profiling session started; no profile was written")
-        return 130 if isinstance(stop, KeyboardInterrupt) else runner.exit_code(stop)
+        return 130 if isinstance(stop, KeyboardInterrupt) else target_runner.exit_code(stop)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
@@ -312,11 +312,11 @@ def _begin(options, kind, target):
     """Starts the command's session: the Session (None when profiling is disabled), or False
     after saying why it could not start."""
     if kind == "pytest" and options.context == "python" and not options.keep_pytest_frames:
-        from . import _native
+        from .. import _native
 
-        _native.python_frames_skip(runner.PYTEST_FRAME_FILES)
+        _native.python_frames_skip(target_runner.PYTEST_FRAME_FILES)
     try:
-        session_id = _command.begin_command_line_session(
+        session_id = _session.start_command_session(
             name=options.name or _default_name(kind, target), context=options.context,
             data=options.data, backend=options.backend, mode=options.mode, hook=options.hook)
     except (ValueError, BackendUnavailable, ImportError) as error:
@@ -324,7 +324,7 @@ def _begin(options, kind, target):
         return False
     if session_id == -1:
         _say("FLAGTREE_PROFILER_DISABLE is set: running without profiling")
-    return _session._sessions.get(session_id)  # names the output in the final message
+    return _session.find_session(session_id)  # names the output in the final message
 
 
 if __name__ == "__main__":

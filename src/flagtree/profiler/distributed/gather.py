@@ -19,10 +19,11 @@ import sys
 import time
 import warnings
 
-from . import _env, ranks
-from .paths import EXTENSIONS, RANK_FILE
-from .viewer.safe_text import safe
-from .writers.atomic import strict_json, write_bytes
+from .. import _env
+from . import ranks
+from ..paths import EXTENSIONS, RANK_FILE
+from ..viewer.safe_text import safe
+from ..writers.atomic import strict_json, write_bytes
 
 PINGS = 8
 _TAG_BASE = 0x4654  # "FT"

@@ -1,18 +1,18 @@
 """What the non-NVIDIA CUPTI-dialect backends (mthreads through MUPTI, cann through MSPTI) share:
 finding the vendor library in a documented order, starting the native tracer of that dialect
-(``_native.<prefix>_acquire``), the vendor mode grammar (backends/vendor_mode.py), and the
+(``_native.<prefix>_acquire``), the vendor mode grammar (backends/vendor/mode_options.py), and the
 metadata. Each backend names its library, environment variable, install folders, metrics and
 options; the native side is one shared tracer instantiated per vendor table.
 """
 
-from .. import _env
-from .base import Backend, BackendUnavailable
-from .libraries import acquire_first, could_load, library_candidates
-from .vendor_mode import parse_vendor_mode
+from ... import _env
+from ..base import Backend, BackendUnavailable
+from ..libraries import acquire_first, could_load, library_candidates
+from .mode_options import parse_vendor_mode
 
 
 def _native():
-    from .. import _native as native
+    from ... import _native as native
 
     return native
 

@@ -12,7 +12,7 @@ Which libmupti.so is loaded, in this order (the first that loads wins; never dlc
   4. /usr/local/musa/lib
   5. the system loader path
 
-Mode (the public FlagTree Profiler's grammar, backends/vendor_mode.py):
+Mode (the public FlagTree Profiler's grammar, backends/vendor/mode_options.py):
   ``vendor_metrics=launch_stats,occupancy,resource_usage,peak_memory_bandwidth``
   - occupancy: theoretical occupancy per kernel (muOccupancyMaxActiveBlocksPerMultiprocessor with
     the launch's block size and dynamic shared memory, over the SM's most warps) and
@@ -35,8 +35,8 @@ tests (tests/standins/mupti_standin.c) from MUPTI's documented interface.
 """
 import os
 
-from .base import device_info_of
-from .dialect_backend import DialectBackend, _native
+from ..base import device_info_of
+from .dialect import DialectBackend, _native
 
 LIBRARY = "libmupti.so"
 ENV_PATH = "FLAGTREE_PROFILER_MUPTI_PATH"
@@ -114,7 +114,7 @@ class MthreadsBackend(DialectBackend):
 
     def peak_bandwidths(self):
         """{device index: GB/s}, computed as the viewer computes it (so util agrees)."""
-        from ..viewer.devices import Device
+        from ...viewer.devices import Device
 
         out = {}
         for d in self._devices():

@@ -11,14 +11,14 @@ The next session after a release subscribes afresh."""
 import atexit
 import os
 
-from .. import _env
+from ... import _env
 
 _exit_hook = [None]  # the pid that registered the exit hook
 _exiting = [False]
 
 
 def _native():
-    from .. import _native
+    from ... import _native
 
     return _native
 

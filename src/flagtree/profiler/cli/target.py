@@ -8,8 +8,8 @@ import types
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # The command's own files, above the target in a traceback (python -m flagtree.profiler[.cli]).
-_LAUNCHER_FILES = (os.path.abspath(__file__), os.path.join(_HERE, "cli.py"), os.path.join(_HERE, "__main__.py"),
-                   runpy.__file__)
+_LAUNCHER_FILES = (os.path.abspath(__file__), os.path.join(_HERE, "command.py"), os.path.join(_HERE, "__main__.py"),
+                   os.path.join(os.path.dirname(_HERE), "__main__.py"), runpy.__file__)
 
 
 def _run_script(path, args):

@@ -18,8 +18,9 @@ instrumentation backend's compiler route; a clear error naming what Triton's bui
 import os
 import threading
 
-from .base import Backend, BackendUnavailable
-from .vendor_mode import parse_bool, parse_vendor_mode
+from ..base import Backend, BackendUnavailable, SharedUse
+from .corex import corex_detected
+from .mode_options import parse_bool, parse_vendor_mode
 
 DEVICE_TYPE_COREX = 5
 METRICS = ("launch_stats", "occupancy", "instruction", "memory")
@@ -40,18 +41,9 @@ def parse_mode(mode):
     return parse_vendor_mode(mode, "tianshu", METRICS, OPTIONS)
 
 
-def corex_detected():
-    import glob
-    import sys
-
-    torch = sys.modules.get("torch")
-    return bool((torch is not None and getattr(torch, "corex", False) is True)
-                or glob.glob("/usr/local/corex/lib/libcuda.so*"))
-
-
 def kernel_scope_route():
     """Raises BackendUnavailable naming what Triton's build lacks for kernel-side scopes on CoreX."""
-    from .instrumentation import compiler_hook
+    from ..instrumentation import compiler_hook
 
     try:
         compiler_hook.triton_proton()  # the proton dialect's passes
@@ -74,8 +66,7 @@ class TianshuBackend(Backend):
     name = "tianshu"
 
     def __init__(self):
-        self._lock = threading.Lock()
-        self._users = 0
+        self._use = SharedUse()
         self._undo = []
         self._local = threading.local()
         self._streams = {}
@@ -84,7 +75,7 @@ class TianshuBackend(Backend):
 
     def unavailable_reason(self):
         try:
-            from ..hooks.triton import _launch_hook_owner
+            from ...hooks.triton import _launch_hook_owner
 
             _launch_hook_owner()
         except RuntimeError as error:
@@ -100,23 +91,21 @@ class TianshuBackend(Backend):
 
     # -- recording launches --------------------------------------------------------------------
     def acquire(self, options):
-        with self._lock:
-            if self._users == 0:
-                self.device_id = (options or parse_mode(None)).options.get("device_id", 0)
-                self._install()
-            self._users += 1
+        def install():
+            self.device_id = (options or parse_mode(None)).options.get("device_id", 0)
+            self._install()
+
+        self._use.acquire(install)
 
     def release(self):
-        with self._lock:
-            if self._users == 0:
-                return
-            self._users -= 1
-            if self._users == 0:
-                while self._undo:
-                    self._undo.pop()()
+        self._use.release(self._uninstall)
+
+    def _uninstall(self):
+        while self._undo:
+            self._undo.pop()()
 
     def _install(self):
-        from ..hooks.triton import _attach, _launch_hook_owner
+        from ...hooks.triton import _attach, _launch_hook_owner
 
         try:
             owner = _launch_hook_owner()
@@ -125,13 +114,13 @@ class TianshuBackend(Backend):
         self._undo.append(_attach(owner, "launch_enter_hook", self._enter))
         # First in the exit chain: the launch is recorded before hook="triton" drops its metadata.
         self._undo.append(_attach(owner, "launch_exit_hook", self._exit, order="first"))
-        from .interpreter import interpreter_active
+        from ..interpreter import interpreter_active
 
         if interpreter_active():
             self._patch_interpreter()
 
     def _enter(self, metadata):
-        from .. import _native
+        from ... import _native
 
         stack = getattr(self._local, "starts", None)
         if stack is None:
@@ -142,7 +131,7 @@ class TianshuBackend(Backend):
         stack.append((_native.monotonic_ns(), self._own_name(metadata)))
 
     def _exit(self, metadata):
-        from .. import _native
+        from ... import _native
 
         end = _native.monotonic_ns()
         stack = getattr(self._local, "starts", None)
@@ -167,7 +156,7 @@ class TianshuBackend(Backend):
         return self._streams[key]
 
     def _record(self, name, start, end, grid, block, stream):
-        from .. import _native
+        from ... import _native
 
         _native.record_host_kernel(name, start, end, grid, block, DEVICE_TYPE_COREX, self.device_id, stream)
 
@@ -178,7 +167,7 @@ class TianshuBackend(Backend):
         backend = self
 
         def run(fn_self, *args, grid, warmup, **kwargs):
-            from .. import _native
+            from ... import _native
 
             if warmup:
                 return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
@@ -199,13 +188,13 @@ class TianshuBackend(Backend):
 
     # -- sessions --------------------------------------------------------------------------------
     def attach_session(self, session):
-        from .. import _native
+        from ... import _native
 
         _native.session_enable_extras(session.slot)  # the host-time label and imports join by correlation
         _native.launch_log_enable(session.slot, True)
 
     def detach_session(self, session):
-        from .. import _native
+        from ... import _native
 
         try:
             _native.launch_log_enable(session.slot, False)
@@ -213,8 +202,8 @@ class TianshuBackend(Backend):
             pass
 
     def session_outputs(self, session):
-        from .. import _native
-        from ..vendor_import import session_launches
+        from ... import _native
+        from ...vendor_import import session_launches
 
         launches = session_launches(session.slot)
         for launch in launches:
@@ -229,9 +218,9 @@ class TianshuBackend(Backend):
         return stats
 
     def _import(self, session, mode, launches):
-        from ..vendor_import import attach_in_session, ixkn_import
+        from ...vendor_import import attach_in_session, ixkn_import
 
-        from .. import _env
+        from ... import _env
 
         path = mode.options["ixkn_import_path"]
         parsed, result = ixkn_import.import_csv(ixkn_import.read_input(path, _env.ixkn_cli()), launches,
@@ -253,8 +242,8 @@ class TianshuBackend(Backend):
 def write_launch_log(session):
     """`<name>.launches.json`: the session's launch log (with each launch's node path), for an
     import after the run."""
-    from .. import _native
-    from ..vendor_import import write_json_atomic
+    from ... import _native
+    from ...vendor_import import write_json_atomic
 
     path = session.name + ".launches.json"
     write_json_atomic(path, {"pid": os.getpid(), "data": session.data,

@@ -15,16 +15,16 @@ import sys
 import threading
 from dataclasses import dataclass
 
-from .. import _env
+from ... import _env
 from . import counters, cupti_attach
-from .base import Backend, BackendUnavailable, device_info_of
-from .libraries import could_load, loaded_library
+from ..base import Backend, BackendUnavailable, device_info_of
+from ..libraries import could_load, loaded_library
 
 SUPPORTED_CUDA_MAJORS = (12, 13)
 
 
 def _native():
-    from .. import _native as native
+    from ... import _native as native
 
     return native
 
@@ -157,7 +157,11 @@ class NvidiaBackend(Backend):
     def attach_session(self, session):
         if not isinstance(session.options, counters.CounterMode):
             return
-        counters.start_session(self._library, session, session.options.metrics)
+        try:
+            devices = cuda_devices()  # cached: the driver takes ~1 ms to answer each time
+        except RuntimeError:
+            devices = []
+        counters.start_session(self._library, session, session.options.metrics, devices)
         session.state.counting = True
 
     def session_outputs(self, session):

@@ -6,7 +6,8 @@ starts and stops a session's collection, and lists the metrics a chip offers.
 """
 from dataclasses import dataclass
 
-from .. import _env
+from ... import _env
+from .. import get_backend
 
 # mode="metrics" alone: enough for the derived metrics (occupancy, DRAM bandwidth and its use).
 DEFAULT_METRICS = (
@@ -25,7 +26,7 @@ LIST_HINT = "list the valid names with flagtree.profiler.list_metrics() or `flag
 
 
 def _native():
-    from .. import _native as native
+    from ... import _native as native
 
     return native
 
@@ -70,19 +71,14 @@ def dram_peaks_gbps(devices):
     return peaks
 
 
-def start_session(library, session, metrics):
-    """Starts collecting `metrics` for `session` on the libcupti at `library`."""
+def start_session(library, session, metrics, devices):
+    """Starts collecting `metrics` for `session` on the libcupti at `library`; `devices` (the
+    backend's cached device list) gives each GPU's DRAM peak."""
     native = _native()
     try:
         native.counters_load(library)
     except RuntimeError as error:  # keeps the type (LibraryNotFound: CUPTI older than 12.6)
         raise type(error)(f"flagtree.profiler: {error}") from None
-    from .nvidia import cuda_devices  # not at the top: nvidia imports this module
-
-    try:
-        devices = cuda_devices()  # cached: the driver takes ~1 ms to answer each time
-    except RuntimeError:
-        devices = []
     context = native.counters_current_context()
     try:
         native.counters_add_session(library, session.slot, list(metrics), _env.counter_ranges(),
@@ -129,8 +125,6 @@ def list_metrics(chip=None, submetrics=False):
     plus "submetrics" with submetrics=True: the full names to ask for (base + rollup/submetric,
     e.g. "dram__bytes_read.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed"). `chip` (e.g. "GH100") defaults to GPU 0's chip; with a chip name no
     GPU is needed, only libcupti (CUPTI 12.6+)."""
-    from . import get_backend
-
     nvidia = get_backend("nvidia")
     library = nvidia.counters_library()
     try:

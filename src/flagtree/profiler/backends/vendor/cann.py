@@ -13,12 +13,12 @@ Which libmspti.so is loaded, in this order (the first that loads wins; never dlc
   4. /usr/local/Ascend/ascend-toolkit/latest/lib64
   5. the system loader path
 
-Mode (the public FlagTree Profiler's grammar, backends/vendor_mode.py), e.g.
+Mode (the public FlagTree Profiler's grammar, backends/vendor/mode_options.py), e.g.
 ``"runtime_base:device_id=0:vendor_metrics=aicore,bandwidth:mstx_enabled=true"``:
   - mstx_enabled=true: every scope is also an mstx range in the "flagtree_profiler" domain, so
     msprof and MindStudio timelines show our scopes;
   - vendor_metrics=aicore,bandwidth: collected with aclprof and imported from msprof's CSV export
-    (backends/cann_vendor_metrics.py), written as <name>.vendor.json and onto the kernel nodes;
+    (backends/vendor/cann_metrics.py), written as <name>.vendor.json and onto the kernel nodes;
   - device_id=<n>: the device the vendor metrics are collected on.
 
 MSPTI must not run beside another profiler: msprof (as this process's launcher or through
@@ -31,8 +31,8 @@ Not yet run on Ascend hardware: tested only through a stand-in library built by 
 import os
 import sys
 
-from .dialect_backend import DialectBackend, _native
-from .vendor_mode import parse_bool
+from .dialect import DialectBackend, _native
+from .mode_options import parse_bool
 
 LIBRARY = "libmspti.so"
 ENV_PATH = "FLAGTREE_PROFILER_MSPTI_PATH"
@@ -52,9 +52,9 @@ OPTIONS = {"device_id": _device_id, "mstx_enabled": lambda text: parse_bool(text
 def _vendor_metrics_class():
     """The aclprof + msprof import path (imported only when a mode asks for vendor metrics)."""
     try:
-        from .cann_vendor_metrics import CannVendorMetrics
+        from .cann_metrics import CannVendorMetrics
     except ImportError as error:
-        raise RuntimeError(f"flagtree.profiler: vendor_metrics needs backends/cann_vendor_metrics.py, which "
+        raise RuntimeError(f"flagtree.profiler: vendor_metrics needs backends/vendor/cann_metrics.py, which "
                            f"cannot be imported in this build: {error}") from None
     return CannVendorMetrics
 

@@ -16,8 +16,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-from .. import _env
-from .nvidia import NvidiaBackend
+from ... import _env
+from .backend import NvidiaBackend
 
 MODE_FORM = "pcsampling[:interval=<5..31>,collection=continuous|serialized,range=session|launch]"
 CHOICES = {"collection": ("continuous", "serialized"), "range": ("session", "launch")}
@@ -30,7 +30,7 @@ BUFFER_PCS = 20000  # PC records per GetData call
 
 
 def _native():
-    from .. import _native as native
+    from ... import _native as native
 
     return native
 
