@@ -1,4 +1,4 @@
-"""Overhead of backend="instrumentation" (issue #9, point 7), on the GPU machine.
+"""Overhead of backend="instrumentation", on the GPU machine.
 
 Workload: a memory-bound 16M-element add with two kernel-side scopes, 50 launches per rep.
 Configurations, interleaved in one process (none, ours, none, proton, ...), after a warm-up:

@@ -1,4 +1,4 @@
-"""Where a session's fixed cost goes (issue 18), on the GPU machine: per phase wall times and a
+"""Where a session's fixed cost goes, on the GPU machine: per phase wall times and a
 cProfile of start() and finalize() for backend="cupti" mode="pcsampling" (one long kernel, then
 2,000 tiny launches) and backend="instrumentation" (50 launches of a 16M-element add).
 

@@ -1,4 +1,4 @@
-"""GPU probe (issue 18, item 2): can another CUPTI client attach in the same process after ours,
+"""GPU probe: can another CUPTI client attach in the same process after ours,
 and ours after it? Each order runs in a fresh subprocess; one line per variant: worked / the error.
 
     python dev/probe_handover.py            # every order, with the default libcupti and with Triton's

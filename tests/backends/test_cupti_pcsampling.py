@@ -176,7 +176,7 @@ def test_session_range_samples_once_and_splits_a_functions_samples_among_its_lau
 
 def test_samples_that_stop_flushes_into_the_configured_buffer_are_kept(backend, tmp_path):
     """If Stop writes the range into the configured buffer (Proton reads it before GetData), the GetData
-    that follows overwrites it: the sampler must take the buffer first (H200 round 6 got 0 samples)."""
+    that follows overwrites it: the sampler must take the buffer first (else the H200 gives 0 samples)."""
     lib = backend
     lib.standin_pcs_fill_at_stop(1)
     try:
@@ -339,7 +339,7 @@ def test_kernels_loaded_before_the_session_are_searched_only_when_their_samples_
 
 
 def test_a_session_range_takes_its_samples_at_stop_not_from_getdata(backend, tmp_path):
-    """On the H200 GetData hands out nothing while a range is open (issue 18: a range kept open
+    """On the H200 GetData hands out nothing while a range is open (a range kept open
     between sessions gave 0 samples); the stand-in's hold mirrors it, so the samples of a session
     range must come from its Stop at finalize."""
     lib = backend

@@ -193,7 +193,7 @@ def test_without_a_gpu_the_command_turns_on_triton_interpreter(workdir):
     assert result.returncode == 0, result.stderr
     assert seen(result)["interpret"] == "1"
     assert kernel_count(workdir / "auto.hatchet") == 7
-    # The line says what the command did (issue 17), not what the user should do.
+    # The line says what the command did, not what the user should do.
     assert "flagtree-profiler: no GPU driver found, so TRITON_INTERPRET=1 was set for the script" in result.stderr
 
 

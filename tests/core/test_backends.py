@@ -157,7 +157,7 @@ def test_loaded_library_finds_a_mapped_copy_by_file_name(tmp_path):
 
 
 def test_a_session_imports_only_its_own_backend():
-    """The first start of a process imports the backend it names, not all nine (issue 18)."""
+    """The first start of a process imports the backend it names, not all nine."""
     import subprocess
 
     from support.package_path import PACKAGE_ROOT

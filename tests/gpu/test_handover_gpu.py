@@ -1,4 +1,4 @@
-"""Hand-over between CUPTI clients in one process (issue 18, item 2), on the GPU: each order runs in
+"""Hand-over between CUPTI clients in one process, on the GPU: each order runs in
 a fresh subprocess through dev/probe_handover.py's run_order (a step passes only if its tool
 recorded the kernels it ran)."""
 import importlib.util

@@ -1,4 +1,4 @@
-"""backend="instrumentation" on a real GPU (issue #9 points 2, 3, 5, 8). With $OUT set, the raw
+"""backend="instrumentation" on a real GPU. With $OUT set, the raw
 profile buffer of one launch and its kernel facts are saved there (CPU-test fixture material)."""
 import json
 import os

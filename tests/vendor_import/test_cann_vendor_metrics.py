@@ -1,4 +1,4 @@
-"""cann vendor metrics (issue 20 item 3) through the real data path: interpreter kernels recorded
+"""cann vendor metrics through the real data path: interpreter kernels recorded
 by a real session, aclprof from a stand-in library built here, a stand-in msprof export, and CSV
 fixtures in msprof's layout (renamed headers, rows without ids, rows no launch explains)."""
 import json

@@ -85,7 +85,7 @@ class _DeviceFacts:
     """The CUDA devices' fixed facts, queried once per process: every session writes them
     (device_info, describe). The driver answers the two clock attributes in 0.35-0.7 ms each,
     every time (H200, driver 580), so the first session starts the query at start() and
-    finalize() takes its answer (issue 18: the first session's cost). The query runs on a native
+    finalize() takes its answer, off the first session's path. The query runs on a native
     thread (csrc/backends/nvidia/device_facts.h): a Python one cost ~0.4 ms more at start()."""
 
     def __init__(self):

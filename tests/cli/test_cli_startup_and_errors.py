@@ -1,4 +1,4 @@
-"""The command line as a new user meets it (issue 17): the interpreter chosen by name, misspelt
+"""The command line at its edges: the interpreter chosen by name, misspelt
 modules, --list-metrics errors, `python -m flagtree.profiler`, the "wrote" line with parts,
 pytest's frames under -c python, the script's own bad start() calls, a signal before the session
 exists, and the package without numpy. Subprocess runs cost seconds each, so each checks several
@@ -42,7 +42,7 @@ SCRIPT = KERNEL + textwrap.dedent('''
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("first_hour")
+    path = tmp_path_factory.mktemp("cli_startup")
     (path / "work.py").write_text(SCRIPT)
     (path / "test_tiny.py").write_text(KERNEL + "\n\ndef test_launches():\n    launch(3)\n")
     return path

@@ -1,4 +1,4 @@
-"""A new user's first hour, in process (issue 17): clear errors for bad arguments and environment
+"""Checks at start() and in the outputs, in process: clear errors for bad arguments and environment
 values, metadata files that never overwrite each other, metadata that always names the devices,
 warnings that point at the user's launch, and the mode parsed once into the session's options."""
 import os
