@@ -43,7 +43,7 @@ class FakeNative:
 def fake(monkeypatch):
     def install(*answers):
         native = FakeNative(answers)
-        monkeypatch.setattr(nvidia, "_native", lambda: native)
+        monkeypatch.setattr(nvidia, "native", native)
         monkeypatch.setattr(nvidia, "_device_facts", nvidia._DeviceFacts())
         return native
     return install

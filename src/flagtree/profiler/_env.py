@@ -3,6 +3,7 @@
 The README's table of variables mirrors ENVIRONMENT below; a test keeps the two in step.
 """
 import os
+import shutil
 
 ENVIRONMENT = {
     "FLAGTREE_PROFILER_DISABLE": "1 turns every profiler call into a cheap no-op (start returns -1).",
@@ -176,8 +177,6 @@ def counter_ranges():
 
 def ixkn_cli():
     """ixkn-cli's path: FLAGTREE_PROFILER_IXKN_CLI, IXKN_CLI, else the PATH; None when none."""
-    import shutil
-
     for variable in ("FLAGTREE_PROFILER_IXKN_CLI", "IXKN_CLI"):
         value = os.environ.get(variable, "").strip()
         if value:

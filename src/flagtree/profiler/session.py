@@ -14,9 +14,10 @@ handler, so a script that forgets finalize() still gets its profile; under flagt
 command's own session is written by the command first, and the handler finds nothing open.
 """
 import atexit
-import os
 import threading
 import warnings
+
+import sys
 
 from . import _env
 from .distributed import gather, ranks
@@ -29,16 +30,13 @@ from .session_record import Session
 from .writers.atomic import remove
 from .writers.metadata import build_metadata, write_metadata
 from .writers.profile import write_profile
+from .native_core import native
 
 CONTEXTS = ("shadow", "python")
 DATA_KINDS = ("tree", "trace", "perfetto")
 HOOKS = ("triton",)
 
 
-def _native():
-    from . import _native as native
-
-    return native
 
 
 _lock = threading.RLock()
@@ -108,7 +106,6 @@ def _start_locked(name, context, data, backend, mode, hook):
 
     paths = output_paths(base, data, shared_name=_name_kinds.get(base, data) != data)
     session = Session(_next_id[0], base, context, data, impl, options, hook, paths)
-    native = _native()
     session.slot = native.session_create(native.ContextKind[context], native.DataKind[data])
     try:
         _acquire(impl, options, chosen_by_environment=backend is None and bool(_env.backend()))
@@ -125,7 +122,7 @@ def _start_locked(name, context, data, backend, mode, hook):
         inheritance.install()  # threads and autograd inherit scopes (hooks/inheritance.py)
         session.inheritance = True
         if hook == "triton":
-            from .hooks.triton import install
+            from .hooks.triton import install  # deferred: only hook= sessions use the launch-metadata hook
 
             session.hook_handle = install(impl)
     except BaseException:
@@ -177,7 +174,6 @@ def flush_part(session_id=None):
 
 
 def _write_parts_locked(sessions):
-    native = _native()
     began = native.monotonic_ns()
     # Every open session's backend is flushed (not only the targets'): graph launches made
     # before `began` then have all their records delivered and can be forgotten.
@@ -207,7 +203,7 @@ def activate(session_id=None):
         return
     with _lock:
         for s in _targets(session_id):
-            _native().session_set_active(s.slot, True)
+            native.session_set_active(s.slot, True)
 
 
 def deactivate(session_id=None):
@@ -215,7 +211,7 @@ def deactivate(session_id=None):
         return
     with _lock:
         for s in _targets(session_id):
-            _native().session_set_active(s.slot, False)
+            native.session_set_active(s.slot, False)
 
 
 def finalize(session_id=None):
@@ -233,7 +229,6 @@ def finalize(session_id=None):
 
 
 def _finalize_locked(sessions):
-    native = _native()
     for s in sessions:
         native.session_begin_close(s.slot)
     for impl in {id(s.backend): s.backend for s in sessions}.values():
@@ -253,7 +248,6 @@ def _finalize_locked(sessions):
 
 
 def _write_outputs(s):
-    native = _native()
     s.stop_realtime_ns = native.realtime_ns()
     counts = native.session_stats(s.slot)
     stats = {
@@ -291,7 +285,6 @@ def _write_outputs(s):
 
 def _close(s):
     _sessions.pop(s.id, None)
-    native = _native()
     if s.timer_stop is not None:
         s.timer_stop.set()  # not joined: it may be waiting for the lock held here
     if s.nvtx:
@@ -359,8 +352,6 @@ def _finalize_at_exit():
         try:
             _finalize_locked(list(_sessions.values()))
         except Exception as error:
-            import sys
-
             print(f"flagtree.profiler: writing the profile at exit failed: {error}", file=sys.stderr)
 
 

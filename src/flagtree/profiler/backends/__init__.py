@@ -1,4 +1,6 @@
 """The backend registry: which backends exist, which run here, and automatic selection."""
+import importlib
+import importlib.util
 from .. import _env
 from .base import Backend, BackendUnavailable
 
@@ -24,8 +26,6 @@ _CLASSES = {"nvidia": (".nvidia.backend", "NvidiaBackend"), "interpreter": (".in
 
 
 def _factory(name):
-    import importlib
-
     module, cls = _CLASSES[name]
     return getattr(importlib.import_module(module, __name__), cls)
 
@@ -47,8 +47,6 @@ def available_backends():
 
 def _available_here():
     """The implemented backends that can run on this machine, as a phrase."""
-    import importlib.util
-
     here = [name for name, reason in available_backends().items() if reason is None]
     if "interpreter" not in here and importlib.util.find_spec("triton") is not None:
         here.append("interpreter (with TRITON_INTERPRET=1)")  # off now, but one variable away
@@ -72,12 +70,12 @@ def select_backend():
     explicit = _env.backend()
     if explicit:
         return explicit
-    from .interpreter import interpreter_active
+    from .interpreter import interpreter_active  # deferred: backend modules load when asked for
 
     if interpreter_active():
         return "interpreter"
     try:
-        from triton.runtime import driver
+        from triton.runtime import driver  # deferred: triton is heavy and optional
 
         target = driver.active.get_current_target()
     except Exception:  # no triton, or no device for its driver: fall back to NVIDIA's

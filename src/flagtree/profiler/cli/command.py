@@ -15,11 +15,15 @@ import os
 import signal
 import sys
 
+import importlib.util
+
 from . import ixkn_mode as _ixkn
 from .. import _env
 from . import target as target_runner
 from .. import session as _session
 from ..backends import KNOWN_BACKENDS, BackendUnavailable, implemented_backends
+from ..native_core import native
+from ..backends.nvidia.counters import list_metrics
 
 PROG = "flagtree-profiler"
 
@@ -142,8 +146,6 @@ def _check_module(name):
 
 
 def _find_spec(name):
-    import importlib.util
-
     try:
         return importlib.util.find_spec(name)
     except (ImportError, ValueError):  # a parent package missing, or a relative/empty name
@@ -252,8 +254,6 @@ def _say(message):
 
 def _list_metrics(options):
     """--list-metrics: one metric per line, `name<TAB>type<TAB>unit<TAB>description`."""
-    from ..backends.nvidia.counters import list_metrics
-
     try:
         metrics = list_metrics(chip=options.chip, submetrics=options.submetrics)
     except (RuntimeError, ValueError, BackendUnavailable) as error:
@@ -266,9 +266,7 @@ def _list_metrics(options):
 
 
 def _list_metrics_hint(options):
-    from .. import _native
-
-    if _native.cuda_driver_version():
+    if native.cuda_driver_version():
         return ""
     return ("; listing metrics needs the CUDA driver (libcuda.so.1), which this machine lacks: CUPTI's "
             "metric tables cannot be read offline here" + (", even for a named chip" if options.chip else ""))
@@ -312,9 +310,7 @@ def _begin(options, kind, target):
     """Starts the command's session: the Session (None when profiling is disabled), or False
     after saying why it could not start."""
     if kind == "pytest" and options.context == "python" and not options.keep_pytest_frames:
-        from .. import _native
-
-        _native.python_frames_skip(target_runner.PYTEST_FRAME_FILES)
+        native.python_frames_skip(target_runner.PYTEST_FRAME_FILES)
     try:
         session_id = _session.start_command_session(
             name=options.name or _default_name(kind, target), context=options.context,

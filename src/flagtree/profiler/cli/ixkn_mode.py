@@ -89,7 +89,7 @@ def find_cli(options):
 # --- the child command ------------------------------------------------------------------------
 
 def _ixkn_arguments(options, report):
-    from ..vendor_import.ixkn_import import SECTIONS
+    from ..vendor_import.ixkn_import import SECTIONS  # deferred: the import layer loads for --ixkn runs only
 
     args = []
     if options.ixkn_devices:
@@ -111,7 +111,7 @@ def _ixkn_arguments(options, report):
 
 
 def _metrics(options):
-    from ..backends.vendor.tianshu import parse_mode
+    from ..backends.vendor.tianshu import parse_mode  # deferred: the tianshu backend loads for --ixkn runs only
 
     return parse_mode(options.mode).vendor_metrics
 
@@ -237,7 +237,7 @@ def _report_file(report, started):
 
 
 def _import(options, cli, name, report, csv_text, started):
-    from ..vendor_import import attach_to_hatchet, attach_to_trace, ixkn_import
+    from ..vendor_import import attach_to_hatchet, attach_to_trace, ixkn_import  # deferred: as SECTIONS above
 
     reasons, raw_inputs = [], []
     saved = _report_file(report, started)
@@ -267,7 +267,7 @@ def _import(options, cli, name, report, csv_text, started):
 
 
 def _keep_csv(name, text):
-    from ..vendor_import import write_text_atomic
+    from ..vendor_import import write_text_atomic  # deferred: as SECTIONS above
 
     path = name + ".ixkn.csv"
     write_text_atomic(path, text)
@@ -275,7 +275,7 @@ def _keep_csv(name, text):
 
 
 def _child_launches(name, reasons):
-    from ..vendor_import import launches_from_log
+    from ..vendor_import import launches_from_log  # deferred: as SECTIONS above
 
     path = name + ".launches.json"
     try:
@@ -299,7 +299,7 @@ def _ordinal_offsets(options, reasons):
 
 
 def _update_metadata(path, counts):
-    from ..vendor_import import write_json_atomic
+    from ..vendor_import import write_json_atomic  # deferred: as SECTIONS above
 
     try:
         with open(path) as handle:

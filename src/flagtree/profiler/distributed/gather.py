@@ -80,7 +80,7 @@ class _Peer:
     """Point-to-point tensors over the default group, every wait bounded by one deadline."""
 
     def __init__(self, dist, tag, deadline):
-        import torch
+        import torch  # deferred: torch is heavy and optional
 
         self.torch, self.dist, self.tag, self.deadline = torch, dist, tag, deadline
         backend = str(dist.get_backend())
@@ -279,7 +279,7 @@ def _merge_gathered_traces(paths):
         match = RANK_FILE.match(path)
         if match and match.group(3) == EXTENSIONS["trace"]:
             groups.setdefault(match.group(1), []).append(path)
-    from .merge_traces import merge_traces
+    from .merge_traces import merge_traces  # deferred: argparse and the merger load only when traces are gathered
 
     merged = []
     for base, traces in sorted(groups.items()):

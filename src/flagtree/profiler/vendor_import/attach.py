@@ -16,6 +16,7 @@ import json
 from collections import defaultdict
 
 from .report import UNMATCHED_HOLDER, write_json_atomic
+from ..native_core import native
 
 _ADDITIVE_UNITS = {"ns", "us", "usecond", "ms", "msecond", "s", "second", "cycle", "cycles", "b", "byte",
                    "bytes", "kb", "kbyte", "mb", "mbyte", "gb", "gbyte", "inst", "instructions"}
@@ -32,17 +33,15 @@ def is_additive(metric):
 
 def attach_in_session(slot, data, result):
     """Attaches a MatchResult to the open session in `slot` (data "tree" or "trace")."""
-    from .. import _native
-
     mean = sorted({name for m in result.matches for name in m.row.metrics if not is_additive(name)})
     if mean:
-        _native.session_set_mean_metrics(slot, mean)
+        native.session_set_mean_metrics(slot, mean)
     for m in result.matches:
         metrics = list(m.row.metrics.items())
         if m.launch is not None:
-            _native.session_attach(slot, m.launch.correlation, metrics)
+            native.session_attach(slot, m.launch.correlation, metrics)
         elif data == "tree":
-            _native.session_add_held_row(slot, UNMATCHED_HOLDER, [m.row.source, m.row.name or "<no name>"], metrics)
+            native.session_add_held_row(slot, UNMATCHED_HOLDER, [m.row.source, m.row.name or "<no name>"], metrics)
 
 
 # --- after the run: the written files -------------------------------------------------------

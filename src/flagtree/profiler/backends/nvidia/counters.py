@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ... import _env
 from .. import get_backend
+from ...native_core import native
 
 # mode="metrics" alone: enough for the derived metrics (occupancy, DRAM bandwidth and its use).
 DEFAULT_METRICS = (
@@ -25,10 +26,6 @@ MODE_FORMS = '"metrics" (a default set) or "metrics=<name>,<name>,..."'
 LIST_HINT = "list the valid names with flagtree.profiler.list_metrics() or `flagtree-profiler --list-metrics`"
 
 
-def _native():
-    from ... import _native as native
-
-    return native
 
 
 def parse_mode(mode):
@@ -74,7 +71,6 @@ def dram_peaks_gbps(devices):
 def start_session(library, session, metrics, devices):
     """Starts collecting `metrics` for `session` on the libcupti at `library`; `devices` (the
     backend's cached device list) gives each GPU's DRAM peak."""
-    native = _native()
     try:
         native.counters_load(library)
     except RuntimeError as error:  # keeps the type (LibraryNotFound: CUPTI older than 12.6)
@@ -98,7 +94,6 @@ def start_session(library, session, metrics, devices):
 def session_outputs(session, metrics):
     """Decodes what is still in the counter images (their metrics reach the kernel nodes) and
     returns the counts for the metadata file."""
-    native = _native()
     native.counters_flush()
     stats = native.counters_stats()
     out = {
@@ -116,7 +111,7 @@ def session_outputs(session, metrics):
 
 
 def stop_session(session):
-    _native().counters_remove_session(session.slot)
+    native.counters_remove_session(session.slot)
 
 
 def list_metrics(chip=None, submetrics=False):
@@ -139,14 +134,14 @@ def list_metrics(chip=None, submetrics=False):
 
 def _list_reinitialising(nvidia, library, chip, submetrics):
     try:
-        return _native().counters_list_metrics(library, chip, submetrics)
-    except _native().NotInitialized:
+        return native.counters_list_metrics(library, chip, submetrics)
+    except native.NotInitialized:
         pass
     # A finished session ends with cuptiFinalize (so other tools can attach), after which CUPTI
     # answers NOT_INITIALIZED until a client subscribes again: subscribe briefly, then ask again.
     nvidia.acquire(None)
     try:
-        return _native().counters_list_metrics(library, chip, submetrics)
+        return native.counters_list_metrics(library, chip, submetrics)
     finally:
         nvidia.release()
 
