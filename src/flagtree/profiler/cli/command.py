@@ -23,6 +23,7 @@ from . import target as target_runner
 from .. import session as _session
 from ..backends import KNOWN_BACKENDS, BackendUnavailable, implemented_backends
 from ..native_core import native
+from ..paths import part_stem
 from ..backends.nvidia.counters import list_metrics
 
 PROG = "flagtree-profiler"
@@ -233,7 +234,7 @@ def _wrote_line(files):
     """What finalize wrote: the profile, or its parts (written instead of it, see flush_part)."""
     if len(files) == 1:
         return f"wrote {files[0]}"
-    stem = files[0][:files[0].rindex(".part") + len(".part")]
+    stem = part_stem(files[0])
     extension = files[0][files[0].rindex("."):]
     return (f"wrote {len(files)} parts, {files[0]} to {files[-1]}; view them merged: "
             f"flagtree-profiler-viewer {stem}*{extension}")

@@ -21,7 +21,7 @@ import warnings
 
 from .. import _env
 from . import ranks
-from ..paths import EXTENSIONS, RANK_FILE
+from ..paths import EXTENSIONS, RANK_FILE, is_metadata, side_file
 from ..viewer.safe_text import safe
 from ..writers.atomic import strict_json, write_bytes
 
@@ -161,7 +161,7 @@ def _pack(rank, paths, meta_update):
     for path in paths:
         with open(path, "rb") as handle:
             data = handle.read()
-        if path.endswith(".meta.json") and meta_update:
+        if is_metadata(path) and meta_update:
             data = _updated_meta(path, data, meta_update)
         blobs.append((os.path.basename(path), data))
     header = json.dumps({"rank": rank, "files": [[name, len(data)] for name, data in blobs]}).encode()
@@ -216,7 +216,7 @@ def _collect(peer, paths, members, timeout_s):
                "folder": folder}
     update = dict(_clock_fields(0, 0, members[0], peer.backend), gather=summary)
     for path in paths:
-        if path.endswith(".meta.json"):
+        if is_metadata(path):
             with open(path, "rb") as handle:
                 _updated_meta(path, handle.read(), update)
     if missing:
@@ -284,8 +284,8 @@ def _merge_gathered_traces(paths):
     merged = []
     for base, traces in sorted(groups.items()):
         try:
-            merge_traces(sorted(set(traces)), base + ".merged.chrome_trace")
-            merged.append(base + ".merged.chrome_trace")
+            merge_traces(sorted(set(traces)), side_file(base, "merged_trace"))
+            merged.append(side_file(base, "merged_trace"))
         except Exception as error:  # the gathered files are there; the merge can be redone
             warnings.warn(f"flagtree.profiler: merging the gathered traces of {safe(base)} failed: "
                           f"{safe(str(error))}")

@@ -23,10 +23,10 @@ import os
 import re
 import sys
 
-from ..paths import EXTENSIONS, RANK_FILE
+from ..paths import EXTENSIONS, RANK_FILE, SIDE_FILES, metadata_candidates
 from .ranks import LOSS_KEYS, losses
 from ..viewer.safe_text import safe
-from ..writers.atomic import atomic_file
+from ..writers.chrome_trace import chrome_trace
 
 try:  # optional speed-up
     import orjson as _orjson
@@ -48,7 +48,7 @@ def expand_inputs(paths):
     for path in paths:
         if os.path.isdir(path):
             found = sorted(os.path.join(path, n) for n in os.listdir(path)
-                           if n.endswith(".chrome_trace") and not n.endswith(".merged.chrome_trace"))
+                           if n.endswith(EXTENSIONS["trace"]) and not n.endswith(SIDE_FILES["merged_trace"]))
             if not found:
                 raise TraceMergeError(f"folder '{path}' holds no .chrome_trace files")
             out += found
@@ -92,7 +92,7 @@ def _sibling_metadata(path):
     """The trace session's metadata: <name>.chrome_trace.meta.json where a tree session of the
     same name took <name>.meta.json (paths.output_paths), else <name>.meta.json."""
     name = _TRACE_SUFFIX.sub("", path)
-    for meta_path in (name + ".chrome_trace.meta.json", name + ".meta.json"):
+    for meta_path in metadata_candidates(name, "trace"):
         try:
             with open(meta_path) as handle:
                 meta = json.load(handle)
@@ -166,19 +166,6 @@ class _RankTracks:
         self.host, self.os_pid = first.host, first.pid
         self.tids = {}  # (original pid, original tid) -> merged tid
         self.next_device_tid = DEVICE_TID_BASE
-
-
-class _Writer:
-    def __init__(self, out):
-        self.out, self.first, self.count = out, True, 0
-
-    def event(self, event):
-        data = _orjson.dumps(event) if _orjson is not None else \
-            json.dumps(event, separators=(",", ":"), allow_nan=False).encode()
-        self.out.write(b"\n" if self.first else b",\n")
-        self.out.write(data)
-        self.first = False
-        self.count += 1
 
 
 def _process_events(tracks, lost_counts):
@@ -258,9 +245,7 @@ def merge_traces(paths, out_path):
     # parts of one rank share one metadata file
     per_rank, total = losses((i.rank, i.meta_path or i.path, i.meta) for i in inputs)
     ranks = {}
-    with atomic_file(out_path) as out:
-        writer = _Writer(out)
-        out.write(b'{"displayTimeUnit":"ns","traceEvents":[')
+    with chrome_trace(out_path) as writer:
         for item in sorted(inputs, key=lambda i: (i.rank, i.index)):
             tracks = ranks.get(item.rank)
             if tracks is None:
@@ -272,10 +257,9 @@ def merge_traces(paths, out_path):
                                   "shift_us": i.shift_us} for i in inputs],
                  "ranks": sorted(ranks), "clock": clock,
                  "losses": {"per_rank": {str(r): c for r, c in sorted(per_rank.items())}, "total": total}}
-        tail = {"otherData": other}
+        writer.tail["otherData"] = other
         if base_wall is not None:
-            tail["baseTimeNanoseconds"] = base_wall  # wall time of ts=0, as Kineto writes it
-        out.write(b"\n]," + json.dumps(tail, separators=(",", ":"), allow_nan=False)[1:].encode() + b"\n")
+            writer.tail["baseTimeNanoseconds"] = base_wall  # wall time of ts=0, as Kineto writes it
     return other
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import warnings
 
 from ..base import BackendUnavailable, SharedUse
+from ...paths import side_file
 from ...writers.device_scopes import write_device_scopes
 from ..nvidia.backend import NvidiaBackend, cuda_devices
 from . import compiler_hook
@@ -203,7 +204,7 @@ class InstrumentationBackend(NvidiaBackend):
             stats["instrumentation_options"] = self._options.canonical() if self._options else ""
             stats["instrumentation_route"] = compiler_hook.route()
             if session.state.trace_events is not None:
-                path = session.name + ".device_scopes.json"
+                path = side_file(session.name, "device_scopes")
                 write_device_scopes(path, session.state.trace_events, self._clock_ghz())
                 stats["device_scope_trace"] = path
                 stats["device_scope_trace_blocks_left_out"] = session.state.blocks_left_out

@@ -20,7 +20,9 @@ import subprocess
 
 from ..base import BackendUnavailable
 from ...native_core import native
-from ...vendor_import import MSPROF_RULES, attach_in_session, match_rows, metadata_counts, msprof_csv, session_launches, vendor_document, write_json_atomic
+from ...vendor_import import MSPROF_RULES, attach_in_session, match_rows, metadata_counts, msprof_csv, session_launches, vendor_document
+from ...paths import side_file
+from ...writers.atomic import write_json
 
 DEFAULT_TOOLKIT = "/usr/local/Ascend/ascend-toolkit/latest"
 LIBRARIES = ("libmsprofiler.so", "libacl_prof.so")
@@ -67,7 +69,7 @@ class CannVendorMetrics:
     def __init__(self, vendor_mode, session):
         self.mode = vendor_mode
         self.session = session
-        self.output_dir = os.path.abspath(session.name + ".aclprof")
+        self.output_dir = os.path.abspath(side_file(session.name, "aclprof"))
         self.library = None
         self._lib = None
         self._config = None
@@ -147,8 +149,8 @@ class CannVendorMetrics:
                                    enabled=self.mode.vendor_metrics, raw_inputs=files, result=result,
                                    launches=launches, degrade_reasons=self.degrade_reasons,
                                    extra={"library": self.library, "aclprof_output": self.output_dir})
-        path = self.session.name + ".vendor.json"
-        write_json_atomic(path, document, indent=1)
+        path = side_file(self.session.name, "vendor")
+        write_json(path, document, indent=1)
         return metadata_counts(document, path)
 
     def _task_ids(self, launches):

@@ -24,7 +24,9 @@ from .mode_options import parse_bool, parse_vendor_mode
 from ...native_core import native
 from ... import _env
 from ...hooks.triton import _attach, _launch_hook_owner
-from ...vendor_import import attach_in_session, ixkn_import, session_launches, write_json_atomic
+from ...vendor_import import attach_in_session, ixkn_import, session_launches
+from ...paths import side_file
+from ...writers.atomic import write_json
 from ..interpreter import interpreter_active
 
 DEVICE_TYPE_COREX = 5
@@ -207,7 +209,7 @@ class TianshuBackend(Backend):
         parsed, result = ixkn_import.import_csv(ixkn_import.read_input(path, _env.ixkn_cli()), launches,
                                                 pid=os.getpid())
         attach_in_session(session.slot, session.data, result)
-        return ixkn_import.write_vendor_json(session.name + ".vendor.json", parsed, result, launches,
+        return ixkn_import.write_vendor_json(side_file(session.name, "vendor"), parsed, result, launches,
                                              requested=mode.vendor_metrics, raw_inputs=[path])
 
     def device_info(self):
@@ -224,7 +226,7 @@ def write_launch_log(session):
     """`<name>.launches.json`: the session's launch log (with each launch's node path), for an
     import after the run."""
 
-    path = session.name + ".launches.json"
-    write_json_atomic(path, {"pid": os.getpid(), "data": session.data,
+    path = side_file(session.name, "launch_log")
+    write_json(path, {"pid": os.getpid(), "data": session.data,
                              "columns": native.launch_log_entries(session.slot)})
     return path
