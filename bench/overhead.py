@@ -67,7 +67,7 @@ class Family:
             self._torch.__enter__()
             return torch.profiler.record_function
         from flagtree.profiler import _native
-        from flagtree.profiler.backends.nvidia import cupti_candidates
+        from flagtree.profiler.backends.nvidia.backend import cupti_candidates
 
         path = os.environ.get("FLAGTREE_PROFILER_CUPTI_PATH") or cupti_candidates(13)[0]
         _native.testing.cupti_floor_start(path, 8 << 20, config == "activity+callbacks")

@@ -128,7 +128,7 @@ def bench_tree(folder, nodes):
 
 def bench_deep(folder, depth):
     sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-    from json_check import check_deep_chain  # the tests' iterative reader
+    from support.json_check import check_deep_chain  # the tests' iterative reader
 
     slot = native.session_create(SHADOW, TREE)
     name = native.intern("level")

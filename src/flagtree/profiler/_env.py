@@ -3,6 +3,7 @@
 The README's table of variables mirrors ENVIRONMENT below; a test keeps the two in step.
 """
 import os
+import shutil
 
 ENVIRONMENT = {
     "FLAGTREE_PROFILER_DISABLE": "1 turns every profiler call into a cheap no-op (start returns -1).",
@@ -54,11 +55,9 @@ def flag(name):
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def disabled():
-    # a rank left out by FLAGTREE_PROFILER_RANKS pays what a disabled profiler pays
-    from .ranks import excluded  # ranks reads its variables through this module
-
-    return flag("FLAGTREE_PROFILER_DISABLE") or excluded()
+def disable_flag():
+    """FLAGTREE_PROFILER_DISABLE; distributed/ranks.py's profiling_off() adds the rank subset."""
+    return flag("FLAGTREE_PROFILER_DISABLE")
 
 
 def rank_subset():
@@ -169,8 +168,6 @@ def counter_ranges():
 
 def ixkn_cli():
     """ixkn-cli's path: FLAGTREE_PROFILER_IXKN_CLI, IXKN_CLI, else the PATH; None when none."""
-    import shutil
-
     for variable in ("FLAGTREE_PROFILER_IXKN_CLI", "IXKN_CLI"):
         value = os.environ.get(variable, "").strip()
         if value:

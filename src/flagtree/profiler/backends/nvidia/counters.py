@@ -6,7 +6,9 @@ starts and stops a session's collection, and lists the metrics a chip offers.
 """
 from dataclasses import dataclass
 
-from .. import _env
+from ... import _env
+from .. import get_backend
+from ...native_core import native
 
 # mode="metrics" alone: enough for the derived metrics (occupancy, DRAM bandwidth and its use).
 DEFAULT_METRICS = (
@@ -24,10 +26,6 @@ MODE_FORMS = '"metrics" (a default set) or "metrics=<name>,<name>,..."'
 LIST_HINT = "list the valid names with flagtree.profiler.list_metrics() or `flagtree-profiler --list-metrics`"
 
 
-def _native():
-    from .. import _native as native
-
-    return native
 
 
 def parse_mode(mode):
@@ -70,19 +68,13 @@ def dram_peaks_gbps(devices):
     return peaks
 
 
-def start_session(library, session, metrics):
-    """Starts collecting `metrics` for `session` on the libcupti at `library`."""
-    native = _native()
+def start_session(library, session, metrics, devices):
+    """Starts collecting `metrics` for `session` on the libcupti at `library`; `devices` (the
+    backend's cached device list) gives each GPU's DRAM peak."""
     try:
         native.counters_load(library)
     except RuntimeError as error:  # keeps the type (LibraryNotFound: CUPTI older than 12.6)
         raise type(error)(f"flagtree.profiler: {error}") from None
-    from .nvidia import cuda_devices  # not at the top: nvidia imports this module
-
-    try:
-        devices = cuda_devices()  # cached: the driver takes ~1 ms to answer each time
-    except RuntimeError:
-        devices = []
     context = native.counters_current_context()
     try:
         native.counters_add_session(library, session.slot, list(metrics), _env.counter_ranges(),
@@ -102,7 +94,6 @@ def start_session(library, session, metrics):
 def session_outputs(session, metrics):
     """Decodes what is still in the counter images (their metrics reach the kernel nodes) and
     returns the counts for the metadata file."""
-    native = _native()
     native.counters_flush()
     stats = native.counters_stats()
     out = {
@@ -120,7 +111,7 @@ def session_outputs(session, metrics):
 
 
 def stop_session(session):
-    _native().counters_remove_session(session.slot)
+    native.counters_remove_session(session.slot)
 
 
 def list_metrics(chip=None, submetrics=False):
@@ -129,8 +120,6 @@ def list_metrics(chip=None, submetrics=False):
     plus "submetrics" with submetrics=True: the full names to ask for (base + rollup/submetric,
     e.g. "dram__bytes_read.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed"). `chip` (e.g. "GH100") defaults to GPU 0's chip; with a chip name no
     GPU is needed, only libcupti (CUPTI 12.6+)."""
-    from . import get_backend
-
     nvidia = get_backend("nvidia")
     library = nvidia.counters_library()
     try:
@@ -145,14 +134,14 @@ def list_metrics(chip=None, submetrics=False):
 
 def _list_reinitialising(nvidia, library, chip, submetrics):
     try:
-        return _native().counters_list_metrics(library, chip, submetrics)
-    except _native().NotInitialized:
+        return native.counters_list_metrics(library, chip, submetrics)
+    except native.NotInitialized:
         pass
     # A finished session ends with cuptiFinalize (so other tools can attach), after which CUPTI
     # answers NOT_INITIALIZED until a client subscribes again: subscribe briefly, then ask again.
     nvidia.acquire(None)
     try:
-        return _native().counters_list_metrics(library, chip, submetrics)
+        return native.counters_list_metrics(library, chip, submetrics)
     finally:
         nvidia.release()
 

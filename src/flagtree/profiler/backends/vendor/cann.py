@@ -13,12 +13,12 @@ Which libmspti.so is loaded, in this order (the first that loads wins; never dlc
   4. /usr/local/Ascend/ascend-toolkit/latest/lib64
   5. the system loader path
 
-Mode (the public FlagTree Profiler's grammar, backends/vendor_mode.py), e.g.
+Mode (the public FlagTree Profiler's grammar, backends/vendor/mode_options.py), e.g.
 ``"runtime_base:device_id=0:vendor_metrics=aicore,bandwidth:mstx_enabled=true"``:
   - mstx_enabled=true: every scope is also an mstx range in the "flagtree_profiler" domain, so
     msprof and MindStudio timelines show our scopes;
   - vendor_metrics=aicore,bandwidth: collected with aclprof and imported from msprof's CSV export
-    (backends/cann_vendor_metrics.py), written as <name>.vendor.json and onto the kernel nodes;
+    (backends/vendor/cann_metrics.py), written as <name>.vendor.json and onto the kernel nodes;
   - device_id=<n>: the device the vendor metrics are collected on.
 
 MSPTI must not run beside another profiler: msprof (as this process's launcher or through
@@ -31,8 +31,9 @@ Not yet run on Ascend hardware: tested only through a stand-in library built by 
 import os
 import sys
 
-from .dialect_backend import DialectBackend, _native
-from .vendor_mode import parse_bool
+from .dialect import DialectBackend
+from .mode_options import parse_bool
+from ...native_core import native
 
 LIBRARY = "libmspti.so"
 ENV_PATH = "FLAGTREE_PROFILER_MSPTI_PATH"
@@ -52,9 +53,9 @@ OPTIONS = {"device_id": _device_id, "mstx_enabled": lambda text: parse_bool(text
 def _vendor_metrics_class():
     """The aclprof + msprof import path (imported only when a mode asks for vendor metrics)."""
     try:
-        from .cann_vendor_metrics import CannVendorMetrics
+        from .cann_metrics import CannVendorMetrics  # deferred: only vendor_metrics= needs it
     except ImportError as error:
-        raise RuntimeError(f"flagtree.profiler: vendor_metrics needs backends/cann_vendor_metrics.py, which "
+        raise RuntimeError(f"flagtree.profiler: vendor_metrics needs backends/vendor/cann_metrics.py, which "
                            f"cannot be imported in this build: {error}") from None
     return CannVendorMetrics
 
@@ -113,7 +114,7 @@ class CannBackend(DialectBackend):
                 ("/usr/local/Ascend/ascend-toolkit/latest/lib64", "/usr/local/Ascend/ascend-toolkit/latest/lib64")]
 
     def check_no_other_profiler(self):
-        if getattr(_native(), "mspti_running")():
+        if getattr(native, "mspti_running")():
             return  # our own tracer already runs (a second session): nothing new subscribes
         found = other_profilers()
         if found:
@@ -125,7 +126,7 @@ class CannBackend(DialectBackend):
         mode = self.session_mode(session)
         if mode.options.get("mstx_enabled"):
             try:
-                _native().mstx_acquire()
+                native.mstx_acquire()
             except RuntimeError as error:
                 raise RuntimeError(f"flagtree.profiler: {error}") from None
             session.state.mstx = True
@@ -142,7 +143,7 @@ class CannBackend(DialectBackend):
     def session_outputs(self, session):
         out = {}
         if session.state.mstx:
-            out["mstx"] = dict(_native().mstx_stats())
+            out["mstx"] = dict(native.mstx_stats())
         collector, session.state.vendor = session.state.vendor, None
         if collector is not None:
             out["vendor_metrics"] = collector.finish() or {}
@@ -151,18 +152,18 @@ class CannBackend(DialectBackend):
     def _stop_mstx(self, session):
         if session.state.mstx:
             session.state.mstx = False
-            _native().mstx_release()
+            native.mstx_release()
 
     def detach_session(self, session):
         session.state.vendor = None  # closed without outputs: nothing to import
         self._stop_mstx(session)
 
     def device_info(self):
-        devices = list(_native().npu_devices()) if self._library else []
+        devices = list(native.npu_devices()) if self._library else []
         return {"NPU": {str(d["index"]): {"arch": d["arch"]} for d in devices}} if devices else {}
 
     def describe(self):
         info = super().describe()
-        info["devices"] = [{"index": d["index"], "arch": d["arch"]} for d in _native().npu_devices()] \
+        info["devices"] = [{"index": d["index"], "arch": d["arch"]} for d in native.npu_devices()] \
             if self._library else []
         return info

@@ -15,8 +15,8 @@ import os
 import sys
 from collections import namedtuple
 
-from . import _env
-from .paths import ranked_name
+from .. import _env
+from ..paths import ranked_name
 
 RankInfo = namedtuple("RankInfo", "rank world_size local_rank source")
 
@@ -104,6 +104,12 @@ def subset():
 
 def in_subset(rank, ranges):
     return ranges is None or any(first <= rank <= last for first, last in ranges)
+
+
+def profiling_off():
+    """FLAGTREE_PROFILER_DISABLE, or a rank that FLAGTREE_PROFILER_RANKS leaves out: either way
+    this process pays what a disabled profiler pays (start() returns -1, scopes do nothing)."""
+    return _env.disable_flag() or excluded()
 
 
 def excluded():

@@ -15,11 +15,16 @@ import os
 import signal
 import sys
 
-from . import ixkn as _ixkn
-from . import _env, runner
-from . import command_line as _command
-from . import session as _session
-from .backends import KNOWN_BACKENDS, BackendUnavailable, implemented_backends
+import importlib.util
+
+from . import ixkn_mode as _ixkn
+from .. import _env
+from . import target as target_runner
+from .. import session as _session
+from ..backends import KNOWN_BACKENDS, BackendUnavailable, implemented_backends
+from ..native_core import native
+from ..paths import part_stem
+from ..backends.nvidia.counters import list_metrics
 
 PROG = "flagtree-profiler"
 
@@ -142,8 +147,6 @@ def _check_module(name):
 
 
 def _find_spec(name):
-    import importlib.util
-
     try:
         return importlib.util.find_spec(name)
     except (ImportError, ValueError):  # a parent package missing, or a relative/empty name
@@ -218,7 +221,7 @@ def _install_sigterm():
 def _finish(opened, code):
     """Writes the profile and says where; a failed write turns a clean exit into status 1."""
     try:
-        _command.end_command_line_session()
+        _session.finalize_command_session()
     except Exception as error:
         _say(f"error: could not write the profile: {error}")
         return code or 1
@@ -231,7 +234,7 @@ def _wrote_line(files):
     """What finalize wrote: the profile, or its parts (written instead of it, see flush_part)."""
     if len(files) == 1:
         return f"wrote {files[0]}"
-    stem = files[0][:files[0].rindex(".part") + len(".part")]
+    stem = part_stem(files[0])
     extension = files[0][files[0].rindex("."):]
     return (f"wrote {len(files)} parts, {files[0]} to {files[-1]}; view them merged: "
             f"flagtree-profiler-viewer {stem}*{extension}")
@@ -252,8 +255,6 @@ def _say(message):
 
 def _list_metrics(options):
     """--list-metrics: one metric per line, `name<TAB>type<TAB>unit<TAB>description`."""
-    from .backends.counters import list_metrics
-
     try:
         metrics = list_metrics(chip=options.chip, submetrics=options.submetrics)
     except (RuntimeError, ValueError, BackendUnavailable) as error:
@@ -266,9 +267,7 @@ def _list_metrics(options):
 
 
 def _list_metrics_hint(options):
-    from . import _native
-
-    if _native.cuda_driver_version():
+    if native.cuda_driver_version():
         return ""
     return ("; listing metrics needs the CUDA driver (libcuda.so.1), which this machine lacks: CUPTI's "
             "metric tables cannot be read offline here" + (", even for a named chip" if options.chip else ""))
@@ -297,11 +296,11 @@ def main(argv=None):
         if opened is False:
             return 2
         _announce_backend(opened, set_interpret)
-        code = runner.run_profiled(kind, target, args)
+        code = target_runner.run_profiled(kind, target, args)
     except (KeyboardInterrupt, SystemExit) as stop:  # a signal while the session was starting
-        _command.discard_open_sessions()
+        _session.discard_command_session()
         _say("interrupted before the profiling session started; no profile was written")
-        return 130 if isinstance(stop, KeyboardInterrupt) else runner.exit_code(stop)
+        return 130 if isinstance(stop, KeyboardInterrupt) else target_runner.exit_code(stop)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
@@ -312,11 +311,9 @@ def _begin(options, kind, target):
     """Starts the command's session: the Session (None when profiling is disabled), or False
     after saying why it could not start."""
     if kind == "pytest" and options.context == "python" and not options.keep_pytest_frames:
-        from . import _native
-
-        _native.python_frames_skip(runner.PYTEST_FRAME_FILES)
+        native.python_frames_skip(target_runner.PYTEST_FRAME_FILES)
     try:
-        session_id = _command.begin_command_line_session(
+        session_id = _session.start_command_session(
             name=options.name or _default_name(kind, target), context=options.context,
             data=options.data, backend=options.backend, mode=options.mode, hook=options.hook)
     except (ValueError, BackendUnavailable, ImportError) as error:
@@ -324,7 +321,7 @@ def _begin(options, kind, target):
         return False
     if session_id == -1:
         _say("FLAGTREE_PROFILER_DISABLE is set: running without profiling")
-    return _session._sessions.get(session_id)  # names the output in the final message
+    return _session.find_session(session_id)  # names the output in the final message
 
 
 if __name__ == "__main__":

@@ -1,20 +1,17 @@
 """What the non-NVIDIA CUPTI-dialect backends (mthreads through MUPTI, cann through MSPTI) share:
 finding the vendor library in a documented order, starting the native tracer of that dialect
-(``_native.<prefix>_acquire``), the vendor mode grammar (backends/vendor_mode.py), and the
+(``native.<prefix>_acquire``), the vendor mode grammar (backends/vendor/mode_options.py), and the
 metadata. Each backend names its library, environment variable, install folders, metrics and
 options; the native side is one shared tracer instantiated per vendor table.
 """
 
-from .. import _env
-from .base import Backend, BackendUnavailable
-from .libraries import acquire_first, could_load, library_candidates
-from .vendor_mode import parse_vendor_mode
+from ... import _env
+from ..base import Backend, BackendUnavailable
+from ..libraries import acquire_first, could_load, library_candidates
+from .mode_options import parse_vendor_mode
+from ...native_core import native
 
 
-def _native():
-    from .. import _native as native
-
-    return native
 
 
 class DialectBackend(Backend):
@@ -68,7 +65,6 @@ class DialectBackend(Backend):
 
     def acquire(self, options):
         self.check_no_other_profiler()
-        native = _native()
         getattr(native, f"{self.prefix}_set_buffer_limit")(_env.buffer_limit())
         buffer_bytes = _env.buffer_size()
         acquire = getattr(native, f"{self.prefix}_acquire")
@@ -85,14 +81,14 @@ class DialectBackend(Backend):
         """Called once the tracer runs (e.g. to find the vendor driver)."""
 
     def flush(self):
-        getattr(_native(), f"{self.prefix}_flush")()
+        getattr(native, f"{self.prefix}_flush")()
 
     def release(self):
-        getattr(_native(), f"{self.prefix}_release")()
+        getattr(native, f"{self.prefix}_release")()
 
     def dropped_records(self):
-        return int(getattr(_native(), f"{self.prefix}_dropped")())
+        return int(getattr(native, f"{self.prefix}_dropped")())
 
     def describe(self):
-        stats = dict(getattr(_native(), f"{self.prefix}_stats")())
+        stats = dict(getattr(native, f"{self.prefix}_stats")())
         return {"backend": self.name, f"{self.prefix}_library": self._library, f"{self.prefix}_records": stats}

@@ -18,8 +18,16 @@ instrumentation backend's compiler route; a clear error naming what Triton's bui
 import os
 import threading
 
-from .base import Backend, BackendUnavailable
-from .vendor_mode import parse_bool, parse_vendor_mode
+from ..base import Backend, BackendUnavailable, SharedUse
+from .corex import corex_detected
+from .mode_options import parse_bool, parse_vendor_mode
+from ...native_core import native
+from ... import _env
+from ...hooks.triton import _attach, _launch_hook_owner
+from ...vendor_import import attach_in_session, ixkn_import, session_launches
+from ...paths import side_file
+from ...writers.atomic import write_json
+from ..interpreter import interpreter_active
 
 DEVICE_TYPE_COREX = 5
 METRICS = ("launch_stats", "occupancy", "instruction", "memory")
@@ -40,25 +48,16 @@ def parse_mode(mode):
     return parse_vendor_mode(mode, "tianshu", METRICS, OPTIONS)
 
 
-def corex_detected():
-    import glob
-    import sys
-
-    torch = sys.modules.get("torch")
-    return bool((torch is not None and getattr(torch, "corex", False) is True)
-                or glob.glob("/usr/local/corex/lib/libcuda.so*"))
-
-
 def kernel_scope_route():
     """Raises BackendUnavailable naming what Triton's build lacks for kernel-side scopes on CoreX."""
-    from .instrumentation import compiler_hook
+    from ..instrumentation import compiler_hook  # deferred: only kernel_scopes=on loads the instrumentation backend
 
     try:
         compiler_hook.triton_proton()  # the proton dialect's passes
     except BackendUnavailable as error:
         raise BackendUnavailable(f"backend 'tianshu': kernel_scopes needs Triton's proton dialect: {error}") from None
     try:
-        from triton.backends import backends as compilers
+        from triton.backends import backends as compilers  # deferred: triton is heavy and optional
     except ImportError as error:
         raise BackendUnavailable(f"backend 'tianshu': kernel_scopes needs triton.backends: {error}") from None
     corex = next((compilers[k] for k in ("corex", "iluvatar") if k in compilers), None)
@@ -74,8 +73,7 @@ class TianshuBackend(Backend):
     name = "tianshu"
 
     def __init__(self):
-        self._lock = threading.Lock()
-        self._users = 0
+        self._use = SharedUse()
         self._undo = []
         self._local = threading.local()
         self._streams = {}
@@ -84,8 +82,6 @@ class TianshuBackend(Backend):
 
     def unavailable_reason(self):
         try:
-            from ..hooks.triton import _launch_hook_owner
-
             _launch_hook_owner()
         except RuntimeError as error:
             return str(error)
@@ -100,24 +96,20 @@ class TianshuBackend(Backend):
 
     # -- recording launches --------------------------------------------------------------------
     def acquire(self, options):
-        with self._lock:
-            if self._users == 0:
-                self.device_id = (options or parse_mode(None)).options.get("device_id", 0)
-                self._install()
-            self._users += 1
+        def install():
+            self.device_id = (options or parse_mode(None)).options.get("device_id", 0)
+            self._install()
+
+        self._use.acquire(install)
 
     def release(self):
-        with self._lock:
-            if self._users == 0:
-                return
-            self._users -= 1
-            if self._users == 0:
-                while self._undo:
-                    self._undo.pop()()
+        self._use.release(self._uninstall)
+
+    def _uninstall(self):
+        while self._undo:
+            self._undo.pop()()
 
     def _install(self):
-        from ..hooks.triton import _attach, _launch_hook_owner
-
         try:
             owner = _launch_hook_owner()
         except RuntimeError as error:
@@ -125,26 +117,20 @@ class TianshuBackend(Backend):
         self._undo.append(_attach(owner, "launch_enter_hook", self._enter))
         # First in the exit chain: the launch is recorded before hook="triton" drops its metadata.
         self._undo.append(_attach(owner, "launch_exit_hook", self._exit, order="first"))
-        from .interpreter import interpreter_active
-
         if interpreter_active():
             self._patch_interpreter()
 
     def _enter(self, metadata):
-        from .. import _native
-
         stack = getattr(self._local, "starts", None)
         if stack is None:
             stack = self._local.starts = []
         # The kernel's own name, read now: hook="triton" evaluates launch_metadata after this hook,
         # and Triton then merges its "name" into the same dict (the rename reaches the record
         # through the native launch metadata; vendor rows match the kernel's own name).
-        stack.append((_native.monotonic_ns(), self._own_name(metadata)))
+        stack.append((native.monotonic_ns(), self._own_name(metadata)))
 
     def _exit(self, metadata):
-        from .. import _native
-
-        end = _native.monotonic_ns()
+        end = native.monotonic_ns()
         stack = getattr(self._local, "starts", None)
         if not stack:
             return  # the enter hook ran before this backend was installed
@@ -167,24 +153,20 @@ class TianshuBackend(Backend):
         return self._streams[key]
 
     def _record(self, name, start, end, grid, block, stream):
-        from .. import _native
-
-        _native.record_host_kernel(name, start, end, grid, block, DEVICE_TYPE_COREX, self.device_id, stream)
+        native.record_host_kernel(name, start, end, grid, block, DEVICE_TYPE_COREX, self.device_id, stream)
 
     def _patch_interpreter(self):
-        from triton.runtime import interpreter
+        from triton.runtime import interpreter  # deferred: triton is heavy and optional
 
         original = interpreter.InterpretedFunction.run
         backend = self
 
         def run(fn_self, *args, grid, warmup, **kwargs):
-            from .. import _native
-
             if warmup:
                 return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
-            start = _native.monotonic_ns()
+            start = native.monotonic_ns()
             result = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
-            end = _native.monotonic_ns()
+            end = native.monotonic_ns()
             dims = tuple(getattr(interpreter.interpreter_builder, "grid_dim", None) or (0, 0, 0))
             backend._record(fn_self.fn.__name__, start, end, dims, (0, 0, 0), 0)
             return result
@@ -199,26 +181,19 @@ class TianshuBackend(Backend):
 
     # -- sessions --------------------------------------------------------------------------------
     def attach_session(self, session):
-        from .. import _native
-
-        _native.session_enable_extras(session.slot)  # the host-time label and imports join by correlation
-        _native.launch_log_enable(session.slot, True)
+        native.session_enable_extras(session.slot)  # the host-time label and imports join by correlation
+        native.launch_log_enable(session.slot, True)
 
     def detach_session(self, session):
-        from .. import _native
-
         try:
-            _native.launch_log_enable(session.slot, False)
+            native.launch_log_enable(session.slot, False)
         except ValueError:  # the slot is already freed
             pass
 
     def session_outputs(self, session):
-        from .. import _native
-        from ..vendor_import import session_launches
-
         launches = session_launches(session.slot)
         for launch in launches:
-            _native.session_attach(session.slot, launch.correlation, [(HOST_TIMED, 1.0)])
+            native.session_attach(session.slot, launch.correlation, [(HOST_TIMED, 1.0)])
         stats = {"time_source": "host", HOST_TIMED: len(launches)}
         mode = session.options or parse_mode(None)
         options = mode.options
@@ -229,15 +204,12 @@ class TianshuBackend(Backend):
         return stats
 
     def _import(self, session, mode, launches):
-        from ..vendor_import import attach_in_session, ixkn_import
-
-        from .. import _env
 
         path = mode.options["ixkn_import_path"]
         parsed, result = ixkn_import.import_csv(ixkn_import.read_input(path, _env.ixkn_cli()), launches,
                                                 pid=os.getpid())
         attach_in_session(session.slot, session.data, result)
-        return ixkn_import.write_vendor_json(session.name + ".vendor.json", parsed, result, launches,
+        return ixkn_import.write_vendor_json(side_file(session.name, "vendor"), parsed, result, launches,
                                              requested=mode.vendor_metrics, raw_inputs=[path])
 
     def device_info(self):
@@ -253,10 +225,8 @@ class TianshuBackend(Backend):
 def write_launch_log(session):
     """`<name>.launches.json`: the session's launch log (with each launch's node path), for an
     import after the run."""
-    from .. import _native
-    from ..vendor_import import write_json_atomic
 
-    path = session.name + ".launches.json"
-    write_json_atomic(path, {"pid": os.getpid(), "data": session.data,
-                             "columns": _native.launch_log_entries(session.slot)})
+    path = side_file(session.name, "launch_log")
+    write_json(path, {"pid": os.getpid(), "data": session.data,
+                             "columns": native.launch_log_entries(session.slot)})
     return path

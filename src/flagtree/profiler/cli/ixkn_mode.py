@@ -21,7 +21,9 @@ import sys
 import threading
 import time
 
-from . import _env
+from .. import _env
+from ..paths import IXKN_REPORT, output_paths, profile_file, side_file
+from ..writers.atomic import write_json, write_text
 
 VALUE_OPTIONS = {"--ixkn-cli", "--ixkn-devices", "--ixkn-section", "--ixkn-kernel-name", "--ixkn-launch-count",
                  "--ixkn-launch-skip", "--ixkn-export-profile"}
@@ -89,7 +91,7 @@ def find_cli(options):
 # --- the child command ------------------------------------------------------------------------
 
 def _ixkn_arguments(options, report):
-    from .vendor_import.ixkn_import import SECTIONS
+    from ..vendor_import.ixkn_import import SECTIONS  # deferred: the import layer loads for --ixkn runs only
 
     args = []
     if options.ixkn_devices:
@@ -111,7 +113,7 @@ def _ixkn_arguments(options, report):
 
 
 def _metrics(options):
-    from .backends.tianshu import parse_mode
+    from ..backends.vendor.tianshu import parse_mode  # deferred: the tianshu backend loads for --ixkn runs only
 
     return parse_mode(options.mode).vendor_metrics
 
@@ -197,7 +199,7 @@ def run(options, kind, target, args, name, say):
         say(f"error: {error}")
         return 2
     report = options.ixkn_export_profile or name
-    _forget(name + ".launches.json")  # a previous run's log must not be matched to this run's rows
+    _forget(side_file(name, "launch_log"))  # a previous run's log must not be matched to this run's rows
     started = time.time()
     command = [cli, *_ixkn_arguments(options, report), sys.executable, "-m", "flagtree.profiler.cli",
                *_profiler_arguments(options, name, kind, target, args)]
@@ -230,20 +232,20 @@ def _fresh(path, started):
 
 
 def _report_file(report, started):
-    for path in (report, report + ".ixkn-rep"):
+    for path in (report, report + IXKN_REPORT):
         if _fresh(path, started):
             return path
     return None
 
 
 def _import(options, cli, name, report, csv_text, started):
-    from .vendor_import import attach_to_hatchet, attach_to_trace, ixkn_import
+    from ..vendor_import import attach_to_hatchet, attach_to_trace, ixkn_import  # deferred: as SECTIONS above
 
     reasons, raw_inputs = [], []
     saved = _report_file(report, started)
     if csv_text is None:
         if saved is None:
-            raise RuntimeError(f"ixkn-cli printed no CSV and wrote no report {report}.ixkn-rep")
+            raise RuntimeError(f"ixkn-cli printed no CSV and wrote no report {report}{IXKN_REPORT}")
         csv_text = ixkn_import.report_csv(cli, saved)
         raw_inputs.append(saved)
     else:
@@ -251,33 +253,32 @@ def _import(options, cli, name, report, csv_text, started):
     launches, pid, data = _child_launches(name, reasons)
     offsets = _ordinal_offsets(options, reasons)
     parsed, result = ixkn_import.import_csv(csv_text, launches, pid=pid, ordinal_offsets=offsets)
-    output = name + (".hatchet" if data == "tree" else ".chrome_trace")
+    output = profile_file(name, data)
     if _fresh(output, started):
         missing = (attach_to_hatchet if data == "tree" else attach_to_trace)(output, result)
         if missing:
             reasons.append(f"{missing} matched launches have no node in {output}")
     else:
         reasons.append(f"{output} was not written (periodic parts, or the target died); metrics only in vendor.json")
-    counts = ixkn_import.write_vendor_json(name + ".vendor.json", parsed, result, launches,
+    vendor_json = side_file(name, "vendor")
+    counts = ixkn_import.write_vendor_json(vendor_json, parsed, result, launches,
                                            requested=_metrics(options), raw_inputs=raw_inputs, degrade_reasons=reasons)
-    _update_metadata(name + ".meta.json", counts)
+    _update_metadata(output_paths(name, data).metadata, counts)
     return (f"ixKN: {counts['vendor_rows_matched']} of {counts['vendor_rows']} kernel launches matched, "
             f"{counts['vendor_rows_unmatched']} unmatched (kept under <unmatched vendor rows>), "
-            f"{len(parsed.messages)} messages; wrote {name}.vendor.json")
+            f"{len(parsed.messages)} messages; wrote {vendor_json}")
 
 
 def _keep_csv(name, text):
-    from .vendor_import import write_text_atomic
-
-    path = name + ".ixkn.csv"
-    write_text_atomic(path, text)
+    path = side_file(name, "ixkn_csv")
+    write_text(path, text)
     return path
 
 
 def _child_launches(name, reasons):
-    from .vendor_import import launches_from_log
+    from ..vendor_import import launches_from_log  # deferred: as SECTIONS above
 
-    path = name + ".launches.json"
+    path = side_file(name, "launch_log")
     try:
         with open(path) as handle:
             log = json.load(handle)
@@ -299,7 +300,6 @@ def _ordinal_offsets(options, reasons):
 
 
 def _update_metadata(path, counts):
-    from .vendor_import import write_json_atomic
 
     try:
         with open(path) as handle:
@@ -307,4 +307,4 @@ def _update_metadata(path, counts):
     except (OSError, ValueError):
         return
     metadata.update(counts)
-    write_json_atomic(path, metadata, indent=1, sort_keys=True)
+    write_json(path, metadata, indent=1, sort_keys=True)

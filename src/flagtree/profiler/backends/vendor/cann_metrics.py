@@ -18,7 +18,11 @@ import os
 import shutil
 import subprocess
 
-from .base import BackendUnavailable
+from ..base import BackendUnavailable
+from ...native_core import native
+from ...vendor_import import MSPROF_RULES, attach_in_session, match_rows, metadata_counts, msprof_csv, session_launches, vendor_document
+from ...paths import side_file
+from ...writers.atomic import write_json
 
 DEFAULT_TOOLKIT = "/usr/local/Ascend/ascend-toolkit/latest"
 LIBRARIES = ("libmsprofiler.so", "libacl_prof.so")
@@ -65,7 +69,7 @@ class CannVendorMetrics:
     def __init__(self, vendor_mode, session):
         self.mode = vendor_mode
         self.session = session
-        self.output_dir = os.path.abspath(session.name + ".aclprof")
+        self.output_dir = os.path.abspath(side_file(session.name, "aclprof"))
         self.library = None
         self._lib = None
         self._config = None
@@ -73,10 +77,8 @@ class CannVendorMetrics:
 
     # -- collection ------------------------------------------------------------------------------
     def start(self):
-        from .. import _native
-
-        _native.session_enable_extras(self.session.slot)
-        _native.launch_log_enable(self.session.slot, True)
+        native.session_enable_extras(self.session.slot)
+        native.launch_log_enable(self.session.slot, True)
         self.library = find_library()
         self._lib = _load(self.library)
         os.makedirs(self.output_dir, exist_ok=True)
@@ -130,9 +132,6 @@ class CannVendorMetrics:
         return folders
 
     def finish(self):
-        from ..vendor_import import MSPROF_RULES, attach_in_session, match_rows, metadata_counts, session_launches
-        from ..vendor_import import msprof_csv, vendor_document, write_json_atomic
-
         if self._lib is None:
             return {}
         self._stop()
@@ -140,9 +139,7 @@ class CannVendorMetrics:
         offset = (self.session.start_realtime_ns or 0) - (self.session.start_monotonic_ns or 0)
         rows = [row for path in files for row in msprof_csv.read_file(path, offset)]
         launches = session_launches(self.session.slot)
-        from .. import _native
-
-        _native.launch_log_enable(self.session.slot, False)  # read once: free it
+        native.launch_log_enable(self.session.slot, False)  # read once: free it
         result = match_rows(rows, launches, MSPROF_RULES, task_ids=self._task_ids(launches))
         attach_in_session(self.session.slot, self.session.data, result)
         if result.time_only:
@@ -152,8 +149,8 @@ class CannVendorMetrics:
                                    enabled=self.mode.vendor_metrics, raw_inputs=files, result=result,
                                    launches=launches, degrade_reasons=self.degrade_reasons,
                                    extra={"library": self.library, "aclprof_output": self.output_dir})
-        path = self.session.name + ".vendor.json"
-        write_json_atomic(path, document, indent=1)
+        path = side_file(self.session.name, "vendor")
+        write_json(path, document, indent=1)
         return metadata_counts(document, path)
 
     def _task_ids(self, launches):

@@ -5,11 +5,12 @@ import os
 import runpy
 import sys
 import types
+import zipfile
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # The command's own files, above the target in a traceback (python -m flagtree.profiler[.cli]).
-_LAUNCHER_FILES = (os.path.abspath(__file__), os.path.join(_HERE, "cli.py"), os.path.join(_HERE, "__main__.py"),
-                   runpy.__file__)
+_LAUNCHER_FILES = (os.path.abspath(__file__), os.path.join(_HERE, "command.py"), os.path.join(_HERE, "__main__.py"),
+                   os.path.join(os.path.dirname(_HERE), "__main__.py"), runpy.__file__)
 
 
 def _run_script(path, args):
@@ -32,8 +33,6 @@ def _run_script(path, args):
 
 
 def _is_zip(path):
-    import zipfile
-
     return zipfile.is_zipfile(path)
 
 
@@ -48,7 +47,7 @@ PYTEST_FRAME_FILES = ["/_pytest/", "/pluggy/", "/pytest/__init__.py", "/pytest/_
 
 
 def _run_pytest(args):
-    import pytest
+    import pytest  # deferred: only pytest targets need it
 
     sys.argv = ["pytest", *args]
     code = pytest.main(list(args))

@@ -1,4 +1,4 @@
-"""The command line as a new user meets it (issue 17): the interpreter chosen by name, misspelt
+"""The command line at its edges: the interpreter chosen by name, misspelt
 modules, --list-metrics errors, `python -m flagtree.profiler`, the "wrote" line with parts,
 pytest's frames under -c python, the script's own bad start() calls, a signal before the session
 exists, and the package without numpy. Subprocess runs cost seconds each, so each checks several
@@ -13,10 +13,11 @@ import textwrap
 
 import pytest
 
-from flagtree.profiler import _native, cli
+from flagtree.profiler import _native
+from flagtree.profiler.cli import command as cli
 from test_cli import KERNEL, kernel_count, kernel_nodes, seen
 
-SRC = os.path.dirname(os.path.dirname(os.path.dirname(cli.__file__)))  # the folder holding flagtree/
+SRC = os.path.dirname(os.path.dirname(os.path.dirname(_native.__file__)))  # the folder holding flagtree/
 
 SCRIPT = KERNEL + textwrap.dedent('''
     import json, os, sys
@@ -41,7 +42,7 @@ SCRIPT = KERNEL + textwrap.dedent('''
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("first_hour")
+    path = tmp_path_factory.mktemp("cli_startup")
     (path / "work.py").write_text(SCRIPT)
     (path / "test_tiny.py").write_text(KERNEL + "\n\ndef test_launches():\n    launch(3)\n")
     return path
@@ -112,11 +113,12 @@ def test_pytest_frames_are_folded_under_python_context(workdir, keep):
 def test_a_signal_before_the_session_exists_exits_143_and_writes_nothing(workdir, tmp_path):
     driver = textwrap.dedent(f'''
         import os, signal, sys, time
-        from flagtree.profiler import cli, command_line
+        from flagtree.profiler import session
+        from flagtree.profiler.cli import command as cli
         def slow_start(**options):  # SIGTERM arrives while the session is being started
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(30)
-        command_line.begin_command_line_session = slow_start
+        session.start_command_session = slow_start
         sys.exit(cli.main(["-n", "never", {str(workdir / "work.py")!r}]))
     ''')
     result = subprocess.run([sys.executable, "-c", driver], cwd=tmp_path, capture_output=True, text=True,
@@ -134,7 +136,7 @@ def test_ctrl_c_before_the_session_exists_exits_130(capsys, monkeypatch, tmp_pat
     def interrupted(**options):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli._command, "begin_command_line_session", interrupted)
+    monkeypatch.setattr(cli._session, "start_command_session", interrupted)
     assert cli.main(["-n", str(tmp_path / "never"), str(script)]) == 130
     assert capsys.readouterr().err.splitlines() == [
         "flagtree-profiler: interrupted before the profiling session started; no profile was written"]

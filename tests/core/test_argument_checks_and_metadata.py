@@ -1,4 +1,4 @@
-"""A new user's first hour, in process (issue 17): clear errors for bad arguments and environment
+"""Checks at start() and in the outputs, in process: clear errors for bad arguments and environment
 values, metadata files that never overwrite each other, metadata that always names the devices,
 warnings that point at the user's launch, and the mode parsed once into the session's options."""
 import os
@@ -12,8 +12,8 @@ import flagtree.profiler as profiler
 from flagtree.profiler import _env, session as sessions
 from flagtree.profiler.backends import BackendUnavailable, get_backend
 from flagtree.profiler.backends.base import Backend
-from kernels import launch_add, tensors
-from profiles import kernel_counts, load_json, load_tree
+from support.kernels import launch_add, tensors
+from support.profiles import kernel_counts, load_json, load_tree
 
 
 @pytest.fixture(autouse=True)
@@ -159,9 +159,9 @@ def test_backend_state_is_declared_not_added_to_the_session(tmp_path):
     sid = profiler.start(str(tmp_path / "s"))
     opened = sessions._sessions[sid]
     assert opened.state is None  # the interpreter backend keeps nothing per session
-    from flagtree.profiler.backends.cupti import CuptiBackend, SamplingState
+    from flagtree.profiler.backends.nvidia.cupti import CuptiBackend, SamplingState
     from flagtree.profiler.backends.instrumentation import InstrumentationBackend, InstrumentationState
-    from flagtree.profiler.backends.nvidia import CounterState, NvidiaBackend
+    from flagtree.profiler.backends.nvidia.backend import CounterState, NvidiaBackend
 
     assert (NvidiaBackend.SessionState, CuptiBackend.SessionState, InstrumentationBackend.SessionState) == (
         CounterState, SamplingState, InstrumentationState)

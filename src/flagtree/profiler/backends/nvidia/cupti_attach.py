@@ -11,16 +11,13 @@ The next session after a release subscribes afresh."""
 import atexit
 import os
 
-from .. import _env
+from ... import _env
+from ...native_core import native
 
 _exit_hook = [None]  # the pid that registered the exit hook
 _exiting = [False]
 
 
-def _native():
-    from .. import _native
-
-    return _native
 
 
 def before_acquire():
@@ -45,17 +42,17 @@ def after_release():
     start the idle clock (or release at once when the idle time is 0). The clock runs on a
     native thread (csrc/backends/nvidia/idle_release.h): a threading.Timer cost ~0.3 ms to start
     at every finalize."""
-    if not _native().cupti_attach_stats()["parked"]:
+    if not native.cupti_attach_stats()["parked"]:
         return
     idle = 0 if _exiting[0] else _env.cupti_idle_seconds()
     if idle <= 0:
         release()
         return
-    _native().cupti_idle_release_arm(idle)
+    native.cupti_idle_release_arm(idle)
 
 
 def _cancel_idle_timer():
-    _native().cupti_idle_release_cancel()
+    native.cupti_idle_release_cancel()
 
 
 def release():
@@ -63,4 +60,4 @@ def release():
     attach in this process. Returns True if it released, False if there was nothing to release
     or a session is still running (finalize it first)."""
     _cancel_idle_timer()
-    return bool(_native().cupti_detach())
+    return bool(native.cupti_detach())

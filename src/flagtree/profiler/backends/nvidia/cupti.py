@@ -16,8 +16,9 @@ import sys
 import time
 from dataclasses import dataclass
 
-from .. import _env
-from .nvidia import NvidiaBackend
+from ... import _env
+from .backend import NvidiaBackend
+from ...native_core import native
 
 MODE_FORM = "pcsampling[:interval=<5..31>,collection=continuous|serialized,range=session|launch]"
 CHOICES = {"collection": ("continuous", "serialized"), "range": ("session", "launch")}
@@ -29,10 +30,6 @@ HARDWARE_BYTES = 32 << 20
 BUFFER_PCS = 20000  # PC records per GetData call
 
 
-def _native():
-    from .. import _native as native
-
-    return native
 
 
 @dataclass(frozen=True)
@@ -123,7 +120,6 @@ class CuptiBackend(NvidiaBackend):
         options = session.options
         if options is None:
             return
-        native = _native()
         native.session_enable_extras(session.slot)
         try:
             native.pcsampling_start(session.slot, self.pcsampling_library, options.interval,
@@ -136,7 +132,6 @@ class CuptiBackend(NvidiaBackend):
     def session_outputs(self, session):
         if not session.state.sampling:
             return {}
-        native = _native()
         missing = set(native.pcsampling_stop())
         started = time.perf_counter()
         if not missing <= self._searched_crcs:
@@ -155,7 +150,7 @@ class CuptiBackend(NvidiaBackend):
         # A session closed without outputs (an error at start) still stops sampling.
         if session.state.sampling:
             session.state.sampling = False
-            _native().pcsampling_finish()
+            native.pcsampling_finish()
 
     def describe(self):
         info = super().describe()

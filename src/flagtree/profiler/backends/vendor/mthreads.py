@@ -12,7 +12,7 @@ Which libmupti.so is loaded, in this order (the first that loads wins; never dlc
   4. /usr/local/musa/lib
   5. the system loader path
 
-Mode (the public FlagTree Profiler's grammar, backends/vendor_mode.py):
+Mode (the public FlagTree Profiler's grammar, backends/vendor/mode_options.py):
   ``vendor_metrics=launch_stats,occupancy,resource_usage,peak_memory_bandwidth``
   - occupancy: theoretical occupancy per kernel (muOccupancyMaxActiveBlocksPerMultiprocessor with
     the launch's block size and dynamic shared memory, over the SM's most warps) and
@@ -35,8 +35,10 @@ tests (tests/standins/mupti_standin.c) from MUPTI's documented interface.
 """
 import os
 
-from .base import device_info_of
-from .dialect_backend import DialectBackend, _native
+from ..base import device_info_of
+from .dialect import DialectBackend
+from ...native_core import native
+from ...viewer.devices import Device
 
 LIBRARY = "libmupti.so"
 ENV_PATH = "FLAGTREE_PROFILER_MUPTI_PATH"
@@ -66,7 +68,7 @@ class MthreadsBackend(DialectBackend):
 
     def after_acquire(self):
         try:
-            self._driver = _native().musa_load_driver()
+            self._driver = native.musa_load_driver()
             self._driver_error = None
         except RuntimeError as error:  # tracing works without it; devices and metrics do not
             self._driver, self._driver_error = None, str(error)
@@ -84,7 +86,6 @@ class MthreadsBackend(DialectBackend):
         session.state.chosen = chosen
         if not groups:
             return
-        native = _native()
         native.session_enable_extras(session.slot)
         native.session_set_mean_metrics(session.slot, native.mupti_metric_names(groups))
         native.mupti_metrics_session(session.slot, groups)
@@ -101,12 +102,12 @@ class MthreadsBackend(DialectBackend):
     def detach_session(self, session):
         if session.state.chosen:
             session.state.chosen = ()
-            _native().mupti_metrics_session(session.slot, 0)
+            native.mupti_metrics_session(session.slot, 0)
 
     def _devices(self):
         if self._driver is None:
             return []
-        return list(_native().musa_devices())
+        return list(native.musa_devices())
 
     def device_info(self):
         devices = self._devices()
@@ -114,8 +115,6 @@ class MthreadsBackend(DialectBackend):
 
     def peak_bandwidths(self):
         """{device index: GB/s}, computed as the viewer computes it (so util agrees)."""
-        from ..viewer.devices import Device
-
         out = {}
         for d in self._devices():
             bandwidth = Device("MUSA", str(d["index"]), d).bandwidth
@@ -128,5 +127,5 @@ class MthreadsBackend(DialectBackend):
         if self._driver_error:
             info["musa_driver_error"] = self._driver_error
         info["devices"] = [{"index": d["index"], "name": d["name"], "arch": d["arch"]} for d in self._devices()]
-        info["occupancy_launches_measured"] = int(_native().mupti_metrics_measured())
+        info["occupancy_launches_measured"] = int(native.mupti_metrics_measured())
         return info

@@ -19,10 +19,11 @@ import sys
 import time
 import warnings
 
-from . import _env, ranks
-from .paths import EXTENSIONS, RANK_FILE
-from .viewer.safe_text import safe
-from .writers.atomic import strict_json, write_bytes
+from .. import _env
+from . import ranks
+from ..paths import EXTENSIONS, RANK_FILE, is_metadata, side_file
+from ..viewer.safe_text import safe
+from ..writers.atomic import strict_json, write_bytes
 
 PINGS = 8
 _TAG_BASE = 0x4654  # "FT"
@@ -79,7 +80,7 @@ class _Peer:
     """Point-to-point tensors over the default group, every wait bounded by one deadline."""
 
     def __init__(self, dist, tag, deadline):
-        import torch
+        import torch  # deferred: torch is heavy and optional
 
         self.torch, self.dist, self.tag, self.deadline = torch, dist, tag, deadline
         backend = str(dist.get_backend())
@@ -160,7 +161,7 @@ def _pack(rank, paths, meta_update):
     for path in paths:
         with open(path, "rb") as handle:
             data = handle.read()
-        if path.endswith(".meta.json") and meta_update:
+        if is_metadata(path) and meta_update:
             data = _updated_meta(path, data, meta_update)
         blobs.append((os.path.basename(path), data))
     header = json.dumps({"rank": rank, "files": [[name, len(data)] for name, data in blobs]}).encode()
@@ -215,7 +216,7 @@ def _collect(peer, paths, members, timeout_s):
                "folder": folder}
     update = dict(_clock_fields(0, 0, members[0], peer.backend), gather=summary)
     for path in paths:
-        if path.endswith(".meta.json"):
+        if is_metadata(path):
             with open(path, "rb") as handle:
                 _updated_meta(path, handle.read(), update)
     if missing:
@@ -278,13 +279,13 @@ def _merge_gathered_traces(paths):
         match = RANK_FILE.match(path)
         if match and match.group(3) == EXTENSIONS["trace"]:
             groups.setdefault(match.group(1), []).append(path)
-    from .merge_traces import merge_traces
+    from .merge_traces import merge_traces  # deferred: argparse and the merger load only when traces are gathered
 
     merged = []
     for base, traces in sorted(groups.items()):
         try:
-            merge_traces(sorted(set(traces)), base + ".merged.chrome_trace")
-            merged.append(base + ".merged.chrome_trace")
+            merge_traces(sorted(set(traces)), side_file(base, "merged_trace"))
+            merged.append(side_file(base, "merged_trace"))
         except Exception as error:  # the gathered files are there; the merge can be redone
             warnings.warn(f"flagtree.profiler: merging the gathered traces of {safe(base)} failed: "
                           f"{safe(str(error))}")

@@ -15,18 +15,17 @@ import sys
 import threading
 from dataclasses import dataclass
 
-from .. import _env
+import warnings
+
+from ... import _env
 from . import counters, cupti_attach
-from .base import Backend, BackendUnavailable, device_info_of
-from .libraries import could_load, loaded_library
+from ..base import Backend, BackendUnavailable, device_info_of
+from ..libraries import could_load, loaded_library
+from ...native_core import native
 
 SUPPORTED_CUDA_MAJORS = (12, 13)
 
 
-def _native():
-    from .. import _native as native
-
-    return native
 
 
 def _major_of(path):
@@ -85,7 +84,7 @@ class _DeviceFacts:
     """The CUDA devices' fixed facts, queried once per process: every session writes them
     (device_info, describe). The driver answers the two clock attributes in 0.35-0.7 ms each,
     every time (H200, driver 580), so the first session starts the query at start() and
-    finalize() takes its answer (issue 18: the first session's cost). The query runs on a native
+    finalize() takes its answer, off the first session's path. The query runs on a native
     thread (csrc/backends/nvidia/device_facts.h): a Python one cost ~0.4 ms more at start()."""
 
     def __init__(self):
@@ -97,7 +96,7 @@ class _DeviceFacts:
         with self._lock:
             if self._devices is not None or self._pending:
                 return
-            _native().cuda_devices_prefetch()
+            native.cuda_devices_prefetch()
             self._pending = True
 
     def get(self):
@@ -106,7 +105,7 @@ class _DeviceFacts:
                 # The prefetched answer, or a query now; a failure (RuntimeError: no driver) is
                 # raised to this caller and not kept, so the next call asks the driver again.
                 self._pending = False
-                self._devices = _native().cuda_devices_take()
+                self._devices = native.cuda_devices_take()
             return self._devices
 
 
@@ -157,7 +156,11 @@ class NvidiaBackend(Backend):
     def attach_session(self, session):
         if not isinstance(session.options, counters.CounterMode):
             return
-        counters.start_session(self._library, session, session.options.metrics)
+        try:
+            devices = cuda_devices()  # cached: the driver takes ~1 ms to answer each time
+        except RuntimeError:
+            devices = []
+        counters.start_session(self._library, session, session.options.metrics, devices)
         session.state.counting = True
 
     def session_outputs(self, session):
@@ -175,19 +178,19 @@ class NvidiaBackend(Backend):
         that has the Range Profiler API."""
         if self._library:
             return self._library
-        version = _native().cuda_driver_version()
+        version = native.cuda_driver_version()
         failures = []
         for path in cupti_candidates(version // 1000 if version else None):
             try:
-                _native().counters_load(path)
+                native.counters_load(path)
                 return path
-            except _native().LibraryNotFound as error:
+            except native.LibraryNotFound as error:
                 failures.append(str(error))
         raise RuntimeError("flagtree.profiler: no libcupti with the Range Profiler API (CUPTI 12.6+) found; "
                            "set FLAGTREE_PROFILER_CUPTI_PATH. Tried:\n  " + "\n  ".join(failures))
 
     def unavailable_reason(self):
-        if not _native().cuda_driver_version():
+        if not native.cuda_driver_version():
             return "no CUDA driver (libcuda.so.1) on this machine"
         tried = cupti_candidates()
         if not any(could_load(p) for p in tried):
@@ -195,7 +198,7 @@ class NvidiaBackend(Backend):
         return None
 
     def _driver_major(self):
-        version = _native().cuda_driver_version()
+        version = native.cuda_driver_version()
         if not version:
             raise BackendUnavailable(
                 f"the {self.name} backend needs the CUDA driver (libcuda.so.1) and a GPU, and this machine has "
@@ -204,7 +207,6 @@ class NvidiaBackend(Backend):
         return version // 1000
 
     def acquire(self, options):
-        native = _native()
         driver_major = self._driver_major()
         buffer_bytes = _env.buffer_size()
         native.cupti_set_buffer_limit(_env.buffer_limit())
@@ -230,20 +232,18 @@ class NvidiaBackend(Backend):
         # CUPTI API versions: 12.x reports 18..2x, 13.x reports 13xxxx; map the library file instead.
         major = _major_of(self._library or "")
         if major is not None and major not in SUPPORTED_CUDA_MAJORS:
-            import warnings
-
             warnings.warn(f"flagtree.profiler: {self._library} is CUPTI {major}, outside the supported "
                           f"CUDA majors {SUPPORTED_CUDA_MAJORS}; kernel records may be misread", stacklevel=3)
 
     def flush(self):
-        _native().cupti_flush()
+        native.cupti_flush()
 
     def release(self):
-        _native().cupti_release()
+        native.cupti_release()
         cupti_attach.after_release()
 
     def dropped_records(self):
-        return int(_native().cupti_dropped())
+        return int(native.cupti_dropped())
 
     def device_info(self):
         try:
@@ -253,7 +253,6 @@ class NvidiaBackend(Backend):
         return device_info_of("CUDA", devices)
 
     def describe(self):
-        native = _native()
         devices = []
         try:
             devices = [{"index": d["index"], "name": d["name"], "arch": d["arch"]} for d in cuda_devices()]
