@@ -7,6 +7,7 @@ time on the file. Neither pandas nor hatchet is needed to import this module.
 
 import heapq
 import math
+from itertools import repeat
 from operator import attrgetter, itemgetter
 
 from .node import NodeView
@@ -31,6 +32,10 @@ def _floats(np, column):
     return np.array(column, dtype=np.float64)
 
 
+def _get(mapping, key):
+    return mapping.get(key)
+
+
 def columns(profile):
     """(name, values) pairs of every column, in the frame's order, values as lists."""
     rows = profile._rows
@@ -40,10 +45,9 @@ def columns(profile):
     out = [("name", list(map(_NAME, order))), ("kind", kinds),
            ("depth", rows.depths), ("parent", rows.parents)]
     metrics = list(map(_METRICS, order))
-    for key in profile.identifiers:
-        out.append((key, [m.get(key) for m in metrics]))
-    for key in profile.stored_metrics:
-        out.append((key, [m.get(key) for m in metrics]))
+    get = dict.get if all(type(m) is dict for m in metrics) else _get
+    for key in profile.identifiers + profile.stored_metrics:
+        out.append((key, list(map(get, metrics, repeat(key)))))
     del metrics
     stored = profile.stored_metrics
     if stored:

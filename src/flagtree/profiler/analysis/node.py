@@ -6,10 +6,12 @@ million views) and reads its node's slots: ``metrics`` the exclusive values stor
 derived columns (the profile's ``metrics`` order).
 """
 
+from itertools import repeat
 from operator import attrgetter
 
 KINDS = ("root", "kernel", "scope")
 _NAME = attrgetter("name")
+_PARENT = attrgetter("parent")
 
 
 class Rows:
@@ -30,8 +32,7 @@ class Rows:
 def preorder_rows(order):
     """Rows of a preorder node list (parents before children), without recursion."""
     row = dict(zip(map(id, order), range(len(order))))
-    get = row.get
-    parents = [get(id(node.parent), -1) for node in order]
+    parents = list(map(row.get, map(id, map(_PARENT, order)), repeat(-1)))
     parents[0] = -1
     depths = [0] * len(order)
     for at in range(1, len(order)):  # a parent's row is before its children's

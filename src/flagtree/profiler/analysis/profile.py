@@ -25,8 +25,21 @@ from .node import KINDS, NodeView, preorder_rows
 
 # The derived columns a profile gets unless read(metrics=...) says otherwise, where the
 # profile has what they need (usable_specs): time, share, time per call, CPU time, rates, util.
-DEFAULT_METRICS = ("time/ms", "time/%", "avg_time/us", "cpu_time/ms", "tflop/s", "tflop8/s",
-                   "tflop16/s", "tflop32/s", "tflop64/s", "gbyte/s", "util")
+# Per-width FLOP rates are added only where the profile has several widths (with one, they
+# would repeat tflop/s).
+DEFAULT_METRICS = ("time/ms", "time/%", "avg_time/us", "cpu_time/ms", "tflop/s", "gbyte/s", "util")
+WIDTH_METRICS = ("tflop8/s", "tflop16/s", "tflop32/s", "tflop64/s")
+
+
+def default_specs(names, device_info):
+    """The DEFAULT_METRICS (and WIDTH_METRICS) a profile with these metric names can give."""
+    usable = set(usable_specs(names, device_info))
+    widths = [s for s in WIDTH_METRICS if s in usable]
+    specs = [s for s in DEFAULT_METRICS if s in usable]
+    if len(widths) > 1:
+        at = specs.index("tflop/s") + 1
+        specs[at:at] = widths
+    return specs
 
 
 @contextmanager
@@ -126,8 +139,7 @@ class Profile:
         self.stored_metrics = sorted(n for n in names if n not in IDENTIFIERS and not n.startswith("__"))
         self.identifiers = sorted(n for n in names if n in IDENTIFIERS)
         if specs is None:
-            usable = set(usable_specs(names, tree.device_info))
-            specs = [s for s in DEFAULT_METRICS if s in usable]
+            specs = default_specs(names, tree.device_info)
         self.metrics = specs
         columns = parse_metrics(",".join(specs), names, tree.device_info, tree.label) if specs else []
         self._kernels_only = [c.kernels_only for c in columns]
