@@ -28,12 +28,16 @@ def test_readme_has_the_two_setup_commands_and_ci_runs_the_second():
 
 
 def test_every_public_name_is_documented():
+    """Each public name is written as code (`name`, `name(...)`) in the README or a reference
+    page: the whole name, not a prefix of another word (`read` is not `reader.py`)."""
     import flagtree.profiler as profiler
 
-    readme = read("README.md")
+    reference = os.path.join(ROOT, "docs", "reference")
+    pages = sorted(os.listdir(reference)) if os.path.isdir(reference) else []
+    docs = read("README.md") + "".join(read("docs", "reference", p) for p in pages if p.endswith(".md"))
     for name in profiler.__all__:
         if name != "KNOWN_BACKENDS" and name != "implemented_backends":
-            assert f"`{name}" in readme, name
+            assert re.search(r"`(?:[\w.]+\.)?" + re.escape(name) + r"\b", docs), name
 
 
 def test_one_version_source_for_the_package_and_its_metadata():
