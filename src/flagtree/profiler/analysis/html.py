@@ -1,7 +1,7 @@
 """Profile._repr_html_: what a notebook shows for a profile, in a few hundred lines of HTML.
 
-A summary line, the top kernels table (every derived column) and the first levels of the tree,
-largest first. Every text taken from the profile (names, file names, numbers) is escaped for
+A summary line, the top kernels table and the first levels of the tree, largest first, each
+with the derived columns that have a value in it. Every text taken from the profile (names, file names, numbers) is escaped for
 HTML after its control characters are written out as \\xNN, so a frame name cannot inject
 markup or forge lines. No script, no external resource.
 """
@@ -71,10 +71,16 @@ def _row(cells, header=False):
 _NUM = ' style="text-align:right"'
 
 
+def _present(shown, nodes):
+    """The columns with a value on at least one of these nodes: a compact table."""
+    return [col for col in shown if any(col[1](node) is not None for node in nodes)]
+
+
 def _top_table(profile, shown):
     views = profile.top_nodes(TOP_KERNELS, kind="kernel")
     if not views:
         return "<p>No kernels.</p>"
+    shown = _present(shown, [view._node for view in views])
     head = [("kernel", ""), ("path", "")] + [(_text(label), _NUM) for label, _, _ in shown]
     lines = [_row(head, header=True)]
     for view in views:
@@ -86,27 +92,22 @@ def _top_table(profile, shown):
     return title + "<table>" + "".join(lines) + "</table>"
 
 
-def _tree_rows(profile, shown):
-    """The first TREE_DEPTH levels, children by first column, descending, at most
-    TREE_CHILDREN each (then a row counting the rest); iterative."""
-    lines = []
+def _tree_nodes(profile):
+    """(node, depth) of the first TREE_DEPTH levels, children by first column, descending, at
+    most TREE_CHILDREN each (then a row counting the rest); iterative."""
+    out = []
     stack = [(profile._tree.root, 0)]
     while stack:
         node, depth = stack.pop()
-        pad = f' style="padding-left:{depth * 1.2:.1f}em"'
-        cells = [(_text(node.name), pad)] + [(_number(get(node), integral), _NUM) for _, get, integral in shown]
-        lines.append(_row(cells))
+        out.append((node, depth))
         if depth >= TREE_DEPTH or not node.children:
             continue
         kids = sorted(node.children.values(), key=lambda c: (_sort_key(_first(profile, c)), c.name))
-        hidden = len(kids) - TREE_CHILDREN
-        below = []
-        for kid in islice(kids, TREE_CHILDREN):
-            below.append((kid, depth + 1))
-        if hidden > 0:
-            below.append((_More(hidden), depth + 1))
+        below = [(kid, depth + 1) for kid in islice(kids, TREE_CHILDREN)]
+        if len(kids) > TREE_CHILDREN:
+            below.append((_More(len(kids) - TREE_CHILDREN), depth + 1))
         stack.extend(reversed(below))
-    return lines
+    return out
 
 
 class _More:
@@ -120,10 +121,15 @@ class _More:
 
 
 def _tree_table(profile, shown):
+    rows = _tree_nodes(profile)
+    shown = _present(shown, [node for node, _ in rows])
     head = [("call path", "")] + [(_text(label), _NUM) for label, _, _ in shown]
     lines = [_row(head, header=True)]
-    for line in _tree_rows(profile, shown):
-        lines.append(line)
+    for node, depth in rows:
+        pad = f' style="padding-left:{depth * 1.2:.1f}em"'
+        cells = [(_text(node.name), pad)]
+        cells += [(_number(get(node), integral), _NUM) for _, get, integral in shown]
+        lines.append(_row(cells))
     return "<p><b>Tree</b> (first levels)</p><table>" + "".join(lines) + "</table>"
 
 
