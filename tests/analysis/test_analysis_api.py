@@ -68,6 +68,14 @@ def test_dataframe_has_a_row_per_node_with_exclusive_inclusive_and_derived(neste
     assert frame.loc[0, "time/%"] == 100.0 and frame.loc[0, "kind"] == "root"
 
 
+def test_a_stored_name_chosen_as_a_column_keeps_both_values(nested):
+    profile = read(fixture("nested_scopes.hatchet"), metrics="time/ms,count")
+    frame = profile.to_dataframe()
+    assert list(frame["count"]) == list(frame["count (inc)"])  # the viewer's -m count: inclusive
+    assert frame["count (exc)"].sum() == 10 and frame.loc[0, "count"] == 10
+    assert list(profile.top(2)["count"]) == [2, 4] and "count" in profile._repr_html_()
+
+
 def test_dataframe_without_pandas_says_how_to_get_it(nested, monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(ImportError, match=r"to_dataframe\(\) needs pandas.*pip install pandas"):

@@ -46,8 +46,10 @@ def columns(profile):
            ("depth", rows.depths), ("parent", rows.parents)]
     metrics = list(map(_METRICS, order))
     get = dict.get if all(type(m) is dict for m in metrics) else _get
+    taken = {"name", "kind", "depth", "parent"} | set(profile.metrics)
     for key in profile.identifiers + profile.stored_metrics:
-        out.append((key, list(map(get, metrics, repeat(key)))))
+        label = f"{key} (exc)" if key in taken else key  # e.g. metrics="count": inclusive
+        out.append((label, list(map(get, metrics, repeat(key)))))
     del metrics
     stored = profile.stored_metrics
     if stored:
@@ -151,7 +153,7 @@ def top_frame(profile, views, metric):
             "kind": [v.kind for v in views], metric: [v.value(metric) for v in views]}
     for spec in others:
         data[spec] = [v.value(spec) for v in views]
-    if "count" in profile.stored_metrics and metric != "count":
+    if "count" in profile.stored_metrics and "count" not in data:
         data["count"] = [v.value("count") for v in views]
     frame = pd.DataFrame(data, index=pd.Index([v.id for v in views], name="node"))
     for name in frame.columns[3:]:

@@ -1,9 +1,9 @@
 """Profile._repr_html_: what a notebook shows for a profile, in a few hundred lines of HTML.
 
 A summary line, the top kernels table and the first levels of the tree, largest first, each
-with the derived columns that have a value in it. Every text taken from the profile (names, file names, numbers) is escaped for
-HTML after its control characters are written out as \\xNN, so a frame name cannot inject
-markup or forge lines. No script, no external resource.
+with the derived columns that have a value in it. Every text taken from the profile (names,
+file names, numbers) is escaped for HTML after its control characters are written out as
+\\xNN, so a frame name cannot inject markup or forge lines. No script, no external resource.
 """
 
 from html import escape
@@ -38,7 +38,7 @@ def _columns(profile):
     cols = [(spec, integral, at) for at, (spec, integral) in
             enumerate(zip(profile.metrics, profile._integral))]
     shown = [(spec, lambda node, at=at: node.values[at], integral) for spec, integral, at in cols]
-    if "count" in profile.stored_metrics:
+    if "count" in profile.stored_metrics and "count" not in profile.metrics:
         at = profile.stored_metrics.index("count")
         shown.append(("count", lambda node: node.incl[at], True))
     return shown
