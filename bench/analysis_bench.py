@@ -96,7 +96,8 @@ def main():
     parser.add_argument("--deep", type=int, default=100_000)
     parser.add_argument("--out", help="write the figures here as JSON")
     options = parser.parse_args()
-    result = {"python": sys.version.split()[0], "cpus": os.cpu_count(),
+    result = {"command": " ".join([os.path.basename(sys.executable)] + sys.argv),
+              "python": sys.version.split()[0], "cpus": os.cpu_count(),
               "load_before": os.getloadavg(), "nodes": options.nodes, "repeats": options.repeats}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "bench.hatchet")
