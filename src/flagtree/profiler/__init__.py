@@ -30,7 +30,7 @@ def __getattr__(name):
     """``read`` (the analysis API) is imported on first use: it brings the viewer's reader
     and metric code, which a profiled program never needs."""
     if name == "read":
-        from .analysis import read
+        from .analysis import read  # deferred: the viewer's reader, never needed while profiling
 
         return read
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -51,14 +51,8 @@ def _reader(profile, specs, stored):
     return values
 
 
-def diff_profiles(mine, other, metrics=None):
-    from .profile import Profile, read
-
-    if not isinstance(other, Profile):
-        include_rx, exclude_rx, show_metadata = mine._filters
-        other = read(other, metrics=metrics if metrics is not None else
-                     (mine.metrics if mine._chosen else None),
-                     include=include_rx, exclude=exclude_rx, show_metadata=show_metadata)
+def fill_difference(result, mine, other, metrics=None):
+    """Make ``result`` (an empty Profile) the difference ``mine`` - ``other`` (both Profiles)."""
     specs = list(metrics) if metrics is not None else _specs(mine, other)
     for side in (mine, other):
         missing = [m for m in specs if m not in side.metrics]
@@ -80,7 +74,6 @@ def diff_profiles(mine, other, metrics=None):
         node.metrics = {k: v for k, v in zip(stored, diffs[summed:]) if v is not None}
         if node.children:
             stack.extend(node.children.values())
-    result = Profile.__new__(Profile)
     names = set(stored) | set(mine.identifiers) | set(other.identifiers)
     result._tree = _DiffTree(root, [f"{mine.label} - {other.label}"], mine.device_info, names)
     result._filters = mine._filters
@@ -95,4 +88,3 @@ def diff_profiles(mine, other, metrics=None):
     result._integral = [mine._integral[i] for i in at]
     result._rows = preorder_rows(order)
     result.is_diff = True
-    return result

@@ -87,10 +87,10 @@ def to_graphframe(profile):
     builds the same objects with a loop."""
     _need("hatchet", "llnl-hatchet", "Profile.to_graphframe()")
     pd = _need("pandas", "pandas", "Profile.to_graphframe()")
-    from hatchet.frame import Frame
-    from hatchet.graph import Graph
-    from hatchet.graphframe import GraphFrame
-    from hatchet.node import Node
+    from hatchet.frame import Frame  # deferred: llnl-hatchet is optional and heavy
+    from hatchet.graph import Graph  # deferred: llnl-hatchet is optional and heavy
+    from hatchet.graphframe import GraphFrame  # deferred: llnl-hatchet is optional and heavy
+    from hatchet.node import Node  # deferred: llnl-hatchet is optional and heavy
 
     frame = to_dataframe(profile)
     rows = profile._rows

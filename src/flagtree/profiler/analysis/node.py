@@ -9,6 +9,8 @@ derived columns (the profile's ``metrics`` order).
 from itertools import repeat
 from operator import attrgetter
 
+from ..viewer.safe_text import safe
+
 KINDS = ("root", "kernel", "scope")
 _NAME = attrgetter("name")
 _PARENT = attrgetter("parent")
@@ -131,7 +133,6 @@ class NodeView:
         return id(self._node)
 
     def __repr__(self):
-        from ..viewer.safe_text import safe
 
         shown = ", ".join(f"{k}={v:.6g}" for k, v in self.values.items() if v is not None)
         return f"<{self.kind} {safe(self.name)!r}{': ' + shown if shown else ''}>"

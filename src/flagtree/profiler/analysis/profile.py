@@ -21,6 +21,10 @@ from ..viewer.metrics import fill_values, needed_keys, parse_metrics, prepare, u
 from ..viewer.nodes import IDENTIFIERS
 from ..viewer.profile_tree import (compute_inclusive, exclude, hide_metadata, include,
                                    load_profiles, release)
+from ..viewer.safe_text import safe
+from .diff import fill_difference
+from .frame import to_dataframe, to_graphframe, top_frame, top_nodes
+from .html import profile_html
 from .node import KINDS, NodeView, preorder_rows
 
 # The derived columns a profile gets unless read(metrics=...) says otherwise, where the
@@ -214,15 +218,11 @@ class Profile:
         """One row per node (preorder; index = node id): name, kind, depth, parent, device
         identifiers, exclusive metrics (stored names), inclusive metrics ('<name> (inc)') and
         the derived columns (the viewer's names). Needs pandas."""
-        from .frame import to_dataframe
-
         with _no_gc():
             return to_dataframe(self)
 
     def to_graphframe(self):
         """An llnl-hatchet GraphFrame of the same rows, built without recursion."""
-        from .frame import to_graphframe
-
         with _no_gc():
             return to_graphframe(self)
 
@@ -230,34 +230,31 @@ class Profile:
         """The ``n`` nodes of ``kind`` ('kernel', 'scope' or None for any but the root) with
         the largest ``metric`` (default: the first derived column), as NodeViews, ordered as
         the viewer's --print-sorted orders (missing values last, then by name)."""
-        from .frame import top_nodes
-
         return top_nodes(self, n, metric, kind)
 
     def top(self, n=10, metric=None, kind="kernel"):
         """``top_nodes`` as a DataFrame: path, name, kind and every derived column, with the
         chosen metric first; the index is the node id of to_dataframe(). Needs pandas."""
-        from .frame import top_frame
-
         return top_frame(self, self.top_nodes(n, metric, kind), metric)
 
     def diff(self, other, metrics=None):
         """This profile minus ``other`` (a Profile or path(s)), node by node, as the viewer's
         --diff-profile: nodes matched by path, a node on one side only counts as zero on the
         other, and derived columns are differences of the values (time/% compares shares)."""
-        from .diff import diff_profiles
-
-        return diff_profiles(self, other, metrics)
+        if not isinstance(other, Profile):
+            include_rx, exclude_rx, show_metadata = self._filters
+            other = read(other, metrics=metrics if metrics is not None else
+                         (self.metrics if self._chosen else None),
+                         include=include_rx, exclude=exclude_rx, show_metadata=show_metadata)
+        result = Profile.__new__(Profile)
+        fill_difference(result, self, other, metrics)
+        return result
 
     # -- display (html.py) -------------------------------------------------------------------
     def _repr_html_(self):
-        from .html import profile_html
-
         return profile_html(self)
 
     def __repr__(self):
-        from ..viewer.safe_text import safe
-
         kernels = sum(1 for node in self._rows.order if node.kernel)
         return (f"<Profile {safe(self.label)!s}: {len(self)} nodes, {kernels} kernels; "
                 f"metrics {', '.join(self.metrics) or '(none derived)'}>")
