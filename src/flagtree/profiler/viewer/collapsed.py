@@ -31,6 +31,7 @@ def collapsed_lines(weights):
     return lines
 
 
-def write_collapsed(path, weights):
-    lines = collapsed_lines(weights)
-    write_atomic(path, "".join(line + "\n" for line in lines))
+def export(source, options, out_path):
+    """The exporter (see :mod:`.exports`): the first -m metric of every rank group."""
+    lines = collapsed_lines(source.weighted_groups())
+    write_atomic(out_path, "".join(line + "\n" for line in lines))

@@ -54,6 +54,7 @@ def speedscope_document(weights):
             "exporter": "flagtree-profiler-viewer"}
 
 
-def write_speedscope(path, weights):
-    document = speedscope_document(weights)
-    write_atomic(path, strict_json(document, separators=(",", ":")))
+def export(source, options, out_path):
+    """The exporter (see :mod:`.exports`): the first -m metric of every rank group."""
+    document = speedscope_document(source.weighted_groups())
+    write_atomic(out_path, strict_json(document, separators=(",", ":")))
