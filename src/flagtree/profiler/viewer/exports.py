@@ -36,6 +36,8 @@ def add_options(add):
     """Register the export options on the viewer's argument parser."""
     for dest, what, _, _ in EXPORTERS:
         add(f"--{dest}", metavar="OUT", help=f"write {what}")
+    add("--collapsed-limit", metavar="SIZE",
+        help="refuse --collapsed above this size (default 1G; folded stacks grow with depth squared)")
 
 
 def requested(args):

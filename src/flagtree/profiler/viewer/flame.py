@@ -3,9 +3,10 @@ share: node weights, device labels, frame splitting, interned tables and the ato
 Which exports run, and in what order, is :mod:`.exports`'s business.
 """
 
+import contextlib
 import re
 
-from ..writers.atomic import write_text
+from ..writers.atomic import atomic_file, write_text
 from .devices import DEVICE_KINDS
 from .errors import ViewerError
 from .metrics import CPU_TIME, TIME, needed_keys
@@ -57,34 +58,32 @@ def weight_of(profile, spec, selection):
     return Weight(spec, unit, lambda node: compute([node.metrics.get(k) for k in keys], root_incl))
 
 
+def own_device_label(node):
+    """'CUDA:0' for a node with device identifiers of its own, else None."""
+    metrics = node.metrics
+    if "device_type" in metrics or "device_id" in metrics:
+        kind = DEVICE_KINDS.get(int(metrics.get("device_type", 1)), "device")
+        return f"{kind}:{int(metrics.get('device_id', 0))}"
+    return None
+
+
 def device_label(node):
     """'CUDA:0' for a node on a device (its own identifiers or its nearest ancestor's)."""
     while node is not None:
-        metrics = node.metrics
-        if "device_type" in metrics or "device_id" in metrics:
-            kind = DEVICE_KINDS.get(int(metrics.get("device_type", 1)), "device")
-            return f"{kind}:{int(metrics.get('device_id', 0))}"
+        label = own_device_label(node)
+        if label is not None:
+            return label
         node = node.parent
     return HOST
 
 
-def weighted_paths(root, weight):
-    """(node, names from below the root to it, weight) for each node weighing more than 0,
-    depth first without recursion; the root's own weight comes with an empty path."""
-    out = []
-    names = []
-    stack = [(root, -1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth >= 0:
-            del names[depth:]
-            names.append(node.name)
-        value = weight.of_node(node)
-        if value is not None and value > 0:
-            out.append((node, tuple(names), value))
-        kids = sorted(node.children.values(), key=lambda n: n.name, reverse=True)
-        stack.extend((kid, depth + 1) for kid in kids)
-    return out
+def sorted_children(node):
+    """The node's children by name: exports come out the same for the same tree."""
+    return sorted(node.children.values(), key=_name)
+
+
+def _name(node):
+    return node.name
 
 
 def split_frame(name):
@@ -105,5 +104,16 @@ def write_atomic(path, text):
             # A name may hold a lone surrogate (JSON allows "\ud800"); UTF-8 cannot, so it is
             # written as the text \ud800 rather than failing the export.
             write_text(path, text.encode("utf-8", "backslashreplace").decode("utf-8"))
+    except OSError as exc:
+        raise ViewerError(f"cannot write '{path}': {exc.strerror or exc}") from None
+
+
+@contextlib.contextmanager
+def open_atomic(path):
+    """``with open_atomic(path) as out: out.write(b"...")`` for an export written piece by piece:
+    the file appears whole when the block ends, or not at all; a failure is one ViewerError."""
+    try:
+        with atomic_file(path) as out:
+            yield out
     except OSError as exc:
         raise ViewerError(f"cannot write '{path}': {exc.strerror or exc}") from None
