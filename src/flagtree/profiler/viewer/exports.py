@@ -60,7 +60,7 @@ class ExportSource:
         self.paths = list(args.profiles)
         self.diff_path = args.diff_profile
         self.selection = selection
-        self.first_metric = metric_specs(args.metrics)[0]
+        self.metrics = args.metrics
         self._groups = None
         self._loaded = []
 
@@ -79,10 +79,13 @@ class ExportSource:
         """[(rank label or None, Profile, Weight)]: one group per rank when every file names
         its rank, else one, each weighed by the first -m metric."""
         if self._groups is None:
-            self._groups = [(label, profile, weight_of(profile, self.first_metric, self.selection))
+            self._groups = [(label, profile, weight_of(profile, self._first_metric(profile), self.selection))
                             for label, profile in ((label, self.load(paths))
                                                    for label, paths in rank_groups(self.paths))]
         return self._groups
+
+    def _first_metric(self, profile):
+        return metric_specs(self.metrics, profile.names)[0]
 
     def close(self):
         """Frees every tree loaded so far."""

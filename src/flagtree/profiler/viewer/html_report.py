@@ -120,7 +120,7 @@ def kernel_metadata(paths, roots):
 
 def _table(args, profile, metrics, values_of, other, other_values):
     """The terminal viewer's output for the user's -m columns (no colour)."""
-    count = len(metric_specs(args.metrics))
+    count = len(metric_specs(args.metrics, profile.names))
     columns = lambda node: values_of(node)[:count]
     root = profile.root
     diff = other is not None
@@ -153,7 +153,7 @@ def build_report(source, args):
     profile = source.load(args.profiles)
     other = source.load([args.diff_profile]) if args.diff_profile else None
     specs = _common_specs(profile, other)
-    user = metric_specs(args.metrics)
+    user = metric_specs(args.metrics, profile.names)
     wanted = user + [s["id"] for s in column_specs(specs)]  # a list: names may hold commas
     metrics, values_of = source.summed(profile, wanted)
     other_values = source.summed(other, wanted)[1] if other is not None else None

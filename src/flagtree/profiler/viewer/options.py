@@ -64,12 +64,16 @@ def compile_regex(option, pattern):
         raise ViewerError(f"invalid {option} regex '{pattern}': {exc}") from None
 
 
-def metric_specs(metrics):
-    """The ``-m`` value as a list of specs. A list passes through untouched: the exports ask
-    for stored metrics by their exact names, which may hold a comma or surrounding spaces."""
+def metric_specs(metrics, names=()):
+    """The ``-m`` value as a list of specs. A list passes through untouched (the exports ask for
+    stored metrics by their exact names). In text, a stored name wins over splitting: the whole
+    text if it is one (``-m 'a,b'`` for a metric named ``a,b``), else each comma-separated part
+    as written if it is one (``'c '``), stripped otherwise."""
     if isinstance(metrics, (list, tuple)):
         return list(metrics)
-    return [part.strip() for part in metrics.split(",")]
+    if metrics in names:
+        return [metrics]
+    return [part if part in names else part.strip() for part in metrics.split(",")]
 
 
 def with_metrics(args, specs):

@@ -37,7 +37,8 @@ def summed(profile, metrics, selection, keep_own=False):
     its sums (``incl``); without it only the root keeps its sums."""
     root = profile.root
     refuse_empty(profile)
-    parsed = parse_metrics(metric_specs(metrics), profile.names, profile.device_info, profile.label)
+    names = profile.names
+    parsed = parse_metrics(metric_specs(metrics, names), names, profile.device_info, profile.label)
     filter_tree(profile, selection)
     prepare(parsed, root, profile.device_info)
     order = compute_inclusive(root, needed_keys(parsed), drop_metrics=not keep_own)
