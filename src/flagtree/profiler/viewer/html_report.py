@@ -15,6 +15,7 @@ from .options import metric_specs, parse_depth, parse_threshold
 from .profile_tree import IDENTIFIERS, release
 from .render import View, render_tree
 from .report_data import build_payload, embed_json
+from .report_summary import summary
 
 MAX_TABLE_ROWS = 2000
 _ASSETS = ("report.html", "report.css", "report.js")
@@ -161,6 +162,8 @@ def build_report(source, args):
         table = _table(args, profile, metrics, values_of, other, other_values)
         meta = kernel_metadata(profile.sources, [profile.root] * len(profile.sources))
         payload = build_payload(profile, other, specs, len(user), values_of, other_values, meta)
+        column = {spec["id"]: len(user) + at for at, spec in enumerate(column_specs(specs))}
+        payload["summary"] = summary(profile, column, values_of)
         payload["table"] = table
         payload["title"] = profile.label
         payload["diffSource"] = args.diff_profile
