@@ -5,11 +5,11 @@ own sums, so they match the table), and the timeline file beside the profile, if
 Values are formatted here, as the terminal viewer would; the page only lays them out.
 """
 
+import heapq
 import os
 import re
 
 from .metrics import FLOP_KEYS
-from .profile_tree import preorder
 from .rank_merge import metadata_of
 
 TOP_ROWS = 15
@@ -73,22 +73,23 @@ def facts(sources, busy_ns, launches, distinct):
 
 
 def _walk(root, time_of):
-    """(kernel nodes not under another kernel, scope nodes with their exclusive time)."""
-    kernels, scopes, under = [], [], set()
-    for node in preorder(root):
-        parent = node.parent
-        if parent is not None and (parent in under or parent.is_kernel_like()):
-            under.add(node)
-            continue
-        if node.is_kernel_like():
+    """(kernel nodes not under another kernel, scope nodes with their exclusive time); what
+    lies under a kernel (device scopes) is counted with it and not walked."""
+    kernels, scopes = [], []
+    stack = list(root.children.values())
+    while stack:
+        node = stack.pop()
+        if node.kernel:
             kernels.append(node)
-        elif parent is not None:
-            own = time_of(node)
-            if own is not None:
-                for kid in node.children.values():
-                    if not kid.is_kernel_like():
-                        own -= time_of(kid) or 0
-                scopes.append((node, own))
+            continue
+        kids = node.children.values()
+        stack.extend(kids)
+        own = time_of(node)
+        if own is not None:
+            for kid in kids:
+                if not kid.kernel:
+                    own -= time_of(kid) or 0
+            scopes.append((node, own))
     return kernels, scopes
 
 
@@ -102,29 +103,30 @@ def _path(node):
 
 def summary(profile, column, values_of):
     """The summary payload. ``column[id]`` is where a report metric sits in ``values_of(node)``."""
-    def value(spec):
-        at = column.get(spec)
-        return (lambda node: values_of(node)[at]) if at is not None else (lambda node: None)
-
-    time_of, count_of, util_of = value("time/ns"), value("count"), value("util")
-    flop_columns = [value(key) for key in FLOP_KEYS.values() if key in column]
+    time_at, count_at, util_at = column.get("time/ns"), column.get("count"), column.get("util")
+    flop_at = [column[key] for key in FLOP_KEYS.values() if key in column]
+    time_of = (lambda node: values_of(node)[time_at]) if time_at is not None else (lambda node: None)
     kernels, scopes = _walk(profile.root, time_of)
     by_name = {}
     for node in kernels:
-        row = by_name.setdefault(node.name, [0, 0.0, 0.0, 0.0, 0.0])  # count, time, util*time, flop, timed
-        time = time_of(node) or 0
-        row[0] += count_of(node) or 0
+        values = values_of(node)
+        row = by_name.get(node.name)
+        if row is None:
+            row = by_name[node.name] = [0, 0, 0.0, 0, 0]  # count, time, util x time, FLOP, time with util
+        time = (values[time_at] if time_at is not None else None) or 0
+        row[0] += (values[count_at] if count_at is not None else None) or 0
         row[1] += time
-        util = util_of(node)
+        util = values[util_at] if util_at is not None else None
         if util is not None:
             row[2] += util * time
             row[4] += time
-        row[3] += sum(f(node) or 0 for f in flop_columns)
+        for at in flop_at:
+            row[3] += values[at] or 0
     busy = sum(row[1] for row in by_name.values()) if "time/ns" in column else None
     launches = sum(row[0] for row in by_name.values())
-    top = sorted(by_name.items(), key=lambda item: -item[1][1])[:TOP_ROWS]
+    top = heapq.nlargest(TOP_ROWS, by_name.items(), key=lambda item: item[1][1])
     head = ["kernel", "count", "time", "mean", "share"]
-    has_util, has_flop = "util" in column, bool(flop_columns)
+    has_util, has_flop = util_at is not None, bool(flop_at)
     head += ["util"] * has_util + ["TFLOP/s"] * has_flop
     rows = []
     for name, (count, time, util_time, flop, timed) in top:
@@ -133,7 +135,7 @@ def summary(profile, column, values_of):
         row += [f"{flop / time * 1e-3:.3f}" if time and flop else "-"] * has_flop
         rows.append(row)
     scope_rows = [[_path(node), format_time(own), _share(own, busy), format_time(time_of(node))]
-                  for node, own in sorted(scopes, key=lambda item: -item[1])[:TOP_ROWS] if own > 0]
+                  for node, own in heapq.nlargest(TOP_ROWS, scopes, key=lambda item: item[1]) if own > 0]
     return {"facts": facts(profile.sources, busy, launches, len(by_name)),
             "kernels": {"head": head, "rows": rows, "total": len(by_name)},
             "scopes": {"head": ["scope", "exclusive time", "share", "inclusive time"], "rows": scope_rows,
