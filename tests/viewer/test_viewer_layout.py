@@ -60,5 +60,6 @@ def test_no_viewer_module_imports_itself_back():
 
 def test_every_exporter_takes_source_options_and_out_path():
     assert [dest for dest, *_ in exports.EXPORTERS] == ["speedscope", "collapsed", "html"]
-    for _, _, export, _ in exports.EXPORTERS:
+    for _, _, module, _ in exports.EXPORTERS:
+        export = exports.exporter(module)
         assert list(inspect.signature(export).parameters) == ["source", "options", "out_path"]

@@ -15,7 +15,7 @@ import gc
 import os
 import sys
 
-from . import exports, ranks
+from . import exports
 from .diff import diff_tree
 from .errors import ViewerError
 from .metrics import usable_specs
@@ -122,6 +122,14 @@ def build_parser():
     return parser
 
 
+def _may_want_ranks(args):
+    """A cheap first look (ranks.handles gives the answer): a folder, a `.rank` file name, or a
+    metric suffix such as `:max` could ask for the cross-rank view. The rank view's modules
+    (the fold, the package's rank detection) are imported only then: a plain view's start-up
+    does not pay for them."""
+    return ":" in args.metrics or any(".rank" in os.path.basename(p) or os.path.isdir(p) for p in args.profiles)
+
+
 def _list_metrics(profile, write):
     names = profile.names
     render_metric_list(profile, names, usable_specs(names, profile.device_info), write)
@@ -134,13 +142,18 @@ def run(args, write, stream=None, release_trees=True):
     the trees for the caller (or the process exit) to free.
     """
     if args.merge_traces is not None:
+        from . import ranks  # see _may_want_ranks
+
         return ranks.merge_traces_command(args, write)
     chosen = selection(args)
     if exports.requested(args):  # exports group rank files themselves (a profile per rank)
         write(exports.export_all(args, chosen))
         return
-    if ranks.handles(args):  # rank files, a folder, or :max/:imbalance... metrics
-        return ranks.run(args, write, stream, release_trees)
+    if _may_want_ranks(args):
+        from . import ranks  # see _may_want_ranks
+
+        if ranks.handles(args):  # rank files, a folder, or :max/:imbalance... metrics
+            return ranks.run(args, write, stream, release_trees)
     depth = parse_depth(args.depth)
     threshold = parse_threshold(args.threshold)
     profile = exports.load(args.profiles)

@@ -8,10 +8,10 @@ demand by the viewer's own code, so what an export shows matches what the termin
 format is a module with such a function and one row in :data:`EXPORTERS`.
 """
 
+import importlib
 import os
 import re
 
-from . import collapsed, html_report, speedscope
 from .errors import ViewerError
 from .flame import weight_of
 from .options import metric_specs
@@ -19,14 +19,21 @@ from .pipeline import summed
 from .profile_tree import load_profiles, release
 from .safe_text import safe
 
-# (option dest, what the option writes, exporter, reads ExportSource.weighted_groups): the
-# order they run in. The weighed trees are freed before an exporter that does not read them.
+# (option dest, what the option writes, exporter module, reads ExportSource.weighted_groups):
+# the order they run in. The weighed trees are freed before an exporter that does not read them.
+# An exporter's module is imported only when its option is given: the terminal view does not
+# pay for their imports (the report's page, summary and metadata reading among them).
 EXPORTERS = (
-    ("speedscope", "a speedscope file (one profile per device, or per rank)", speedscope.export, True),
-    ("collapsed", "folded stacks 'a;b;kernel 123' for flamegraph.pl", collapsed.export, True),
+    ("speedscope", "a speedscope file (one profile per device, or per rank)", "speedscope", True),
+    ("collapsed", "folded stacks 'a;b;kernel 123' for flamegraph.pl", "collapsed", True),
     ("html", "a self-contained HTML report (summary, top kernels, flame view, table, diff)",
-     html_report.export, False),
+     "html_report", False),
 )
+
+
+def exporter(module):
+    """The ``export(source, options, out_path)`` function of an exporter module."""
+    return importlib.import_module(f".{module}", __package__).export
 
 # `a.rank3.hatchet`, `a.rank3.part1.hatchet`: files of one rank of a multi-process run.
 _RANK_RE = re.compile(r"\.rank(\d+)(?=\.)")
@@ -111,13 +118,13 @@ def export_all(args, selection):
     source = ExportSource(args, selection)
     written = []
     try:
-        for dest, _, export, weighs in EXPORTERS:
+        for dest, _, module, weighs in EXPORTERS:
             out_path = getattr(args, dest)
             if out_path:
                 if not weighs:
                     source.close()
                 try:
-                    export(source, args, out_path)
+                    exporter(module)(source, args, out_path)
                 except MemoryError:
                     raise ViewerError(f"out of memory writing --{dest} '{out_path}'") from None
                 written.append(out_path)
