@@ -58,7 +58,7 @@ def picture(out_png):
         browser = DevTools(binary, os.path.join(tmp, "chrome"))
         try:
             browser.open("file://" + os.path.join(tmp, "report.html"))
-            browser.call("Emulation.setDeviceMetricsOverride", width=1100, height=600,
+            browser.call("Emulation.setDeviceMetricsOverride", width=1100, height=960,
                          deviceScaleFactor=1, mobile=False)
             browser.eval("__report.zoom(0)")  # redraw at the new width before asking where things are
             spot = browser.eval("__report.where('copy_kernel', 2)")
