@@ -142,7 +142,7 @@ def run(args, write, stream=None, release_trees=True):
     the trees for the caller (or the process exit) to free.
     """
     if args.merge_traces is not None:
-        from . import ranks  # see _may_want_ranks
+        from . import ranks  # deferred: numpy and the rank merge, see _may_want_ranks
 
         return ranks.merge_traces_command(args, write)
     chosen = selection(args)
@@ -150,7 +150,7 @@ def run(args, write, stream=None, release_trees=True):
         write(exports.export_all(args, chosen))
         return
     if _may_want_ranks(args):
-        from . import ranks  # see _may_want_ranks
+        from . import ranks  # deferred: numpy and the rank merge, see _may_want_ranks
 
         if ranks.handles(args):  # rank files, a folder, or :max/:imbalance... metrics
             return ranks.run(args, write, stream, release_trees)
