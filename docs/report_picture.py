@@ -20,7 +20,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 import flagtree.profiler as profiler  # noqa: E402
 from flagtree.profiler.viewer.cli import main  # noqa: E402
 from flame_fixtures import DevTools  # noqa: E402
-from kernels import launch_add, launch_copy, tensors  # noqa: E402
+from support.kernels import launch_add, launch_copy, tensors  # noqa: E402
 
 
 def record(path):

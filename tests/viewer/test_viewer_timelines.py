@@ -11,7 +11,7 @@ import pytest
 def timelines(tmp_path_factory):
     """The trace and perfetto outputs of real sessions (Triton's interpreter)."""
     import flagtree.profiler as profiler
-    from kernels import launch_add, tensors
+    from support.kernels import launch_add, tensors
 
     folder = tmp_path_factory.mktemp("timelines")
     x, y, z = tensors(256)
