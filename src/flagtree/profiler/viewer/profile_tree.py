@@ -77,7 +77,7 @@ def load_profile(path):
     except ViewerError:
         # A trace given where a tree was expected: say what it is. Imported here, where a read
         # already failed, so that reading a tree pays nothing for it (its regexes included).
-        from .timeline import timeline_kind, timeline_message
+        from .timeline import timeline_kind, timeline_message  # deferred: see above
 
         kind = timeline_kind(path)
         if kind is None:
