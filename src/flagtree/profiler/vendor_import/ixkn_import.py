@@ -6,9 +6,29 @@ from . import ixkn_csv
 from .matching import IXKN_RULES, match_rows
 from .report import metadata_counts, vendor_document, write_json_atomic
 
-# tianshu's vendor_metrics names -> the ixKN sections they stand for.
+# tianshu's vendor_metrics names -> the ixKN sections they stand for: the identifier that
+# ixkn-cli's --section takes, and the display name its CSV's Section column holds.
 SECTIONS = {"launch_stats": "Launch Statistics", "occupancy": "Occupancy",
             "instruction": "Instruction Statistics", "memory": "Memory Access"}
+SECTION_IDS = {"launch_stats": "LaunchStats", "occupancy": "Occupancy", "instruction": "Instruction",
+               "memory": "Memory"}
+# Display names whose identifier is known, so that --ixkn-section may be given either way.
+DISPLAY_TO_ID = {SECTIONS[k]: SECTION_IDS[k] for k in SECTIONS}
+
+
+def section_value(metrics=(), given=()):
+    """ixkn-cli's --section value: one comma-separated list of section identifiers, from the
+    --ixkn-section values `given` (identifiers, known display names, or comma lists of them),
+    else from tianshu's vendor `metrics`; None when neither names a section (ixKN's default)."""
+    wanted = [part.strip() for value in given for part in value.split(",") if part.strip()]
+    if not wanted:
+        wanted = [SECTION_IDS[m] for m in metrics]
+    ids = []
+    for section in wanted:
+        section = DISPLAY_TO_ID.get(section, section)
+        if section not in ids:
+            ids.append(section)
+    return ",".join(ids) or None
 
 
 def printable(text):
