@@ -73,14 +73,19 @@ def write_vendor_json(path, parsed, result, launches, *, requested, raw_inputs, 
     """Writes `<name>.vendor.json`; returns the counts for the metadata file (messages included)."""
     reasons = list(degrade_reasons)
     if parsed.malformed:
-        reasons.append(f"{len(parsed.malformed)} CSV lines did not split into ixKN's 9 fields; kept in "
+        reasons.append(f"{len(parsed.malformed)} CSV lines did not split into the header's fields; kept in "
                        f"malformed_lines, not imported")
+    if "Kernel Name" in parsed.missing_columns:
+        reasons.append("the CSV has no \"Kernel Name\" column: its rows cannot be matched to launches")
+    elif parsed.missing_columns:
+        reasons.append(f"the CSV lacks the column(s) {', '.join(parsed.missing_columns)}; read without them")
     enabled = sorted({k for k, section in SECTIONS.items()
                       if any(m.startswith(f"tianshu.{ixkn_csv.slug(section)}.") for r in parsed.rows for m in r.metrics)})
     document = vendor_document(backend="tianshu", importer="ixkn", requested=requested, enabled=enabled,
                                raw_inputs=raw_inputs, result=result, launches=launches, degrade_reasons=reasons,
                                extra={"messages": parsed.messages, "malformed_lines": parsed.malformed,
-                                      "metric_rows": parsed.metric_rows})
+                                      "metric_rows": parsed.metric_rows,
+                                      "missing_columns": parsed.missing_columns})
     write_json_atomic(path, document, indent=1)
     counts = metadata_counts(document, path)
     counts["ixkn_messages"] = parsed.messages
