@@ -2,7 +2,6 @@
 it needs) built from tests/standins/mupti_standin.c: real native core (the shared CUPTI-dialect
 tracer with MUPTI's table), real Python API and writers; the stand-in plays MUPTI and the MUSA
 runtime (API callbacks, activity buffers, the documented MUSA 4.3 hazards)."""
-import ctypes
 import json
 import os
 import subprocess
@@ -13,40 +12,20 @@ import pytest
 
 import flagtree.profiler as profiler
 from flagtree.profiler.backends import get_backend
-from standins import build_standin, load_standin
 from threads import run_threads
 from vendor_outputs import find, kernels, load_meta, load_tree, viewer_values
 
 MUSA_DEVICE_TYPE = 4
 HTOD = 1
 # Device attributes (CUDA's numbering, which MUSA mirrors).
-WARP_SIZE, MEMORY_CLOCK, BUS_WIDTH, MAX_THREADS_PER_SM, SMS = 10, 36, 37, 39, 16
+
 STATE_SUBSCRIBED, STATE_PENDING, STATE_UNFORCED, STATE_FINALIZE, STATE_ATTRIBUTES, STATE_SYNCS = range(6)
+STATE_BLOCKED_FLUSHES, STATE_CORRUPTED = 8, 9
 
 
-@pytest.fixture(scope="module")
-def standin(tmp_path_factory):
-    path = build_standin("mupti_standin.c", tmp_path_factory.mktemp("mupti"), "libmupti.so")
-    lib = load_standin(path)
-    dims = ctypes.c_int * 3
-    u32, u64 = ctypes.c_uint32, ctypes.c_uint64
-    lib.standin_launch.argtypes = [ctypes.c_char_p, dims, dims, ctypes.c_uint, u32, u64]
-    lib.standin_launch.restype = u32
-    lib.standin_runtime_launch.argtypes = [ctypes.c_char_p, dims, dims, u32, u64]
-    lib.standin_runtime_launch.restype = u32
-    lib.standin_memcpy.argtypes = [ctypes.c_uint8, u64, u32, u64]
-    lib.standin_memset.argtypes = [u64, u32, u64]
-    lib.standin_state.restype = u64
-    lib.standin_graph_launch.argtypes = [ctypes.c_char_p, ctypes.c_int, u32, u64]
-    lib.standin_define_function.argtypes = [ctypes.c_char_p] + [ctypes.c_int] * 4
-    for name, regs, smem, local, blocks in (("_Z6matmulPfS_i", 64, 8192, 16, 4), ("softmax_kernel", 32, 0, 0, 8)):
-        lib.standin_define_function(name.encode(), regs, smem, local, blocks)
-    for attribute, value in ((WARP_SIZE, 32), (MEMORY_CLOCK, 1_500_000), (BUS_WIDTH, 512),
-                             (MAX_THREADS_PER_SM, 2048), (SMS, 48), (75, 2), (76, 2)):
-        lib.standin_set_device_attribute(attribute, value)
-    lib.dims = dims
-    lib.path = path
-    return lib
+@pytest.fixture
+def standin(mupti_lib):
+    return mupti_lib
 
 
 @pytest.fixture(autouse=True)
@@ -59,6 +38,9 @@ def mupti_env(standin, monkeypatch):
     standin.standin_hold_subscriber(0)
     standin.standin_no_export_table(0)
     standin.standin_refuse_kind(0)
+    standin.standin_null_context(0)
+    standin.standin_corrupt_at_teardown(0)
+    assert standin.standin_state(STATE_BLOCKED_FLUSHES) == 0  # no test made a second forced flush in a row
 
 
 def launch(lib, kernel, grid=(1, 1, 1), block=(128, 1, 1), smem=0, stream=7, ns=1000):
@@ -352,7 +334,8 @@ def test_library_search_order(standin, tmp_path, monkeypatch):
     assert got == [("FLAGTREE_PROFILER_MUPTI_PATH", str(folder / "libmupti.so")), ("already loaded", standin.path),
                    ("$MUSA_HOME/lib", str(tmp_path / "home" / "lib" / "libmupti.so")),
                    ("$MUSA_HOME/lib64", str(tmp_path / "home" / "lib64" / "libmupti.so")),
-                   ("/usr/local/musa/lib", "/usr/local/musa/lib/libmupti.so"), ("loader path", "libmupti.so")]
+                   ("/usr/local/musa/lib", "/usr/local/musa/lib/libmupti.so"), ("loader path", "libmupti.so"),
+                   ("loader path", "libmupti.so.1")]
     # With the variable unset the loaded copy is found.
     monkeypatch.delenv("FLAGTREE_PROFILER_MUPTI_PATH")
     profiler.start(name=str(tmp_path / "al"), backend="mthreads")
@@ -375,3 +358,85 @@ def test_missing_library_names_every_place_tried(tmp_path):
     for place in (str(tmp_path / "no" / "libmupti.so"), str(tmp_path / "musa" / "lib64" / "libmupti.so"),
                   "/usr/local/musa/lib/libmupti.so", "loader path: cannot load libmupti.so"):
         assert place in out.stdout, out.stdout
+
+
+STOP_PROGRAM = """
+import ctypes, sys
+import flagtree.profiler as profiler
+lib = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
+dims = ctypes.c_int * 3
+lib.standin_launch.argtypes = [ctypes.c_char_p, dims, dims, ctypes.c_uint, ctypes.c_uint32, ctypes.c_uint64]
+lib.standin_state.restype = ctypes.c_uint64
+lib.standin_define_function(b"softmax_kernel", 32, 0, 0, 8)
+profiler.start(name=sys.argv[2], backend="mthreads")
+with profiler.scope("step"):
+    lib.standin_launch(b"softmax_kernel", dims(1, 1, 1), dims(64, 1, 1), 0, 7, 500)
+profiler.finalize()
+print("stopped", lib.standin_state(8), flush=True)
+"""
+
+
+def test_stopping_never_makes_a_second_forced_flush_in_a_row(standin, tmp_path):
+    # MUSA 4.3's MUPTI can wait forever in a forced flush that follows another with no launch
+    # between (the stand-in blocks there): finalizing (a flush, then the stop) must not make one.
+    program = tmp_path / "stop.py"
+    program.write_text(STOP_PROGRAM)
+    env = dict(os.environ, FLAGTREE_PROFILER_MUPTI_PATH=standin.path, MUPTI_STANDIN_BLOCK_S="600")
+    try:
+        done = subprocess.run([sys.executable, str(program), standin.path, str(tmp_path / "s")], env=env,
+                              capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the stop made a second forced flush in a row, which blocks in MUSA 4.3's MUPTI")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "stopped 0"
+    assert find(load_tree(tmp_path / "s")[0], "step", "softmax_kernel")["metrics"]["count"] == 1
+
+
+def test_buffers_handed_back_after_the_stops_flush_are_not_read(standin, tmp_path):
+    # Teardown can corrupt a buffer MUPTI retains: the stand-in hands one back, spoilt (a kernel
+    # record's kind over garbage), when a kind is disabled after the stop's flush. It must not be read.
+    base = tmp_path / "t"
+    before = _native_stats()
+    profiler.start(name=str(base), backend="mthreads")
+    launch(standin, "softmax_kernel")
+    standin.standin_corrupt_at_teardown(1)
+    profiler.finalize()
+    assert standin.standin_state(STATE_CORRUPTED) >= 1
+    assert _native_stats()["buffers_after_teardown"] - before["buffers_after_teardown"] == 1
+    meta = load_meta(base)
+    assert (meta["kernel_records"], meta["unattributed_records"]) == (1, 0)
+    assert [c["frame"]["name"] for c in load_tree(base)[0]["children"]] == ["softmax_kernel"]
+
+
+def _native_stats():
+    from flagtree.profiler import _native
+
+    return dict(_native.mupti_stats())
+
+
+def test_unknown_kinds_and_cut_records_are_skipped_and_counted(standin, tmp_path):
+    base = tmp_path / "k"
+    before = _native_stats()
+    profiler.start(name=str(base), backend="mthreads")
+    launch(standin, "softmax_kernel", ns=100)
+    standin.standin_unknown_record(77)
+    launch(standin, "softmax_kernel", ns=100)
+    launch(standin, "softmax_kernel", ns=100)
+    standin.standin_truncate_next_delivery(8)  # the delivery's last kernel record is cut short
+    with pytest.warns(UserWarning, match="1 kernel records were lost"):
+        profiler.finalize()
+    stats = _native_stats()
+    assert stats["unknown_kind_records"] - before["unknown_kind_records"] == 1
+    assert stats["truncated_records"] - before["truncated_records"] == 1
+    assert find(load_tree(base)[0], "softmax_kernel")["metrics"]["count"] == 2
+    meta = load_meta(base)
+    assert meta["mupti_records"]["unknown_kind_records"] >= 1 and meta["mupti_records"]["truncated_records"] >= 1
+
+
+def test_a_callback_without_context_falls_back_to_the_current_one(standin, tmp_path):
+    standin.standin_null_context(1)
+    profiler.start(name=str(tmp_path / "c"), backend="mthreads")
+    launch(standin, "softmax_kernel")
+    syncs = standin.standin_state(STATE_SYNCS)
+    profiler.finalize()  # waits for the device through the thread's current context
+    assert standin.standin_state(STATE_SYNCS) > syncs

@@ -50,6 +50,10 @@ void defineTracer(nb::module_& m, const std::string& prefix, DeviceType device) 
     for (size_t i = 0; i < D::kCounterNames.size(); ++i) d[D::kCounterNames[i]] = t.counter(i);
     d["declined_buffers"] = t.declinedBuffers();
     d["traced_callbacks"] = t.tracedCallbacks();
+    d["buffers_after_teardown"] = t.buffersAfterTeardown();
+    nb::list refused;
+    for (auto kind : t.refusedKinds()) refused.append(int(kind));
+    d["refused_kinds"] = refused;
     return d;
   });
 }
@@ -106,7 +110,10 @@ void defineAscend(nb::module_& m) {
 
 }  // namespace
 
+void registerCannLaunchBindings(nb::module_& m);  // backends/cann/cann_launch_bindings.cpp
+
 void registerVendorTracerBindings(nb::module_& m) {
+  registerCannLaunchBindings(m);
   defineTracer<MuptiDialect>(m, "mupti", DeviceType::MUSA);
   defineTracer<MsptiDialect>(m, "mspti", DeviceType::NPU);
   defineMusa(m);
