@@ -142,7 +142,8 @@ static uint32_t g_next_corr = 5000;
 static int g_zero_next, g_drop_next, g_refused_kind;
 static uint64_t g_dropped, g_unforced_flushes, g_finalize_calls, g_syncs;
 static int g_flushed, g_called_since_flush;  /* a forced flush since subscribing; an API call since */
-static uint64_t g_blocked_flushes, g_corrupted;
+static uint64_t g_blocked_flushes, g_corrupted, g_spoilt_reads;
+static uint8_t* g_spoilt;  /* the buffer handed back spoilt at teardown */
 static int g_null_context, g_corrupt_at_teardown;
 static size_t g_truncate_next;
 static char g_context_storage;
@@ -306,6 +307,7 @@ EXPORT int muptiActivityDisable(uint32_t kind) {
       memcpy(t.buf, &k, sizeof k);
       t.used = sizeof k;
       ++g_corrupted;
+      g_spoilt = t.buf;
     }
   }
   complete_fn complete = g_complete;
@@ -322,6 +324,7 @@ static size_t record_size(uint32_t kind) {
   }
 }
 EXPORT int muptiActivityGetNextRecord(uint8_t* buffer, size_t valid, void** record) {
+  if (buffer == g_spoilt && !*record) ++g_spoilt_reads;
   uint8_t* next = *record ? (uint8_t*)*record + ((record_size(*(uint32_t*)*record) + 7) & ~(size_t)7) : buffer;
   if (next >= buffer + valid) return MUPTI_ERROR_MAX_LIMIT_REACHED;
   *record = next;
@@ -508,7 +511,7 @@ EXPORT uint32_t standin_graph_launch(const char* name, int nodes, uint32_t strea
 
 EXPORT void standin_refuse_kind(int kind) { g_refused_kind = kind; }
 EXPORT void standin_null_context(int on) { g_null_context = on; }
-EXPORT void standin_corrupt_at_teardown(int on) { g_corrupt_at_teardown = on; }
+EXPORT void standin_corrupt_at_teardown(int on) { g_corrupt_at_teardown = on, g_spoilt = NULL; }
 EXPORT void standin_truncate_next_delivery(size_t bytes) { g_truncate_next = bytes; }
 /* A record of a kind the profiler does not know (16 bytes), written as though enabled. */
 EXPORT void standin_unknown_record(uint32_t kind) {
@@ -527,7 +530,7 @@ EXPORT void standin_hold_subscriber(int held) { g_held_by_other = held; }
 EXPORT void standin_no_export_table(int missing) { g_no_export_table = missing; }
 /* 0 subscribed, 1 pending records, 2 non-forced flushes, 3 finalize calls, 4 launch attributes,
  * 5 context syncs, 6 buffers delivered, 7 kernel kind enabled, 8 forced flushes that blocked,
- * 9 buffers handed back corrupted at teardown */
+ * 9 buffers handed back corrupted at teardown, 10 reads of such a buffer */
 EXPORT uint64_t standin_state(int what) {
   switch (what) {
     case 0: return (uint64_t)g_subscribed;
@@ -540,6 +543,7 @@ EXPORT uint64_t standin_state(int what) {
     case 7: return (uint64_t)g_kinds[KIND_CONCURRENT_KERNEL];
     case 8: return g_blocked_flushes;
     case 9: return g_corrupted;
+    case 10: return g_spoilt_reads;
     default: return 0;
   }
 }
