@@ -287,7 +287,7 @@ def main(argv=None):
         return done.code or 0
     if _ixkn.requested(options):
         return _ixkn.main(options, kind, target, args, _default_name, _say)
-    if argv_given is None and (options.backend or os.environ.get("FLAGTREE_PROFILER_BACKEND")) == "cann":
+    if argv_given is None and (options.backend or _env.backend()) == "cann":
         from .backends.cann import restart_with_preload
 
         restart_with_preload()  # MSPTI's callbacks need libmspti.so in LD_PRELOAD from the start

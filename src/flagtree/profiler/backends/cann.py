@@ -111,24 +111,21 @@ def other_profilers():
     return found
 
 
-PRELOADED = "FLAGTREE_PROFILER_MSPTI_PRELOADED"
-
-
 def restart_with_preload():
     """For ``flagtree-profiler -b cann``: starts this command again (os.execve) with the libmspti.so
     the backend would load first in LD_PRELOAD, so that MSPTI gives its runtime callbacks and
-    MEMCPY/MEMSET records. Returns (does nothing) when it is there already, after one restart, or
-    when no libmspti.so is found (the session then says so)."""
-    if "libmspti.so" in os.environ.get("LD_PRELOAD", "") or os.environ.get(PRELOADED):
+    MEMCPY/MEMSET records. Returns (does nothing) when it is there already (so after the restart),
+    or when no file named libmspti.so* is found (the session then says what it lacks)."""
+    if "libmspti.so" in os.environ.get("LD_PRELOAD", ""):
         return
     from . import get_backend
 
-    path = next((p for _, p in get_backend("cann").candidates() if p and os.path.isfile(p)), None)
+    path = next((p for _, p in get_backend("cann").candidates()
+                 if p and os.path.isfile(p) and "libmspti.so" in os.path.basename(p)), None)
     if path is None:
         return
     env = dict(os.environ)
     env["LD_PRELOAD"] = ":".join(filter(None, [os.path.abspath(path), env.get("LD_PRELOAD", "")]))
-    env[PRELOADED] = "1"
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
