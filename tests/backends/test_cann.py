@@ -20,9 +20,9 @@ import pytest
 import flagtree.profiler as profiler
 from flagtree.profiler import _native
 from flagtree.profiler.backends import get_backend
-from package_path import PACKAGE_ROOT
+from support.package_path import PACKAGE_ROOT
 from standins import build_standin
-from threads import run_threads
+from support.threads import run_threads
 from triton_launch import triton_launch
 from vendor_outputs import find, load_meta, load_tree
 

@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 import flagtree.profiler as profiler
-from threads import run_threads
+from support.threads import run_threads
 from triton_launch import triton_launch
 from vendor_outputs import find, kernels, load_meta, load_tree, viewer_values
 

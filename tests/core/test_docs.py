@@ -29,12 +29,16 @@ def test_readme_has_the_two_setup_commands_and_ci_runs_the_second():
 
 
 def test_every_public_name_is_documented():
+    """Each public name is written as code (`name`, `name(...)`) in the README or a reference
+    page: the whole name, not a prefix of another word (`read` is not `reader.py`)."""
     import flagtree.profiler as profiler
 
-    reference = read("docs", "reference", "api.md")
+    reference = os.path.join(ROOT, "docs", "reference")
+    pages = sorted(os.listdir(reference)) if os.path.isdir(reference) else []
+    docs = read("README.md") + "".join(read("docs", "reference", p) for p in pages if p.endswith(".md"))
     for name in profiler.__all__:
         if name != "KNOWN_BACKENDS" and name != "implemented_backends":
-            assert f"`{name}" in reference, name
+            assert re.search(r"`(?:[\w.]+\.)?" + re.escape(name) + r"\b", docs), name
 
 
 def test_readme_stays_short_and_its_links_resolve():
@@ -62,3 +66,23 @@ def test_one_version_source_for_the_package_and_its_metadata():
     assert provider["provider"] == "scikit_build_core.metadata.regex"
     assert provider["input"] == "src/flagtree/profiler/_version.py"
     assert _version.__version__.count(".") == 2
+
+
+def test_architecture_names_only_paths_that_exist():
+    """docs/ARCHITECTURE.md's file and folder names (in backquotes) are real paths under csrc/,
+    src/flagtree/profiler/ or the repository root."""
+    text = read("docs", "ARCHITECTURE.md")
+    roots = ["", "csrc", os.path.join("src", "flagtree", "profiler")]
+    names = set(re.findall(r"`([\w./-]+(?:\.(?:py|h|cpp|md)|/))`", text))
+    assert len(names) > 40
+    missing = []
+    for name in names:
+        if "<" in name or not any(os.path.exists(os.path.join(ROOT, root, name)) for root in roots):
+            # a bare file name stands in the folder its bullet names: look for it anywhere
+            found = any(name.rstrip("/") in files or name.rstrip("/") in dirs
+                        for _, dirs, files in os.walk(os.path.join(ROOT, "csrc")))
+            found = found or any(name.rstrip("/") in files or name.rstrip("/") in dirs
+                                 for _, dirs, files in os.walk(os.path.join(ROOT, "src")))
+            if not found:
+                missing.append(name)
+    assert not missing, missing

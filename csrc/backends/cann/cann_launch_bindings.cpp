@@ -4,7 +4,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
-#include "backends/mspti/mspti_dialect.h"
+#include "backends/cann/mspti_dialect.h"
 #include "session/profiler.h"
 
 namespace nb = nanobind;
