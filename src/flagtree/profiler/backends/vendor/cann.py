@@ -67,16 +67,6 @@ def _device_id(text):
 OPTIONS = {"device_id": _device_id, "mstx_enabled": lambda text: parse_bool(text, "mstx_enabled")}
 
 
-def _vendor_metrics_class():
-    """The aclprof + msprof import path (imported only when a mode asks for vendor metrics)."""
-    try:
-        from .cann_metrics import CannVendorMetrics  # deferred: only vendor_metrics= needs it
-    except ImportError as error:
-        raise RuntimeError(f"flagtree.profiler: vendor_metrics needs backends/vendor/cann_metrics.py, which "
-                           f"cannot be imported in this build: {error}") from None
-    return CannVendorMetrics
-
-
 def _ancestor_names(limit=64):
     """Command names (/proc/<pid>/comm) of this process's ancestors, nearest first."""
     names, pid = [], os.getppid()
@@ -153,7 +143,6 @@ class CannBackend(DialectBackend):
     class SessionState:
         def __init__(self):
             self.mstx = False  # this session mirrors scopes as mstx ranges
-            self.vendor = None  # its CannVendorMetrics, when the mode asks for vendor metrics
 
     def __init__(self):
         super().__init__()
@@ -237,23 +226,11 @@ class CannBackend(DialectBackend):
             except RuntimeError as error:
                 raise RuntimeError(f"flagtree.profiler: {error}") from None
             session.state.mstx = True
-        if mode.vendor_metrics:
-            collector = _vendor_metrics_class()(mode, session)
-            session.state.vendor = collector
-            try:
-                collector.start()
-            except BaseException:
-                session.state.vendor = None
-                self._stop_mstx(session)
-                raise
 
     def session_outputs(self, session):
         out = {}
         if session.state.mstx:
             out["mstx"] = dict(native.mstx_stats())
-        collector, session.state.vendor = session.state.vendor, None
-        if collector is not None:
-            out["vendor_metrics"] = collector.finish() or {}
         return out
 
     def _stop_mstx(self, session):
@@ -262,7 +239,6 @@ class CannBackend(DialectBackend):
             native.mstx_release()
 
     def detach_session(self, session):
-        session.state.vendor = None  # closed without outputs: nothing to import
         self._stop_mstx(session)
 
     def device_info(self):
