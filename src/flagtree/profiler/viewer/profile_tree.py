@@ -23,6 +23,7 @@ import re
 from .errors import ViewerError
 from .nodes import IDENTIFIERS, NO_CHILDREN, NO_METRICS, Node, merge_into
 from .reader import read_tree
+from .timeline import timeline_kind, timeline_message
 
 try:  # the optional native sums (csrc/viewer/tree_walks.cpp); the same sums without
     from .._native import viewer_inclusive as NATIVE_INCLUSIVE
@@ -74,6 +75,11 @@ def load_profile(path):
         raise ViewerError(f"cannot read profile '{path}': {reason}") from None
     except ValueError as exc:  # a path with a NUL character
         raise ViewerError(f"cannot read profile '{path}': {exc}") from None
+    except ViewerError:
+        kind = timeline_kind(path)  # a trace given where a tree was expected: say what it is
+        if kind is None:
+            raise
+        raise ViewerError(timeline_message(path, kind)) from None
     profile = Profile(root, device_info, [path], names)
     profile.has_metadata = metadata
     return profile
