@@ -23,7 +23,6 @@ import re
 from .errors import ViewerError
 from .nodes import IDENTIFIERS, NO_CHILDREN, NO_METRICS, Node, merge_into
 from .reader import read_tree
-from .timeline import timeline_kind, timeline_message
 
 try:  # the optional native sums (csrc/viewer/tree_walks.cpp); the same sums without
     from .._native import viewer_inclusive as NATIVE_INCLUSIVE
@@ -76,7 +75,11 @@ def load_profile(path):
     except ValueError as exc:  # a path with a NUL character
         raise ViewerError(f"cannot read profile '{path}': {exc}") from None
     except ViewerError:
-        kind = timeline_kind(path)  # a trace given where a tree was expected: say what it is
+        # A trace given where a tree was expected: say what it is. Imported here, where a read
+        # already failed, so that reading a tree pays nothing for it (its regexes included).
+        from .timeline import timeline_kind, timeline_message  # deferred: see above
+
+        kind = timeline_kind(path)
         if kind is None:
             raise
         raise ViewerError(timeline_message(path, kind)) from None
