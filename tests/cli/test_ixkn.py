@@ -88,7 +88,7 @@ def test_csv_from_stdout_folds_per_launch_in_name_order(workdir):
 
 
 def test_report_only_ixkn_is_reimported(workdir):
-    done = _run(workdir, "--ixkn-section", "GPU Speed Of Light", IXKN_STANDIN_OUTPUT="report")
+    done = _run(workdir, "--ixkn-section", "SpeedOfLight", IXKN_STANDIN_OUTPUT="report")
     assert done.returncode == 0, done.stderr
     assert os.path.isfile(workdir / "run.ixkn-rep")
     kernels, _ = _kernels(workdir)
@@ -165,3 +165,38 @@ def test_ixkn_options_need_ixkn_and_a_target(workdir):
     done = subprocess.run([sys.executable, "-m", "flagtree.profiler.cli", "--ixkn"], cwd=workdir, env=_env(),
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "no script to run" in done.stderr
+
+
+def test_sections_go_to_ixkn_as_one_list_of_identifiers(workdir):
+    done = _run(workdir, "-m", "vendor_metrics=launch_stats,occupancy,memory")
+    assert done.returncode == 0, done.stderr
+    kernels, _ = _kernels(workdir)
+    add = kernels["add_kernel"]
+    assert "tianshu.launch_statistics.grid_size" in add and "tianshu.occupancy.achieved_occupancy (%)" in add
+    assert "tianshu.memory_access.memory_throughput (Gbyte/second)" in add
+    # Display names given to --ixkn-section are translated; repeated values make one list.
+    done = _run(workdir, "--ixkn-section", "Launch Statistics", "--ixkn-section", "Instruction")
+    assert done.returncode == 0, done.stderr
+    kernels, _ = _kernels(workdir)
+    assert "tianshu.instruction_statistics.executed_instructions (inst)" in kernels["add_kernel"]
+    assert "tianshu.occupancy.achieved_occupancy (%)" not in kernels["add_kernel"]
+
+
+def test_a_virtualenv_keeps_its_packages_under_ixkn(workdir, tmp_path):
+    # A real venv (its python a symlink to the base interpreter) holding a module the target needs;
+    # ixkn-cli runs the resolved interpreter, which does not see the venv's site-packages.
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    python = venv / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert os.path.realpath(python) != str(python) and site.startswith(str(venv))
+    with open(os.path.join(site, "venv_only_module.py"), "w") as f:
+        f.write("VALUE = 'from the venv'\n")
+    (workdir / "target.py").write_text("import venv_only_module\n" + TARGET.format(tests=os.path.join(ROOT, "tests")))
+    command = [str(python), *_command()[1:]]
+    done = subprocess.run(command, cwd=workdir, env=_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    kernels, _ = _kernels(workdir)
+    assert kernels["add_kernel"]["count"] == 3 and "tianshu.launch_statistics.grid_size" in kernels["add_kernel"]

@@ -12,6 +12,11 @@ way ixKN gets wrong; one line is broken. Filters: --kernel-name, --launch-skip, 
 IXKN_STANDIN_OUTPUT: "stdout" (default) prints the CSV also with --export-profile; "report"
 behaves as documented for -o: writes <f>.ixkn-rep and prints nothing. ``-i <report> --csv``
 prints a saved report's CSV. Exit status: the app's (128+N when signal N ended it).
+
+As ixKN does: ``--section`` takes section identifiers (LaunchStats, Occupancy, Instruction, Memory,
+SpeedOfLight, or all), as one comma-separated value; a display name ("Launch Statistics") is an
+error. The app's program is run through its resolved path (symlinks followed), so a virtualenv's
+python runs as the base interpreter, without the venv's site-packages.
 """
 import os
 import signal
@@ -28,6 +33,9 @@ METRICS = {
     "Instruction Statistics": [("Executed Instructions", lambda k: f"{1000 * k} inst")],
     "Memory Access": [("Memory Throughput", lambda k: f"{k}.25 Gbyte/second"), ("L2 Hit Rate", lambda k: "n/a")],
 }
+# Section identifiers (what --section takes) -> display names (what the CSV's Section column holds).
+IDENTIFIERS = {"LaunchStats": "Launch Statistics", "Occupancy": "Occupancy", "SpeedOfLight": "GPU Speed Of Light",
+               "Instruction": "Instruction Statistics", "Memory": "Memory Access"}
 HEADER = '"Kernel ID","Process ID","Process Name","Kernel Name","Context","Stream","Section","Metrics","Value"'
 
 
@@ -37,7 +45,7 @@ def parse(argv):
         word = argv[i]
         if word in VALUE:
             if word == "--section":
-                sections.append(argv[i + 1])
+                sections.extend(filter(None, argv[i + 1].split(",")))
             else:
                 options[word.lstrip("-")[:1] if len(word) == 2 else word.lstrip("-")] = argv[i + 1]
             i += 2
@@ -91,8 +99,23 @@ def import_report(options):
     return 0
 
 
+def display_sections(identifiers):
+    """The display names of `identifiers`; None (after saying why) when one is not an identifier."""
+    if "all" in identifiers:
+        return list(METRICS)
+    unknown = [s for s in identifiers if s not in IDENTIFIERS]
+    if unknown:
+        print(f"==ERROR== unknown section identifier(s) {', '.join(unknown)}; valid: {', '.join(IDENTIFIERS)}, all",
+              file=sys.stderr)
+        return None
+    return [IDENTIFIERS[s] for s in identifiers]
+
+
 def run_app(app):
-    child = subprocess.Popen(app)
+    import shutil
+
+    program = shutil.which(app[0]) or app[0]
+    child = subprocess.Popen([os.path.realpath(program), *app[1:]])
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda s, f: child.send_signal(s))
     code = child.wait()
@@ -114,8 +137,11 @@ def main(argv):
     if export and os.path.exists(report_path(export)) and not options.get("f"):
         print(f"==ERROR== {report_path(export)} exists; use -f to overwrite", file=sys.stderr)
         return 1
+    shown = display_sections(sections) if sections else ["Launch Statistics", "Occupancy"]
+    if shown is None:
+        return 1
     pid, code = run_app(app)
-    text = csv_text(launches(options), pid, sections or ["Launch Statistics", "Occupancy"])
+    text = csv_text(launches(options), pid, shown)
     if export:
         with open(report_path(export), "w") as out:
             out.write(text)

@@ -2,14 +2,25 @@
  * calls the cann backend makes, built by the tests (tests/standins/build.py).
  *
  * It exports the MSPTI functions with the signatures of mspti_activity.h / mspti_callback.h and
- * writes records in their documented packed, 8-byte aligned layouts (msptiActivityKernel,
- * msptiActivityMemcpy, msptiActivityMemset, msptiActivityMarker). Test-only functions (standin_*)
- * play the CANN runtime: a "launch" calls the subscriber's RUNTIME-domain callback on enter and
- * exit with a fresh 64-bit correlation id (above 2^32, as a long-running process would see) and
- * writes a KERNEL record into a buffer from the buffer-request callback; full buffers, and every
- * buffer at a flush, go back through the buffer-complete callback, which (as documented) carries
- * no context or stream. mstx ranges become MARKER records (START, END) of their domain. Record
- * times are on a clock of their own (host monotonic + 500 s).
+ * writes records in their documented packed, 8-byte aligned layouts, and it behaves as Ascend's
+ * open-source implementation (Ascend/mspti, csrc/) does, not as its headers promise:
+ * - a callback's msptiCallbackData.correlationId is never filled (garbage, new each call);
+ * - msptiEnableCallback / msptiEnableDomain, and enabling MEMCPY, MEMSET, HCCL or MEMORY, answer
+ *   MSPTI_ERROR_WITHOUT_LD_PRELOAD (6) unless LD_PRELOAD names libmspti.so;
+ * - record times are CLOCK_REALTIME ns; there is no msptiGetTimestamp and no
+ *   msptiActivityGetNumDroppedRecords (a record with no buffer is lost without a count);
+ * - device records (KERNEL, MEMCPY, MEMSET) reach the buffers only when msptiUnsubscribe drains
+ *   the device; a flush while subscribed hands over host records only (EXTERNAL_CORRELATION,
+ *   MARKER); disabling a kind stops its parser: its records still on the device are lost;
+ * - the external correlation ids are one stack per process (not per thread): each launch's
+ *   correlation id is reported, when EXTERNAL_CORRELATION is enabled, as one record per kind with
+ *   a non-empty stack, carrying the stack's top;
+ * - msptiActivityGetNextRecord knows the newer kinds (ACL_API 10, NODE_API 11, RUNTIME_API 12)
+ *   and fails with MSPTI_ERROR_INNER on a kind it does not know.
+ * Test-only functions (standin_*) play the CANN runtime: standin_launch is an aclrtLaunchKernel
+ * (interposed: callbacks on enter and exit), standin_rt_launch an rtKernelLaunch (what
+ * triton-ascend's launcher calls: no callbacks); both make the runtime's task track (a new 64-bit
+ * correlation id, above 2^32) and a KERNEL record. mstx ranges become MARKER records.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -24,8 +35,12 @@
 #define RECORD __attribute__((__packed__)) __attribute__((aligned(8)))
 
 enum { MSPTI_SUCCESS = 0, MSPTI_ERROR_INVALID_PARAMETER = 1, MSPTI_ERROR_MULTIPLE_SUBSCRIBERS = 2,
-       MSPTI_ERROR_MAX_LIMIT_REACHED = 3 };
-enum { KIND_MARKER = 1, KIND_KERNEL = 2, KIND_MEMSET = 6, KIND_MEMCPY = 7 };
+       MSPTI_ERROR_MAX_LIMIT_REACHED = 3, MSPTI_ERROR_QUEUE_EMPTY = 5, MSPTI_ERROR_WITHOUT_LD_PRELOAD = 6,
+       MSPTI_ERROR_INNER = 999 };
+enum { KIND_MARKER = 1, KIND_KERNEL = 2, KIND_API = 3, KIND_HCCL = 4, KIND_MEMORY = 5, KIND_MEMSET = 6,
+       KIND_MEMCPY = 7, KIND_EXTERNAL_CORRELATION = 8, KIND_COMMUNICATION = 9, KIND_ACL_API = 10,
+       KIND_NODE_API = 11, KIND_RUNTIME_API = 12, KIND_COUNT = 13 };
+enum { EXTERNAL_KINDS = 5 };
 enum { DOMAIN_RUNTIME = 1 };
 enum { FLAG_START = 2, FLAG_END = 4 };
 
@@ -70,6 +85,19 @@ typedef struct RECORD {
 } memset_record;
 
 typedef struct RECORD {
+  uint32_t kind, externalKind;
+  uint64_t externalId, correlationId;
+} external_record;
+
+typedef struct RECORD {
+  uint32_t kind;
+  uint64_t start, end;
+  struct { uint32_t processId, threadId; } pt;
+  uint64_t correlationId;
+  const char* name;
+} api_record;
+
+typedef struct RECORD {
   uint32_t kind, flag, sourceKind;
   uint64_t timestamp, id;
   struct { uint32_t processId, threadId; } pt;
@@ -82,15 +110,22 @@ static callback_fn g_cb;
 static void* g_cb_arg;
 static int g_subscribed, g_held_by_other;
 static uint8_t g_enabled_cb[64];
-static int g_kinds[16];
+static int g_kinds[KIND_COUNT];
+/* Device records waiting for msptiUnsubscribe (the device channels), in order. */
+static uint8_t* g_device;
+static size_t g_device_used, g_device_size;
+/* The process's external correlation stacks, one per kind. */
+static uint64_t g_external[EXTERNAL_KINDS][64];
+static int g_external_depth[EXTERNAL_KINDS];
+static uint64_t g_garbage = 0x9e3779b97f4a7c15ull;
+static int g_external_records = 1;  /* 0: the test wants launches whose mapping never comes */
 static request_fn g_request;
 static complete_fn g_complete;
 static activity_buffer g_buffer;
 static uint64_t g_next_corr = (1ull << 32) + 7000;
 static uint64_t g_next_range = 1;
 static int g_unknown_next, g_drop_next;
-static uint64_t g_dropped, g_syncs, g_ranges_open;
-#define VENDOR_CLOCK_OFFSET 500000000000ull
+static uint64_t g_lost, g_syncs, g_ranges_open;
 
 /* Strings records point to stay valid for the process (as MSPTI's do). */
 static const char* keep(const char* s) {
@@ -106,8 +141,13 @@ static const char* keep(const char* s) {
 
 static uint64_t vendor_now(void) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + VENDOR_CLOCK_OFFSET;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int preloaded(void) {
+  const char* ld = getenv("LD_PRELOAD");
+  return ld && strstr(ld, "libmspti.so") != NULL;
 }
 
 /* Hands a buffer taken out under the lock back to the profiler (called without the lock). */
@@ -123,44 +163,102 @@ static void deliver(void) {
   hand_back(t, complete);
 }
 
-/* Appends one record (tests/standins/activity_buffer.h); a declined buffer loses it, counted. */
-static void write_record(const void* record, size_t size, uint32_t kind) {
+static size_t record_size(uint32_t kind) {
+  switch (kind) {
+    case KIND_MARKER: return sizeof(marker_record);
+    case KIND_KERNEL: return sizeof(kernel_record);
+    case KIND_MEMCPY: return sizeof(memcpy_record);
+    case KIND_MEMSET: return sizeof(memset_record);
+    case KIND_EXTERNAL_CORRELATION: return sizeof(external_record);
+    case KIND_API: case KIND_ACL_API: case KIND_NODE_API: case KIND_RUNTIME_API: return sizeof(api_record);
+    default: return 0;
+  }
+}
+
+/* Appends one record to the buffers (tests/standins/activity_buffer.h); a declined buffer loses
+ * it, uncounted by MSPTI (the stand-in counts it for the tests). */
+static void buffer_record(const void* record, size_t size) {
   taken_buffer full = {NULL, 0, 0};
   pthread_mutex_lock(&g_lock);
-  if (kind >= 16 || !g_kinds[kind] || !g_request) {
-    pthread_mutex_unlock(&g_lock);
-    return;
-  }
-  if (g_drop_next > 0) {
-    --g_drop_next;
-    ++g_dropped;
-    pthread_mutex_unlock(&g_lock);
-    return;
-  }
-  if (!activity_buffer_append(&g_buffer, g_request, record, size, 1, sizeof(kernel_record), &full)) ++g_dropped;
+  int lost = 0;
+  uint32_t kind = *(const uint32_t*)record;
+  int device = kind == KIND_KERNEL || kind == KIND_MEMCPY || kind == KIND_MEMSET;
+  if (!g_request) lost = 1;
+  else if (device && g_drop_next > 0) --g_drop_next, lost = 1;  /* standin_drop_next: device records */
+  else if (!activity_buffer_append(&g_buffer, g_request, record, size, 8, sizeof(kernel_record), &full)) lost = 1;
+  if (lost) ++g_lost;
   complete_fn complete = g_complete;
   pthread_mutex_unlock(&g_lock);
   hand_back(full, complete);
 }
 
-static void callback(uint32_t cbid, const char* function, uint32_t site, uint64_t corr) {
+/* A host record goes to the buffers at once, a device record waits for the device's drain. */
+static void write_record(const void* record, size_t size, uint32_t kind) {
+  pthread_mutex_lock(&g_lock);
+  int enabled = kind < KIND_COUNT && g_kinds[kind];
+  int device = kind == KIND_KERNEL || kind == KIND_MEMCPY || kind == KIND_MEMSET;
+  if (enabled && device) {
+    if (g_device_used + size > g_device_size) {
+      g_device_size = g_device_size ? 2 * g_device_size : 1 << 16;
+      g_device = realloc(g_device, g_device_size);
+    }
+    memcpy(g_device + g_device_used, record, size);
+    g_device_used += size;
+  }
+  pthread_mutex_unlock(&g_lock);
+  if (enabled && !device) buffer_record(record, size);
+}
+
+/* msptiUnsubscribe: the device's records go to the buffers (kinds still enabled only). */
+static void drain_device(void) {
+  pthread_mutex_lock(&g_lock);
+  uint8_t* records = g_device;
+  size_t used = g_device_used;
+  g_device = NULL, g_device_used = g_device_size = 0;
+  pthread_mutex_unlock(&g_lock);
+  for (size_t at = 0; at < used;) {
+    uint32_t kind = *(uint32_t*)(records + at);
+    size_t size = record_size(kind);
+    pthread_mutex_lock(&g_lock);
+    int enabled = g_kinds[kind];
+    pthread_mutex_unlock(&g_lock);
+    if (enabled) buffer_record(records + at, size);
+    at += size;
+  }
+  free(records);
+}
+
+/* The runtime's task track of one launch: a new correlation id, reported to the external
+ * correlation stacks' tops (as ContextManager::UpdateAndReportCorrelationId does). */
+static uint64_t task_track(void) {
+  external_record reports[EXTERNAL_KINDS];
+  int count = 0;
+  pthread_mutex_lock(&g_lock);
+  uint64_t corr = g_next_corr++;
+  for (int kind = 0; kind < EXTERNAL_KINDS; ++kind) {
+    if (!g_external_depth[kind] || !g_external_records) continue;
+    external_record* r = &reports[count++];
+    memset(r, 0, sizeof *r);
+    r->kind = KIND_EXTERNAL_CORRELATION, r->externalKind = (uint32_t)kind;
+    r->externalId = g_external[kind][g_external_depth[kind] - 1], r->correlationId = corr;
+  }
+  pthread_mutex_unlock(&g_lock);
+  for (int i = 0; i < count; ++i) write_record(&reports[i], sizeof reports[i], KIND_EXTERNAL_CORRELATION);
+  return corr;
+}
+
+static void callback(uint32_t cbid, const char* function, uint32_t site) {
   callback_data d;
   memset(&d, 0, sizeof d);
   d.callbackSite = site;
   d.functionName = function;
-  d.correlationId = corr;
   pthread_mutex_lock(&g_lock);
+  g_garbage = g_garbage * 6364136223846793005ull + 1442695040888963407ull;
+  d.correlationId = g_garbage;  /* never filled by MSPTI: whatever the stack held */
   callback_fn cb = g_subscribed && cbid < 64 && g_enabled_cb[cbid] ? g_cb : NULL;
   void* arg = g_cb_arg;
   pthread_mutex_unlock(&g_lock);
   if (cb) cb(arg, DOMAIN_RUNTIME, cbid, &d);
-}
-
-static uint64_t next_correlation(void) {
-  pthread_mutex_lock(&g_lock);
-  uint64_t corr = g_next_corr++;
-  pthread_mutex_unlock(&g_lock);
-  return corr;
 }
 
 static void stamp(uint64_t* start, uint64_t* end, uint64_t duration) {
@@ -188,17 +286,21 @@ EXPORT int msptiSubscribe(void** handle, callback_fn cb, void* arg) {
 }
 EXPORT int msptiUnsubscribe(void* handle) {
   pthread_mutex_lock(&g_lock);
+  int was = g_subscribed;
   g_subscribed = 0, g_cb = NULL;
   memset(g_enabled_cb, 0, sizeof g_enabled_cb);
   pthread_mutex_unlock(&g_lock);
+  if (was) drain_device();
   return MSPTI_SUCCESS;
 }
 EXPORT int msptiEnableCallback(uint32_t enable, void* handle, uint32_t domain, uint32_t cbid) {
+  if (!preloaded()) return MSPTI_ERROR_WITHOUT_LD_PRELOAD;
   if (domain != DOMAIN_RUNTIME || cbid >= 64) return MSPTI_ERROR_INVALID_PARAMETER;
   g_enabled_cb[cbid] = (uint8_t)enable;
   return MSPTI_SUCCESS;
 }
 EXPORT int msptiEnableDomain(uint32_t enable, void* handle, uint32_t domain) {
+  if (!preloaded()) return MSPTI_ERROR_WITHOUT_LD_PRELOAD;
   if (domain != DOMAIN_RUNTIME) return MSPTI_ERROR_INVALID_PARAMETER;
   memset(g_enabled_cb, enable ? 1 : 0, sizeof g_enabled_cb);
   return MSPTI_SUCCESS;
@@ -208,46 +310,53 @@ EXPORT int msptiActivityRegisterCallbacks(request_fn request, complete_fn comple
   return MSPTI_SUCCESS;
 }
 EXPORT int msptiActivityEnable(uint32_t kind) {
-  if (kind == 0 || kind > 9) return MSPTI_ERROR_INVALID_PARAMETER;
-  g_kinds[kind] = 1;
-  return MSPTI_SUCCESS;
-}
-EXPORT int msptiActivityDisable(uint32_t kind) {
-  if (kind == 0 || kind > 9) return MSPTI_ERROR_INVALID_PARAMETER;
-  g_kinds[kind] = 0;
-  return MSPTI_SUCCESS;
-}
-EXPORT int msptiActivityEnableMarkerDomain(const char* name) { return MSPTI_SUCCESS; }
-EXPORT int msptiActivityDisableMarkerDomain(const char* name) { return MSPTI_SUCCESS; }
-static size_t record_size(uint32_t kind) {
-  switch (kind) {
-    case KIND_MEMCPY: return sizeof(memcpy_record);
-    case KIND_MEMSET: return sizeof(memset_record);
-    case KIND_MARKER: return sizeof(marker_record);
-    default: return sizeof(kernel_record);
-  }
-}
-EXPORT int msptiActivityGetNextRecord(uint8_t* buffer, size_t valid, void** record) {
-  uint8_t* next = *record ? (uint8_t*)*record + record_size(*(uint32_t*)*record) : buffer;
-  if (next >= buffer + valid) return MSPTI_ERROR_MAX_LIMIT_REACHED;
-  *record = next;
-  return MSPTI_SUCCESS;
-}
-EXPORT int msptiActivityFlushAll(uint32_t flag) { deliver(); return MSPTI_SUCCESS; }
-EXPORT int msptiActivityFlushPeriod(uint32_t ms) { return MSPTI_SUCCESS; }
-EXPORT int msptiActivityGetNumDroppedRecords(void* context, uint32_t stream, size_t* dropped) {
-  if (!dropped) return MSPTI_ERROR_INVALID_PARAMETER;
+  if (kind == 0 || kind >= KIND_COUNT) return MSPTI_ERROR_INVALID_PARAMETER;
+  int needs_preload = kind == KIND_HCCL || kind == KIND_MEMORY || kind == KIND_MEMSET || kind == KIND_MEMCPY;
+  if (needs_preload && !preloaded()) return MSPTI_ERROR_WITHOUT_LD_PRELOAD;
   pthread_mutex_lock(&g_lock);
-  *dropped = g_dropped;  /* the library's global count, reset by reading (context is ignored) */
-  g_dropped = 0;
+  g_kinds[kind] = 1;
   pthread_mutex_unlock(&g_lock);
   return MSPTI_SUCCESS;
 }
-EXPORT int msptiGetTimestamp(uint64_t* t) {
-  if (!t) return MSPTI_ERROR_INVALID_PARAMETER;
-  *t = vendor_now();
+EXPORT int msptiActivityDisable(uint32_t kind) {
+  if (kind == 0 || kind >= KIND_COUNT) return MSPTI_ERROR_INVALID_PARAMETER;
+  pthread_mutex_lock(&g_lock);
+  g_kinds[kind] = 0;  /* its parser stops: its records still on the device are lost (drain_device) */
+  pthread_mutex_unlock(&g_lock);
   return MSPTI_SUCCESS;
 }
+EXPORT int msptiActivityPushExternalCorrelationId(uint32_t kind, uint64_t id) {
+  if (kind == 0 || kind >= EXTERNAL_KINDS) return MSPTI_ERROR_INVALID_PARAMETER;
+  pthread_mutex_lock(&g_lock);
+  int rc = g_external_depth[kind] < 64 ? MSPTI_SUCCESS : MSPTI_ERROR_INNER;
+  if (rc == MSPTI_SUCCESS) g_external[kind][g_external_depth[kind]++] = id;
+  pthread_mutex_unlock(&g_lock);
+  return rc;
+}
+EXPORT int msptiActivityPopExternalCorrelationId(uint32_t kind, uint64_t* last) {
+  if (kind == 0 || kind >= EXTERNAL_KINDS || !last) return MSPTI_ERROR_INVALID_PARAMETER;
+  pthread_mutex_lock(&g_lock);
+  int rc = g_external_depth[kind] ? MSPTI_SUCCESS : MSPTI_ERROR_QUEUE_EMPTY;
+  if (rc == MSPTI_SUCCESS) *last = g_external[kind][--g_external_depth[kind]];
+  pthread_mutex_unlock(&g_lock);
+  return rc;
+}
+EXPORT int msptiActivityEnableMarkerDomain(const char* name) { return MSPTI_SUCCESS; }
+EXPORT int msptiActivityDisableMarkerDomain(const char* name) { return MSPTI_SUCCESS; }
+EXPORT int msptiActivityGetNextRecord(uint8_t* buffer, size_t valid, void** record) {
+  uint8_t* next = buffer;
+  if (*record) {
+    size_t size = record_size(*(uint32_t*)*record);
+    next = (uint8_t*)*record + ((size + 7) & ~(size_t)7);
+  }
+  if (next >= buffer + valid) return MSPTI_ERROR_MAX_LIMIT_REACHED;
+  if (!record_size(*(uint32_t*)next)) return MSPTI_ERROR_INNER;  /* "invalid kind": the walk ends */
+  *record = next;
+  return MSPTI_SUCCESS;
+}
+/* Hands over what the buffers hold; device records only after msptiUnsubscribe drained them. */
+EXPORT int msptiActivityFlushAll(uint32_t flag) { deliver(); return MSPTI_SUCCESS; }
+EXPORT int msptiActivityFlushPeriod(uint32_t ms) { return MSPTI_SUCCESS; }
 
 /* ---- mstx ---- */
 typedef struct { const char* name; } mstx_domain;
@@ -298,10 +407,9 @@ EXPORT int aclrtGetDeviceCount(uint32_t* count) { *count = 1; return 0; }
 EXPORT const char* aclrtGetSocName(void) { return "Ascend910B (stand-in)"; }
 
 /* ---- test-only control ---- */
-/* A launch (callback id `cbid`, e.g. 10 LAUNCH or 13 AIV_LAUNCH) of kernel `name` on `stream`. */
-EXPORT uint64_t standin_launch(const char* name, uint32_t cbid, uint32_t stream, uint64_t duration) {
-  uint64_t corr = next_correlation();
-  callback(cbid, "aclrtLaunchKernel", 0, corr);
+/* The runtime side of a launch of kernel `name` on `stream`: task track, then the kernel record. */
+static uint64_t run_kernel(const char* name, uint32_t stream, uint64_t duration) {
+  uint64_t corr = task_track();
   kernel_record k;
   memset(&k, 0, sizeof k);
   k.kind = KIND_KERNEL;
@@ -311,12 +419,22 @@ EXPORT uint64_t standin_launch(const char* name, uint32_t cbid, uint32_t stream,
   k.ds.deviceId = 0, k.ds.streamId = stream, k.correlationId = corr;
   k.type = "KERNEL_AIVEC", k.name = keep(name);
   write_record(&k, sizeof k, KIND_KERNEL);
-  callback(cbid, "aclrtLaunchKernel", 1, corr);
   return corr;
 }
+/* aclrtLaunchKernel* (callback id `cbid`, e.g. 10 LAUNCH or 13 AIV_LAUNCH): interposed by MSPTI. */
+EXPORT uint64_t standin_launch(const char* name, uint32_t cbid, uint32_t stream, uint64_t duration) {
+  callback(cbid, "aclrtLaunchKernel", 0);
+  uint64_t corr = run_kernel(name, stream, duration);
+  callback(cbid, "aclrtLaunchKernel", 1);
+  return corr;
+}
+/* rtKernelLaunch, as triton-ascend's launcher calls it: MSPTI sees no call, only the task. */
+EXPORT uint64_t standin_rt_launch(const char* name, uint32_t stream, uint64_t duration) {
+  return run_kernel(name, stream, duration);
+}
 EXPORT uint64_t standin_memcpy(uint32_t copy_kind, uint64_t bytes, uint32_t stream, uint64_t duration) {
-  uint64_t corr = next_correlation();
-  callback(24, "aclrtMemcpyAsync", 0, corr);
+  callback(24, "aclrtMemcpyAsync", 0);
+  uint64_t corr = task_track();
   memcpy_record m;
   memset(&m, 0, sizeof m);
   m.kind = KIND_MEMCPY, m.copyKind = copy_kind, m.bytes = bytes, m.deviceId = 0, m.streamId = stream;
@@ -325,7 +443,7 @@ EXPORT uint64_t standin_memcpy(uint32_t copy_kind, uint64_t bytes, uint32_t stre
   m.start = start, m.end = end;
   m.correlationId = corr, m.isAsync = 1;
   write_record(&m, sizeof m, KIND_MEMCPY);
-  callback(24, "aclrtMemcpyAsync", 1, corr);
+  callback(24, "aclrtMemcpyAsync", 1);
   return corr;
 }
 /* aclrtMemsetAsync: MSPTI documents the memset record's correlation id as not yet filled in. */
@@ -338,11 +456,22 @@ EXPORT void standin_memset(uint64_t bytes, uint32_t stream, uint64_t duration) {
   m.start = start, m.end = end;
   write_record(&m, sizeof m, KIND_MEMSET);
 }
+/* A record of kind `kind` (e.g. ACL_API 10 of newer versions) in the host buffer, as though enabled. */
+EXPORT void standin_api_record(uint32_t kind) {
+  api_record a;
+  memset(&a, 0, sizeof a);
+  a.kind = kind, a.start = vendor_now(), a.end = a.start + 10, a.name = "aclnnAdd";
+  buffer_record(&a, sizeof a);
+}
+/* The tests' own CLOCK_REALTIME, for comparing record times. */
+EXPORT uint64_t standin_now(void) { return vendor_now(); }
 EXPORT void standin_unknown_time_next(int n) { pthread_mutex_lock(&g_lock); g_unknown_next = n; pthread_mutex_unlock(&g_lock); }
 EXPORT void standin_drop_next(int n) { pthread_mutex_lock(&g_lock); g_drop_next = n; pthread_mutex_unlock(&g_lock); }
 EXPORT void standin_hold_subscriber(int held) { g_held_by_other = held; }
-/* 0 subscribed, 1 pending records, 2 device syncs, 3 buffers delivered, 4 mstx ranges open,
- * 5 kernel kind enabled, 6 marker kind enabled */
+EXPORT void standin_external_records(int on) { pthread_mutex_lock(&g_lock); g_external_records = on; pthread_mutex_unlock(&g_lock); }
+/* 0 subscribed, 1 records in the buffer, 2 device syncs, 3 buffers delivered, 4 mstx ranges open,
+ * 5 kernel kind enabled, 6 marker kind enabled, 7 device records not yet drained, 8 records lost
+ * (no buffer; MSPTI counts none), 9 external ids on the stacks */
 EXPORT uint64_t standin_state(int what) {
   switch (what) {
     case 0: return (uint64_t)g_subscribed;
@@ -352,6 +481,17 @@ EXPORT uint64_t standin_state(int what) {
     case 4: return g_ranges_open;
     case 5: return (uint64_t)g_kinds[KIND_KERNEL];
     case 6: return (uint64_t)g_kinds[KIND_MARKER];
+    case 7: {
+      uint64_t n = 0;
+      for (size_t at = 0; at < g_device_used; at += record_size(*(uint32_t*)(g_device + at))) ++n;
+      return n;
+    }
+    case 8: return g_lost;
+    case 9: {
+      uint64_t n = 0;
+      for (int k = 0; k < EXTERNAL_KINDS; ++k) n += (uint64_t)g_external_depth[k];
+      return n;
+    }
     default: return 0;
   }
 }

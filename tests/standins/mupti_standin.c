@@ -11,7 +11,12 @@
  * at a forced flush, go back through the buffer-complete callback. Record times are on a clock
  * of their own (host monotonic + 1000 s). The documented MUSA 4.3 hazards can be switched on:
  * records with zero timestamps, a non-forced flush that does nothing (it would spin), one
- * subscriber per process, and a missing driver export table.
+ * subscriber per process, and a missing driver export table. As reported for MUSA 4.3's MUPTI by
+ * hardware-tested prior art: a second forced flush with no API call since the last one blocks
+ * (for MUPTI_STANDIN_BLOCK_S seconds, default 30, counted; the real one can wait forever), and a
+ * buffer the library retains through teardown can come back corrupted (switched on by a test).
+ * Also switchable: callbacks with no context set, records of kinds this build does not know, and
+ * a delivery whose last record is cut short.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -19,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "activity_buffer.h"
 
@@ -135,6 +141,11 @@ static activity_buffer g_buffer;
 static uint32_t g_next_corr = 5000;
 static int g_zero_next, g_drop_next, g_refused_kind;
 static uint64_t g_dropped, g_unforced_flushes, g_finalize_calls, g_syncs;
+static int g_flushed, g_called_since_flush;  /* a forced flush since subscribing; an API call since */
+static uint64_t g_blocked_flushes, g_corrupted, g_spoilt_reads;
+static uint8_t* g_spoilt;  /* the buffer handed back spoilt at teardown */
+static int g_null_context, g_corrupt_at_teardown;
+static size_t g_truncate_next;
 static char g_context_storage;
 #define CONTEXT ((void*)&g_context_storage)
 #define VENDOR_CLOCK_OFFSET 1000000000000ull
@@ -147,6 +158,11 @@ static uint64_t vendor_now(void) {
 
 /* Hands a buffer taken out under the lock back to the profiler (called without the lock). */
 static void hand_back(taken_buffer t, complete_fn complete) {
+  pthread_mutex_lock(&g_lock);
+  size_t cut = g_truncate_next < t.used ? g_truncate_next : 0;
+  if (t.buf) g_truncate_next = 0;
+  pthread_mutex_unlock(&g_lock);
+  t.used -= cut;
   if (t.buf && complete) complete(CONTEXT, 0, t.buf, t.size, t.used);
 }
 
@@ -203,9 +219,10 @@ static void callback(const api_name* api, uint32_t site, uint32_t corr, const vo
   d.callbackSite = site;
   d.functionName = api->name;
   d.functionParams = params;
-  d.context = CONTEXT;
   d.correlationId = corr;
   pthread_mutex_lock(&g_lock);
+  d.context = g_null_context ? NULL : CONTEXT;
+  g_called_since_flush = 1;
   callback_fn cb = g_subscribed && g_enabled_cb[api->domain][api->cbid] ? g_cb : NULL;
   void* arg = g_cb_arg;
   pthread_mutex_unlock(&g_lock);
@@ -236,6 +253,7 @@ EXPORT int muptiSubscribe(void** handle, callback_fn cb, void* arg) {
     g_subscribed = 1;
     g_cb = cb;
     g_cb_arg = arg;
+    g_flushed = 0;
     *handle = (void*)&g_subscribed;
   }
   pthread_mutex_unlock(&g_lock);
@@ -275,12 +293,38 @@ EXPORT int muptiActivityEnable(uint32_t kind) {
 EXPORT int muptiActivityDisable(uint32_t kind) {
   if (kind >= 16) return MUPTI_ERROR_INVALID_PARAMETER;
   g_kinds[kind] = 0;
+  pthread_mutex_lock(&g_lock);
+  taken_buffer t = {NULL, 0, 0};
+  if (g_corrupt_at_teardown && g_request) {  /* the buffer retained through teardown, spoilt */
+    g_corrupt_at_teardown = 0;
+    size_t max_records = 0;
+    g_request(&t.buf, &t.size, &max_records);
+    if (t.buf && t.size >= sizeof(kernel6)) {
+      kernel6 k;
+      memset(&k, 0xA5, sizeof k);  /* a kernel's kind, the rest overwritten */
+      k.kind = KIND_CONCURRENT_KERNEL;
+      k.name = "spoilt";
+      memcpy(t.buf, &k, sizeof k);
+      t.used = sizeof k;
+      ++g_corrupted;
+      g_spoilt = t.buf;
+    }
+  }
+  complete_fn complete = g_complete;
+  pthread_mutex_unlock(&g_lock);
+  if (t.buf && complete) complete(CONTEXT, 0, t.buf, t.size, t.used);
   return MUPTI_SUCCESS;
 }
 static size_t record_size(uint32_t kind) {
-  return kind == KIND_MEMCPY ? sizeof(memcpy4) : kind == KIND_MEMSET ? sizeof(memset3) : sizeof(kernel6);
+  switch (kind) {
+    case KIND_MEMCPY: return sizeof(memcpy4);
+    case KIND_MEMSET: return sizeof(memset3);
+    case KIND_KERNEL: case KIND_CONCURRENT_KERNEL: return sizeof(kernel6);
+    default: return 16;  /* kinds the profiler does not know: a short record of their own */
+  }
 }
 EXPORT int muptiActivityGetNextRecord(uint8_t* buffer, size_t valid, void** record) {
+  if (buffer == g_spoilt && !*record) ++g_spoilt_reads;
   uint8_t* next = *record ? (uint8_t*)*record + ((record_size(*(uint32_t*)*record) + 7) & ~(size_t)7) : buffer;
   if (next >= buffer + valid) return MUPTI_ERROR_MAX_LIMIT_REACHED;
   *record = next;
@@ -299,6 +343,15 @@ EXPORT int muptiActivityFlushAll(uint32_t flag) {
     ++g_unforced_flushes;
     pthread_mutex_unlock(&g_lock);
     return MUPTI_SUCCESS;
+  }
+  pthread_mutex_lock(&g_lock);
+  int blocks = g_flushed && !g_called_since_flush;
+  g_flushed = 1, g_called_since_flush = 0;
+  if (blocks) ++g_blocked_flushes;
+  pthread_mutex_unlock(&g_lock);
+  if (blocks) {  /* MUSA 4.3: the second forced flush in a row can wait forever */
+    const char* limit = getenv("MUPTI_STANDIN_BLOCK_S");
+    sleep(limit ? (unsigned)atoi(limit) : 30u);
   }
   deliver();
   return MUPTI_SUCCESS;
@@ -320,6 +373,7 @@ EXPORT int muDeviceGetAttribute(int* value, int attribute, int dev) {
   return 0;
 }
 EXPORT int muCtxGetDevice(int* dev) { *dev = 0; return 0; }
+EXPORT int muCtxGetCurrent(void** ctx) { *ctx = CONTEXT; return 0; }
 EXPORT int muCtxPushCurrent(void* ctx) { return ctx == CONTEXT ? 0 : 201; }
 EXPORT int muCtxPopCurrent(void** ctx) { *ctx = CONTEXT; return 0; }
 EXPORT int muCtxSynchronize(void) {
@@ -456,12 +510,27 @@ EXPORT uint32_t standin_graph_launch(const char* name, int nodes, uint32_t strea
 }
 
 EXPORT void standin_refuse_kind(int kind) { g_refused_kind = kind; }
+EXPORT void standin_null_context(int on) { g_null_context = on; }
+EXPORT void standin_corrupt_at_teardown(int on) { g_corrupt_at_teardown = on, g_spoilt = NULL; }
+EXPORT void standin_truncate_next_delivery(size_t bytes) { g_truncate_next = bytes; }
+/* A record of a kind the profiler does not know (16 bytes), written as though enabled. */
+EXPORT void standin_unknown_record(uint32_t kind) {
+  uint8_t record[16] = {0};
+  memcpy(record, &kind, sizeof kind);
+  taken_buffer full = {NULL, 0, 0};
+  pthread_mutex_lock(&g_lock);
+  if (g_request) activity_buffer_append(&g_buffer, g_request, record, sizeof record, 8, sizeof(kernel6), &full);
+  complete_fn complete = g_complete;
+  pthread_mutex_unlock(&g_lock);
+  hand_back(full, complete);
+}
 EXPORT void standin_zero_next(int n) { pthread_mutex_lock(&g_lock); g_zero_next = n; pthread_mutex_unlock(&g_lock); }
 EXPORT void standin_drop_next(int n) { pthread_mutex_lock(&g_lock); g_drop_next = n; pthread_mutex_unlock(&g_lock); }
 EXPORT void standin_hold_subscriber(int held) { g_held_by_other = held; }
 EXPORT void standin_no_export_table(int missing) { g_no_export_table = missing; }
 /* 0 subscribed, 1 pending records, 2 non-forced flushes, 3 finalize calls, 4 launch attributes,
- * 5 context syncs, 6 buffers delivered, 7 kernel kind enabled */
+ * 5 context syncs, 6 buffers delivered, 7 kernel kind enabled, 8 forced flushes that blocked,
+ * 9 buffers handed back corrupted at teardown, 10 reads of such a buffer */
 EXPORT uint64_t standin_state(int what) {
   switch (what) {
     case 0: return (uint64_t)g_subscribed;
@@ -472,6 +541,9 @@ EXPORT uint64_t standin_state(int what) {
     case 5: return g_syncs;
     case 6: return g_buffer.delivered;
     case 7: return (uint64_t)g_kinds[KIND_CONCURRENT_KERNEL];
+    case 8: return g_blocked_flushes;
+    case 9: return g_corrupted;
+    case 10: return g_spoilt_reads;
     default: return 0;
   }
 }

@@ -3,6 +3,8 @@ the launch log under threads, strict atomic writes."""
 import json
 import os
 
+import pytest
+
 from flagtree.profiler import _native
 from flagtree.profiler.vendor_import import (IXKN_RULES, MSPROF_RULES, Launch, VendorRow, match_rows,
                                              number_and_unit, session_launches)
@@ -40,6 +42,28 @@ def test_ixkn_csv_units_messages_quoting_and_order():
     result = match_rows(parsed.rows, [_launch(0, "k", 1), _launch(1, "k", 2)], IXKN_RULES)
     assert result.by_rule == {"name_order": 2} and result.unmatched == 1
 
+
+
+def test_ixkn_csv_columns_are_found_by_name_extra_and_missing_ones_tolerated():
+    # Another column order, spelling differences, an extra column, no Context, Stream or Process Name.
+    text = ('"Kernel Name","kernel id","Section","Metrics","Metric Unit","Value","Device","Process ID"\n'
+            '"k","1","Occupancy","Achieved Occupancy","%","45.5","0","9"\n'
+            '"k","2","Launch Statistics","Grid Size","","64","0","9"\n')
+    parsed = ixkn_csv.parse(text, pid=9)
+    rows = {r.raw["kernel_id"]: r for r in parsed.rows}
+    assert rows["1"].metrics == {"tianshu.occupancy.achieved_occupancy (%)": 45.5} and rows["1"].ordinal == 0
+    assert rows["2"].metrics == {"tianshu.launch_statistics.grid_size": 64.0} and rows["2"].ordinal == 1
+    assert parsed.missing_columns == ["Process Name", "Context", "Stream"] and not parsed.malformed
+    result = match_rows(parsed.rows, [_launch(0, "k", 1), _launch(1, "k", 2)], IXKN_RULES)
+    assert result.by_rule == {"name_order": 2}
+
+
+def test_ixkn_csv_without_a_needed_column_says_which():
+    text = '"Kernel ID","Kernel Name","Section","Value"\n"1","k","Occupancy","45"\n'
+    with pytest.raises(ValueError, match="lacks the column\\(s\\) 'Metrics' needed"):
+        ixkn_csv.parse(text)
+    parsed = ixkn_csv.parse('"Kernel ID","Section","Metrics","Value"\n"1","Occupancy","Achieved Occupancy","45"\n')
+    assert parsed.missing_columns[:2] == ["Process ID", "Process Name"] and "Kernel Name" in parsed.missing_columns
 
 def test_number_and_unit():
     assert number_and_unit("1,024.5 Mbyte/second") == (1024.5, "Mbyte/second")

@@ -36,9 +36,12 @@ void defineAscend(nb::module_& m) {
 
 }  // namespace
 
+void registerCannLaunchBindings(nb::module_& m);  // cann_launch_bindings.cpp
+
 void registerCannBindings(nb::module_& m) {
   defineDialectTracer<MsptiDialect>(m, "mspti", DeviceType::NPU);
   defineAscend(m);
+  registerCannLaunchBindings(m);
 }
 
 }  // namespace ftp

@@ -16,8 +16,8 @@ void MsptiApi::load(const std::string& libraryPath) {
                      {disable, "ActivityDisable", Need::Required},
                      {getNextRecord, "ActivityGetNextRecord", Need::Required},
                      {flushAll, "ActivityFlushAll", Need::Required},
-                     {getNumDropped, "ActivityGetNumDroppedRecords", Need::Optional},
-                     {getTimestamp, "GetTimestamp", Need::Optional},
+                     {pushExternal, "ActivityPushExternalCorrelationId", Need::Required},
+                     {popExternal, "ActivityPopExternalCorrelationId", Need::Required},
                  });
   handle = lib;
   path = libraryPath;
@@ -31,6 +31,8 @@ std::string MsptiApi::describe(msptiResult result) const {
     case MSPTI_ERROR_MAX_LIMIT_REACHED: return "MSPTI_ERROR_MAX_LIMIT_REACHED (error 3)";
     case MSPTI_ERROR_DEVICE_OFFLINE: return "MSPTI_ERROR_DEVICE_OFFLINE (error 4): the NPU is not available";
     case MSPTI_ERROR_QUEUE_EMPTY: return "MSPTI_ERROR_QUEUE_EMPTY (error 5)";
+    case MSPTI_ERROR_WITHOUT_LD_PRELOAD:
+      return "MSPTI_ERROR_WITHOUT_LD_PRELOAD (error 6): the process was not started with libmspti.so in LD_PRELOAD";
     case MSPTI_ERROR_INNER: return "MSPTI_ERROR_INNER (error 999)";
     default: return "error " + std::to_string(result);
   }

@@ -1,6 +1,8 @@
 // The function table of libmspti (Huawei Ascend), resolved with dlsym at run time under the
 // prefix "mspti". The calls mirror CUPTI's, except that the buffer-complete callback carries no
-// context or stream and there is no callback-name look-up (launch ids are fixed numbers).
+// context or stream, there is no callback-name look-up (launch ids are fixed numbers), and no
+// version of MSPTI has msptiGetTimestamp or msptiActivityGetNumDroppedRecords (records are
+// CLOCK_REALTIME ns; drops are not reported): those fields stay null, never looked up.
 #pragma once
 #include <string>
 
@@ -20,6 +22,8 @@ struct MsptiApi {
   using GetTimestamp = msptiResult (*)(uint64_t*);
   using GetVersion = msptiResult (*)(uint32_t*);
   using Finalize = msptiResult (*)();
+  using PushExternal = msptiResult (*)(uint32_t kind, uint64_t id);
+  using PopExternal = msptiResult (*)(uint32_t kind, uint64_t* lastId);
 
   Subscribe subscribe = nullptr;
   Unsubscribe unsubscribe = nullptr;
@@ -29,9 +33,11 @@ struct MsptiApi {
   ActivityKindFn disable = nullptr;
   GetNextRecord getNextRecord = nullptr;
   FlushAll flushAll = nullptr;
-  GetNumDropped getNumDropped = nullptr;  // optional (older CANN)
-  GetTimestamp getTimestamp = nullptr;    // optional: without it MSPTI's clock is taken as the host's
-  GetVersion getVersion = nullptr;        // not part of MSPTI's interface: always null
+  PushExternal pushExternal = nullptr;
+  PopExternal popExternal = nullptr;
+  GetNumDropped getNumDropped = nullptr;  // not part of MSPTI's interface: always null
+  GetTimestamp getTimestamp = nullptr;    // likewise (see MsptiDialect::kRealtimeClock)
+  GetVersion getVersion = nullptr;        // likewise
   Finalize finalize = nullptr;            // likewise
 
   std::string path;  // the library actually loaded

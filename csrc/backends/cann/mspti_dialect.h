@@ -1,16 +1,24 @@
 // The MSPTI (Huawei Ascend) dialect of the shared activity tracer. Where MSPTI differs from
-// CUPTI: its buffer-complete callback carries no context or stream (the shared tracer then
-// asks for the global dropped count); launch callbacks have fixed ids in one RUNTIME domain
-// (no name look-up); correlation ids are 64-bit (the profiler keys launches by their low 32
-// bits, consistently on both paths); kernels with start == end == 0 have no known time and are
-// discarded and counted; MARKER records (mstx ranges, ours included) are counted, not reported
-// as kernels. There is no finalize: stop unsubscribes, and the library is never dlclosed.
+// CUPTI (facts from Ascend's open-source MSPTI, not only its headers):
+// - callbacks never fill msptiCallbackData.correlationId: launches are keyed on external
+//   correlation ids of our own, joined to MSPTI's correlation ids by its EXTERNAL_CORRELATION
+//   records (backends/cann/external_join.h); Triton launches (triton-ascend calls rtKernelLaunch,
+//   which MSPTI does not interpose) come through Triton's launch hook, the callbacks only see
+//   other libraries' aclrtLaunchKernel* calls, and only with libmspti.so in LD_PRELOAD;
+// - record times are CLOCK_REALTIME ns and there is no timestamp call (kRealtimeClock);
+// - there is no dropped-record count; records of unknown kinds are skipped and counted;
+// - stop unsubscribes, then flushes (the vendor's own order: unsubscribing drains the device);
+// - the buffer-complete callback carries no context or stream; correlation ids are 64-bit (the
+//   low 32 bits are used on both paths); kernels with start == end == 0 have no known time
+//   and are discarded and counted; MARKER records (mstx ranges) are counted, not reported.
+// There is no finalize, and the library is never dlclosed.
 #pragma once
 #include <array>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "backends/cann/external_join.h"
 #include "backends/cann/mspti_api.h"
 #include "backends/dialect/dialect_tracer.h"
 #include "core/strings.h"
@@ -36,19 +44,27 @@ struct MsptiDialect {
   static constexpr DeviceType kDeviceType = DeviceType::NPU;
   static constexpr Result kSuccess = MSPTI_SUCCESS;
   static constexpr Kind kKernelKind = MSPTI_ACTIVITY_KIND_KERNEL;
-  static constexpr std::array<Kind, 4> kActivityKinds = {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_MEMCPY,
+  // MEMCPY and MEMSET need LD_PRELOAD as the callbacks do: without it they are refused (listed).
+  static constexpr std::array<Kind, 5> kActivityKinds = {MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+                                                         MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_MEMCPY,
                                                          MSPTI_ACTIVITY_KIND_MEMSET, MSPTI_ACTIVITY_KIND_MARKER};
   static constexpr Domain kDriverDomain = MSPTI_CB_DOMAIN_INVALID;  // one domain: all ids are "runtime"
   static constexpr uint32_t kFlushForced = 1;
   static constexpr bool kCompleteHasContext = false;
   static constexpr bool kFinalizeAtStop = false;
   static constexpr bool kKeepAttached = false;  // see DialectTracer::release
-  enum Counter : size_t { kUnknownTimes = 0, kMarkers = 1, kScopeMarkers = 2 };
-  static constexpr std::array<const char*, 3> kCounterNames = {"unknown_timestamp_records", "marker_records",
-                                                               "scope_marker_records"};
+  static constexpr bool kExternalCorrelation = true;
+  static constexpr bool kRealtimeClock = true;
+  static constexpr bool kUnsubscribeBeforeFlush = true;
+  static constexpr bool kFlushOnceAtStop = false;
+  enum Counter : size_t { kUnknownTimes = 0, kMarkers = 1, kScopeMarkers = 2, kUnknownKinds = 3 };
+  static constexpr std::array<const char*, 4> kCounterNames = {"unknown_timestamp_records", "marker_records",
+                                                               "scope_marker_records", "unknown_kind_records"};
 
-  // Kernels are what the backend is for; older CANN may lack the other kinds.
-  static bool kindRequired(Kind kind) { return kind == MSPTI_ACTIVITY_KIND_KERNEL; }
+  // Kernels, and the mapping that joins them to launches, are what the backend is for.
+  static bool kindRequired(Kind kind) {
+    return kind == MSPTI_ACTIVITY_KIND_KERNEL || kind == MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+  }
   static bool isSubscriberConflict(Result rc) { return rc == MSPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED; }
   static std::string conflictMessage(const std::string& path, const std::string& why) {
     return "another profiler already uses MSPTI in this process (msprof, torch_npu's profiler, MindStudio, "
@@ -60,8 +76,24 @@ struct MsptiDialect {
   static bool isLaunchDomain(Domain d) { return d == MSPTI_CB_DOMAIN_RUNTIME; }
   static const CallbackData* callbackData(Payload p) { return p; }
   static bool isExit(const CallbackData* cb) { return cb->callbackSite == MSPTI_API_EXIT; }
-  static uint32_t correlation(const CallbackData* cb) { return uint32_t(cb->correlationId); }
+  static uint32_t correlation(const CallbackData*) { return 0; }  // never filled by MSPTI: not read
   static Context context(const CallbackData*) { return nullptr; }
+  static Context currentContext() { return nullptr; }
+  // The one join of the process (MSPTI allows one subscriber); mspti_tracer.cpp.
+  static ExternalJoin& external();
+  static uint32_t launchEnter() { return external().enter(false); }
+  static void launchExit() { external().exit(false); }
+  // A record without a correlation id (MSPTI leaves memset's empty) goes on unattributed; one
+  // whose mapping has not come is held for the stop.
+  static bool joinRecord(DeviceRecord& r) {
+    if (r.correlation == 0 || external().translate(r)) return true;
+    external().hold(r);
+    return false;
+  }
+  template <typename F>
+  static void finishRecords(F&& deliver, bool final, uint64_t drainBeganNs) {
+    external().finish(deliver, final, drainBeganNs);
+  }
   static void onOtherCallback(DialectTracer<MsptiDialect>&, Domain, CallbackId, Payload) {}
 
   // Setup.
@@ -72,7 +104,7 @@ struct MsptiDialect {
       out.push_back({MSPTI_CB_DOMAIN_RUNTIME, cbid, false});
   }
   static void enableExtraCallbacks(const Api&, Subscriber) {}
-  static void onStart(const Api&) {}
+  static void onStart(const Api& api) { external().setCalls(api.pushExternal, api.popExternal); }
   static void synchronize(const std::vector<Context>&);
 
   // Record path.
@@ -80,6 +112,11 @@ struct MsptiDialect {
 
   static Decoded decode(const Record* record, DeviceRecord& out, DecodeContext& c) {
     switch (record->kind) {
+      case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+        const auto* e = reinterpret_cast<const msptiActivityExternalCorrelation*>(record);
+        if (e->externalKind == ExternalJoin::kExternalKind) external().map(e->externalId, e->correlationId);
+        return Decoded::Skip;
+      }
       case MSPTI_ACTIVITY_KIND_KERNEL: {
         const auto* k = reinterpret_cast<const msptiActivityKernel*>(record);
         if (k->start == 0 && k->end == 0) {
@@ -110,7 +147,13 @@ struct MsptiDialect {
           c.counters[kScopeMarkers].fetch_add(1, std::memory_order_relaxed);
         return Decoded::Skip;
       }
-      default:
+      case MSPTI_ACTIVITY_KIND_API:
+      case MSPTI_ACTIVITY_KIND_HCCL:
+      case MSPTI_ACTIVITY_KIND_MEMORY:
+      case MSPTI_ACTIVITY_KIND_COMMUNICATION:
+        return Decoded::Skip;  // kinds this backend does not enable
+      default:  // ACL_API, NODE_API, RUNTIME_API (newer versions) and kinds not known here
+        c.counters[kUnknownKinds].fetch_add(1, std::memory_order_relaxed);
         return Decoded::Skip;
     }
   }

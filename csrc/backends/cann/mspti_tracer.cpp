@@ -15,8 +15,17 @@ static_assert(offsetof(msptiActivityMemcpy, bytes) == 8 && offsetof(msptiActivit
               "msptiActivityMemcpy layout");
 static_assert(offsetof(msptiActivityMarker, timestamp) == 12 && offsetof(msptiActivityMarker, domain) == 44,
               "msptiActivityMarker layout");
+static_assert(offsetof(msptiActivityExternalCorrelation, externalId) == 8 &&
+                  offsetof(msptiActivityExternalCorrelation, correlationId) == 16 &&
+                  sizeof(msptiActivityExternalCorrelation) == 24,
+              "msptiActivityExternalCorrelation layout");
 
 template class DialectTracer<MsptiDialect>;
+
+ExternalJoin& MsptiDialect::external() {
+  static ExternalJoin* join = new ExternalJoin;  // leaked: used from the library's threads until exit
+  return *join;
+}
 
 void MsptiDialect::synchronize(const std::vector<Context>&) { AclRuntime::instance().synchronize(); }
 

@@ -14,6 +14,7 @@ enum : msptiResult {
   MSPTI_ERROR_MAX_LIMIT_REACHED = 3,
   MSPTI_ERROR_DEVICE_OFFLINE = 4,
   MSPTI_ERROR_QUEUE_EMPTY = 5,
+  MSPTI_ERROR_WITHOUT_LD_PRELOAD = 6,  // callbacks (and some kinds) need libmspti.so in LD_PRELOAD
   MSPTI_ERROR_INNER = 999,
 };
 
@@ -28,6 +29,9 @@ enum : msptiActivityKind {
   MSPTI_ACTIVITY_KIND_MEMCPY = 7,
   MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION = 8,
   MSPTI_ACTIVITY_KIND_COMMUNICATION = 9,
+  MSPTI_ACTIVITY_KIND_ACL_API = 10,  // newer versions; not used, skipped and counted
+  MSPTI_ACTIVITY_KIND_NODE_API = 11,
+  MSPTI_ACTIVITY_KIND_RUNTIME_API = 12,
 };
 
 typedef uint32_t msptiCallbackDomain;
@@ -144,6 +148,13 @@ typedef struct FTP_MSPTI_RECORD {
   const char* name;
   const char* domain;
 } msptiActivityMarker;
+
+typedef struct FTP_MSPTI_RECORD {
+  msptiActivityKind kind;
+  uint32_t externalKind;  // msptiExternalCorrelationKind
+  uint64_t externalId;
+  uint64_t correlationId;
+} msptiActivityExternalCorrelation;
 
 // mstx (ms_tools_ext.h): range ids are uint64, 0 invalid.
 typedef struct mstxDomainRegistration_st* mstxDomainHandle_t;

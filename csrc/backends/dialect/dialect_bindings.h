@@ -46,6 +46,10 @@ void defineDialectTracer(nb::module_& m, const std::string& prefix, DeviceType d
     for (size_t i = 0; i < D::kCounterNames.size(); ++i) d[D::kCounterNames[i]] = t.counter(i);
     d["declined_buffers"] = t.declinedBuffers();
     d["traced_callbacks"] = t.tracedCallbacks();
+    d["buffers_after_teardown"] = t.buffersAfterTeardown();
+    nb::list refused;
+    for (auto kind : t.refusedKinds()) refused.append(int(kind));
+    d["refused_kinds"] = refused;
     return d;
   });
 }

@@ -37,7 +37,7 @@ enum class Decoded : uint8_t {
 };
 
 // Counters a dialect's decoder keeps, named by D::kCounterNames.
-constexpr size_t kMaxDialectCounters = 4;
+constexpr size_t kMaxDialectCounters = 8;
 using DialectCounters = std::array<std::atomic<uint64_t>, kMaxDialectCounters>;
 
 // What the decoder needs besides the record.
@@ -45,7 +45,14 @@ struct DecodeContext {
   int64_t clockOffset;  // vendor timestamp minus host monotonic time
   KernelNames& names;
   DialectCounters& counters;
+  const uint8_t* end;  // one past the buffer's valid bytes: a record must end at or before it
 };
+
+// Whether a record of `size` bytes at `record` lies within the buffer (decoders check it before
+// reading a layout they know only by analogy).
+inline bool fitsIn(const void* record, size_t size, const DecodeContext& c) {
+  return static_cast<const uint8_t*>(record) + size <= c.end;
+}
 
 // One callback id to enable: its domain, id, and whether one call makes several records (graphs).
 template <typename Domain, typename CallbackId>
@@ -120,6 +127,16 @@ class DialectTracer {
   uint64_t counter(size_t index) const { return counters_[index].load(); }
   // How many callback ids the launch path enabled (0 before the first start).
   size_t tracedCallbacks() const { return traced_.size(); }
+  // The library's answer when it refused the launch callbacks at the last start (MSPTI without
+  // LD_PRELOAD answers MSPTI_ERROR_WITHOUT_LD_PRELOAD), D::kSuccess when it took them.
+  typename D::Result callbackRefusal() const { return callbackRefusal_; }
+  // Activity kinds the library refused at the last start (optional kinds only; see enableKinds).
+  const std::vector<Kind>& refusedKinds() const { return refusedKinds_; }
+  // Buffers handed back after the stop's flush, not read (D::kFlushOnceAtStop: MUSA 4.3 can
+  // corrupt a buffer it retains through teardown).
+  uint64_t buffersAfterTeardown() const { return afterTeardown_.load(); }
+  // Flushes after which the library refused a fresh subscription (D::kUnsubscribeBeforeFlush).
+  uint64_t resubscribeFailures() const { return resubscribeFailures_.load(); }
 
   // Observers get the launch (and, where the dialect has them, module and context) callbacks
   // (see tracer_observer.h). They may be added before or while tracing; the caller keeps them
@@ -135,12 +152,14 @@ class DialectTracer {
   DialectTracer() = default;
   void start();
   void enableKinds();
+  int64_t measureClockOffset();
   void stop();
   void park();
   void resume();
   void setApiCallbacks(uint32_t enable);
   bool keepRecord(uint32_t correlation);
   void flushLocked();
+  void drain(bool resubscribe);  // D::kUnsubscribeBeforeFlush
   void collectDropped();
   void enableApiCallbacks();
   void handleBuffer(uint8_t* buffer, size_t validSize);
@@ -187,6 +206,14 @@ class DialectTracer {
   int64_t clockOffset_ = 0;  // vendor timestamp minus host monotonic time
   std::atomic<uint64_t> dropped_{0};
   bool parked_ = false;  // see release()
+  typename D::Result callbackRefusal_ = D::kSuccess;
+  std::vector<Kind> refusedKinds_;
+  // Whether a launch was made since the last forced flush (D::kFlushOnceAtStop: a forced flush
+  // with nothing new to deliver can block in MUSA 4.3's MUPTI, so it is not made).
+  std::atomic<bool> launchedSinceFlush_{false};
+  std::atomic<bool> tornDown_{false};  // between the stop's flush and the next start
+  std::atomic<uint64_t> afterTeardown_{0};
+  std::atomic<uint64_t> resubscribeFailures_{0};
   std::array<uint64_t, 5> startPhasesNs_{};
   // Records with a smaller correlation id are discarded: kMaxCorrelation while parked (and after
   // a resume until the first traced launch, whose id it then takes), 0 after a fresh start.

@@ -108,7 +108,12 @@ void DialectTracer<D>::resume() {
 
 template <typename D>
 void DialectTracer<D>::setApiCallbacks(uint32_t enable) {
-  for (const Traced& t : traced_) api_.enableCallback(enable, subscriber_, t.domain, t.cbid);
+  typename D::Result refusal = D::kSuccess;
+  for (const Traced& t : traced_) {
+    const typename D::Result rc = api_.enableCallback(enable, subscriber_, t.domain, t.cbid);
+    if (rc != D::kSuccess && refusal == D::kSuccess) refusal = rc;
+  }
+  if (enable) callbackRefusal_ = refusal;
 }
 
 template <typename D>
@@ -145,20 +150,39 @@ void DialectTracer<D>::start() {
     rc = api_.registerCallbacks(&DialectTracer::onBufferRequested, &DialectTracer::onBufferCompleted);
   if (rc != D::kSuccess) failStart("register activity buffers with", rc);
   phase.end(3);
-  clockOffset_ = 0;
-  uint64_t vendorNow = 0;
-  if (api_.getTimestamp && api_.getTimestamp(&vendorNow) == D::kSuccess)
-    clockOffset_ = int64_t(vendorNow) - int64_t(monotonicNs());
+  clockOffset_ = measureClockOffset();
+  tornDown_.store(false);
+  launchedSinceFlush_.store(false);
   D::onStart(api_);
   enableKinds();
   phase.end(4);
 }
 
 template <typename D>
+int64_t DialectTracer<D>::measureClockOffset() {
+  // Vendor timestamp minus host monotonic time: the vendor clock read between two monotonic
+  // reads, taken against their midpoint. MSPTI has no timestamp call: its records are
+  // CLOCK_REALTIME ns (D::kRealtimeClock). Without either, the vendor clock is the host's.
+  const uint64_t before = monotonicNs();
+  uint64_t vendorNow = 0;
+  bool known = false;
+  if constexpr (D::kRealtimeClock) {
+    vendorNow = realtimeNs();
+    known = true;
+  } else {
+    known = api_.getTimestamp && api_.getTimestamp(&vendorNow) == D::kSuccess;
+  }
+  const uint64_t after = monotonicNs();
+  return known ? int64_t(vendorNow) - int64_t(before + (after - before) / 2) : 0;
+}
+
+template <typename D>
 void DialectTracer<D>::enableKinds() {
+  refusedKinds_.clear();
   for (size_t i = 0; i < D::kActivityKinds.size(); ++i) {
     const Kind kind = D::kActivityKinds[i];
     typename D::Result rc = api_.enable(kind);
+    if (rc != D::kSuccess && !D::kindRequired(kind)) refusedKinds_.push_back(kind);
     if (rc == D::kSuccess || !D::kindRequired(kind)) continue;
     for (size_t j = 0; j < i; ++j) api_.disable(D::kActivityKinds[j]);
     failStart("enable activity kind " + std::to_string(int(kind)) + " in", rc);
@@ -186,12 +210,19 @@ void DialectTracer<D>::enableApiCallbacks() {
 
 template <typename D>
 void DialectTracer<D>::stop() {
-  flushLocked();
-  for (Kind kind : D::kActivityKinds) api_.disable(kind);
-  api_.flushAll(D::kFlushForced);
-  collectDropped();
-  api_.unsubscribe(subscriber_);
-  subscriber_ = {};
+  if constexpr (D::kUnsubscribeBeforeFlush) {
+    drain(false);  // disabling a kind first would stop its parser and lose its last records
+    for (Kind kind : D::kActivityKinds) api_.disable(kind);
+  } else {
+    flushLocked();
+    if constexpr (D::kFlushOnceAtStop) tornDown_.store(true);  // buffers handed back from here on go unread
+    for (Kind kind : D::kActivityKinds) api_.disable(kind);
+    // One flush at stop for MUPTI: a second forced flush can wait forever in MUSA 4.3.
+    if constexpr (!D::kFlushOnceAtStop) api_.flushAll(D::kFlushForced);
+    collectDropped();
+    api_.unsubscribe(subscriber_);
+    subscriber_ = {};
+  }
   // Finalizing releases the library fully, so that another tool (or a later session) can
   // attach; dialects whose library misbehaves when finalized only unsubscribe.
   if (D::kFinalizeAtStop && api_.finalize) api_.finalize();
@@ -211,14 +242,45 @@ void DialectTracer<D>::flush() {
 }
 
 template <typename D>
+void DialectTracer<D>::drain(bool resubscribe) {
+  // MSPTI hands over device records only once unsubscribing has drained the device channels, so
+  // a flush is Ascend's own stop (unsubscribe, then a forced flush) followed, while sessions go
+  // on, by a fresh subscription with the launch callbacks and activity kinds enabled again.
+  // Records still without a launch are then joined or given up (backends/cann/external_join.h).
+  const uint64_t began = monotonicNs();
+  D::synchronize({});
+  api_.unsubscribe(subscriber_);
+  subscriber_ = {};
+  api_.flushAll(D::kFlushForced);
+  collectDropped();
+  D::finishRecords([](const DeviceRecord& r) { Profiler::instance().onRecord(r); }, !resubscribe, began);
+  if (!resubscribe) return;
+  if (api_.subscribe(&subscriber_, &DialectTracer::onApi, this) != D::kSuccess) {
+    subscriber_ = {};
+    resubscribeFailures_.fetch_add(1);
+    return;  // the activity kinds stay enabled: records still come, launches of other libraries do not
+  }
+  setApiCallbacks(1);
+  for (Kind kind : D::kActivityKinds)
+    if (std::find(refusedKinds_.begin(), refusedKinds_.end(), kind) == refusedKinds_.end()) api_.enable(kind);
+}
+
+template <typename D>
 void DialectTracer<D>::flushLocked() {
+  if constexpr (D::kUnsubscribeBeforeFlush) {
+    drain(true);
+    return;
+  }
   std::vector<Context> contexts;
   {
     std::lock_guard<std::mutex> lock(contextsMutex_);
     contexts = contexts_;
   }
   D::synchronize(contexts);
-  api_.flushAll(D::kFlushForced);
+  // MUPTI: a forced flush with nothing launched since the last one is not made (it can block in
+  // MUSA 4.3); the last one delivered everything, the device having been waited for first.
+  const bool launched = launchedSinceFlush_.exchange(false);
+  if (!D::kFlushOnceAtStop || launched) api_.flushAll(D::kFlushForced);
   collectDropped();
 }
 
@@ -232,9 +294,14 @@ void DialectTracer<D>::collectDropped() {
 
 template <typename D>
 void DialectTracer<D>::noteContext(Context context) {
+  // The thread's last context, valid for one start (stop forgets the contexts).
   static thread_local Context last{};
-  if (context == last || !context) return;
+  static thread_local uint32_t lastStart = 0;
+  if (!context) context = D::currentContext();  // a callback may leave its context unset
+  const uint32_t start = subscriptions_.load(std::memory_order_relaxed);
+  if (!context || (context == last && start == lastStart)) return;
   last = context;
+  lastStart = start;
   std::lock_guard<std::mutex> lock(contextsMutex_);
   for (Context c : contexts_)
     if (c == context) return;

@@ -27,6 +27,7 @@ void DialectTracer<D>::onApi(void* userdata, typename D::Domain domain, typename
     if (ts.apiDepth > 0 && --ts.apiDepth == 0) {
       const uint32_t correlation = ts.apiCorrelation;
       ts.apiCorrelation = 0;
+      if constexpr (D::kExternalCorrelation) D::launchExit();
       if (self->hasObservers())
         self->notifyObservers([&](TracerObserver& o) { o.onLaunchExit(correlation, uint32_t(cbid), cb); });
     }
@@ -35,8 +36,15 @@ void DialectTracer<D>::onApi(void* userdata, typename D::Domain domain, typename
   // A runtime launch may reach the driver's launch inside it: the kernel carries the outer
   // call's correlation id, so only the outermost call is recorded.
   if (ts.apiDepth++ > 0) return;
-  const uint32_t correlation = D::correlation(cb);
+  if constexpr (D::kFlushOnceAtStop) {
+    if (!self->launchedSinceFlush_.load(std::memory_order_relaxed))
+      self->launchedSinceFlush_.store(true, std::memory_order_relaxed);
+  }
+  // Dialects whose callbacks carry no usable correlation id key launches on ids of their own
+  // (0: inside a launch already entered through Triton's hook, which the kernel belongs to).
+  const uint32_t correlation = D::kExternalCorrelation ? D::launchEnter() : D::correlation(cb);
   ts.apiCorrelation = correlation;
+  if (D::kExternalCorrelation && correlation == 0) return;
   if constexpr (D::kKeepAttached) {
     // The first traced launch after a resume: records of older launches (made while parked)
     // are discarded from here on. A plain load first: the exchange is a locked write.
@@ -84,7 +92,9 @@ void DialectTracer<D>::onBufferCompleted(uint8_t* buffer, size_t size, size_t va
 template <typename D>
 void DialectTracer<D>::bufferDone(Context context, uint32_t streamId, uint8_t* buffer, size_t size,
                                   size_t validSize) {
-  if (buffer && validSize > 0 && !floor_) handleBuffer(buffer, validSize);
+  const bool unread = D::kFlushOnceAtStop && tornDown_.load(std::memory_order_relaxed);
+  if (unread && buffer && validSize > 0) afterTeardown_.fetch_add(1);
+  if (buffer && validSize > 0 && !floor_ && !unread) handleBuffer(buffer, validSize);
   size_t dropped = 0;
   // Drops while parked belong to no session.
   const bool idle = keepFrom_.load(std::memory_order_relaxed) == kMaxCorrelation;
@@ -102,13 +112,16 @@ template <typename D>
 void DialectTracer<D>::handleBuffer(uint8_t* buffer, size_t validSize) {
   Profiler& profiler = Profiler::instance();
   typename D::Record* record = nullptr;
-  DecodeContext context{clockOffset_, kernelNames_, counters_};
+  DecodeContext context{clockOffset_, kernelNames_, counters_, buffer + validSize};
   while (api_.getNextRecord(buffer, validSize, &record) == D::kSuccess) {
     DeviceRecord out;
     out.deviceType = deviceType_;
     if (D::decode(record, out, context) != Decoded::Record) continue;
     if constexpr (D::kKeepAttached) {
       if (!keepRecord(out.correlation)) continue;
+    }
+    if constexpr (D::kExternalCorrelation) {
+      if (!D::joinRecord(out)) continue;  // held until the stop (see backends/cann/external_join.h)
     }
     profiler.onRecord(out);
   }

@@ -11,6 +11,7 @@
 
 #include "backends/dialect/dialect_tracer.h"
 #include "backends/mthreads/mupti_api.h"
+#include "backends/mthreads/musa_driver.h"
 #include "core/strings.h"
 
 namespace ftp {
@@ -38,8 +39,15 @@ struct MuptiDialect {
   static constexpr bool kCompleteHasContext = true;
   static constexpr bool kFinalizeAtStop = false;
   static constexpr bool kKeepAttached = false;  // see DialectTracer::release
-  enum Counter : size_t { kZeroTimestamps = 0 };
-  static constexpr std::array<const char*, 1> kCounterNames = {"zero_timestamp_records"};
+  // MUSA 4.3: a second forced flush at stop can wait forever; buffers handed back after the
+  // stop's one flush are not read (teardown can corrupt a buffer the library retains).
+  static constexpr bool kFlushOnceAtStop = true;
+  static constexpr bool kExternalCorrelation = false;
+  static constexpr bool kRealtimeClock = false;
+  static constexpr bool kUnsubscribeBeforeFlush = false;
+  enum Counter : size_t { kZeroTimestamps = 0, kUnknownKinds = 1, kTruncated = 2 };
+  static constexpr std::array<const char*, 3> kCounterNames = {"zero_timestamp_records", "unknown_kind_records",
+                                                               "truncated_records"};
   // Callback ids scanned for launch/copy/set names in each of the driver and runtime domains.
   static constexpr uint32_t kMaxCallbackId = 2048;
 
@@ -58,6 +66,13 @@ struct MuptiDialect {
   static bool isExit(const CallbackData* cb) { return cb->callbackSite == MUPTI_API_EXIT; }
   static uint32_t correlation(const CallbackData* cb) { return cb->correlationId; }
   static Context context(const CallbackData* cb) { return cb->context; }
+  // When a callback leaves its context unset: the launching thread's current one.
+  static Context currentContext() { return MusaDriver::instance().currentContext(); }
+  static uint32_t launchEnter() { return 0; }
+  static void launchExit() {}
+  static bool joinRecord(DeviceRecord&) { return true; }
+  template <typename F>
+  static void finishRecords(F&&, bool, uint64_t) {}
   static void onOtherCallback(DialectTracer<MuptiDialect>&, Domain, CallbackId, Payload) {}
 
   // Setup.
@@ -68,12 +83,21 @@ struct MuptiDialect {
   }
   static void synchronize(const std::vector<Context>& contexts);
 
-  // Record path.
+  // Record path. No public mupti header exists: layouts are CUPTI's by analogy, so a record
+  // is read only when its kind is known and its whole layout lies within the buffer.
+  static bool truncated(const Record* record, size_t size, DecodeContext& c) {
+    if (fitsIn(record, size, c)) return false;
+    c.counters[kTruncated].fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+
   static Decoded decode(const Record* record, DeviceRecord& out, DecodeContext& c) {
+    if (!fitsIn(record, sizeof(Record), c)) return truncated(record, sizeof(Record), c), Decoded::Discard;
     switch (record->kind) {
       case MUPTI_ACTIVITY_KIND_KERNEL:
       case MUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const auto* k = reinterpret_cast<const MUpti_ActivityKernel6*>(record);
+        if (truncated(record, sizeof(*k), c)) return Decoded::Discard;
         if (zeroTime(k->start, k->end, c)) return Decoded::Discard;
         out.kind = RecordKind::Kernel;
         out.correlation = k->correlationId;
@@ -93,13 +117,16 @@ struct MuptiDialect {
       }
       case MUPTI_ACTIVITY_KIND_MEMCPY: {
         const auto* m = reinterpret_cast<const MUpti_ActivityMemcpy4*>(record);
+        if (truncated(record, sizeof(*m), c)) return Decoded::Discard;
         return transfer(*m, RecordKind::Memcpy, intern(copyKindName(m->copyKind)), out, c);
       }
       case MUPTI_ACTIVITY_KIND_MEMSET: {
         static const uint32_t memsetName = intern("memset");
+        if (truncated(record, sizeof(MUpti_ActivityMemset3), c)) return Decoded::Discard;
         return transfer(*reinterpret_cast<const MUpti_ActivityMemset3*>(record), RecordKind::Memset, memsetName, out, c);
       }
-      default:
+      default:  // a kind this build does not know (or never enabled): skipped, counted
+        c.counters[kUnknownKinds].fetch_add(1, std::memory_order_relaxed);
         return Decoded::Skip;
     }
   }

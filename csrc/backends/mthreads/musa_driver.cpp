@@ -56,6 +56,7 @@ bool MusaDriver::load(void* muptiHandle, std::string& error) {
                        {ctxPop_, "CtxPopCurrent", Need::Optional},
                        {ctxSynchronize_, "CtxSynchronize", Need::Optional},
                        {ctxGetDevice_, "CtxGetDevice", Need::Optional},
+                       {ctxGetCurrent_, "CtxGetCurrent", Need::Optional},
                        {occupancy_, "OccupancyMaxActiveBlocksPerMultiprocessor", Need::Optional},
                        {funcGetAttribute_, "FuncGetAttribute", Need::Optional},
                    },
@@ -104,6 +105,12 @@ void MusaDriver::synchronize(MUcontext context) {
   ctxSynchronize_();
   MUcontext popped;
   ctxPop_(&popped);
+}
+
+MUcontext MusaDriver::currentContext() {
+  MUcontext context = nullptr;
+  if (!ready_ || !ctxGetCurrent_ || ctxGetCurrent_(&context) != 0) return nullptr;
+  return context;
 }
 
 int MusaDriver::currentDevice() {

@@ -28,6 +28,8 @@ class MusaDriver {
   const std::string& where() const { return where_; }
   std::vector<MusaDeviceInfo> devices();
   void synchronize(MUcontext context);
+  // The calling thread's current context; null when unknown.
+  MUcontext currentContext();
   // The device of the calling thread's current context; -1 when unknown.
   int currentDevice();
   int deviceAttribute(int attribute, int device);
@@ -62,6 +64,7 @@ class MusaDriver {
   CtxPopFn ctxPop_ = nullptr;
   CtxSyncFn ctxSynchronize_ = nullptr;
   CtxDeviceFn ctxGetDevice_ = nullptr;
+  CtxPopFn ctxGetCurrent_ = nullptr;
   OccupancyFn occupancy_ = nullptr;
   FuncAttributeFn funcGetAttribute_ = nullptr;
   ExportTableFn getExportTable_ = nullptr;

@@ -37,6 +37,17 @@ struct CuptiDialect {
   static constexpr bool kFinalizeAtStop = true;
   static constexpr bool kKeepAttached = true;  // see DialectTracer::release
   static constexpr std::array<const char*, 0> kCounterNames = {};
+  // Dialect switches of the shared tracer (MSPTI and MUPTI set some; see their dialects).
+  static constexpr bool kExternalCorrelation = false;  // launches keyed on ids of our own
+  static constexpr bool kRealtimeClock = false;        // records on CLOCK_REALTIME, no timestamp call
+  static constexpr bool kFlushOnceAtStop = false;      // never a second forced flush in a row
+  static constexpr bool kUnsubscribeBeforeFlush = false;
+  static uint32_t launchEnter() { return 0; }
+  static void launchExit() {}
+  static bool joinRecord(DeviceRecord&) { return true; }
+  template <typename F>
+  static void finishRecords(F&&, bool, uint64_t) {}
+  static Context currentContext() { return nullptr; }
 
   static bool kindRequired(Kind) { return true; }
   static bool isSubscriberConflict(Result rc) { return rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED; }

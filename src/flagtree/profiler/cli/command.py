@@ -275,6 +275,7 @@ def _list_metrics_hint(options):
 
 def main(argv=None):
     """Entry point of `flagtree-profiler`; returns the exit status."""
+    argv_given = argv
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         options, kind, target, args = _parse(argv)
@@ -285,6 +286,10 @@ def main(argv=None):
         return done.code or 0
     if _ixkn.requested(options):
         return _ixkn.main(options, kind, target, args, _default_name, _say)
+    if argv_given is None and (options.backend or _env.backend()) == "cann":
+        from ..backends.vendor.cann import restart_with_preload  # deferred: -b cann only
+
+        restart_with_preload()  # MSPTI's callbacks need libmspti.so in LD_PRELOAD from the start
     if kind == "list-metrics":
         return _list_metrics(options)
     set_interpret = _maybe_use_interpreter(options)

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import signal
+import site
 import subprocess
 import sys
 import threading
@@ -35,8 +36,10 @@ def add_options(parser):
                        "its per-kernel metrics into the profile (NAME.vendor.json)")
     group.add_argument("--ixkn-cli", help="ixkn-cli to run (default: $FLAGTREE_PROFILER_IXKN_CLI, $IXKN_CLI, PATH)")
     group.add_argument("--ixkn-devices", help="ixkn-cli --devices")
-    group.add_argument("--ixkn-section", action="append", help="ixkn-cli --section (repeatable; default: the "
-                       "sections of -m vendor_metrics=..., else ixKN's own)")
+    group.add_argument("--ixkn-section", action="append", help="ixkn-cli --section: section identifiers "
+                       "(LaunchStats, Occupancy, Instruction, Memory, all; `ixkn-cli --list-sections` lists them), "
+                       "comma-separated or repeated, passed as one value (known display names are translated); "
+                       "default: the sections of -m vendor_metrics=..., else ixKN's own")
     group.add_argument("--ixkn-kernel-name", help="ixkn-cli --kernel-name")
     group.add_argument("--ixkn-launch-count", type=int, help="ixkn-cli --launch-count")
     group.add_argument("--ixkn-launch-skip", type=int, help="ixkn-cli --launch-skip")
@@ -91,13 +94,14 @@ def find_cli(options):
 # --- the child command ------------------------------------------------------------------------
 
 def _ixkn_arguments(options, report):
-    from ..vendor_import.ixkn_import import SECTIONS  # deferred: the import layer loads for --ixkn runs only
+    from ..vendor_import.ixkn_import import section_value  # deferred: the import layer loads for --ixkn runs only
 
     args = []
     if options.ixkn_devices:
         args += ["--devices", options.ixkn_devices]
-    for section in options.ixkn_section or [SECTIONS[m] for m in _metrics(options)]:
-        args += ["--section", section]
+    sections = section_value(_metrics(options), options.ixkn_section or ())
+    if sections:  # ixkn-cli takes one comma-separated list of section identifiers
+        args += ["--section", sections]
     if options.ixkn_kernel_name:
         args += ["--kernel-name", options.ixkn_kernel_name]
     if options.ixkn_launch_count is not None:
@@ -160,13 +164,33 @@ class _Capture:
         return "".join(self.csv_lines) or None
 
 
+def _child_environment():
+    """This process's environment, with its site-packages folders (and the folders their .pth
+    files added) put on the child's PYTHONPATH: ixkn-cli resolves the interpreter's symlinks, so
+    a virtualenv's python runs as the base interpreter and would lose the venv's packages."""
+    env = dict(os.environ)
+    own = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    site_dirs = [os.path.realpath(d) for d in site.getsitepackages() + [site.getusersitepackages()]]
+    stdlib = os.path.realpath(os.path.dirname(os.__file__))
+    for entry in sys.path[1:]:  # [0] is this command's own folder, not the target's
+        if not entry or entry in own or not os.path.isdir(entry):
+            continue
+        real = os.path.realpath(entry)
+        in_site = any(real == d or real.startswith(d + os.sep) for d in site_dirs)
+        if in_site or "site-packages" in real or "dist-packages" in real or not real.startswith(stdlib):
+            own.append(entry)
+    if own:
+        env["PYTHONPATH"] = os.pathsep.join(own)
+    return env
+
+
 def _run_child(command):
     """Runs `command`, passing SIGINT/SIGTERM on; returns its exit status as the plain CLI would.
     The child has its own process group, so a Ctrl-C at the terminal reaches it once, through
     this process and ixkn-cli, rather than a second time directly (which could interrupt the
     child while it writes its profile)."""
     own_group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, **own_group)
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, env=_child_environment(), **own_group)
     capture = _Capture(child.stdout)
     previous = {}
 

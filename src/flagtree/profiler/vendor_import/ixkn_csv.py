@@ -8,6 +8,11 @@ ERR are messages. A launch's ordinal is its place among the launches of its kern
 Kernel ID order, which is how the rows meet the profiler's launches (matching rule name_order).
 Lines that do not split into the header's fields, even after repairing the quoting ixKN is
 known to get wrong in Process Name, are kept as malformed lines and counted.
+
+Only the first column, "Kernel ID", is corroborated by hardware-tested code, so columns are found
+by name (case and spacing folded), in any order, extra ones ignored. "Kernel ID", "Metrics" and
+"Value" are required (a clear error names the missing ones); without "Kernel Name" rows cannot
+meet launches; the rest are optional. `missing_columns` lists what was absent.
 """
 import csv
 from collections import OrderedDict, defaultdict
@@ -16,6 +21,7 @@ from .rows import VendorRow, number_and_unit, slug, to_int
 
 HEADER = ("Kernel ID", "Process ID", "Process Name", "Kernel Name", "Context", "Stream", "Section", "Metrics",
           "Value")
+REQUIRED = ("Kernel ID", "Metrics", "Value")
 MESSAGE_LEVELS = ("INF", "WRN", "ERR")
 SOURCE = "ixkn"
 
@@ -28,6 +34,11 @@ class IxknCsv:
         self.messages = []
         self.malformed = []
         self.metric_rows = 0
+        self.missing_columns = []  # HEADER names the CSV did not have
+
+
+def _folded(name):
+    return " ".join(name.replace("_", " ").split()).lower()
 
 
 def csv_part(text):
@@ -65,18 +76,26 @@ def parse(text, pid=None, ordinal_offsets=None):
     if not lines:
         return result
     header = next(csv.reader([lines[0]]))
-    columns = {name.strip(): i for i, name in enumerate(header or ())}
-    missing = [name for name in HEADER if name not in columns]
+    width = len(header or ())
+    by_folded = {}
+    for i, name in enumerate(header or ()):
+        by_folded.setdefault(_folded(name), i)
+    columns = {name: by_folded[_folded(name)] for name in HEADER if _folded(name) in by_folded}
+    result.missing_columns = [name for name in HEADER if name not in columns]
+    missing = [name for name in REQUIRED if name not in columns]
     if missing:
-        raise ValueError(f"ixKN CSV header lacks {missing}: {lines[0]!r}")
-    unit_column = next((columns[c] for c in ("Metric Unit", "Unit") if c in columns), None)
+        raise ValueError(f"ixKN CSV header lacks the column(s) {', '.join(repr(m) for m in missing)} needed to read "
+                         f"its metrics (found {', '.join(repr(h) for h in header or ())})")
+    unit_column = next((by_folded[_folded(c)] for c in ("Metric Unit", "Unit") if _folded(c) in by_folded), None)
     launches = OrderedDict()  # (process, kernel id) -> VendorRow
     for number, line in enumerate(lines[1:], start=2):
-        fields = _fields(line, len(columns))
+        fields = _fields(line, width)
         if fields is None:
             result.malformed.append({"line": number, "text": line})
             continue
-        _take(result, launches, {name: fields[i].strip() for name, i in columns.items()},
+        cells = dict.fromkeys(HEADER, "")
+        cells.update({name: fields[i].strip() for name, i in columns.items()})
+        _take(result, launches, cells,
               fields[unit_column].strip() if unit_column is not None else "")
     _number(result, launches, pid, ordinal_offsets or {})
     return result
@@ -99,7 +118,8 @@ def _take(result, launches, cells, unit):
     result.metric_rows += 1
     value, parsed_unit = number_and_unit(cells["Value"])
     unit = unit or parsed_unit
-    name = f"tianshu.{slug(cells['Section'])}.{slug(metric)}" + (f" ({unit})" if unit else "")
+    section = f"{slug(cells['Section'])}." if cells["Section"] else ""
+    name = f"tianshu.{section}{slug(metric)}" + (f" ({unit})" if unit else "")
     if value is None:
         row.values[name] = cells["Value"]
     else:
@@ -115,7 +135,7 @@ def _number(result, launches, pid, offsets):
 
     seen = defaultdict(int)
     for (process, _), row in sorted(launches.items(), key=order):
-        if pid is None or to_int(process) == pid:
+        if pid is None or not process or to_int(process) == pid:  # no Process ID column: assume ours
             row.ordinal = offsets.get(row.name, 0) + seen[row.name]
             seen[row.name] += 1
         result.rows.append(row)

@@ -8,9 +8,29 @@ from .report import metadata_counts, vendor_document
 from ..paths import IXKN_REPORT
 from ..writers.atomic import write_json
 
-# tianshu's vendor_metrics names -> the ixKN sections they stand for.
+# tianshu's vendor_metrics names -> the ixKN sections they stand for: the identifier that
+# ixkn-cli's --section takes, and the display name its CSV's Section column holds.
 SECTIONS = {"launch_stats": "Launch Statistics", "occupancy": "Occupancy",
             "instruction": "Instruction Statistics", "memory": "Memory Access"}
+SECTION_IDS = {"launch_stats": "LaunchStats", "occupancy": "Occupancy", "instruction": "Instruction",
+               "memory": "Memory"}
+# Display names whose identifier is known, so that --ixkn-section may be given either way.
+DISPLAY_TO_ID = {SECTIONS[k]: SECTION_IDS[k] for k in SECTIONS}
+
+
+def section_value(metrics=(), given=()):
+    """ixkn-cli's --section value: one comma-separated list of section identifiers, from the
+    --ixkn-section values `given` (identifiers, known display names, or comma lists of them),
+    else from tianshu's vendor `metrics`; None when neither names a section (ixKN's default)."""
+    wanted = [part.strip() for value in given for part in value.split(",") if part.strip()]
+    if not wanted:
+        wanted = [SECTION_IDS[m] for m in metrics]
+    ids = []
+    for section in wanted:
+        section = DISPLAY_TO_ID.get(section, section)
+        if section not in ids:
+            ids.append(section)
+    return ",".join(ids) or None
 
 
 def printable(text):
@@ -55,14 +75,19 @@ def write_vendor_json(path, parsed, result, launches, *, requested, raw_inputs, 
     """Writes `<name>.vendor.json`; returns the counts for the metadata file (messages included)."""
     reasons = list(degrade_reasons)
     if parsed.malformed:
-        reasons.append(f"{len(parsed.malformed)} CSV lines did not split into ixKN's 9 fields; kept in "
+        reasons.append(f"{len(parsed.malformed)} CSV lines did not split into the header's fields; kept in "
                        f"malformed_lines, not imported")
+    if "Kernel Name" in parsed.missing_columns:
+        reasons.append("the CSV has no \"Kernel Name\" column: its rows cannot be matched to launches")
+    elif parsed.missing_columns:
+        reasons.append(f"the CSV lacks the column(s) {', '.join(parsed.missing_columns)}; read without them")
     enabled = sorted({k for k, section in SECTIONS.items()
                       if any(m.startswith(f"tianshu.{ixkn_csv.slug(section)}.") for r in parsed.rows for m in r.metrics)})
     document = vendor_document(backend="tianshu", importer="ixkn", requested=requested, enabled=enabled,
                                raw_inputs=raw_inputs, result=result, launches=launches, degrade_reasons=reasons,
                                extra={"messages": parsed.messages, "malformed_lines": parsed.malformed,
-                                      "metric_rows": parsed.metric_rows})
+                                      "metric_rows": parsed.metric_rows,
+                                      "missing_columns": parsed.missing_columns})
     write_json(path, document, indent=1)
     counts = metadata_counts(document, path)
     counts["ixkn_messages"] = parsed.messages

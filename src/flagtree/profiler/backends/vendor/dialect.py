@@ -19,6 +19,8 @@ class DialectBackend(Backend):
     library = ""
     #: the environment variable naming it (file or folder), searched first
     env_path = ""
+    #: other names of the library tried on the loader path after `library` (e.g. libmupti.so.1)
+    loader_names = ()
     #: native function prefix (mupti, mspti)
     prefix = ""
     #: vendor_metrics names accepted by the mode
@@ -36,7 +38,8 @@ class DialectBackend(Backend):
 
     def candidates(self):
         """[(where, path)] in the documented order; path None when that place is not set."""
-        return library_candidates(self.library, self.env_path, _env.text(self.env_path), self.install_dirs())
+        return library_candidates(self.library, self.env_path, _env.text(self.env_path), self.install_dirs(),
+                                  self.loader_names)
 
     def unavailable_reason(self):
         tried = [path for _, path in self.candidates() if path]

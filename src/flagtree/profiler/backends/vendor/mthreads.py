@@ -10,7 +10,7 @@ Which libmupti.so is loaded, in this order (the first that loads wins; never dlc
   2. a copy already loaded in this process (MUPTI allows one subscriber)
   3. $MUSA_HOME/lib, then $MUSA_HOME/lib64
   4. /usr/local/musa/lib
-  5. the system loader path
+  5. the system loader path: libmupti.so, then libmupti.so.1 (installs without the dev link)
 
 Mode (the public FlagTree Profiler's grammar, backends/vendor/mode_options.py):
   ``vendor_metrics=launch_stats,occupancy,resource_usage,peak_memory_bandwidth``
@@ -25,13 +25,20 @@ Mode (the public FlagTree Profiler's grammar, backends/vendor/mode_options.py):
   (muLaunchKernel); device_info (memory clock, bus width, SMs) is always written, so the viewer's
   ``util`` works.
 
-MUSA 4.3's documented hazards: records with zero timestamps are discarded and counted
-(``mupti_records.zero_timestamp_records``); every flush is forced; the library is never
-dlclosed nor finalized; a second MUPTI subscriber (torch_musa's profiler, another tool) is a
-clear error at start, and the program goes on.
+MUSA 4.3's reported hazards: records with zero timestamps are discarded and counted
+(``mupti_records.zero_timestamp_records``); every flush is forced, and a forced flush is never
+made twice with no launch between (a second forced flush at stop can wait forever), so stopping
+flushes once; buffers MUPTI hands back after that flush are not read (teardown can corrupt a
+buffer it retains; ``mupti_records.buffers_after_teardown``); the library is never dlclosed nor
+finalized; a second MUPTI subscriber (torch_musa's profiler, another tool) is a clear error at
+start, and the program goes on. No public mupti header exists, so records are read defensively:
+a record of a kind not known here is skipped (``unknown_kind_records``), one whose layout does not
+fit in the buffer is discarded (``truncated_records``); a launch callback without a context
+falls back to the thread's current context (for the device wait at flush).
 
-Not yet run on Moore Threads hardware: tested only through a stand-in library built by the
-tests (tests/standins/mupti_standin.c) from MUPTI's documented interface.
+Not run on Moore Threads hardware: tested through a stand-in library built by the tests
+(tests/standins/mupti_standin.c) from MUPTI's documented interface and the behaviour reported
+by hardware-tested prior art (docs/reference/vendors.md lists what is unverified).
 """
 import os
 
@@ -51,6 +58,7 @@ class MthreadsBackend(DialectBackend):
     name = "mthreads"
     library = LIBRARY
     env_path = ENV_PATH
+    loader_names = ("libmupti.so.1",)
     prefix = "mupti"
     metrics = METRICS
     options = {}
