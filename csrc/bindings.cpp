@@ -19,6 +19,7 @@ NB_MODULE(_native, m) {
   registerCountersBindings(m, testing);
   registerPcSamplingBindings(m, testing);
   registerInstrumentationBindings(m, testing);
+  registerDeviceTimerBindings(m, testing);
   registerInheritanceBindings(m);
   registerLaunchLogBindings(m);
   registerVendorTracerBindings(m);

@@ -25,6 +25,7 @@ void registerRoctracerBindings(nb::module_& m);
 void registerCountersBindings(nb::module_& m, nb::module_& testing);
 void registerPcSamplingBindings(nb::module_& m, nb::module_& testing);
 void registerInstrumentationBindings(nb::module_& m, nb::module_& testing);
+void registerDeviceTimerBindings(nb::module_& m, nb::module_& testing);  // backends/device_timer/
 void registerDumpBindings(nb::module_& m);  // dump/dump_bindings.cpp
 void registerInheritanceBindings(nb::module_& m);  // context/inheritance_bindings.cpp
 void registerLaunchLogBindings(nb::module_& m);  // data/launch_log_bindings.cpp

@@ -1,0 +1,292 @@
+#include "backends/device_timer/cuda_ring_device.h"
+
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+
+#include "core/clock.h"
+#include "core/library.h"
+
+namespace ftp {
+
+struct CudaTimerApi {
+  CUresult (*init)(unsigned) = nullptr;
+  CUresult (*getErrorString)(CUresult, const char**) = nullptr;
+  CUresult (*ctxGetCurrent)(CUcontext*) = nullptr;
+  CUresult (*ctxPushCurrent)(CUcontext) = nullptr;
+  CUresult (*ctxPopCurrent)(CUcontext*) = nullptr;
+  CUresult (*ctxGetDevice)(CUdevice*) = nullptr;
+  CUresult (*deviceGet)(CUdevice*, int) = nullptr;
+  CUresult (*primaryRetain)(CUcontext*, CUdevice) = nullptr;
+  CUresult (*primaryRelease)(CUdevice) = nullptr;
+  CUresult (*memAlloc)(CUdeviceptr*, size_t) = nullptr;
+  CUresult (*memFree)(CUdeviceptr) = nullptr;
+  CUresult (*memHostAlloc)(void**, size_t, unsigned) = nullptr;
+  CUresult (*memFreeHost)(void*) = nullptr;
+  CUresult (*memHostGetDevicePointer)(CUdeviceptr*, void*, unsigned) = nullptr;
+  CUresult (*memsetD32)(CUdeviceptr, unsigned, size_t) = nullptr;
+  CUresult (*memsetD2D32Async)(CUdeviceptr, size_t, unsigned, size_t, size_t, CUstream) = nullptr;
+  CUresult (*memcpy2DAsync)(const CUDA_MEMCPY2D*, CUstream) = nullptr;
+  CUresult (*streamCreate)(CUstream*, unsigned) = nullptr;
+  CUresult (*streamDestroy)(CUstream) = nullptr;
+  CUresult (*streamSynchronize)(CUstream) = nullptr;
+  CUresult (*streamIsCapturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
+  CUresult (*streamWaitEvent)(CUstream, CUevent, unsigned) = nullptr;
+  CUresult (*eventCreate)(CUevent*, unsigned) = nullptr;
+  CUresult (*eventDestroy)(CUevent) = nullptr;
+  CUresult (*eventRecord)(CUevent, CUstream) = nullptr;
+  CUresult (*eventSynchronize)(CUevent) = nullptr;
+  CUresult (*moduleLoadData)(CUmodule*, const void*) = nullptr;
+  CUresult (*moduleUnload)(CUmodule) = nullptr;
+  CUresult (*moduleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*launchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                           CUstream, void**, void**) = nullptr;
+};
+
+namespace {
+
+const CudaTimerApi& timerApi() {
+  static const CudaTimerApi api = [] {
+    const std::string path = "libcuda.so.1";
+    CudaTimerApi a;
+    resolveSymbols(openLibrary(path), path, "cu",
+                   {{a.init, "Init", Need::Required},
+                    {a.getErrorString, "GetErrorString", Need::Required},
+                    {a.ctxGetCurrent, "CtxGetCurrent", Need::Required},
+                    {a.ctxPushCurrent, "CtxPushCurrent_v2", Need::Required},
+                    {a.ctxPopCurrent, "CtxPopCurrent_v2", Need::Required},
+                    {a.ctxGetDevice, "CtxGetDevice", Need::Required},
+                    {a.deviceGet, "DeviceGet", Need::Required},
+                    {a.primaryRetain, "DevicePrimaryCtxRetain", Need::Required},
+                    {a.primaryRelease, "DevicePrimaryCtxRelease_v2", Need::Required},
+                    {a.memAlloc, "MemAlloc_v2", Need::Required},
+                    {a.memFree, "MemFree_v2", Need::Required},
+                    {a.memHostAlloc, "MemHostAlloc", Need::Required},
+                    {a.memFreeHost, "MemFreeHost", Need::Required},
+                    {a.memHostGetDevicePointer, "MemHostGetDevicePointer_v2", Need::Required},
+                    {a.memsetD32, "MemsetD32_v2", Need::Required},
+                    {a.memsetD2D32Async, "MemsetD2D32Async", Need::Required},
+                    {a.memcpy2DAsync, "Memcpy2DAsync_v2", Need::Required},
+                    {a.streamCreate, "StreamCreate", Need::Required},
+                    {a.streamDestroy, "StreamDestroy_v2", Need::Required},
+                    {a.streamSynchronize, "StreamSynchronize", Need::Required},
+                    {a.streamIsCapturing, "StreamIsCapturing", Need::Required},
+                    {a.streamWaitEvent, "StreamWaitEvent", Need::Required},
+                    {a.eventCreate, "EventCreate", Need::Required},
+                    {a.eventDestroy, "EventDestroy_v2", Need::Required},
+                    {a.eventRecord, "EventRecord", Need::Required},
+                    {a.eventSynchronize, "EventSynchronize", Need::Required},
+                    {a.moduleLoadData, "ModuleLoadData", Need::Required},
+                    {a.moduleUnload, "ModuleUnload", Need::Required},
+                    {a.moduleGetFunction, "ModuleGetFunction", Need::Required},
+                    {a.launchKernel, "LaunchKernel", Need::Required}},
+                   " (backend 'device_timer')");
+    return a;
+  }();
+  return api;
+}
+
+// Reads the global timer, the host clock word (host memory mapped into the device) and the global
+// timer again, `n` times. The branch on the loaded value makes the second timer read wait for the
+// load, so each pair brackets the moment the host word was read.
+const char* const kProbePtx = R"(
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry ftp_clock_probe(.param .u64 ftp_out, .param .u64 ftp_host, .param .u32 ftp_n)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %i<2>;
+  .reg .b64 %a<5>;
+  ld.param.u64 %a0, [ftp_out];
+  ld.param.u64 %a1, [ftp_host];
+  ld.param.u32 %i0, [ftp_n];
+  mov.u32 %i1, 0;
+$ftp_loop:
+  mov.u64 %a2, %globaltimer;
+  ld.volatile.global.u64 %a3, [%a1];
+  setp.eq.u64 %p1, %a3, 0;
+  @%p1 bra $ftp_done;
+  mov.u64 %a4, %globaltimer;
+  st.global.u64 [%a0], %a2;
+  st.global.u64 [%a0+8], %a3;
+  st.global.u64 [%a0+16], %a4;
+  add.u64 %a0, %a0, 24;
+  add.u32 %i1, %i1, 1;
+  setp.lt.u32 %p0, %i1, %i0;
+  @%p0 bra $ftp_loop;
+$ftp_done:
+  ret;
+}
+)";
+
+constexpr unsigned kProbeSamples = 32;
+
+// Makes the ring's context current on this thread for the scope of one call.
+class Current {
+ public:
+  Current(const CudaTimerApi& api, CUcontext ctx) : api_(api) { api_.ctxPushCurrent(ctx); }
+  ~Current() {
+    CUcontext popped;
+    api_.ctxPopCurrent(&popped);
+  }
+
+ private:
+  const CudaTimerApi& api_;
+};
+
+}  // namespace
+
+void CudaRingDevice::check(CUresult result, const char* what) {
+  if (result == CUDA_SUCCESS) return;
+  const char* text = nullptr;
+  api_.getErrorString(result, &text);
+  throw std::runtime_error(std::string("backend 'device_timer': ") + what + " failed: " + (text ? text : "?") +
+                           " (error " + std::to_string(int(result)) + ")");
+}
+
+CudaRingDevice::CudaRingDevice(uint32_t slots) : api_(timerApi()) {
+  check(api_.init(0), "cuInit");
+  CUcontext current = nullptr;
+  api_.ctxGetCurrent(&current);
+  if (current) {
+    check(api_.ctxGetDevice(&device_), "cuCtxGetDevice");
+  } else {
+    check(api_.deviceGet(&device_, 0), "cuDeviceGet");
+  }
+  ordinal_ = int(device_);
+  check(api_.primaryRetain(&ctx_, device_), "cuDevicePrimaryCtxRetain");
+  Current scope(api_, ctx_);
+  planeBytes_ = uint64_t(slots) * kTimerSlotBytes;
+  const size_t bytes = planeBytes_ * kTimerPlanes;
+  check(api_.memAlloc(&base_, bytes), "cuMemAlloc (the ring)");
+  check(api_.memsetD32(base_, 0, bytes / 4), "cuMemsetD32");
+  void* host = nullptr;
+  check(api_.memHostAlloc(&host, bytes, 0), "cuMemHostAlloc (the ring's pinned mirror)");
+  mirror_ = static_cast<uint8_t*>(host);
+  check(api_.streamCreate(&copy_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  check(api_.moduleLoadData(&probeModule_, kProbePtx), "cuModuleLoadData (clock probe)");
+  check(api_.moduleGetFunction(&probe_, probeModule_, "ftp_clock_probe"), "cuModuleGetFunction");
+}
+
+CudaRingDevice::~CudaRingDevice() {
+  Current scope(api_, ctx_);
+  if (copy_) api_.streamSynchronize(copy_);
+  for (CUevent e : freeEvents_) api_.eventDestroy(e);
+  for (auto& [stream, e] : streamEvents_) api_.eventDestroy(e);
+  if (probeModule_) api_.moduleUnload(probeModule_);
+  if (copy_) api_.streamDestroy(copy_);
+  if (mirror_) api_.memFreeHost(mirror_);
+  if (base_) api_.memFree(base_);
+  api_.primaryRelease(device_);
+}
+
+bool CudaRingDevice::onRingDevice() {
+  CUcontext current = nullptr;
+  return api_.ctxGetCurrent(&current) == CUDA_SUCCESS && current == ctx_;
+}
+
+bool CudaRingDevice::capturing(uint64_t stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return api_.streamIsCapturing(reinterpret_cast<CUstream>(stream), &status) == CUDA_SUCCESS &&
+         status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+CUevent CudaRingDevice::takeEvent() {
+  std::lock_guard<std::mutex> lock(eventsMutex_);
+  if (!freeEvents_.empty()) {
+    CUevent e = freeEvents_.back();
+    freeEvents_.pop_back();
+    return e;
+  }
+  CUevent e = nullptr;
+  // Blocking: the worker sleeps in cuEventSynchronize instead of spinning a core.
+  check(api_.eventCreate(&e, CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  return e;
+}
+
+void CudaRingDevice::waitForStreams(std::vector<uint64_t>& streams) {
+  Current scope(api_, ctx_);
+  for (size_t i = 0; i < streams.size();) {
+    CUevent& e = streamEvents_[streams[i]];
+    if (!e) check(api_.eventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    // A wait takes the event's latest record: one event per stream, reused for every readback.
+    if (api_.eventRecord(e, reinterpret_cast<CUstream>(streams[i])) != CUDA_SUCCESS) {
+      streams.erase(streams.begin() + long(i));  // the stream is gone, and so is its work
+      continue;
+    }
+    check(api_.streamWaitEvent(copy_, e, 0), "cuStreamWaitEvent");
+    ++i;
+  }
+}
+
+void* CudaRingDevice::copyAndZero(uint32_t first, uint32_t count) {
+  Current scope(api_, ctx_);
+  const uint64_t offset = uint64_t(first) * kTimerSlotBytes;
+  CUDA_MEMCPY2D copy{};
+  copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.srcDevice = base_ + offset;
+  copy.srcPitch = planeBytes_;
+  copy.dstMemoryType = CU_MEMORYTYPE_HOST;
+  copy.dstHost = mirror_ + offset;
+  copy.dstPitch = planeBytes_;
+  copy.WidthInBytes = uint64_t(count) * kTimerSlotBytes;
+  copy.Height = kTimerPlanes;
+  check(api_.memcpy2DAsync(&copy, copy_), "cuMemcpy2DAsync (ring readback)");
+  check(api_.memsetD2D32Async(base_ + offset, planeBytes_, 0, uint64_t(count) * kTimerSlotBytes / 4, kTimerPlanes,
+                              copy_),
+        "cuMemsetD2D32Async (ring re-zero)");
+  CUevent done = takeEvent();
+  check(api_.eventRecord(done, copy_), "cuEventRecord");
+  return done;
+}
+
+void CudaRingDevice::waitFence(void* fence) {
+  CUevent e = static_cast<CUevent>(fence);
+  {
+    Current scope(api_, ctx_);
+    api_.eventSynchronize(e);
+  }
+  std::lock_guard<std::mutex> lock(eventsMutex_);
+  freeEvents_.push_back(e);
+}
+
+ClockProbe CudaRingDevice::probeClock() {
+  Current scope(api_, ctx_);
+  void* hostWord = nullptr;
+  void* samples = nullptr;
+  check(api_.memHostAlloc(&hostWord, 64, CU_MEMHOSTALLOC_DEVICEMAP), "cuMemHostAlloc (clock probe)");
+  check(api_.memHostAlloc(&samples, kProbeSamples * 24, CU_MEMHOSTALLOC_DEVICEMAP), "cuMemHostAlloc (clock probe)");
+  auto* word = static_cast<volatile uint64_t*>(hostWord);
+  *word = monotonicNs();
+  std::atomic<bool> stop{false};
+  // The host clock, written as fast as this thread can while the probe kernel reads it.
+  std::thread writer([&] {
+    while (!stop.load(std::memory_order_relaxed)) *word = monotonicNs();
+  });
+  CUdeviceptr outPtr = 0, hostPtr = 0;
+  CUresult result = api_.memHostGetDevicePointer(&outPtr, samples, 0);
+  if (result == CUDA_SUCCESS) result = api_.memHostGetDevicePointer(&hostPtr, hostWord, 0);
+  unsigned n = kProbeSamples;
+  void* params[] = {&outPtr, &hostPtr, &n};
+  if (result == CUDA_SUCCESS) result = api_.launchKernel(probe_, 1, 1, 1, 1, 1, 1, 0, copy_, params, nullptr);
+  if (result == CUDA_SUCCESS) result = api_.streamSynchronize(copy_);
+  stop = true;
+  writer.join();
+  ClockProbe best{0, -1};
+  const auto* s = static_cast<const volatile uint64_t*>(samples);
+  for (unsigned i = 0; result == CUDA_SUCCESS && i < kProbeSamples; ++i) {
+    const uint64_t before = s[3 * i], host = s[3 * i + 1], after = s[3 * i + 2];
+    if (!host || after < before) continue;
+    const int64_t half = int64_t(after - before) / 2;
+    if (best.uncertaintyNs < 0 || half < best.uncertaintyNs)
+      best = ClockProbe{int64_t(before + (after - before) / 2) - int64_t(host), half};
+  }
+  api_.memFreeHost(samples);
+  api_.memFreeHost(hostWord);
+  check(result, "the clock probe");
+  if (best.uncertaintyNs < 0) throw std::runtime_error("backend 'device_timer': the clock probe read no sample");
+  return best;
+}
+
+}  // namespace ftp
