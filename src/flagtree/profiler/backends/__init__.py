@@ -4,7 +4,7 @@ from .base import Backend, BackendUnavailable
 
 # Every backend the spec names, with the state of its implementation in this build.
 KNOWN_BACKENDS = ("nvidia", "cupti", "cupti_pcsampling", "roctracer", "instrumentation", "cann",
-                  "mthreads", "tianshu", "interpreter")
+                  "mthreads", "tianshu", "interpreter", "device_timer")
 
 # Triton target backend -> profiler backend.
 _TARGET_TO_BACKEND = {"cuda": "nvidia", "hip": "roctracer", "npu": "cann", "musa": "mthreads",
@@ -20,7 +20,8 @@ _CLASSES = {"nvidia": (".nvidia", "NvidiaBackend"), "interpreter": (".interprete
             "cupti_pcsampling": (".cupti", "CuptiPcSamplingBackend"),
             "instrumentation": (".instrumentation", "InstrumentationBackend"),
             "mthreads": (".mthreads", "MthreadsBackend"), "cann": (".cann", "CannBackend"),
-            "tianshu": (".tianshu", "TianshuBackend")}
+            "tianshu": (".tianshu", "TianshuBackend"),
+            "device_timer": (".device_timer", "DeviceTimerBackend")}
 
 
 def _factory(name):
