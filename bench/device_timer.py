@@ -9,7 +9,8 @@ Two processes, each interleaving its configurations with no-profiler runs (none,
 after a warm-up, each ratio against the mean of the two no-profiler runs around it:
 * this one: device_timer (no CUPTI is ever loaded here);
 * a child: the nvidia backend (shadow/tree) and CUPTI's kernel activity alone (records discarded).
-Ratios include start() and finalize() (the issue's bar). kernel50 also reports the GPU time of
+Ratios with start() and finalize() (the issue's bar) and of the loop alone (launches and the
+final synchronize; per_launch_extra_ns is its excess per launch), with start and finalize times. kernel50 also reports the GPU time of
 its 50 launches (CUDA events) over none's: the stamped kernel's own cost. Agreement: per kernel
 (scope, name), the device_timer's mean time per launch against the nvidia backend's (CUPTI) from
 the child, and the launch counts of both.
@@ -126,6 +127,8 @@ def measure(config_names, reps, outdir):
         samples = {c.name: [] for c in configs}
         gpu = {c.name: [] for c in configs}
         finals = {c.name: [] for c in configs}
+        loops = {c.name: [] for c in configs}
+        starts = {c.name: [] for c in configs}
         agreement = {}
 
         def timed_none():
@@ -137,21 +140,28 @@ def measure(config_names, reps, outdir):
         for _ in range(reps):
             for c in configs:
                 t0 = time.perf_counter()
-                g = run(c.start())
+                scope = c.start()
+                ts = time.perf_counter()
+                g = run(scope)
                 t1 = time.perf_counter()
                 c.stop()
                 t2 = time.perf_counter()
                 after = timed_none()
-                samples[c.name].append((t2 - t0) / ((before[0] + after[0]) / 2))
+                none = (before[0] + after[0]) / 2
+                samples[c.name].append((t2 - t0) / none)
+                loops[c.name].append((t1 - ts) / none)
                 gpu[c.name].append(g / ((before[1] + after[1]) / 2))
                 finals[c.name].append(t2 - t1)
+                starts[c.name].append(ts - t0)
                 if c.name != "floor":
                     agreement[c.name] = kernel_times(c.last_base)
                 before = after
         result[w] = {c.name: {"ratio_with_start_finalize": statistics.median(samples[c.name]),
+                              "loop_ratio": statistics.median(loops[c.name]),
+                              "start_median_s": statistics.median(starts[c.name]),
                               "gpu_time_ratio": statistics.median(gpu[c.name]),
                               "finalize_median_s": statistics.median(finals[c.name]),
-                              "per_launch_extra_ns": (statistics.median(samples[c.name]) - 1) * before[0]
+                              "per_launch_extra_ns": (statistics.median(loops[c.name]) - 1) * before[0]
                               / LAUNCHES[w] * 1e9,
                               "kernels": agreement.get(c.name)} for c in configs}
         result[w]["none_median_s"] = before[0]

@@ -22,7 +22,7 @@ def ring():
     yield start
     if _native.device_timer_running():
         T.device_timer_host_hold(False)
-        _native.device_timer_stop()
+        _native.device_timer_free()
 
 
 def _allocate(stream=0x5000):

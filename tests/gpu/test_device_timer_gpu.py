@@ -76,8 +76,7 @@ def test_no_cupti_is_loaded_by_a_session(tmp_path):
         p.finalize(s)
         print(before is None, _native.loaded_library_path("libcupti.so") is None)
     """)
-    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     before_none, after_none = done.stdout.split()[-2:]
     assert after_none == before_none  # the session loaded no libcupti

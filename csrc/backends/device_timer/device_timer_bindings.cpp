@@ -114,6 +114,18 @@ void startRing(std::unique_ptr<RingDevice> device, uint32_t slots, uint32_t batc
   r.ring = std::make_unique<TimerRing>(std::move(device), slots, batch, deviceId, ClockMap{offsetNs});
 }
 
+void freeRing() {
+  Route& r = route();
+  if (!r.ring) return;
+  {
+    nb::gil_scoped_release unlocked;
+    r.ring->drain();
+    r.ring.reset();
+  }
+  r.cuda = nullptr;
+  r.host = nullptr;
+}
+
 // Triton's profile allocator: (size, alignment, stream) -> address.
 nb::object allocate(nb::handle size, nb::handle align, nb::handle stream) {
   Route& r = route();
@@ -150,16 +162,32 @@ void registerDeviceTimerBindings(nb::module_& m, nb::module_& testing) {
     TimerRing::nameKernel(id, intern(name));
     return id;
   });
-  // Starts the ring on the current CUDA device; returns {device, offset_ns, uncertainty_ns}.
+  // Starts the ring on the current CUDA device, or keeps the one a previous session left (same
+  // size) and measures the clock again; returns {device, offset_ns, uncertainty_ns}.
   m.def("device_timer_start", [](uint32_t slots, uint32_t batch) {
+    Route& r = route();
+    if (r.ring && r.cuda && r.ring->slots() == slots && r.ring->batch() == batch) {
+      ClockProbe probe;
+      {
+        nb::gil_scoped_release unlocked;
+        probe = r.cuda->probeClock();
+      }
+      r.ring->setClock(ClockMap{probe.offsetNs});
+      nb::dict d = probeDict(probe);
+      d["device"] = r.cuda->deviceOrdinal();
+      d["kept"] = true;
+      return d;
+    }
+    if (r.ring) freeRing();
     auto device = std::make_unique<CudaRingDevice>(slots);
     const ClockProbe probe = device->probeClock();
     CudaRingDevice* cuda = device.get();
     const int ordinal = cuda->deviceOrdinal();
     startRing(std::move(device), slots, batch, uint32_t(ordinal), probe.offsetNs);
-    route().cuda = cuda;
+    r.cuda = cuda;
     nb::dict d = probeDict(probe);
     d["device"] = ordinal;
+    d["kept"] = false;
     return d;
   }, nb::arg("slots"), nb::arg("batch"));
   m.def("device_timer_probe_clock", [] {
@@ -182,25 +210,8 @@ void registerDeviceTimerBindings(nb::module_& m, nb::module_& testing) {
   });
   m.def("device_timer_stats", [] { return statsDict(ringOrThrow().stats()); });
   m.def("device_timer_running", [] { return route().ring != nullptr; });
-  // Drains, frees the ring and returns its final counts.
-  m.def("device_timer_stop", [] {
-    Route& r = route();
-    if (!r.ring) return nb::dict();
-    {
-      nb::gil_scoped_release unlocked;
-      r.ring->drain();
-    }
-    nb::dict d = statsDict(r.ring->stats());
-    {
-      nb::gil_scoped_release unlocked;
-      r.ring.reset();
-    }
-    r.cuda = nullptr;
-    r.host = nullptr;
-    r.fallback = nb::object();
-    return d;
-  });
-
+  // Drains and frees the ring (its device memory, pinned mirror, stream and worker).
+  m.def("device_timer_free", [] { freeRing(); });
   testing.def("device_timer_host_ring", [](uint32_t slots, uint32_t batch, int64_t offsetNs) {
     auto device = std::make_unique<HostRingDevice>(slots);
     HostRingDevice* host = device.get();

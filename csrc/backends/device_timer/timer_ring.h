@@ -91,6 +91,7 @@ class TimerRing {
   RingStats stats();
   void setClock(ClockMap clock);
   uint32_t slots() const { return slots_; }
+  uint32_t batch() const { return batch_; }
   uint64_t planeBytes() const { return uint64_t(slots_) * kTimerSlotBytes; }
 
   // Kernel ids (a hash of the name, stamped into plane 0) -> interned names.

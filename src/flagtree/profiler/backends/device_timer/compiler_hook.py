@@ -26,7 +26,7 @@ stats = {"stamped": 0, "not_stamped": 0, "not_stamped_kernels": []}
 
 
 def mode_string(plane_bytes, lanes):
-    return f"{MODE_PREFIX}:v1:lanes={lanes}:plane={plane_bytes}"
+    return f"{MODE_PREFIX}:v2:lanes={lanes}:plane={plane_bytes}"
 
 
 def check_triton():

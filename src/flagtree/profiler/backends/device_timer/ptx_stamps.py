@@ -11,9 +11,10 @@ the launch's ring slot (plane 0); the stamps find the slot's lanes at fixed plan
 * before every ``ret``, lane 0 of every warp: atomic max of %globaltimer into its lane's word 1
   (per warp, not per block: no barrier is inserted, so early-exiting warps cannot deadlock).
 
-All stamps are predicated on a non-null slot pointer, so the same binary launched without our
-allocator (pointer 0) runs as if unstamped. Registers live in nested blocks: no clash with the
-kernel's own names.
+Only the stamping thread reads the timer (the others branch past the stamp at once), and every
+stamp is skipped for a null slot pointer, so the same binary launched without our allocator
+(pointer 0) runs as if unstamped. Registers live in nested blocks and labels start with
+``$ftp_``: no clash with the kernel's own names.
 """
 import re
 
@@ -36,37 +37,46 @@ def _lane_address(reg_lane, reg_out, slot, plane_bytes, lanes):
 
 
 def entry_block(param, kernel_id, plane_bytes, lanes):
+    """Thread 0 of each block only (the others branch past it at once: no timer read for them)."""
     return ("\t{ // flagtree.profiler device_timer: entry stamp\n"
             "\t.reg .pred %ftp_p<2>;\n\t.reg .b32 %ftp_r<8>;\n\t.reg .b64 %ftp_d<3>;\n"
-            f"\tld.param.u64 %ftp_d0, [{param}];\n"
-            "\tsetp.ne.u64 %ftp_p0, %ftp_d0, 0;\n"
             "\tmov.u32 %ftp_r0, %tid.x;\n"
-            "\tsetp.eq.and.u32 %ftp_p0, %ftp_r0, 0, %ftp_p0;\n"
+            "\tsetp.ne.u32 %ftp_p0, %ftp_r0, 0;\n"
+            "\t@%ftp_p0 bra $ftp_entry_done;\n"
+            f"\tld.param.u64 %ftp_d0, [{param}];\n"
+            "\tsetp.eq.u64 %ftp_p0, %ftp_d0, 0;\n"
+            "\t@%ftp_p0 bra $ftp_entry_done;\n"
             "\tmov.u64 %ftp_d1, %globaltimer;\n"
             "\tnot.b64 %ftp_d1, %ftp_d1;\n"
             + _lane_address("%ftp_r1", "%ftp_d2", "%ftp_d0", plane_bytes, lanes) +
-            "\t@%ftp_p0 red.global.max.u64 [%ftp_d2], %ftp_d1;\n"
+            "\tred.global.max.u64 [%ftp_d2], %ftp_d1;\n"
             "\tmov.u32 %ftp_r2, %ctaid.x;\n\tmov.u32 %ftp_r3, %ctaid.y;\n\tor.b32 %ftp_r2, %ftp_r2, %ftp_r3;\n"
             "\tmov.u32 %ftp_r3, %ctaid.z;\n\tor.b32 %ftp_r2, %ftp_r2, %ftp_r3;\n"
-            "\tsetp.eq.and.u32 %ftp_p1, %ftp_r2, 0, %ftp_p0;\n"
+            "\tsetp.eq.u32 %ftp_p1, %ftp_r2, 0;\n"
             "\tmov.u32 %ftp_r4, %nctaid.x;\n\tmov.u32 %ftp_r5, %nctaid.y;\n\tmov.u32 %ftp_r6, %nctaid.z;\n"
             "\tshl.b32 %ftp_r6, %ftp_r6, 16;\n\tor.b32 %ftp_r5, %ftp_r5, %ftp_r6;\n"
             "\tmov.u32 %ftp_r6, %ntid.x;\n"
             f"\tmov.u32 %ftp_r7, {kernel_id};\n"
             "\t@%ftp_p1 st.global.v4.u32 [%ftp_d0], {%ftp_r7, %ftp_r4, %ftp_r5, %ftp_r6};\n"
+            "$ftp_entry_done:\n"
             "\t}\n")
 
 
-def exit_block(param, plane_bytes, lanes, indent):
+def exit_block(param, plane_bytes, lanes, indent, index):
+    """Lane 0 of each warp only; `index` makes the block's label unique in the kernel."""
+    done = f"$ftp_exit_done{index}"
     return (f"{indent}{{ // flagtree.profiler device_timer: exit stamp\n"
             "\t.reg .pred %ftp_q0;\n\t.reg .b32 %ftp_s<2>;\n\t.reg .b64 %ftp_e<3>;\n"
-            f"\tld.param.u64 %ftp_e0, [{param}];\n"
-            "\tsetp.ne.u64 %ftp_q0, %ftp_e0, 0;\n"
             "\tmov.u32 %ftp_s0, %laneid;\n"
-            "\tsetp.eq.and.u32 %ftp_q0, %ftp_s0, 0, %ftp_q0;\n"
+            "\tsetp.ne.u32 %ftp_q0, %ftp_s0, 0;\n"
+            f"\t@%ftp_q0 bra {done};\n"
+            f"\tld.param.u64 %ftp_e0, [{param}];\n"
+            "\tsetp.eq.u64 %ftp_q0, %ftp_e0, 0;\n"
+            f"\t@%ftp_q0 bra {done};\n"
             + _lane_address("%ftp_s1", "%ftp_e1", "%ftp_e0", plane_bytes, lanes) +
             "\tmov.u64 %ftp_e2, %globaltimer;\n"
-            "\t@%ftp_q0 red.global.max.u64 [%ftp_e1+8], %ftp_e2;\n"
+            "\tred.global.max.u64 [%ftp_e1+8], %ftp_e2;\n"
+            f"{done}:\n"
             "\t}\n")
 
 
@@ -110,7 +120,7 @@ def stamp_ptx(ptx, kernel_id, plane_bytes, lanes):
     def stamp_exit(match):
         nonlocal exits
         exits += 1
-        return exit_block(param, plane_bytes, lanes, match.group(1)) + match.group(0)
+        return exit_block(param, plane_bytes, lanes, match.group(1), exits) + match.group(0)
 
     body = _RET.sub(stamp_exit, body)
     if not exits:
