@@ -10,7 +10,7 @@ cd /tmp  # import the installed package, not the source tree
 ROOT=$OLDPWD
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$OUT/machine.txt" 2>&1
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  FLAGTREE_GPU_TESTS=1 PYTHONUNBUFFERED=1 timeout 300 python3 -m pytest -q -x -p no:cacheprovider \
+  FLAGTREE_GPU_TESTS=1 PYTHONUNBUFFERED=1 timeout 300 python3 -m pytest -q -p no:cacheprovider \
     "$ROOT/tests/gpu/test_device_timer_gpu.py" ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/gpu-tests.log" | tail -40
 fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
