@@ -69,8 +69,9 @@ def test_mode_names_the_ring_size():
             parse_mode(bad)
 
 
-def test_a_real_compile_carries_the_stamps_and_a_separate_cache_entry():
+def test_a_real_compile_carries_the_stamps_and_a_separate_cache_entry(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path)  # a real compile, not a cache hit
     script = os.path.join(os.path.dirname(__file__), "compile_stamped.py")
     done = subprocess.run([sys.executable, script], capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -128,7 +128,7 @@ def test_kernels_lie_inside_the_host_scope_that_launched_and_waited_for_them(tmp
     kernels = [e for e in events if e.get("cat") == "kernel"]
     assert len(kernels) == 15
     meta = json.load(open(tmp_path / "t.meta.json"))
-    slack_us = (abs(meta["device_timer_clock_uncertainty_ns"]) + abs(meta["device_timer_clock_drift_ns"])) / 1e3 + 2
+    slack_us = (abs(meta["device_timer_clock_uncertainty_ns"]) + abs(meta["device_timer_clock_drift_ns"])) / 1e3 + 1
     for k in kernels:
         s = scopes[k["args"]["context"]]
         assert s["ts"] - slack_us <= k["ts"] and k["ts"] + k["dur"] <= s["ts"] + s["dur"] + slack_us
@@ -154,17 +154,26 @@ def test_times_agree_with_cupti_for_the_same_launches(tmp_path):
 
 
 def test_beside_torch_profiler_both_see_the_kernels(tmp_path):
-    from torch.profiler import ProfilerActivity, profile
-
-    x, y, out = _tensors(1 << 20)
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
-        _launch(x, y, out, times=8)
-        torch.cuda.synchronize()
-        profiler.finalize(sid)
+    """In a fresh process (no CUPTI client before): torch.profiler holds CUPTI, ours runs inside."""
+    script = textwrap.dedent(f"""
+        import json, sys, torch, flagtree.profiler as p
+        from torch.profiler import ProfilerActivity, profile
+        sys.path.insert(0, {os.path.dirname(SRC) + '/examples'!r})
+        from triton_kernels import add_kernel
+        x = torch.rand(1 << 20, device="cuda"); out = torch.empty_like(x)
+        add_kernel[(1024,)](x, x, out, 1 << 20, BLOCK=1024)
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            s = p.start({str(tmp_path / 'p')!r}, backend="device_timer")
+            for _ in range(8):
+                add_kernel[(1024,)](x, x, out, 1 << 20, BLOCK=1024)
+            torch.cuda.synchronize()
+            p.finalize(s)
+        print(json.dumps(len([e for e in prof.events() if "add_kernel" in e.name])))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.split()[-1]) >= 8  # torch.profiler's CUPTI saw the launches
     assert _flat(tmp_path / "p.hatchet")[("add_kernel",)]["count"] == 8
-    seen = [e for e in prof.events() if "add_kernel" in e.name]
-    assert len(seen) >= 8
 
 
 def test_graph_captured_launches_are_counted_not_mistimed(tmp_path):

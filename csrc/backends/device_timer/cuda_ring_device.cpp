@@ -15,6 +15,7 @@ struct CudaTimerApi {
   CUresult (*ctxGetCurrent)(CUcontext*) = nullptr;
   CUresult (*ctxPushCurrent)(CUcontext) = nullptr;
   CUresult (*ctxPopCurrent)(CUcontext*) = nullptr;
+  CUresult (*ctxSetCurrent)(CUcontext) = nullptr;
   CUresult (*ctxGetDevice)(CUdevice*) = nullptr;
   CUresult (*deviceGet)(CUdevice*, int) = nullptr;
   CUresult (*primaryRetain)(CUcontext*, CUdevice) = nullptr;
@@ -55,6 +56,7 @@ const CudaTimerApi& timerApi() {
                     {a.ctxGetCurrent, "CtxGetCurrent", Need::Required},
                     {a.ctxPushCurrent, "CtxPushCurrent_v2", Need::Required},
                     {a.ctxPopCurrent, "CtxPopCurrent_v2", Need::Required},
+                    {a.ctxSetCurrent, "CtxSetCurrent", Need::Required},
                     {a.ctxGetDevice, "CtxGetDevice", Need::Required},
                     {a.deviceGet, "DeviceGet", Need::Required},
                     {a.primaryRetain, "DevicePrimaryCtxRetain", Need::Required},
@@ -181,9 +183,23 @@ CudaRingDevice::~CudaRingDevice() {
   api_.primaryRelease(device_);
 }
 
-bool CudaRingDevice::onRingDevice() {
+RingDevice::Where CudaRingDevice::onRingDevice() {
   CUcontext current = nullptr;
-  return api_.ctxGetCurrent(&current) == CUDA_SUCCESS && current == ctx_;
+  if (api_.ctxGetCurrent(&current) != CUDA_SUCCESS) return kNo;
+  return !current ? kNoContext : current == ctx_ ? kYes : kNo;
+}
+
+void CudaRingDevice::makeCurrent() { api_.ctxSetCurrent(ctx_); }
+
+ClockProbe CudaRingDevice::realtimeOffset() {
+  ClockProbe best{0, -1};
+  for (int i = 0; i < 16; ++i) {
+    const uint64_t before = monotonicNs(), real = realtimeNs(), after = monotonicNs();
+    const int64_t half = int64_t(after - before) / 2;
+    if (best.uncertaintyNs < 0 || half < best.uncertaintyNs)
+      best = ClockProbe{int64_t(real) - int64_t(before + (after - before) / 2), half};
+  }
+  return best;
 }
 
 bool CudaRingDevice::capturing(uint64_t stream) {

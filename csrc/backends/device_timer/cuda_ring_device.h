@@ -32,7 +32,10 @@ class CudaRingDevice : public RingDevice {
 
   uint64_t deviceBase() override { return base_; }
   const uint8_t* hostMirror() override { return mirror_; }
-  bool onRingDevice() override;
+  Where onRingDevice() override;
+  // Makes the ring's (primary) context current on this thread: what Triton's launcher does
+  // for a thread without one, done before the allocator answers.
+  void makeCurrent();
   bool capturing(uint64_t stream) override;
   void waitForStreams(std::vector<uint64_t>& streams) override;
   void* copyAndZero(uint32_t first, uint32_t count) override;
@@ -40,6 +43,9 @@ class CudaRingDevice : public RingDevice {
 
   // Reads the device clock and the host clock against each other (a short kernel, one sync).
   ClockProbe probeClock();
+  // CLOCK_REALTIME - CLOCK_MONOTONIC read on the host (the narrowest of a few brackets): the
+  // global timer counts ns of the host's real-time clock, so this maps its stamps.
+  static ClockProbe realtimeOffset();
   int deviceOrdinal() const { return ordinal_; }
 
  private:

@@ -27,7 +27,7 @@ class HostRingDevice : public RingDevice {
       : plane_(uint64_t(slots) * kTimerSlotBytes), memory_(plane_ * kTimerPlanes), mirror_(plane_ * kTimerPlanes) {}
   uint64_t deviceBase() override { return reinterpret_cast<uint64_t>(memory_.data()); }
   const uint8_t* hostMirror() override { return mirror_.data(); }
-  bool onRingDevice() override { return true; }
+  Where onRingDevice() override { return kYes; }
   bool capturing(uint64_t stream) override {
     std::lock_guard<std::mutex> lock(mutex_);
     return capturing_.count(stream) != 0;
@@ -73,6 +73,7 @@ struct Route {
   CudaRingDevice* cuda = nullptr;  // owned by ring, when on CUDA
   HostRingDevice* host = nullptr;  // owned by ring, in CPU tests
   nb::object fallback;             // the profile allocator before ours
+  nb::object threadDevice;         // () -> the calling thread's device ordinal (Triton's driver)
 };
 
 Route& route() {
@@ -96,6 +97,22 @@ nb::dict statsDict(const RingStats& s) {
   d["captured_untimed"] = s.captured;
   d["other_device_untimed"] = s.otherDevice;
   d["unknown_kernels"] = s.unknownKernels;
+  return d;
+}
+
+nb::dict probeDict(const ClockProbe& p);
+
+// The real-time offset, with the probe kernel's reading beside it (its difference says how far
+// the device's global timer is from the host's real-time clock, as far as the probe can tell).
+nb::dict clockDict(const ClockProbe& host) {
+  nb::dict d = probeDict(host);
+  ClockProbe probe;
+  {
+    nb::gil_scoped_release unlocked;
+    probe = route().cuda->probeClock();
+  }
+  d["probe_minus_realtime_ns"] = probe.offsetNs - host.offsetNs;
+  d["probe_uncertainty_ns"] = probe.uncertaintyNs;
   return d;
 }
 
@@ -136,6 +153,16 @@ nb::object allocate(nb::handle size, nb::handle align, nb::handle stream) {
   }
   const uint64_t handle = stream.is_none() ? 0 : nb::cast<uint64_t>(stream);
   uint64_t address = ring->claim(handle);
+  if (address == TimerRing::kNoContext) {
+    // A thread's first launch: Triton makes the device's primary context current after us.
+    if (r.cuda && r.threadDevice.is_valid() && nb::cast<int>(r.threadDevice()) == r.cuda->deviceOrdinal()) {
+      r.cuda->makeCurrent();
+      address = ring->claim(handle);
+    } else {
+      ring->countOtherDevice();
+      address = 0;
+    }
+  }
   while (address == TimerRing::kFull) {
     {
       nb::gil_scoped_release unlocked;  // the worker may need a while; other threads go on
@@ -166,36 +193,24 @@ void registerDeviceTimerBindings(nb::module_& m, nb::module_& testing) {
   // size) and measures the clock again; returns {device, offset_ns, uncertainty_ns}.
   m.def("device_timer_start", [](uint32_t slots, uint32_t batch) {
     Route& r = route();
-    if (r.ring && r.cuda && r.ring->slots() == slots && r.ring->batch() == batch) {
-      ClockProbe probe;
-      {
-        nb::gil_scoped_release unlocked;
-        probe = r.cuda->probeClock();
-      }
-      r.ring->setClock(ClockMap{probe.offsetNs});
-      nb::dict d = probeDict(probe);
-      d["device"] = r.cuda->deviceOrdinal();
-      d["kept"] = true;
-      return d;
+    if (!(r.ring && r.cuda && r.ring->slots() == slots && r.ring->batch() == batch)) {
+      if (r.ring) freeRing();
+      auto device = std::make_unique<CudaRingDevice>(slots);
+      CudaRingDevice* cuda = device.get();
+      startRing(std::move(device), slots, batch, uint32_t(cuda->deviceOrdinal()), 0);
+      r.cuda = cuda;
     }
-    if (r.ring) freeRing();
-    auto device = std::make_unique<CudaRingDevice>(slots);
-    const ClockProbe probe = device->probeClock();
-    CudaRingDevice* cuda = device.get();
-    const int ordinal = cuda->deviceOrdinal();
-    startRing(std::move(device), slots, batch, uint32_t(ordinal), probe.offsetNs);
-    r.cuda = cuda;
-    nb::dict d = probeDict(probe);
-    d["device"] = ordinal;
-    d["kept"] = false;
+    const ClockProbe host = CudaRingDevice::realtimeOffset();
+    r.ring->setClock(ClockMap{host.offsetNs});
+    nb::dict d = clockDict(host);
+    d["device"] = r.cuda->deviceOrdinal();
     return d;
   }, nb::arg("slots"), nb::arg("batch"));
-  m.def("device_timer_probe_clock", [] {
+  m.def("device_timer_set_thread_device", [](nb::object fn) { route().threadDevice = std::move(fn); });
+  // The clock now: the real-time offset the ring maps with, and the probe kernel's reading.
+  m.def("device_timer_check_clock", [] {
     if (!route().cuda) throw std::runtime_error("backend 'device_timer': the ring is not started on CUDA");
-    nb::gil_scoped_release unlocked;
-    ClockProbe probe = route().cuda->probeClock();
-    nb::gil_scoped_acquire locked;
-    return probeDict(probe);
+    return clockDict(CudaRingDevice::realtimeOffset());
   });
   m.def("device_timer_plane_bytes", [] { return ringOrThrow().planeBytes(); });
   m.def("device_timer_set_fallback", [](nb::object fallback) { route().fallback = std::move(fallback); });

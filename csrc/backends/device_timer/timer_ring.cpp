@@ -77,9 +77,10 @@ uint16_t TimerRing::streamIndexLocked(uint64_t stream) {
 }
 
 uint64_t TimerRing::claim(uint64_t stream) {
-  if (!device_->onRingDevice()) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++stats_.otherDevice;
+  const RingDevice::Where where = device_->onRingDevice();
+  if (where == RingDevice::kNoContext) return kNoContext;
+  if (where == RingDevice::kNo) {
+    countOtherDevice();
     return 0;
   }
   if (device_->capturing(stream)) {
@@ -170,6 +171,11 @@ void TimerRing::drain() {
   for (auto& [tid, entry] : threads_) entry.pending = 0;
   const uint64_t target = scheduled_;
   freedCv_.wait(lock, [&] { return freed_ >= target; });
+}
+
+void TimerRing::countOtherDevice() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.otherDevice;
 }
 
 RingStats TimerRing::stats() {

@@ -41,8 +41,10 @@ class RingDevice {
   virtual ~RingDevice() = default;
   virtual uint64_t deviceBase() = 0;        // kTimerPlanes planes of the ring's slots
   virtual const uint8_t* hostMirror() = 0;  // the pinned copy, same layout
-  // True when the calling thread launches on the ring's device (a ring address is valid there).
-  virtual bool onRingDevice() = 0;
+  // Whether the calling thread launches on the ring's device (a ring address is valid there):
+  // its current context is the ring's (kYes), another (kNo), or none yet (kNoContext).
+  enum Where { kNo = 0, kYes = 1, kNoContext = 2 };
+  virtual Where onRingDevice() = 0;
   // True when `stream` is capturing a graph (a captured launch would keep its slot forever).
   virtual bool capturing(uint64_t stream) = 0;
   // Orders the copy stream after everything queued so far on `streams` (those that fail, being
@@ -80,7 +82,10 @@ class TimerRing {
   // The allocator: the device address of a fresh slot for a launch on `stream`, 0 when this
   // launch cannot be timed (capture, another device), or kFull when the ring is full: then the
   // caller waits in awaitRoom() (without the GIL) and claims again. On the launching thread.
+  // kNoContext: the thread has no current context yet (its first launch: Triton makes one
+  // current after the allocator); the caller finds the thread's device and claims again.
   static constexpr uint64_t kFull = 1;
+  static constexpr uint64_t kNoContext = 2;
   uint64_t claim(uint64_t stream);
   // Backpressure: schedules the oldest readbacks and waits until a slot is free (counted).
   void awaitRoom();
@@ -89,6 +94,7 @@ class TimerRing {
   // A readback of what is known to be queued, without waiting (flush's cheap half).
   void kick();
   RingStats stats();
+  void countOtherDevice();  // a launch on another device than the ring's (not timed)
   void setClock(ClockMap clock);
   uint32_t slots() const { return slots_; }
   uint32_t batch() const { return batch_; }

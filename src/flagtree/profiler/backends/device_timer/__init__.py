@@ -7,9 +7,10 @@ Triton's launcher gets from our profile allocator, a native function: on the hos
 costs that one call (the slot, the launch's context), nothing else. The ring is read back
 asynchronously on its own stream into pinned memory when a quarter fills, at flush() and at
 finalize(), and a native worker hands each launch's record to the same session layer that CUPTI's
-records reach: tree, trace and metadata outputs are written as for backend="nvidia". Device
-times are mapped onto the profile's host clock with an offset measured at start (a probe kernel
-reading the host clock through mapped memory) and checked again at finalize.
+records reach: tree, trace and metadata outputs are written as for backend="nvidia". The
+global timer counts nanoseconds of the host's real-time clock: stamps are mapped onto the
+profile's monotonic clock with the host's real-time offset read at start and read again at
+finalize; a probe kernel reading the host clock through mapped memory checks the device side.
 
 Covers Triton kernels only: torch's own kernels, library kernels (cuBLAS) and copies are not
 seen (docs/reference/device-timer.md).
@@ -125,6 +126,9 @@ class DeviceTimerBackend(Backend):
         self._undo.append(compiler_hook.uninstall)
         previous = _allocation._profile_allocator.get()
         native.device_timer_set_fallback(previous)
+        from triton.runtime import driver
+
+        native.device_timer_set_thread_device(driver.active.get_current_device)
         _allocation.set_profile_allocator(native.device_timer_allocate)
         self._undo.append(lambda: _allocation.set_profile_allocator(previous))
         self._undo.append(_attach(triton.knobs.runtime, "kernel_load_end_hook", _kernel_loaded))
@@ -185,17 +189,22 @@ class DeviceTimerBackend(Backend):
         return stats
 
     def _clock_facts(self, native):
+        """The mapping of the global timer (host CLOCK_REALTIME ns) onto the profile's monotonic
+        clock: the offset read at start, how far it moved by finalize (real-time clock slew),
+        and the probe kernel's independent reading of the device timer against the host."""
         start = self.clock_at_start or {}
-        facts = {"device_timer_clock_offset_ns": start.get("offset_ns"),
-                 "device_timer_clock_uncertainty_ns": start.get("uncertainty_ns")}
+        facts = {"device_timer_clock": "global timer = host CLOCK_REALTIME, mapped to CLOCK_MONOTONIC",
+                 "device_timer_clock_offset_ns": start.get("offset_ns"),
+                 "device_timer_clock_uncertainty_ns": start.get("uncertainty_ns"),
+                 "device_timer_clock_probe_minus_realtime_ns": start.get("probe_minus_realtime_ns"),
+                 "device_timer_clock_probe_uncertainty_ns": start.get("probe_uncertainty_ns")}
         try:
-            end = native.device_timer_probe_clock()
+            end = native.device_timer_check_clock()
         except RuntimeError as error:
             facts["device_timer_clock_check"] = f"not measured: {error}"
             return facts
-        # Drift over the session: how far the mapping measured at start is off at finalize.
         facts["device_timer_clock_drift_ns"] = end["offset_ns"] - start.get("offset_ns", end["offset_ns"])
-        facts["device_timer_clock_check_uncertainty_ns"] = end["uncertainty_ns"]
+        facts["device_timer_clock_probe_minus_realtime_at_finalize_ns"] = end["probe_minus_realtime_ns"]
         return facts
 
     def device_info(self):
