@@ -1,5 +1,7 @@
 #include "backends/device_timer/cuda_ring_device.h"
 
+#include "backends/device_timer/cuda_timer_api.h"
+
 #include <atomic>
 #include <stdexcept>
 #include <thread>
@@ -8,43 +10,6 @@
 #include "core/library.h"
 
 namespace ftp {
-
-struct CudaTimerApi {
-  CUresult (*init)(unsigned) = nullptr;
-  CUresult (*getErrorString)(CUresult, const char**) = nullptr;
-  CUresult (*ctxGetCurrent)(CUcontext*) = nullptr;
-  CUresult (*ctxPushCurrent)(CUcontext) = nullptr;
-  CUresult (*ctxPopCurrent)(CUcontext*) = nullptr;
-  CUresult (*ctxSetCurrent)(CUcontext) = nullptr;
-  CUresult (*ctxGetDevice)(CUdevice*) = nullptr;
-  CUresult (*deviceGet)(CUdevice*, int) = nullptr;
-  CUresult (*primaryRetain)(CUcontext*, CUdevice) = nullptr;
-  CUresult (*primaryRelease)(CUdevice) = nullptr;
-  CUresult (*memAlloc)(CUdeviceptr*, size_t) = nullptr;
-  CUresult (*memFree)(CUdeviceptr) = nullptr;
-  CUresult (*memHostAlloc)(void**, size_t, unsigned) = nullptr;
-  CUresult (*memFreeHost)(void*) = nullptr;
-  CUresult (*memHostGetDevicePointer)(CUdeviceptr*, void*, unsigned) = nullptr;
-  CUresult (*memsetD32)(CUdeviceptr, unsigned, size_t) = nullptr;
-  CUresult (*memsetD2D32Async)(CUdeviceptr, size_t, unsigned, size_t, size_t, CUstream) = nullptr;
-  CUresult (*memcpy2DAsync)(const CUDA_MEMCPY2D*, CUstream) = nullptr;
-  CUresult (*streamCreate)(CUstream*, unsigned) = nullptr;
-  CUresult (*streamDestroy)(CUstream) = nullptr;
-  CUresult (*streamSynchronize)(CUstream) = nullptr;
-  CUresult (*streamIsCapturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
-  CUresult (*streamWaitEvent)(CUstream, CUevent, unsigned) = nullptr;
-  CUresult (*eventCreate)(CUevent*, unsigned) = nullptr;
-  CUresult (*eventDestroy)(CUevent) = nullptr;
-  CUresult (*eventRecord)(CUevent, CUstream) = nullptr;
-  CUresult (*eventSynchronize)(CUevent) = nullptr;
-  CUresult (*moduleLoadData)(CUmodule*, const void*) = nullptr;
-  CUresult (*moduleUnload)(CUmodule) = nullptr;
-  CUresult (*moduleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
-  CUresult (*launchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                           CUstream, void**, void**) = nullptr;
-};
-
-namespace {
 
 const CudaTimerApi& timerApi() {
   static const CudaTimerApi api = [] {
@@ -88,56 +53,6 @@ const CudaTimerApi& timerApi() {
   return api;
 }
 
-// Reads the global timer, the host clock word (host memory mapped into the device) and the global
-// timer again, `n` times. The branch on the loaded value makes the second timer read wait for the
-// load, so each pair brackets the moment the host word was read.
-const char* const kProbePtx = R"(
-.version 7.0
-.target sm_70
-.address_size 64
-.visible .entry ftp_clock_probe(.param .u64 ftp_out, .param .u64 ftp_host, .param .u32 ftp_n)
-{
-  .reg .pred %p<2>;
-  .reg .b32 %i<2>;
-  .reg .b64 %a<5>;
-  ld.param.u64 %a0, [ftp_out];
-  ld.param.u64 %a1, [ftp_host];
-  ld.param.u32 %i0, [ftp_n];
-  mov.u32 %i1, 0;
-$ftp_loop:
-  mov.u64 %a2, %globaltimer;
-  ld.volatile.global.u64 %a3, [%a1];
-  setp.eq.u64 %p1, %a3, 0;
-  @%p1 bra $ftp_done;
-  mov.u64 %a4, %globaltimer;
-  st.global.u64 [%a0], %a2;
-  st.global.u64 [%a0+8], %a3;
-  st.global.u64 [%a0+16], %a4;
-  add.u64 %a0, %a0, 24;
-  add.u32 %i1, %i1, 1;
-  setp.lt.u32 %p0, %i1, %i0;
-  @%p0 bra $ftp_loop;
-$ftp_done:
-  ret;
-}
-)";
-
-constexpr unsigned kProbeSamples = 32;
-
-// Makes the ring's context current on this thread for the scope of one call.
-class Current {
- public:
-  Current(const CudaTimerApi& api, CUcontext ctx) : api_(api) { api_.ctxPushCurrent(ctx); }
-  ~Current() {
-    CUcontext popped;
-    api_.ctxPopCurrent(&popped);
-  }
-
- private:
-  const CudaTimerApi& api_;
-};
-
-}  // namespace
 
 void CudaRingDevice::check(CUresult result, const char* what) {
   if (result == CUDA_SUCCESS) return;
@@ -167,8 +82,7 @@ CudaRingDevice::CudaRingDevice(uint32_t slots) : api_(timerApi()) {
   check(api_.memHostAlloc(&host, bytes, 0), "cuMemHostAlloc (the ring's pinned mirror)");
   mirror_ = static_cast<uint8_t*>(host);
   check(api_.streamCreate(&copy_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-  check(api_.moduleLoadData(&probeModule_, kProbePtx), "cuModuleLoadData (clock probe)");
-  check(api_.moduleGetFunction(&probe_, probeModule_, "ftp_clock_probe"), "cuModuleGetFunction");
+  loadProbes();
 }
 
 CudaRingDevice::~CudaRingDevice() {
@@ -265,44 +179,6 @@ void CudaRingDevice::waitFence(void* fence) {
   }
   std::lock_guard<std::mutex> lock(eventsMutex_);
   freeEvents_.push_back(e);
-}
-
-ClockProbe CudaRingDevice::probeClock() {
-  Current scope(api_, ctx_);
-  void* hostWord = nullptr;
-  void* samples = nullptr;
-  check(api_.memHostAlloc(&hostWord, 64, CU_MEMHOSTALLOC_DEVICEMAP), "cuMemHostAlloc (clock probe)");
-  check(api_.memHostAlloc(&samples, kProbeSamples * 24, CU_MEMHOSTALLOC_DEVICEMAP), "cuMemHostAlloc (clock probe)");
-  auto* word = static_cast<volatile uint64_t*>(hostWord);
-  *word = monotonicNs();
-  std::atomic<bool> stop{false};
-  // The host clock, written as fast as this thread can while the probe kernel reads it.
-  std::thread writer([&] {
-    while (!stop.load(std::memory_order_relaxed)) *word = monotonicNs();
-  });
-  CUdeviceptr outPtr = 0, hostPtr = 0;
-  CUresult result = api_.memHostGetDevicePointer(&outPtr, samples, 0);
-  if (result == CUDA_SUCCESS) result = api_.memHostGetDevicePointer(&hostPtr, hostWord, 0);
-  unsigned n = kProbeSamples;
-  void* params[] = {&outPtr, &hostPtr, &n};
-  if (result == CUDA_SUCCESS) result = api_.launchKernel(probe_, 1, 1, 1, 1, 1, 1, 0, copy_, params, nullptr);
-  if (result == CUDA_SUCCESS) result = api_.streamSynchronize(copy_);
-  stop = true;
-  writer.join();
-  ClockProbe best{0, -1};
-  const auto* s = static_cast<const volatile uint64_t*>(samples);
-  for (unsigned i = 0; result == CUDA_SUCCESS && i < kProbeSamples; ++i) {
-    const uint64_t before = s[3 * i], host = s[3 * i + 1], after = s[3 * i + 2];
-    if (!host || after < before) continue;
-    const int64_t half = int64_t(after - before) / 2;
-    if (best.uncertaintyNs < 0 || half < best.uncertaintyNs)
-      best = ClockProbe{int64_t(before + (after - before) / 2) - int64_t(host), half};
-  }
-  api_.memFreeHost(samples);
-  api_.memFreeHost(hostWord);
-  check(result, "the clock probe");
-  if (best.uncertaintyNs < 0) throw std::runtime_error("backend 'device_timer': the clock probe read no sample");
-  return best;
 }
 
 }  // namespace ftp

@@ -14,11 +14,15 @@
 
 namespace ftp {
 
-// One clock probe: the offset (device - host monotonic, ns) and its uncertainty (half the
-// narrowest bracket of two device reads around one read of the host clock).
+// The offset device - host monotonic (ns) between two bounds: `upperNs` from the device reading
+// the host's clock (a host value is read after it was written), `lowerNs` from the host reading
+// the device's (likewise); offset = their midpoint, uncertainty = half their distance (negative
+// distance: the bounds contradict each other, the clocks moved during the probe).
 struct ClockProbe {
   int64_t offsetNs = 0;
   int64_t uncertaintyNs = 0;
+  int64_t lowerNs = 0;
+  int64_t upperNs = 0;
 };
 
 struct CudaTimerApi;  // the driver function table (cuda_ring_device.cpp)
@@ -41,7 +45,8 @@ class CudaRingDevice : public RingDevice {
   void* copyAndZero(uint32_t first, uint32_t count) override;
   void waitFence(void* fence) override;
 
-  // Reads the device clock and the host clock against each other (a short kernel, one sync).
+  // Reads the device clock and the host clock against each other, both ways (two short
+  // kernels, host memory mapped write-combined so neither side reads a cached copy); clock_probe.cpp.
   ClockProbe probeClock();
   // CLOCK_REALTIME - CLOCK_MONOTONIC read on the host (the narrowest of a few brackets): the
   // global timer counts ns of the host's real-time clock, so this maps its stamps.
@@ -50,6 +55,9 @@ class CudaRingDevice : public RingDevice {
 
  private:
   void check(CUresult result, const char* what);
+  void loadProbes();
+  int64_t upperBound();  // the device reads the host clock
+  int64_t lowerBound();  // the host reads the device clock
   CUevent takeEvent();
 
   const CudaTimerApi& api_;
@@ -64,7 +72,8 @@ class CudaRingDevice : public RingDevice {
   std::vector<CUevent> freeEvents_;
   std::unordered_map<uint64_t, CUevent> streamEvents_;
   CUmodule probeModule_ = nullptr;
-  CUfunction probe_ = nullptr;
+  CUfunction probeRead_ = nullptr;  // the device reads the host's clock word
+  CUfunction probeEmit_ = nullptr;  // the device writes its clock for the host to read
 };
 
 }  // namespace ftp

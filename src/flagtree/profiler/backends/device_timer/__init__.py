@@ -7,10 +7,10 @@ Triton's launcher gets from our profile allocator, a native function: on the hos
 costs that one call (the slot, the launch's context), nothing else. The ring is read back
 asynchronously on its own stream into pinned memory when a quarter fills, at flush() and at
 finalize(), and a native worker hands each launch's record to the same session layer that CUPTI's
-records reach: tree, trace and metadata outputs are written as for backend="nvidia". The
-global timer counts nanoseconds of the host's real-time clock: stamps are mapped onto the
-profile's monotonic clock with the host's real-time offset read at start and read again at
-finalize; a probe kernel reading the host clock through mapped memory checks the device side.
+records reach: tree, trace and metadata outputs are written as for backend="nvidia". Stamps
+are mapped onto the profile's monotonic clock with an offset probed at start (the device reading
+the host's clock and the host reading the device's, through write-combined mapped memory) and
+probed again at finalize (the drift is in the metadata).
 
 Covers Triton kernels only: torch's own kernels, library kernels (cuBLAS) and copies are not
 seen (docs/reference/device-timer.md).
@@ -189,22 +189,20 @@ class DeviceTimerBackend(Backend):
         return stats
 
     def _clock_facts(self, native):
-        """The mapping of the global timer (host CLOCK_REALTIME ns) onto the profile's monotonic
-        clock: the offset read at start, how far it moved by finalize (real-time clock slew),
-        and the probe kernel's independent reading of the device timer against the host."""
+        """The mapping of the global timer onto the profile's monotonic clock: the offset probed
+        at start (between the two one-way bounds, clock_probe.cpp), how far a probe at finalize
+        finds it moved, and the host real-time clock's distance from it (for reference)."""
         start = self.clock_at_start or {}
-        facts = {"device_timer_clock": "global timer = host CLOCK_REALTIME, mapped to CLOCK_MONOTONIC",
-                 "device_timer_clock_offset_ns": start.get("offset_ns"),
+        facts = {"device_timer_clock_offset_ns": start.get("offset_ns"),
                  "device_timer_clock_uncertainty_ns": start.get("uncertainty_ns"),
-                 "device_timer_clock_probe_minus_realtime_ns": start.get("probe_minus_realtime_ns"),
-                 "device_timer_clock_probe_uncertainty_ns": start.get("probe_uncertainty_ns")}
+                 "device_timer_clock_realtime_minus_probe_ns": start.get("realtime_minus_probe_ns")}
         try:
             end = native.device_timer_check_clock()
         except RuntimeError as error:
             facts["device_timer_clock_check"] = f"not measured: {error}"
             return facts
         facts["device_timer_clock_drift_ns"] = end["offset_ns"] - start.get("offset_ns", end["offset_ns"])
-        facts["device_timer_clock_probe_minus_realtime_at_finalize_ns"] = end["probe_minus_realtime_ns"]
+        facts["device_timer_clock_check_uncertainty_ns"] = end["uncertainty_ns"]
         return facts
 
     def device_info(self):
