@@ -193,3 +193,36 @@ def test_unknown_kernel_ids_keep_their_time_under_a_placeholder_name(tmp_path, r
     profiler.finalize(sid)
     assert _tree(tmp_path / "p.hatchet")[("<kernel 1234abcd>",)]["time (ns)"] == 700
     assert _native.device_timer_stats()["unknown_kernels"] == 1
+
+
+def _node_of(tree, name):
+    return next(m for k, m in tree.items() if k[-1] == name)
+
+
+def test_deferred_launches_take_the_metadata_published_after_the_allocator(tmp_path, ring, allocator):
+    """hook="triton" publishes a launch's metadata in the enter hook, after the allocator ran:
+    deferred, the launch takes its context and metadata when the exit hook says it is done."""
+    ring(8, 8)
+    sid = _session(tmp_path)
+    _native.device_timer_defer_launches(True)
+    slot = _allocate()
+    _native.set_launch_metadata("renamed_by_hook", [("flops", 5.0)])  # what the enter hook does
+    _native.device_timer_launch_done()  # the exit hook
+    _kernel(slot, "add_kernel", 0, 1_000)
+    _native.device_timer_drain()
+    profiler.finalize(sid)
+    node = _node_of(_tree(tmp_path / "p.hatchet"), "renamed_by_hook")
+    assert node["count"] == 1 and node["flops"] == 5.0
+
+
+def test_without_deferral_metadata_published_after_the_allocator_misses_its_launch(tmp_path, ring, allocator):
+    ring(8, 8)
+    sid = _session(tmp_path)
+    slot = _allocate()
+    _native.set_launch_metadata("renamed_by_hook", [("flops", 5.0)])
+    _kernel(slot, "add_kernel", 0, 1_000)
+    _native.clear_launch_metadata()
+    _native.device_timer_drain()
+    profiler.finalize(sid)
+    tree = _tree(tmp_path / "p.hatchet")
+    assert _node_of(tree, "add_kernel")["count"] == 1 and not any(k[-1] == "renamed_by_hook" for k in tree)

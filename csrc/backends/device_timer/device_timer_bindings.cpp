@@ -206,6 +206,8 @@ void registerDeviceTimerBindings(nb::module_& m, nb::module_& testing) {
     if (!route().cuda) throw std::runtime_error("backend 'device_timer': the ring is not started on CUDA");
     return clockDict(probeNow());
   });
+  m.def("device_timer_defer_launches", [](bool on) { ringOrThrow().deferLaunches(on); });
+  m.def("device_timer_launch_done", &TimerRing::launchDone);
   m.def("device_timer_plane_bytes", [] { return ringOrThrow().planeBytes(); });
   m.def("device_timer_set_fallback", [](nb::object fallback) { route().fallback = std::move(fallback); });
   m.def("device_timer_allocate", &allocate, nb::arg("size"), nb::arg("alignment"), nb::arg("stream"));

@@ -34,7 +34,20 @@ uint32_t lookupName(uint32_t id, bool& known) {
   return known ? it->second : 0;
 }
 
+struct Deferred {
+  uint32_t correlation;
+  uint64_t launchNs;
+  bool pending;
+};
+thread_local Deferred deferred{0, 0, false};
+
 }  // namespace
+
+void TimerRing::launchDone() {
+  if (!deferred.pending) return;
+  deferred.pending = false;
+  Profiler::instance().onLaunch(deferred.correlation, false, deferred.launchNs);
+}
 
 uint32_t TimerRing::kernelId(const char* name, size_t size) {
   uint32_t h = 2166136261u;  // FNV-1a: stable across processes (kernels come from the disk cache)
@@ -107,7 +120,11 @@ uint64_t TimerRing::claim(uint64_t stream) {
   lock.unlock();
   // The context of the launch, resolved now on the launching thread (shadow, python, ...). Its
   // record cannot be read back before this: the slot is only read once this thread claims again.
-  Profiler::instance().onLaunch(correlation, false, now);
+  if (defer_.load(std::memory_order_relaxed)) {
+    deferred = Deferred{correlation, now, true};  // a launch that never reached its exit hook is dropped
+  } else {
+    Profiler::instance().onLaunch(correlation, false, now);
+  }
   return device_->deviceBase() + uint64_t(slot) * kTimerSlotBytes;
 }
 

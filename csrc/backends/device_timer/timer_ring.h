@@ -17,6 +17,7 @@
 // waits for the copy and hands one DeviceRecord per launch to the profiler. A full ring waits
 // for the oldest readback (backpressure, counted); nothing is dropped.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -89,6 +90,11 @@ class TimerRing {
   uint64_t claim(uint64_t stream);
   // Backpressure: schedules the oldest readbacks and waits until a slot is free (counted).
   void awaitRoom();
+  // Deferred launches (hook="triton"): the launch's context and metadata are taken when Triton's
+  // launch-exit hook calls launchDone(), after its enter hook published the metadata, instead of
+  // in claim() (Triton asks the allocator before it runs the enter hook).
+  void deferLaunches(bool on) { defer_.store(on, std::memory_order_relaxed); }
+  static void launchDone();
   // Delivers every record of launches claimed so far (treats every claim as queued); waits.
   void drain();
   // A readback of what is known to be queued, without waiting (flush's cheap half).
@@ -125,6 +131,7 @@ class TimerRing {
   void work();
   void deliver(uint64_t first, uint64_t last);
 
+  std::atomic<bool> defer_{false};
   std::unique_ptr<RingDevice> device_;
   const uint32_t slots_, batch_, deviceId_;
   std::mutex mutex_;

@@ -79,6 +79,8 @@ class DeviceTimerBackend(Backend):
         self._options = None
         self._undo = []
         self.clock_at_start = None
+        self._hooked = []  # open sessions with hook="triton"
+        self._undo_exit = None
 
     def check_mode(self, mode):
         return parse_mode(mode)
@@ -155,6 +157,32 @@ class DeviceTimerBackend(Backend):
         with self._lock:
             session.state.counts_at_start = dict(_native().device_timer_stats())
             session.state.stamped_at_start = compiler_hook.stats["stamped"]
+            if session.hook == "triton":
+                self._hook_triton(session, True)
+
+    def detach_session(self, session):
+        with self._lock:
+            if session in self._hooked:
+                self._hook_triton(session, False)
+
+    def _hook_triton(self, session, on):
+        """hook="triton" publishes a launch's metadata in Triton's launch-enter hook, which runs
+        after the allocator: while such a session is open, launches take their context and
+        metadata in the launch-exit hook (first in the chain, before hook="triton" drops them)."""
+        from ...hooks.triton import _attach, _launch_hook_owner
+
+        native = _native()
+        if on:
+            if not self._hooked:
+                self._undo_exit = _attach(_launch_hook_owner(), "launch_exit_hook", _launch_done, order="first")
+                native.device_timer_defer_launches(True)
+            self._hooked.append(session)
+            return
+        self._hooked.remove(session)
+        if not self._hooked:
+            native.device_timer_defer_launches(False)
+            self._undo_exit()
+            self._undo_exit = None
 
     # -- results ----------------------------------------------------------------------------
     def flush(self):
@@ -225,6 +253,10 @@ class DeviceTimerBackend(Backend):
             pass
         return {"backend": self.name, "time_source": self.name, "tracing_library": None,
                 "cuda_driver_version": native.cuda_driver_version(), "devices": devices}
+
+
+def _launch_done(metadata):
+    _native().device_timer_launch_done()
 
 
 def _kernel_loaded(module, function, name, metadata_group, hash_):
