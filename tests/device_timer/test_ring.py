@@ -203,6 +203,7 @@ def test_deferred_launches_take_the_metadata_published_after_the_allocator(tmp_p
     """hook="triton" publishes a launch's metadata in the enter hook, after the allocator ran:
     deferred, the launch takes its context and metadata when the exit hook says it is done."""
     ring(8, 8)
+    _native.clear_launch_metadata()
     sid = _session(tmp_path)
     _native.device_timer_defer_launches(True)
     slot = _allocate()
@@ -217,6 +218,7 @@ def test_deferred_launches_take_the_metadata_published_after_the_allocator(tmp_p
 
 def test_without_deferral_metadata_published_after_the_allocator_misses_its_launch(tmp_path, ring, allocator):
     ring(8, 8)
+    _native.clear_launch_metadata()
     sid = _session(tmp_path)
     slot = _allocate()
     _native.set_launch_metadata("renamed_by_hook", [("flops", 5.0)])
