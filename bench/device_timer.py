@@ -79,7 +79,7 @@ class Config:
             prof.start(self.last_base, backend="nvidia")
             return prof.scope
         from flagtree.profiler import _native
-        from flagtree.profiler.backends.nvidia import cupti_candidates
+        from flagtree.profiler.backends.nvidia.backend import cupti_candidates
 
         path = os.environ.get("FLAGTREE_PROFILER_CUPTI_PATH") or cupti_candidates(13)[0]
         _native.testing.cupti_floor_start(path, 8 << 20, False)

@@ -5,7 +5,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --target /tmp/site ../.whl/*.whl && export PYTHONPATH=/tmp/site
-python3 -m pip install -q --no-build-isolation --no-deps . >"$OUT/install.log" 2>&1 || { tail -40 "$OUT/install.log"; exit 1; }
+python3 -m pip install -q --no-build-isolation --no-deps -Ccmake.define.FLAGTREE_PROFILER_TESTING=ON . >"$OUT/install.log" 2>&1 || { tail -40 "$OUT/install.log"; exit 1; }
 cd /tmp  # import the installed package, not the source tree
 ROOT=$OLDPWD
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$OUT/machine.txt" 2>&1

@@ -1,5 +1,5 @@
 """backend="instrumentation" on a warp-specialized Hopper matmul (TMA descriptors,
-tl.range(..., warp_specialize=True)) on the real GPU (issue 15 item 5): its kernel-side scopes are
+tl.range(..., warp_specialize=True)) on the real GPU: its kernel-side scopes are
 recorded (before the per-kernel buffer sizing the kernel node had no device-scope children: the
 12-warp block did not fit the default buffer layout) and the result is still right."""
 import os
@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import flagtree.profiler as profiler
-from profiles import find, load_tree
+from support.profiles import find, load_tree
 
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")

@@ -1,7 +1,8 @@
 // backend="device_timer": the ring as Python sees it. `device_timer_allocate` is installed as
 // Triton's profile allocator, so a launch of a stamped kernel costs one call into this module
 // (no Python in between, no tensor: the slot's address goes back as an int). The testing
-// submodule drives the same ring over host memory (HostRingDevice), for the CPU tests.
+// submodule (built with FLAGTREE_PROFILER_TESTING) drives the same ring over host memory
+// (HostRingDevice), for the CPU tests.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 
@@ -19,59 +20,11 @@
 namespace ftp {
 namespace {
 
-// The CPU stand-in: "device" memory is host memory; copies happen when queued, and fences can
-// be held back by the test (a device that has not got there yet).
-class HostRingDevice : public RingDevice {
- public:
-  explicit HostRingDevice(uint32_t slots)
-      : plane_(uint64_t(slots) * kTimerSlotBytes), memory_(plane_ * kTimerPlanes), mirror_(plane_ * kTimerPlanes) {}
-  uint64_t deviceBase() override { return reinterpret_cast<uint64_t>(memory_.data()); }
-  const uint8_t* hostMirror() override { return mirror_.data(); }
-  Where onRingDevice() override { return kYes; }
-  bool capturing(uint64_t stream) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return capturing_.count(stream) != 0;
-  }
-  void waitForStreams(std::vector<uint64_t>& streams) override { streamWaits_ += streams.size(); }
-  void* copyAndZero(uint32_t first, uint32_t count) override {
-    for (uint32_t plane = 0; plane < kTimerPlanes; ++plane) {
-      const uint64_t offset = plane * plane_ + uint64_t(first) * kTimerSlotBytes;
-      std::memcpy(mirror_.data() + offset, memory_.data() + offset, uint64_t(count) * kTimerSlotBytes);
-      std::memset(memory_.data() + offset, 0, uint64_t(count) * kTimerSlotBytes);
-    }
-    return nullptr;
-  }
-  void waitFence(void*) override {
-    std::unique_lock<std::mutex> lock(mutex_);
-    released_.wait(lock, [&] { return !held_; });
-  }
-  void hold(bool on) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      held_ = on;
-    }
-    released_.notify_all();
-  }
-  void setCapturing(uint64_t stream, bool on) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (on) capturing_.insert(stream); else capturing_.erase(stream);
-  }
-  uint64_t streamWaits_ = 0;
-
- private:
-  uint64_t plane_;
-  std::vector<uint8_t> memory_, mirror_;
-  std::mutex mutex_;
-  std::condition_variable released_;
-  bool held_ = false;
-  std::set<uint64_t> capturing_;
-};
-
 struct Route {
   std::mutex mutex;
   std::unique_ptr<TimerRing> ring;
   CudaRingDevice* cuda = nullptr;  // owned by ring, when on CUDA
-  HostRingDevice* host = nullptr;  // owned by ring, in CPU tests
+  RingDevice* host = nullptr;      // owned by ring, in CPU tests (the testing build's stand-in)
   nb::object fallback;             // the profile allocator before ours
   nb::object threadDevice;         // () -> the calling thread's device ordinal (Triton's driver)
 };
@@ -169,7 +122,7 @@ nb::object allocate(nb::handle size, nb::handle align, nb::handle stream) {
 
 }  // namespace
 
-void registerDeviceTimerBindings(nb::module_& m, nb::module_& testing) {
+void registerDeviceTimerBindings(nb::module_& m) {
   m.def("device_timer_layout", [] {
     nb::dict d;
     d["lanes"] = kTimerLanes;
@@ -223,6 +176,62 @@ void registerDeviceTimerBindings(nb::module_& m, nb::module_& testing) {
   m.def("device_timer_running", [] { return route().ring != nullptr; });
   // Drains and frees the ring (its device memory, pinned mirror, stream and worker).
   m.def("device_timer_free", [] { freeRing(); });
+}
+
+#ifdef FLAGTREE_PROFILER_TESTING
+namespace {
+
+// The CPU stand-in: "device" memory is host memory; copies happen when queued, and fences can
+// be held back by the test (a device that has not got there yet).
+class HostRingDevice : public RingDevice {
+ public:
+  explicit HostRingDevice(uint32_t slots)
+      : plane_(uint64_t(slots) * kTimerSlotBytes), memory_(plane_ * kTimerPlanes), mirror_(plane_ * kTimerPlanes) {}
+  uint64_t deviceBase() override { return reinterpret_cast<uint64_t>(memory_.data()); }
+  const uint8_t* hostMirror() override { return mirror_.data(); }
+  Where onRingDevice() override { return kYes; }
+  bool capturing(uint64_t stream) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return capturing_.count(stream) != 0;
+  }
+  void waitForStreams(std::vector<uint64_t>& streams) override { streamWaits_ += streams.size(); }
+  void* copyAndZero(uint32_t first, uint32_t count) override {
+    for (uint32_t plane = 0; plane < kTimerPlanes; ++plane) {
+      const uint64_t offset = plane * plane_ + uint64_t(first) * kTimerSlotBytes;
+      std::memcpy(mirror_.data() + offset, memory_.data() + offset, uint64_t(count) * kTimerSlotBytes);
+      std::memset(memory_.data() + offset, 0, uint64_t(count) * kTimerSlotBytes);
+    }
+    return nullptr;
+  }
+  void waitFence(void*) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    released_.wait(lock, [&] { return !held_; });
+  }
+  void hold(bool on) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      held_ = on;
+    }
+    released_.notify_all();
+  }
+  void setCapturing(uint64_t stream, bool on) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (on) capturing_.insert(stream); else capturing_.erase(stream);
+  }
+  uint64_t streamWaits_ = 0;
+
+ private:
+  uint64_t plane_;
+  std::vector<uint8_t> memory_, mirror_;
+  std::mutex mutex_;
+  std::condition_variable released_;
+  bool held_ = false;
+  std::set<uint64_t> capturing_;
+};
+
+}  // namespace
+
+void registerDeviceTimerTesting(nb::module_& testing) {
   testing.def("device_timer_host_ring", [](uint32_t slots, uint32_t batch, int64_t offsetNs) {
     auto device = std::make_unique<HostRingDevice>(slots);
     HostRingDevice* host = device.get();
@@ -244,13 +253,14 @@ void registerDeviceTimerBindings(nb::module_& m, nb::module_& testing) {
   });
   testing.def("device_timer_host_hold", [](bool on) {
     if (!route().host) throw std::runtime_error("no host ring");
-    route().host->hold(on);
+    static_cast<HostRingDevice*>(route().host)->hold(on);
   });
   testing.def("device_timer_host_capturing", [](uint64_t stream, bool on) {
     if (!route().host) throw std::runtime_error("no host ring");
-    route().host->setCapturing(stream, on);
+    static_cast<HostRingDevice*>(route().host)->setCapturing(stream, on);
   });
-  testing.def("device_timer_host_stream_waits", [] { return route().host ? route().host->streamWaits_ : 0; });
+  testing.def("device_timer_host_stream_waits", [] { return route().host ? static_cast<HostRingDevice*>(route().host)->streamWaits_ : 0; });
 }
+#endif  // FLAGTREE_PROFILER_TESTING
 
 }  // namespace ftp

@@ -116,7 +116,7 @@ class DeviceTimerBackend(Backend):
         import triton
         from triton.runtime import _allocation
 
-        from ...hooks.triton import _attach
+        from ...hooks.triton_chain import _attach
 
         native = _native()
         self._options = options
@@ -169,7 +169,7 @@ class DeviceTimerBackend(Backend):
         """hook="triton" publishes a launch's metadata in Triton's launch-enter hook, which runs
         after the allocator: while such a session is open, launches take their context and
         metadata in the launch-exit hook (first in the chain, before hook="triton" drops them)."""
-        from ...hooks.triton import _attach, _launch_hook_owner
+        from ...hooks.triton_chain import _attach, _launch_hook_owner
 
         native = _native()
         if on:
@@ -235,7 +235,7 @@ class DeviceTimerBackend(Backend):
 
     def device_info(self):
         try:
-            from ..nvidia import cuda_devices
+            from ..nvidia.backend import cuda_devices
             from ..base import device_info_of
 
             return device_info_of("CUDA", cuda_devices())
@@ -246,7 +246,7 @@ class DeviceTimerBackend(Backend):
         native = _native()
         devices = []
         try:
-            from ..nvidia import cuda_devices
+            from ..nvidia.backend import cuda_devices
 
             devices = [{"index": d["index"], "name": d["name"], "arch": d["arch"]} for d in cuda_devices()]
         except Exception:

@@ -66,8 +66,8 @@ def block_buffer_bytes(requested, warps):
 def triton_proton():
     """Triton's compiled-in proton dialect bindings, or BackendUnavailable saying why not."""
     try:
-        import triton
-        from triton._C.libtriton import proton
+        import triton  # deferred: triton is heavy and optional
+        from triton._C.libtriton import proton  # deferred: triton is heavy and optional
     except ImportError as error:
         raise BackendUnavailable(f"backend 'instrumentation' needs Triton 3.5 or later with its proton "
                                  f"dialect (triton._C.libtriton.proton): {error}") from None
@@ -82,19 +82,19 @@ def triton_proton():
 def route():
     """'register' (Triton 3.7+), 'class_attribute' (3.5/3.6), or BackendUnavailable."""
     try:
-        import triton._instrumentation as points
+        import triton._instrumentation as points  # deferred: triton is heavy and optional
 
         if hasattr(points, "register_instrumentation"):
             return "register"
     except ImportError:
         pass
     try:
-        from triton.backends.nvidia.compiler import CUDABackend
+        from triton.backends.nvidia.compiler import CUDABackend  # deferred: triton is heavy and optional
     except ImportError as error:
         raise BackendUnavailable(f"backend 'instrumentation' needs Triton's NVIDIA backend: {error}") from None
     if "instrumentation" in vars(CUDABackend):
         return "class_attribute"
-    import triton
+    import triton  # deferred: triton is heavy and optional
 
     raise BackendUnavailable(f"backend 'instrumentation': triton {triton.__version__} has no compiler "
                              f"instrumentation point (needs Triton 3.5 or later)")
@@ -103,7 +103,7 @@ def route():
 def max_shared_memory(arch):
     """Bytes of shared memory a block may use: from the current device if there is one."""
     try:
-        from triton.runtime import driver
+        from triton.runtime import driver  # deferred: triton is heavy and optional
 
         device = driver.active.get_current_device()
         return int(driver.active.utils.get_device_properties(device)["max_shared_mem"])
@@ -127,7 +127,7 @@ class _Pipelines:
         self.proton.load_dialects(context)
 
     def to_llvmir(self, pm):
-        from triton._C.libtriton import passes
+        from triton._C.libtriton import passes  # deferred: triton is heavy and optional
 
         p, o = self.proton, self.options
         warps = getattr(_lowering, "warps", None)
@@ -165,7 +165,7 @@ class _ClassAttributeHook:
 
 
 def _install_class_attribute(pipelines):
-    from triton.backends.nvidia.compiler import CUDABackend
+    from triton.backends.nvidia.compiler import CUDABackend  # deferred: triton is heavy and optional
 
     previous = vars(CUDABackend).get("instrumentation")
     if previous:
@@ -183,7 +183,7 @@ _POINTS = ("load-dialects", "ttgpuir-to-llvmir", "llvmir-to-llvm")
 
 
 def _install_register(pipelines):
-    import triton._instrumentation as points
+    import triton._instrumentation as points  # deferred: triton is heavy and optional
 
     callbacks = {"load-dialects": pipelines.load_dialects, "ttgpuir-to-llvmir": pipelines.to_llvmir,
                  "llvmir-to-llvm": pipelines.to_llvm}
@@ -204,7 +204,7 @@ def _install_register(pipelines):
 def _install_stages_hook():
     """Chains onto triton.knobs.runtime.add_stages_inspection_hook (where Triton has it) to learn
     each module's total warps just before its TritonGPU -> LLVM lowering; returns the undo."""
-    import triton
+    import triton  # deferred: triton is heavy and optional
 
     runtime = getattr(triton.knobs, "runtime", None)
     if runtime is None or not hasattr(runtime, "add_stages_inspection_hook"):
@@ -243,7 +243,7 @@ def _lower_knowing_warps(llir, src, metadata):
 
 def current_arch():
     try:
-        from triton.runtime import driver
+        from triton.runtime import driver  # deferred: triton is heavy and optional
 
         return int(driver.active.get_current_target().arch)
     except Exception:
@@ -253,7 +253,7 @@ def current_arch():
 def install(options, arch=None):
     """Kernels compiled from now on carry scope records (until uninstall)."""
     global _installed
-    import triton
+    import triton  # deferred: triton is heavy and optional
 
     with _lock:
         if _installed is not None:
