@@ -16,9 +16,12 @@ Covers Triton kernels only: torch's own kernels, library kernels (cuBLAS) and co
 seen (docs/reference/device-timer.md).
 """
 import threading
+import warnings
 from dataclasses import dataclass, field
 
-from ..base import Backend, BackendUnavailable
+from ...hooks.triton_chain import _attach, _launch_hook_owner
+from ...native_core import native as _native_module
+from ..base import Backend, BackendUnavailable, device_info_of
 from . import compiler_hook
 
 DEFAULT_SLOTS = 1 << 16
@@ -64,9 +67,7 @@ class DeviceTimerState:
 
 
 def _native():
-    from ... import _native as native
-
-    return native
+    return _native_module
 
 
 class DeviceTimerBackend(Backend):
@@ -113,10 +114,8 @@ class DeviceTimerBackend(Backend):
             self._users += 1
 
     def _install(self, options):
-        import triton
-        from triton.runtime import _allocation
-
-        from ...hooks.triton_chain import _attach
+        import triton  # deferred: triton is heavy and optional
+        from triton.runtime import _allocation  # deferred: triton is heavy and optional
 
         native = _native()
         self._options = options
@@ -128,7 +127,7 @@ class DeviceTimerBackend(Backend):
         self._undo.append(compiler_hook.uninstall)
         previous = _allocation._profile_allocator.get()
         native.device_timer_set_fallback(previous)
-        from triton.runtime import driver
+        from triton.runtime import driver  # deferred: triton is heavy and optional
 
         native.device_timer_set_thread_device(driver.active.get_current_device)
         _allocation.set_profile_allocator(native.device_timer_allocate)
@@ -169,8 +168,6 @@ class DeviceTimerBackend(Backend):
         """hook="triton" publishes a launch's metadata in Triton's launch-enter hook, which runs
         after the allocator: while such a session is open, launches take their context and
         metadata in the launch-exit hook (first in the chain, before hook="triton" drops them)."""
-        from ...hooks.triton_chain import _attach, _launch_hook_owner
-
         native = _native()
         if on:
             if not self._hooked:
@@ -209,8 +206,6 @@ class DeviceTimerBackend(Backend):
         lost = stats.get("device_timer_untimed", 0) + stats.get("device_timer_captured_untimed", 0) + \
             stats.get("device_timer_other_device_untimed", 0)
         if lost:
-            import warnings
-
             warnings.warn(f"flagtree.profiler: backend 'device_timer': {lost} launches have no device time "
                           f"(graph capture, another device, or a launch that did not run; counts in "
                           f"{session.metadata_path})", RuntimeWarning, stacklevel=4)
@@ -235,8 +230,7 @@ class DeviceTimerBackend(Backend):
 
     def device_info(self):
         try:
-            from ..nvidia.backend import cuda_devices
-            from ..base import device_info_of
+            from ..nvidia.backend import cuda_devices  # deferred: backend modules load when asked for
 
             return device_info_of("CUDA", cuda_devices())
         except Exception:
@@ -246,7 +240,7 @@ class DeviceTimerBackend(Backend):
         native = _native()
         devices = []
         try:
-            from ..nvidia.backend import cuda_devices
+            from ..nvidia.backend import cuda_devices  # deferred: backend modules load when asked for
 
             devices = [{"index": d["index"], "name": d["name"], "arch": d["arch"]} for d in cuda_devices()]
         except Exception:

@@ -32,7 +32,7 @@ def mode_string(plane_bytes, lanes):
 def check_triton():
     """BackendUnavailable unless Triton has the hooks this route uses (3.5 or later)."""
     try:
-        import triton
+        import triton  # deferred: triton is heavy and optional
     except ImportError as error:
         raise BackendUnavailable(f"backend 'device_timer' needs triton: {error}") from None
     runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
@@ -42,7 +42,7 @@ def check_triton():
     if compilation is None or not hasattr(compilation, "instrumentation_mode"):
         missing.append("compilation.instrumentation_mode")
     try:
-        from triton.runtime import _allocation
+        from triton.runtime import _allocation  # deferred: triton is heavy and optional
     except ImportError:
         _allocation = None
     if _allocation is None or not hasattr(_allocation, "set_profile_allocator"):
@@ -83,7 +83,7 @@ def stamp_stage(ptx_stage, native, plane_bytes, lanes):
 def install(native, plane_bytes, lanes):
     """Kernels compiled from now on carry the stamps (until uninstall)."""
     global _installed
-    import triton
+    import triton  # deferred: triton is heavy and optional
 
     with _lock:
         if _installed is not None:
