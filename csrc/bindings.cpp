@@ -17,6 +17,7 @@ NB_MODULE(_native, m) {
   registerCountersBindings(m);
   registerPcSamplingBindings(m);
   registerInstrumentationBindings(m);
+  registerDeviceTimerBindings(m);
   registerInheritanceBindings(m);
   registerLaunchLogBindings(m);
   registerMthreadsBindings(m);
@@ -32,5 +33,6 @@ NB_MODULE(_native, m) {
   registerCountersTesting(testing);
   registerPcSamplingTesting(testing);
   registerInstrumentationTesting(testing);
+  registerDeviceTimerTesting(testing);
 #endif
 }

@@ -28,6 +28,7 @@ void registerCannBindings(nb::module_& m);
 void registerCountersBindings(nb::module_& m);
 void registerPcSamplingBindings(nb::module_& m);
 void registerInstrumentationBindings(nb::module_& m);  // backends/instrumentation/launch_correlation.cpp
+void registerDeviceTimerBindings(nb::module_& m);  // backends/device_timer/device_timer_bindings.cpp
 void registerDumpBindings(nb::module_& m);  // dump/dump_bindings.cpp
 void registerInheritanceBindings(nb::module_& m);  // context/inheritance_bindings.cpp
 void registerLaunchLogBindings(nb::module_& m);  // data/launch_log_bindings.cpp
@@ -42,6 +43,7 @@ void registerNvidiaTesting(nb::module_& testing);
 void registerCountersTesting(nb::module_& testing);
 void registerPcSamplingTesting(nb::module_& testing);
 void registerInstrumentationTesting(nb::module_& testing);
+void registerDeviceTimerTesting(nb::module_& testing);
 #endif
 
 // The facts of one GPU as Python sees them (`cuda_devices`, `musa_devices`): index, name, arch,

@@ -48,6 +48,11 @@ class Profiler {
   void onLaunch(uint32_t correlation, bool multiRecord, uint64_t launchNs = 0);
   // Record path: a finished kernel or copy.
   void onRecord(const DeviceRecord& record);
+  // A launch whose record will never come (its kernel did not run): forgets it.
+  void forgetLaunch(uint32_t correlation) {
+    PendingLaunch p;
+    if (pending_.takeForRecord(correlation, p) && !p.multi) delete p.meta;
+  }
   // Launches seen by the sessions in `slotMask` whose records have not arrived yet.
   size_t pendingLaunches(uint32_t slotMask) { return pending_.count(slotMask); }
   // Forgets graph launches (several records each) made before `beforeNs`: call only after a

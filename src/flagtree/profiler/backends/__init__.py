@@ -6,7 +6,7 @@ from .base import Backend, BackendUnavailable
 
 # Every backend the spec names, with the state of its implementation in this build.
 KNOWN_BACKENDS = ("nvidia", "cupti", "cupti_pcsampling", "roctracer", "instrumentation", "cann",
-                  "mthreads", "tianshu", "interpreter")
+                  "mthreads", "tianshu", "interpreter", "device_timer")
 
 # Triton target backend -> profiler backend.
 _TARGET_TO_BACKEND = {"cuda": "nvidia", "hip": "roctracer", "npu": "cann", "musa": "mthreads",
@@ -22,7 +22,8 @@ _CLASSES = {"nvidia": (".nvidia.backend", "NvidiaBackend"), "interpreter": (".in
             "cupti_pcsampling": (".nvidia.cupti", "CuptiPcSamplingBackend"),
             "instrumentation": (".instrumentation", "InstrumentationBackend"),
             "mthreads": (".vendor.mthreads", "MthreadsBackend"), "cann": (".vendor.cann", "CannBackend"),
-            "tianshu": (".vendor.tianshu", "TianshuBackend")}
+            "tianshu": (".vendor.tianshu", "TianshuBackend"),
+            "device_timer": (".device_timer", "DeviceTimerBackend")}
 
 
 def _factory(name):

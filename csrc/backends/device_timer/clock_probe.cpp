@@ -1,0 +1,168 @@
+// The device timer's clock probe: where %globaltimer stands against the host's monotonic clock.
+//
+// Two one-way readings bound the offset (device - host), as NTP does with a round trip:
+//   upper: the device reads a word the host keeps writing its clock into (a value is only read
+//          after it was written: offset <= device time after the read - host value);
+//   lower: the host reads a word the device keeps writing its timer into (likewise: offset >=
+//          device value - host time after the read).
+// The words live in pinned host memory mapped write-combined: the host's reads and writes go to
+// memory, never to a cached copy that the device's accesses would not see. (A first version read
+// a cacheable word from the device only; on the H200 VM it read values tens of microseconds old.)
+#include <algorithm>
+#include <atomic>
+#include <limits>
+#include <stdexcept>
+#include <thread>
+
+#include "backends/device_timer/cuda_ring_device.h"
+#include "backends/device_timer/cuda_timer_api.h"
+#include "core/clock.h"
+
+namespace ftp {
+
+namespace {
+
+// ftp_clock_read: `n` times, the timer, the host word, the timer again (the branch on the loaded
+// value makes the second timer read wait for the load). ftp_clock_emit: the timer into the
+// host word until the host raises `stop` (at most 20 ms).
+const char* const kProbePtx = R"(
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry ftp_clock_read(.param .u64 ftp_out, .param .u64 ftp_host, .param .u32 ftp_n)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %i<2>;
+  .reg .b64 %a<5>;
+  ld.param.u64 %a0, [ftp_out];
+  ld.param.u64 %a1, [ftp_host];
+  ld.param.u32 %i0, [ftp_n];
+  mov.u32 %i1, 0;
+$ftp_loop:
+  mov.u64 %a2, %globaltimer;
+  ld.volatile.global.u64 %a3, [%a1];
+  setp.eq.u64 %p1, %a3, 0;
+  @%p1 bra $ftp_done;
+  mov.u64 %a4, %globaltimer;
+  st.global.u64 [%a0], %a2;
+  st.global.u64 [%a0+8], %a3;
+  st.global.u64 [%a0+16], %a4;
+  add.u64 %a0, %a0, 24;
+  add.u32 %i1, %i1, 1;
+  setp.lt.u32 %p0, %i1, %i0;
+  @%p0 bra $ftp_loop;
+$ftp_done:
+  ret;
+}
+.visible .entry ftp_clock_emit(.param .u64 ftp_word, .param .u64 ftp_stop)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %s;
+  .reg .b64 %a<5>;
+  ld.param.u64 %a0, [ftp_word];
+  ld.param.u64 %a1, [ftp_stop];
+  mov.u64 %a2, %globaltimer;
+$ftp_emit:
+  mov.u64 %a3, %globaltimer;
+  st.volatile.global.u64 [%a0], %a3;
+  membar.sys;
+  ld.volatile.global.u32 %s, [%a1];
+  setp.ne.u32 %p0, %s, 0;
+  @%p0 bra $ftp_emit_done;
+  sub.u64 %a4, %a3, %a2;
+  setp.lt.u64 %p1, %a4, 20000000;
+  @%p1 bra $ftp_emit;
+$ftp_emit_done:
+  ret;
+}
+)";
+
+constexpr unsigned kSamples = 32;
+constexpr unsigned kMapped = CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
+
+// Pinned, mapped host memory for one probe; freed on scope exit.
+struct Mapped {
+  Mapped(const CudaTimerApi& api, size_t bytes) : api(api) {
+    if (api.memHostAlloc(&host, bytes, kMapped) != CUDA_SUCCESS ||
+        api.memHostGetDevicePointer(&device, host, 0) != CUDA_SUCCESS)
+      throw std::runtime_error("backend 'device_timer': cannot map host memory for the clock probe");
+  }
+  ~Mapped() {
+    if (host) api.memFreeHost(host);
+  }
+  volatile uint64_t* words() { return static_cast<volatile uint64_t*>(host); }
+  const CudaTimerApi& api;
+  void* host = nullptr;
+  CUdeviceptr device = 0;
+};
+
+void publish() { std::atomic_thread_fence(std::memory_order_seq_cst); }  // drains write-combining buffers
+
+}  // namespace
+
+void CudaRingDevice::loadProbes() {
+  check(api_.moduleLoadData(&probeModule_, kProbePtx), "cuModuleLoadData (clock probe)");
+  check(api_.moduleGetFunction(&probeRead_, probeModule_, "ftp_clock_read"), "cuModuleGetFunction");
+  check(api_.moduleGetFunction(&probeEmit_, probeModule_, "ftp_clock_emit"), "cuModuleGetFunction");
+}
+
+int64_t CudaRingDevice::upperBound() {
+  Mapped word(api_, 64), samples(api_, kSamples * 24);
+  word.words()[0] = monotonicNs();
+  publish();
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {  // the host clock, written as fast as this thread can
+    while (!stop.load(std::memory_order_relaxed)) {
+      word.words()[0] = monotonicNs();
+      publish();
+    }
+  });
+  unsigned n = kSamples;
+  void* params[] = {&samples.device, &word.device, &n};
+  CUresult result = api_.launchKernel(probeRead_, 1, 1, 1, 1, 1, 1, 0, copy_, params, nullptr);
+  if (result == CUDA_SUCCESS) result = api_.streamSynchronize(copy_);
+  stop = true;
+  writer.join();
+  check(result, "the clock probe (device reads host)");
+  int64_t upper = std::numeric_limits<int64_t>::max();
+  for (unsigned i = 0; i < kSamples; ++i) {
+    const uint64_t host = samples.words()[3 * i + 1], after = samples.words()[3 * i + 2];
+    if (host) upper = std::min(upper, int64_t(after) - int64_t(host));
+  }
+  if (upper == std::numeric_limits<int64_t>::max())
+    throw std::runtime_error("backend 'device_timer': the clock probe read no sample");
+  return upper;
+}
+
+int64_t CudaRingDevice::lowerBound() {
+  Mapped words(api_, 64);  // [0] the device's timer, [1] stop
+  words.words()[0] = 0;
+  words.words()[1] = 0;
+  publish();
+  CUdeviceptr timerWord = words.device, stopWord = words.device + 8;
+  void* params[] = {&timerWord, &stopWord};
+  check(api_.launchKernel(probeEmit_, 1, 1, 1, 1, 1, 1, 0, copy_, params, nullptr), "the clock probe (host reads device)");
+  int64_t lower = std::numeric_limits<int64_t>::min();
+  const uint64_t deadline = monotonicNs() + 20'000'000;
+  unsigned seen = 0;
+  while (seen < kSamples && monotonicNs() < deadline) {
+    const uint64_t device = words.words()[0];
+    const uint64_t after = monotonicNs();
+    if (!device) continue;
+    lower = std::max(lower, int64_t(device) - int64_t(after));
+    ++seen;
+  }
+  words.words()[1] = 1;
+  publish();
+  check(api_.streamSynchronize(copy_), "the clock probe (host reads device)");
+  if (!seen) throw std::runtime_error("backend 'device_timer': the clock probe saw no device timer value");
+  return lower;
+}
+
+ClockProbe CudaRingDevice::probeClock() {
+  Current scope(api_, ctx_);
+  const int64_t upper = upperBound(), lower = lowerBound();
+  return ClockProbe{lower + (upper - lower) / 2, (upper - lower) / 2, lower, upper};
+}
+
+}  // namespace ftp

@@ -1,0 +1,266 @@
+// backend="device_timer": the ring as Python sees it. `device_timer_allocate` is installed as
+// Triton's profile allocator, so a launch of a stamped kernel costs one call into this module
+// (no Python in between, no tensor: the slot's address goes back as an int). The testing
+// submodule (built with FLAGTREE_PROFILER_TESTING) drives the same ring over host memory
+// (HostRingDevice), for the CPU tests.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include "backends/device_timer/cuda_ring_device.h"
+#include "backends/device_timer/timer_ring.h"
+#include "bindings/bindings.h"
+#include "core/strings.h"
+
+namespace ftp {
+namespace {
+
+struct Route {
+  std::mutex mutex;
+  std::unique_ptr<TimerRing> ring;
+  CudaRingDevice* cuda = nullptr;  // owned by ring, when on CUDA
+  RingDevice* host = nullptr;      // owned by ring, in CPU tests (the testing build's stand-in)
+  nb::object fallback;             // the profile allocator before ours
+  nb::object threadDevice;         // () -> the calling thread's device ordinal (Triton's driver)
+};
+
+Route& route() {
+  static auto* r = new Route();  // leaked: the ring's worker may outlive module teardown
+  return *r;
+}
+
+TimerRing& ringOrThrow() {
+  TimerRing* ring = route().ring.get();
+  if (!ring) throw std::runtime_error("backend 'device_timer': the ring is not started");
+  return *ring;
+}
+
+nb::dict statsDict(const RingStats& s) {
+  nb::dict d;
+  d["launches"] = s.claimed;
+  d["records"] = s.delivered;
+  d["untimed"] = s.untimed;
+  d["backpressure_waits"] = s.backpressure;
+  d["readbacks"] = s.readbacks;
+  d["captured_untimed"] = s.captured;
+  d["other_device_untimed"] = s.otherDevice;
+  d["unknown_kernels"] = s.unknownKernels;
+  return d;
+}
+
+// The probe's mapping of the global timer, with the host's real-time offset beside it (the
+// global timer is close to CLOCK_REALTIME; how close is what `realtime_minus_probe_ns` says).
+nb::dict clockDict(const ClockProbe& probe) {
+  nb::dict d;
+  d["offset_ns"] = probe.offsetNs;
+  d["uncertainty_ns"] = probe.uncertaintyNs;
+  d["lower_ns"] = probe.lowerNs;
+  d["upper_ns"] = probe.upperNs;
+  d["realtime_minus_probe_ns"] = CudaRingDevice::realtimeOffset().offsetNs - probe.offsetNs;
+  return d;
+}
+
+ClockProbe probeNow() {
+  nb::gil_scoped_release unlocked;
+  return route().cuda->probeClock();
+}
+
+void startRing(std::unique_ptr<RingDevice> device, uint32_t slots, uint32_t batch, uint32_t deviceId,
+               int64_t offsetNs) {
+  Route& r = route();
+  if (r.ring) throw std::runtime_error("backend 'device_timer': the ring is already started");
+  if (slots < 2 || batch < 1 || batch > slots) throw std::invalid_argument("device_timer: need 2 <= slots, 1 <= batch <= slots");
+  r.ring = std::make_unique<TimerRing>(std::move(device), slots, batch, deviceId, ClockMap{offsetNs});
+}
+
+void freeRing() {
+  Route& r = route();
+  if (!r.ring) return;
+  {
+    nb::gil_scoped_release unlocked;
+    r.ring->drain();
+    r.ring.reset();
+  }
+  r.cuda = nullptr;
+  r.host = nullptr;
+}
+
+// Triton's profile allocator: (size, alignment, stream) -> address.
+nb::object allocate(nb::handle size, nb::handle align, nb::handle stream) {
+  Route& r = route();
+  TimerRing* ring = r.ring.get();
+  if (!ring || nb::cast<uint64_t>(align) != kTimerAlignTag) {
+    if (!r.fallback.is_valid()) throw std::runtime_error("device_timer: no profile allocator for this kernel");
+    return r.fallback(size, align, stream);
+  }
+  const uint64_t handle = stream.is_none() ? 0 : nb::cast<uint64_t>(stream);
+  uint64_t address = ring->claim(handle);
+  if (address == TimerRing::kNoContext) {
+    // A thread's first launch: Triton makes the device's primary context current after us.
+    if (r.cuda && r.threadDevice.is_valid() && nb::cast<int>(r.threadDevice()) == r.cuda->deviceOrdinal()) {
+      r.cuda->makeCurrent();
+      address = ring->claim(handle);
+    } else {
+      ring->countOtherDevice();
+      address = 0;
+    }
+  }
+  while (address == TimerRing::kFull) {
+    {
+      nb::gil_scoped_release unlocked;  // the worker may need a while; other threads go on
+      ring->awaitRoom();
+    }
+    address = ring->claim(handle);
+  }
+  return nb::int_(address);
+}
+
+}  // namespace
+
+void registerDeviceTimerBindings(nb::module_& m) {
+  m.def("device_timer_layout", [] {
+    nb::dict d;
+    d["lanes"] = kTimerLanes;
+    d["slot_bytes"] = kTimerSlotBytes;
+    d["align_tag"] = kTimerAlignTag;
+    return d;
+  });
+  m.def("device_timer_kernel_id", [](const std::string& name) { return TimerRing::kernelId(name.data(), name.size()); });
+  m.def("device_timer_name_kernel", [](const std::string& name) {
+    const uint32_t id = TimerRing::kernelId(name.data(), name.size());
+    TimerRing::nameKernel(id, intern(name));
+    return id;
+  });
+  // Starts the ring on the current CUDA device, or keeps the one a previous session left (same
+  // size) and measures the clock again; returns {device, offset_ns, uncertainty_ns}.
+  m.def("device_timer_start", [](uint32_t slots, uint32_t batch) {
+    Route& r = route();
+    if (!(r.ring && r.cuda && r.ring->slots() == slots && r.ring->batch() == batch)) {
+      if (r.ring) freeRing();
+      auto device = std::make_unique<CudaRingDevice>(slots);
+      CudaRingDevice* cuda = device.get();
+      startRing(std::move(device), slots, batch, uint32_t(cuda->deviceOrdinal()), 0);
+      r.cuda = cuda;
+    }
+    const ClockProbe probe = probeNow();
+    r.ring->setClock(ClockMap{probe.offsetNs});
+    nb::dict d = clockDict(probe);
+    d["device"] = r.cuda->deviceOrdinal();
+    return d;
+  }, nb::arg("slots"), nb::arg("batch"));
+  m.def("device_timer_set_thread_device", [](nb::object fn) { route().threadDevice = std::move(fn); });
+  // The clock probed again (finalize's check of the mapping measured at start).
+  m.def("device_timer_check_clock", [] {
+    if (!route().cuda) throw std::runtime_error("backend 'device_timer': the ring is not started on CUDA");
+    return clockDict(probeNow());
+  });
+  m.def("device_timer_defer_launches", [](bool on) { ringOrThrow().deferLaunches(on); });
+  m.def("device_timer_launch_done", &TimerRing::launchDone);
+  m.def("device_timer_plane_bytes", [] { return ringOrThrow().planeBytes(); });
+  m.def("device_timer_set_fallback", [](nb::object fallback) { route().fallback = std::move(fallback); });
+  m.def("device_timer_allocate", &allocate, nb::arg("size"), nb::arg("alignment"), nb::arg("stream"));
+  m.def("device_timer_kick", [] {
+    nb::gil_scoped_release unlocked;
+    ringOrThrow().kick();
+  });
+  m.def("device_timer_drain", [] {
+    nb::gil_scoped_release unlocked;
+    ringOrThrow().drain();
+  });
+  m.def("device_timer_stats", [] { return statsDict(ringOrThrow().stats()); });
+  m.def("device_timer_running", [] { return route().ring != nullptr; });
+  // Drains and frees the ring (its device memory, pinned mirror, stream and worker).
+  m.def("device_timer_free", [] { freeRing(); });
+}
+
+#ifdef FLAGTREE_PROFILER_TESTING
+namespace {
+
+// The CPU stand-in: "device" memory is host memory; copies happen when queued, and fences can
+// be held back by the test (a device that has not got there yet).
+class HostRingDevice : public RingDevice {
+ public:
+  explicit HostRingDevice(uint32_t slots)
+      : plane_(uint64_t(slots) * kTimerSlotBytes), memory_(plane_ * kTimerPlanes), mirror_(plane_ * kTimerPlanes) {}
+  uint64_t deviceBase() override { return reinterpret_cast<uint64_t>(memory_.data()); }
+  const uint8_t* hostMirror() override { return mirror_.data(); }
+  Where onRingDevice() override { return kYes; }
+  bool capturing(uint64_t stream) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return capturing_.count(stream) != 0;
+  }
+  void waitForStreams(std::vector<uint64_t>& streams) override { streamWaits_ += streams.size(); }
+  void* copyAndZero(uint32_t first, uint32_t count) override {
+    for (uint32_t plane = 0; plane < kTimerPlanes; ++plane) {
+      const uint64_t offset = plane * plane_ + uint64_t(first) * kTimerSlotBytes;
+      std::memcpy(mirror_.data() + offset, memory_.data() + offset, uint64_t(count) * kTimerSlotBytes);
+      std::memset(memory_.data() + offset, 0, uint64_t(count) * kTimerSlotBytes);
+    }
+    return nullptr;
+  }
+  void waitFence(void*) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    released_.wait(lock, [&] { return !held_; });
+  }
+  void hold(bool on) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      held_ = on;
+    }
+    released_.notify_all();
+  }
+  void setCapturing(uint64_t stream, bool on) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (on) capturing_.insert(stream); else capturing_.erase(stream);
+  }
+  uint64_t streamWaits_ = 0;
+
+ private:
+  uint64_t plane_;
+  std::vector<uint8_t> memory_, mirror_;
+  std::mutex mutex_;
+  std::condition_variable released_;
+  bool held_ = false;
+  std::set<uint64_t> capturing_;
+};
+
+}  // namespace
+
+void registerDeviceTimerTesting(nb::module_& testing) {
+  testing.def("device_timer_host_ring", [](uint32_t slots, uint32_t batch, int64_t offsetNs) {
+    auto device = std::make_unique<HostRingDevice>(slots);
+    HostRingDevice* host = device.get();
+    startRing(std::move(device), slots, batch, 0, offsetNs);
+    route().host = host;
+  }, nb::arg("slots"), nb::arg("batch"), nb::arg("offset_ns") = 0);
+  // What a stamped kernel's blocks do to its slot (plane 0 address): the leader of block (0,0,0)
+  // stores the kernel id and geometry, block leaders and warps take the max of ~start and end.
+  testing.def("device_timer_host_stamp", [](uint64_t slot, uint32_t lane, uint64_t start, uint64_t end) {
+    const uint64_t plane = ringOrThrow().planeBytes();
+    auto* words = reinterpret_cast<uint64_t*>(slot + (1 + lane % kTimerLanes) * plane);
+    if (~start > words[0]) words[0] = ~start;
+    if (end > words[1]) words[1] = end;
+  });
+  testing.def("device_timer_host_meta", [](uint64_t slot, uint32_t kernelId, std::tuple<uint32_t, uint32_t, uint32_t> grid,
+                                            uint32_t block) {
+    uint32_t meta[4] = {kernelId, std::get<0>(grid), std::get<1>(grid) | std::get<2>(grid) << 16, block};
+    std::memcpy(reinterpret_cast<void*>(slot), meta, sizeof meta);
+  });
+  testing.def("device_timer_host_hold", [](bool on) {
+    if (!route().host) throw std::runtime_error("no host ring");
+    static_cast<HostRingDevice*>(route().host)->hold(on);
+  });
+  testing.def("device_timer_host_capturing", [](uint64_t stream, bool on) {
+    if (!route().host) throw std::runtime_error("no host ring");
+    static_cast<HostRingDevice*>(route().host)->setCapturing(stream, on);
+  });
+  testing.def("device_timer_host_stream_waits", [] { return route().host ? static_cast<HostRingDevice*>(route().host)->streamWaits_ : 0; });
+}
+#endif  // FLAGTREE_PROFILER_TESTING
+
+}  // namespace ftp

@@ -1,0 +1,282 @@
+#include "backends/device_timer/timer_ring.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "context/thread_state.h"
+#include "core/clock.h"
+#include "core/strings.h"
+#include "data/records.h"
+#include "session/profiler.h"
+
+namespace ftp {
+
+namespace {
+
+// Correlation ids of timed launches: their own range, clear of CUPTI's and the host backends'.
+constexpr uint32_t kCorrelationBase = 0xC0000000u;
+constexpr uint32_t kCorrelationMask = 0x3FFFFFFFu;
+// A thread whose latest claim is older than this has queued its launch (a launch call takes
+// microseconds); without it one thread that stopped launching would hold every readback back.
+constexpr uint64_t kQueuedAfterNs = 20'000'000;
+
+std::mutex namesMutex;
+std::unordered_map<uint32_t, uint32_t>& kernelNames() {
+  static auto* names = new std::unordered_map<uint32_t, uint32_t>();  // leaked: read by the worker at exit
+  return *names;
+}
+
+uint32_t lookupName(uint32_t id, bool& known) {
+  std::lock_guard<std::mutex> lock(namesMutex);
+  auto it = kernelNames().find(id);
+  known = it != kernelNames().end();
+  return known ? it->second : 0;
+}
+
+struct Deferred {
+  uint32_t correlation;
+  uint64_t launchNs;
+  bool pending;
+};
+thread_local Deferred deferred{0, 0, false};
+
+}  // namespace
+
+void TimerRing::launchDone() {
+  if (!deferred.pending) return;
+  deferred.pending = false;
+  Profiler::instance().onLaunch(deferred.correlation, false, deferred.launchNs);
+}
+
+uint32_t TimerRing::kernelId(const char* name, size_t size) {
+  uint32_t h = 2166136261u;  // FNV-1a: stable across processes (kernels come from the disk cache)
+  for (size_t i = 0; i < size; ++i) h = (h ^ uint8_t(name[i])) * 16777619u;
+  return h ? h : 1;  // 0 marks a slot no kernel wrote
+}
+
+void TimerRing::nameKernel(uint32_t id, uint32_t internedName) {
+  std::lock_guard<std::mutex> lock(namesMutex);
+  kernelNames()[id] = internedName;
+}
+
+TimerRing::TimerRing(std::unique_ptr<RingDevice> device, uint32_t slots, uint32_t batch, uint32_t deviceId,
+                     ClockMap clock)
+    : device_(std::move(device)), slots_(slots), batch_(batch ? batch : 1), deviceId_(deviceId), info_(slots),
+      clock_(clock) {
+  worker_ = std::thread([this] { work(); });
+}
+
+TimerRing::~TimerRing() {
+  drain();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  workCv_.notify_all();
+  worker_.join();
+}
+
+uint16_t TimerRing::streamIndexLocked(uint64_t stream) {
+  if (stream == lastStream_) return lastStreamId_;
+  auto it = streamIds_.find(stream);
+  if (it == streamIds_.end()) {
+    it = streamIds_.emplace(stream, uint16_t(streamIds_.size())).first;
+    streams_.push_back(stream);
+  }
+  lastStream_ = stream;
+  lastStreamId_ = it->second;
+  return it->second;
+}
+
+uint64_t TimerRing::claim(uint64_t stream) {
+  const RingDevice::Where where = device_->onRingDevice();
+  if (where == RingDevice::kNoContext) return kNoContext;
+  if (where == RingDevice::kNo) {
+    countOtherDevice();
+    return 0;
+  }
+  if (device_->capturing(stream)) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.captured;
+    return 0;
+  }
+  const uint64_t now = monotonicNs();
+  std::unique_lock<std::mutex> lock(mutex_);
+  const uint64_t seq = next_;
+  if (seq - freed_ >= slots_) return kFull;
+  next_ = seq + 1;
+  ++stats_.claimed;
+  ThreadEntry& me = threads_[currentTid()];
+  me.pending = seq + 1;
+  me.claimNs = now;
+  const uint32_t slot = uint32_t(seq % slots_);
+  const uint32_t correlation = kCorrelationBase | uint32_t(seq & kCorrelationMask);
+  info_[slot] = SlotInfo{correlation, streamIndexLocked(stream)};
+  if (seq >= scheduled_ + batch_) {
+    const uint64_t upTo = frontierLocked(now, false);
+    if (upTo >= scheduled_ + batch_) scheduleLocked(upTo);
+  }
+  lock.unlock();
+  // The context of the launch, resolved now on the launching thread (shadow, python, ...). Its
+  // record cannot be read back before this: the slot is only read once this thread claims again.
+  if (defer_.load(std::memory_order_relaxed)) {
+    deferred = Deferred{correlation, now, true};  // a launch that never reached its exit hook is dropped
+  } else {
+    Profiler::instance().onLaunch(correlation, false, now);
+  }
+  return device_->deviceBase() + uint64_t(slot) * kTimerSlotBytes;
+}
+
+uint64_t TimerRing::frontierLocked(uint64_t now, bool all) {
+  uint64_t frontier = next_;
+  if (all) return frontier;
+  for (auto& [tid, entry] : threads_) {
+    if (!entry.pending) continue;
+    if (now - entry.claimNs > kQueuedAfterNs) {
+      entry.pending = 0;  // long queued
+      continue;
+    }
+    if (entry.pending - 1 < frontier) frontier = entry.pending - 1;
+  }
+  return frontier;
+}
+
+void TimerRing::scheduleLocked(uint64_t upTo) {
+  if (upTo <= scheduled_) return;
+  Readback readback{scheduled_, upTo, {}};
+  device_->waitForStreams(streams_);
+  for (uint64_t s = scheduled_; s < upTo;) {
+    const uint32_t first = uint32_t(s % slots_);
+    const uint32_t count = uint32_t(std::min<uint64_t>(upTo - s, slots_ - first));  // wraps: two copies
+    readback.fences.push_back(device_->copyAndZero(first, count));
+    s += count;
+  }
+  scheduled_ = upTo;
+  ++stats_.readbacks;
+  queue_.push_back(std::move(readback));
+  workCv_.notify_one();
+}
+
+void TimerRing::markQueuedLocked() {
+  // The calling thread is back from its latest launch call: that launch is queued.
+  auto it = threads_.find(currentTid());
+  if (it != threads_.end()) it->second.pending = 0;
+}
+
+void TimerRing::awaitRoom() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (next_ - freed_ < slots_) return;
+  ++stats_.backpressure;
+  markQueuedLocked();
+  // The oldest slots must be read back before they are reused: schedule what is known to be
+  // queued (everything before this thread's next claim when one thread launches), then wait.
+  scheduleLocked(frontierLocked(monotonicNs(), false));
+  if (scheduled_ <= freed_) scheduleLocked(next_);  // every other thread has a claim in flight
+  freedCv_.wait(lock, [&] { return next_ - freed_ < slots_; });
+}
+
+void TimerRing::kick() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  markQueuedLocked();
+  scheduleLocked(frontierLocked(monotonicNs(), false));
+}
+
+void TimerRing::drain() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  scheduleLocked(frontierLocked(0, true));
+  for (auto& [tid, entry] : threads_) entry.pending = 0;
+  const uint64_t target = scheduled_;
+  freedCv_.wait(lock, [&] { return freed_ >= target; });
+}
+
+void TimerRing::countOtherDevice() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.otherDevice;
+}
+
+RingStats TimerRing::stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void TimerRing::setClock(ClockMap clock) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  clock_ = clock;
+}
+
+void TimerRing::work() {
+  for (;;) {
+    Readback readback;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      workCv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left
+      readback = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    for (void* fence : readback.fences) device_->waitFence(fence);
+    deliver(readback.first, readback.last);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      freed_ = readback.last;
+    }
+    freedCv_.notify_all();
+  }
+}
+
+void TimerRing::deliver(uint64_t first, uint64_t last) {
+  const uint8_t* mirror = device_->hostMirror();
+  const uint64_t plane = planeBytes();
+  Profiler& profiler = Profiler::instance();
+  ClockMap clock;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    clock = clock_;
+  }
+  uint64_t delivered = 0, untimed = 0, unknown = 0;
+  for (uint64_t seq = first; seq < last; ++seq) {
+    const uint32_t slot = uint32_t(seq % slots_);
+    const SlotInfo info = info_[slot];
+    uint32_t meta[4];
+    std::memcpy(meta, mirror + uint64_t(slot) * kTimerSlotBytes, sizeof meta);
+    uint64_t start = ~0ull, end = 0;
+    for (uint32_t lane = 0; lane < kTimerLanes; ++lane) {
+      uint64_t words[2];
+      std::memcpy(words, mirror + (1 + lane) * plane + uint64_t(slot) * kTimerSlotBytes, sizeof words);
+      if (words[0] && ~words[0] < start) start = ~words[0];
+      if (words[1] > end) end = words[1];
+    }
+    if (!meta[0] || start == ~0ull || end < start) {  // no stamps: the launch did not run
+      profiler.forgetLaunch(info.correlation);
+      ++untimed;
+      continue;
+    }
+    bool known = false;
+    DeviceRecord r;
+    r.kind = RecordKind::Kernel;
+    r.deviceType = DeviceType::CUDA;
+    r.correlation = info.correlation;
+    r.deviceId = deviceId_;
+    r.streamId = info.stream;
+    r.startNs = uint64_t(int64_t(start) - clock.offsetNs);
+    r.endNs = uint64_t(int64_t(end) - clock.offsetNs);
+    r.name = lookupName(meta[0], known);
+    if (!known) {
+      char text[32];
+      std::snprintf(text, sizeof text, "<kernel %08x>", meta[0]);
+      r.name = intern(text);
+      ++unknown;
+    }
+    r.grid[0] = int32_t(meta[1]), r.grid[1] = int32_t(meta[2] & 0xFFFF), r.grid[2] = int32_t(meta[2] >> 16);
+    r.block[0] = int32_t(meta[3]), r.block[1] = 1, r.block[2] = 1;
+    profiler.onRecord(r);
+    ++delivered;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.delivered += delivered;
+  stats_.untimed += untimed;
+  stats_.unknownKernels += unknown;
+}
+
+}  // namespace ftp

@@ -1,0 +1,259 @@
+"""backend="device_timer": every Triton kernel launched in a session timed on the device, with
+no vendor tracing library loaded (no CUPTI: it runs beside torch.profiler or Nsight Systems).
+
+Kernels compiled while a session is open carry global-timer stamps (compiler_hook.py,
+ptx_stamps.py); each launch writes one record into a device ring through a slot address that
+Triton's launcher gets from our profile allocator, a native function: on the host a launch
+costs that one call (the slot, the launch's context), nothing else. The ring is read back
+asynchronously on its own stream into pinned memory when a quarter fills, at flush() and at
+finalize(), and a native worker hands each launch's record to the same session layer that CUPTI's
+records reach: tree, trace and metadata outputs are written as for backend="nvidia". Stamps
+are mapped onto the profile's monotonic clock with an offset probed at start (the device reading
+the host's clock and the host reading the device's, through write-combined mapped memory) and
+probed again at finalize (the drift is in the metadata).
+
+Covers Triton kernels only: torch's own kernels, library kernels (cuBLAS) and copies are not
+seen (docs/reference/device-timer.md).
+"""
+import threading
+import warnings
+from dataclasses import dataclass, field
+
+from ...hooks.triton_chain import _attach, _launch_hook_owner
+from ...native_core import native as _native_module
+from ..base import Backend, BackendUnavailable, device_info_of
+from . import compiler_hook
+
+DEFAULT_SLOTS = 1 << 16
+LANES = 8  # the native ring's kTimerLanes
+_MODE_KEYS = ("slots", "batch")
+
+
+@dataclass(frozen=True)
+class RingOptions:
+    slots: int = DEFAULT_SLOTS
+    batch: int = 0  # 0: a quarter of the ring
+
+    def batch_slots(self):
+        return self.batch or max(1, self.slots // 4)
+
+    def canonical(self):
+        return f"slots={self.slots}:batch={self.batch_slots()}"
+
+
+def parse_mode(mode):
+    """None, or "slots=<n>[:batch=<n>]" (ring size in launches; launches per readback)."""
+    if mode is None:
+        return RingOptions()
+    values = {}
+    for part in str(mode).replace(",", ":").split(":"):
+        key, sep, value = part.partition("=")
+        if not sep or key.strip() not in _MODE_KEYS or not value.strip().isdigit():
+            raise ValueError(f"backend 'device_timer' does not support mode {mode!r}; supported: "
+                             f"'slots=<n>[:batch=<n>]' (launches the ring holds, launches per readback)")
+        values[key.strip()] = int(value)
+    options = RingOptions(**values)
+    if options.slots < 2 or options.slots > (1 << 24) or not 1 <= options.batch_slots() <= options.slots:
+        raise ValueError(f"backend 'device_timer': mode {mode!r}: need 2 <= slots <= 16777216 and "
+                         f"1 <= batch <= slots")
+    return options
+
+
+@dataclass
+class DeviceTimerState:
+    """Per session: the ring's counts when it started (its metadata counts the difference)."""
+    counts_at_start: dict = field(default_factory=dict)
+    stamped_at_start: int = 0
+
+
+def _native():
+    return _native_module
+
+
+class DeviceTimerBackend(Backend):
+    name = "device_timer"
+    SessionState = DeviceTimerState
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._users = 0
+        self._options = None
+        self._undo = []
+        self.clock_at_start = None
+        self._hooked = []  # open sessions with hook="triton"
+        self._undo_exit = None
+
+    def check_mode(self, mode):
+        return parse_mode(mode)
+
+    def unavailable_reason(self):
+        try:
+            compiler_hook.check_triton()
+        except BackendUnavailable as error:
+            return str(error)
+        if not _native().cuda_driver_version():
+            return "no CUDA driver (libcuda.so.1) on this machine"
+        return None
+
+    # -- starting and stopping ---------------------------------------------------------------
+    def acquire(self, options):
+        options = options or RingOptions()
+        with self._lock:
+            if self._users and options != self._options:
+                raise ValueError(f"backend 'device_timer': a session with mode {self._options.canonical()!r} is open; "
+                                 f"kernels are stamped for one ring at a time (got {options.canonical()!r})")
+            if self._users == 0:
+                compiler_hook.check_triton()
+                if not _native().cuda_driver_version():
+                    raise BackendUnavailable("backend 'device_timer' needs the CUDA driver (libcuda.so.1) and a GPU")
+                try:
+                    self._install(options)
+                except BaseException:
+                    self._uninstall()
+                    raise
+            self._users += 1
+
+    def _install(self, options):
+        import triton  # deferred: triton is heavy and optional
+        from triton.runtime import _allocation  # deferred: triton is heavy and optional
+
+        native = _native()
+        self._options = options
+        # The ring outlives the session (kept for the next one, as CUPTI stays attached for the
+        # nvidia backend): allocating it and its pinned mirror costs milliseconds. free() lets go.
+        self.clock_at_start = native.device_timer_start(options.slots, options.batch_slots())
+        self._undo.append(native.device_timer_drain)
+        compiler_hook.install(native, native.device_timer_plane_bytes(), LANES)
+        self._undo.append(compiler_hook.uninstall)
+        previous = _allocation._profile_allocator.get()
+        native.device_timer_set_fallback(previous)
+        from triton.runtime import driver  # deferred: triton is heavy and optional
+
+        native.device_timer_set_thread_device(driver.active.get_current_device)
+        _allocation.set_profile_allocator(native.device_timer_allocate)
+        self._undo.append(lambda: _allocation.set_profile_allocator(previous))
+        self._undo.append(_attach(triton.knobs.runtime, "kernel_load_end_hook", _kernel_loaded))
+
+    def _uninstall(self):
+        while self._undo:
+            self._undo.pop()()
+
+    def release(self):
+        with self._lock:
+            if self._users == 0:
+                return
+            self._users -= 1
+            if self._users == 0:
+                self._uninstall()
+
+    def free(self):
+        """Frees the ring a finished session kept (device memory, pinned mirror, stream, worker)."""
+        with self._lock:
+            if self._users == 0:
+                _native().device_timer_free()
+
+    def attach_session(self, session):
+        with self._lock:
+            session.state.counts_at_start = dict(_native().device_timer_stats())
+            session.state.stamped_at_start = compiler_hook.stats["stamped"]
+            if session.hook == "triton":
+                self._hook_triton(session, True)
+
+    def detach_session(self, session):
+        with self._lock:
+            if session in self._hooked:
+                self._hook_triton(session, False)
+
+    def _hook_triton(self, session, on):
+        """hook="triton" publishes a launch's metadata in Triton's launch-enter hook, which runs
+        after the allocator: while such a session is open, launches take their context and
+        metadata in the launch-exit hook (first in the chain, before hook="triton" drops them)."""
+        native = _native()
+        if on:
+            if not self._hooked:
+                self._undo_exit = _attach(_launch_hook_owner(), "launch_exit_hook", _launch_done, order="first")
+                native.device_timer_defer_launches(True)
+            self._hooked.append(session)
+            return
+        self._hooked.remove(session)
+        if not self._hooked:
+            native.device_timer_defer_launches(False)
+            self._undo_exit()
+            self._undo_exit = None
+
+    # -- results ----------------------------------------------------------------------------
+    def flush(self):
+        with self._lock:
+            if self._users:
+                _native().device_timer_drain()
+
+    def session_outputs(self, session):
+        native = _native()
+        with self._lock:
+            if not self._users:
+                return {"time_source": self.name}
+            native.device_timer_drain()
+            now = native.device_timer_stats()
+            start = session.state.counts_at_start
+            stats = {"time_source": self.name,
+                     "device_timer_covers": "Triton kernels launched in the session (stamped at compile time); "
+                                            "other kernels and copies are not seen",
+                     "device_timer_options": self._options.canonical()}
+            stats.update({f"device_timer_{k}": v - start.get(k, 0) for k, v in now.items()})
+            stats["device_timer_kernels_stamped"] = compiler_hook.stats["stamped"] - session.state.stamped_at_start
+            stats["device_timer_kernels_not_stamped"] = list(compiler_hook.stats["not_stamped_kernels"])
+            stats.update(self._clock_facts(native))
+        lost = stats.get("device_timer_untimed", 0) + stats.get("device_timer_captured_untimed", 0) + \
+            stats.get("device_timer_other_device_untimed", 0)
+        if lost:
+            warnings.warn(f"flagtree.profiler: backend 'device_timer': {lost} launches have no device time "
+                          f"(graph capture, another device, or a launch that did not run; counts in "
+                          f"{session.metadata_path})", RuntimeWarning, stacklevel=4)
+        return stats
+
+    def _clock_facts(self, native):
+        """The mapping of the global timer onto the profile's monotonic clock: the offset probed
+        at start (between the two one-way bounds, clock_probe.cpp), how far a probe at finalize
+        finds it moved, and the host real-time clock's distance from it (for reference)."""
+        start = self.clock_at_start or {}
+        facts = {"device_timer_clock_offset_ns": start.get("offset_ns"),
+                 "device_timer_clock_uncertainty_ns": start.get("uncertainty_ns"),
+                 "device_timer_clock_realtime_minus_probe_ns": start.get("realtime_minus_probe_ns")}
+        try:
+            end = native.device_timer_check_clock()
+        except RuntimeError as error:
+            facts["device_timer_clock_check"] = f"not measured: {error}"
+            return facts
+        facts["device_timer_clock_drift_ns"] = end["offset_ns"] - start.get("offset_ns", end["offset_ns"])
+        facts["device_timer_clock_check_uncertainty_ns"] = end["uncertainty_ns"]
+        return facts
+
+    def device_info(self):
+        try:
+            from ..nvidia.backend import cuda_devices  # deferred: backend modules load when asked for
+
+            return device_info_of("CUDA", cuda_devices())
+        except Exception:
+            return {}
+
+    def describe(self):
+        native = _native()
+        devices = []
+        try:
+            from ..nvidia.backend import cuda_devices  # deferred: backend modules load when asked for
+
+            devices = [{"index": d["index"], "name": d["name"], "arch": d["arch"]} for d in cuda_devices()]
+        except Exception:
+            pass
+        return {"backend": self.name, "time_source": self.name, "tracing_library": None,
+                "cuda_driver_version": native.cuda_driver_version(), "devices": devices}
+
+
+def _launch_done(metadata):
+    _native().device_timer_launch_done()
+
+
+def _kernel_loaded(module, function, name, metadata_group, hash_):
+    """Triton's kernel_load_end_hook: a kernel from the disk cache gets its name registered
+    (its stamps carry only a hash of it)."""
+    _native().device_timer_name_kernel(str(name))

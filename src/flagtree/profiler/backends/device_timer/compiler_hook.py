@@ -1,0 +1,129 @@
+"""How kernels compiled while a device_timer session is open get their stamps.
+
+No pass of ours runs inside Triton's MLIR pipeline: Triton's stages inspection hook
+(``triton.knobs.runtime.add_stages_inspection_hook``) lets us wrap the "ptx" stage, and the wrapper
+inserts the stamps into the PTX text (ptx_stamps.py) and sets the kernel's metadata
+``profile_scratch_size`` / ``profile_scratch_align`` so that Triton's launcher asks the profile
+allocator (ours) for the slot pointer.
+
+``triton.knobs.compilation.instrumentation_mode`` is set to our mode string while installed:
+it is part of every kernel's compile options, hence of the in-memory and on-disk cache keys, so
+stamped and plain binaries never share a cache entry, and kernels compiled before the session
+are compiled again (once) when first launched in it. Everything is restored on uninstall.
+"""
+import threading
+import warnings
+
+from ..base import BackendUnavailable
+from . import ptx_stamps
+
+MODE_PREFIX = "flagtree-device-timer"
+SCRATCH_BYTES = 16
+
+_lock = threading.Lock()
+_installed = None  # the undo function while installed
+stats = {"stamped": 0, "not_stamped": 0, "not_stamped_kernels": []}
+
+
+def mode_string(plane_bytes, lanes):
+    return f"{MODE_PREFIX}:v2:lanes={lanes}:plane={plane_bytes}"
+
+
+def check_triton():
+    """BackendUnavailable unless Triton has the hooks this route uses (3.5 or later)."""
+    try:
+        import triton  # deferred: triton is heavy and optional
+    except ImportError as error:
+        raise BackendUnavailable(f"backend 'device_timer' needs triton: {error}") from None
+    runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
+    missing = [name for name in ("add_stages_inspection_hook", "kernel_load_end_hook")
+               if runtime is None or not hasattr(runtime, name)]
+    compilation = getattr(getattr(triton, "knobs", None), "compilation", None)
+    if compilation is None or not hasattr(compilation, "instrumentation_mode"):
+        missing.append("compilation.instrumentation_mode")
+    try:
+        from triton.runtime import _allocation  # deferred: triton is heavy and optional
+    except ImportError:
+        _allocation = None
+    if _allocation is None or not hasattr(_allocation, "set_profile_allocator"):
+        missing.append("runtime._allocation.set_profile_allocator")
+    if missing:
+        raise BackendUnavailable(f"backend 'device_timer' needs Triton 3.5 or later; triton "
+                                 f"{triton.__version__} lacks {', '.join(missing)}")
+
+
+def stamp_stage(ptx_stage, native, plane_bytes, lanes):
+    """The "ptx" stage, followed by the stamps (a kernel we cannot stamp runs untimed, with a warning)."""
+
+    def stage(src, metadata):
+        ptx = ptx_stage(src, metadata)
+        name = metadata.get("name", "?")
+        if metadata.get("profile_scratch_size"):
+            reason = "it already uses profile scratch memory (another instrumentation)"
+        else:
+            try:
+                stamped = ptx_stamps.stamp_ptx(ptx, native.device_timer_name_kernel(name), plane_bytes, lanes)
+            except ptx_stamps.NotStampable as error:
+                reason = str(error)
+            else:
+                metadata["profile_scratch_size"] = SCRATCH_BYTES
+                metadata["profile_scratch_align"] = native.device_timer_layout()["align_tag"]
+                stats["stamped"] += 1
+                return stamped
+        stats["not_stamped"] += 1
+        if len(stats["not_stamped_kernels"]) < 32:
+            stats["not_stamped_kernels"].append(name)
+        warnings.warn(f"flagtree.profiler: backend 'device_timer' cannot time kernel {name}: {reason}",
+                      RuntimeWarning, stacklevel=2)
+        return ptx
+
+    return stage
+
+
+def install(native, plane_bytes, lanes):
+    """Kernels compiled from now on carry the stamps (until uninstall)."""
+    global _installed
+    import triton  # deferred: triton is heavy and optional
+
+    with _lock:
+        if _installed is not None:
+            raise RuntimeError("backend 'device_timer': the compiler hook is already installed")
+        compilation = triton.knobs.compilation
+        previous_mode = compilation.instrumentation_mode
+        if previous_mode:
+            raise RuntimeError(f"backend 'device_timer': Triton's instrumentation_mode is already "
+                               f"{previous_mode!r} (Triton's proton profiler, or backend='instrumentation'?); "
+                               f"stop it first: one instrumentation at a time")
+        runtime = triton.knobs.runtime
+        previous_hook = runtime.add_stages_inspection_hook
+
+        def hook(*args, **kwargs):
+            if not args and not kwargs:  # later Triton asks for a cache-key part
+                return previous_hook() if previous_hook is not None else ("", MODE_PREFIX)
+            if previous_hook is not None:
+                previous_hook(*args, **kwargs)
+            stages = kwargs["stages"] if "stages" in kwargs else args[1]
+            if "ptx" in stages:
+                stages["ptx"] = stamp_stage(stages["ptx"], native, plane_bytes, lanes)
+
+        runtime.add_stages_inspection_hook = hook
+        compilation.instrumentation_mode = mode_string(plane_bytes, lanes)
+
+        def undo():
+            compilation.instrumentation_mode = previous_mode
+            if runtime.add_stages_inspection_hook is hook:
+                runtime.add_stages_inspection_hook = previous_hook
+
+        _installed = undo
+
+
+def uninstall():
+    global _installed
+    with _lock:
+        if _installed is not None:
+            undo, _installed = _installed, None
+            undo()
+
+
+def installed():
+    return _installed is not None

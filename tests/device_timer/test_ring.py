@@ -1,0 +1,230 @@
+"""The device_timer ring through its host stand-in: slots handed out by Triton's profile
+allocator, stamps written as a kernel's blocks would, readback, wrap, backpressure, launches that
+never ran, graph capture, and the records reaching a session's tree under the launch's context."""
+import json
+import threading
+
+import pytest
+
+import flagtree.profiler as profiler
+from flagtree.profiler import _native
+
+T = _native.testing
+LAYOUT = _native.device_timer_layout()
+TAG = LAYOUT["align_tag"]
+
+
+@pytest.fixture
+def ring():
+    """A host ring of `slots` launches; stopped (drained) after the test."""
+    def start(slots, batch, offset_ns=0):
+        T.device_timer_host_ring(slots, batch, offset_ns)
+    yield start
+    if _native.device_timer_running():
+        T.device_timer_host_hold(False)
+        _native.device_timer_free()
+
+
+def _allocate(stream=0x5000):
+    from triton.runtime import _allocation
+
+    # What Triton's launcher does for a kernel whose metadata asks for profile scratch.
+    return _allocation._profile_allocator.get()(16, TAG, stream)
+
+
+@pytest.fixture
+def allocator():
+    from triton.runtime import _allocation
+
+    previous = _allocation._profile_allocator.get()
+    _native.device_timer_set_fallback(previous)
+    _allocation.set_profile_allocator(_native.device_timer_allocate)
+    yield
+    _allocation.set_profile_allocator(previous)
+
+
+def _kernel(slot, name, start, end, grid=(1, 1, 1), block=128, lanes=((0, 0, 0),)):
+    """Stamps `slot` as a launch of kernel `name` running from start to end (ns) would: block
+    (0,0,0) stores the id and geometry; each (lane, start delta, end delta) is one block."""
+    kid = _native.device_timer_name_kernel(name)
+    T.device_timer_host_meta(slot, kid, grid, block)
+    for lane, ds, de in lanes:
+        T.device_timer_host_stamp(slot, lane, start + ds, end - de)
+
+
+def _tree(path):
+    root = json.load(open(path))[0]
+    flat = {}
+
+    def walk(node, prefix):
+        for c in node["children"]:
+            flat[prefix + (c["frame"]["name"],)] = c["metrics"]
+            walk(c, prefix + (c["frame"]["name"],))
+
+    walk(root, ())
+    return flat
+
+
+def _session(tmp_path, data="tree"):
+    return profiler.start(str(tmp_path / "p"), backend="interpreter", data=data)
+
+
+def test_records_reach_the_launch_context_with_the_earliest_start_and_latest_end(tmp_path, ring, allocator):
+    ring(64, 16, offset_ns=1_000)
+    sid = _session(tmp_path)
+    with profiler.scope("step"):
+        slot = _allocate()
+    # three blocks on three lanes: the launch spans the earliest start and the latest end
+    _kernel(slot, "add_kernel", 10_000, 50_000, grid=(3, 2, 1),
+            lanes=((0, 5_000, 0), (3, 0, 7_000), (5, 2_000, 9_000)))
+    _native.device_timer_drain()
+    profiler.finalize(sid)
+    node = _tree(tmp_path / "p.hatchet")[("step", "add_kernel")]
+    assert node["count"] == 1
+    assert node["time (ns)"] == 40_000
+    stats = _native.device_timer_stats()
+    assert stats["launches"] == 1 and stats["records"] == 1 and stats["untimed"] == 0
+
+
+def test_slots_wrap_and_every_launch_is_delivered_once(tmp_path, ring, allocator):
+    ring(4, 2)
+    sid = _session(tmp_path)
+    addresses = []
+    with profiler.scope("loop"):
+        for i in range(10):
+            slot = _allocate()
+            addresses.append(slot)
+            _kernel(slot, "tiny", 1_000 * i, 1_000 * i + 300)
+    _native.device_timer_drain()
+    profiler.finalize(sid)
+    assert len(set(addresses)) == 4  # four slots, reused
+    assert addresses[4] == addresses[0] and addresses[1] - addresses[0] == LAYOUT["slot_bytes"]
+    node = _tree(tmp_path / "p.hatchet")[("loop", "tiny")]
+    assert node["count"] == 10 and node["time (ns)"] == 3_000
+    stats = _native.device_timer_stats()
+    assert stats["records"] == 10 and stats["readbacks"] >= 5
+
+
+def test_a_full_ring_waits_for_its_readback_and_loses_nothing(tmp_path, ring, allocator):
+    ring(4, 4)
+    T.device_timer_host_hold(True)  # the copy stream has not got there yet
+    sid = _session(tmp_path)
+    for i in range(4):
+        _kernel(_allocate(), "k", 100 * i, 100 * i + 50)
+    fifth = {}
+
+    def launch():
+        fifth["slot"] = _allocate()
+
+    waiter = threading.Thread(target=launch)
+    waiter.start()
+    waiter.join(0.5)
+    assert waiter.is_alive() and "slot" not in fifth  # backpressure: the claim waits
+    T.device_timer_host_hold(False)
+    waiter.join()
+    _kernel(fifth["slot"], "k", 1_000, 1_050)
+    _native.device_timer_drain()
+    profiler.finalize(sid)
+    assert _tree(tmp_path / "p.hatchet")[("k",)]["count"] == 5
+    stats = _native.device_timer_stats()
+    assert stats["backpressure_waits"] == 1 and stats["records"] == 5
+
+
+def test_a_launch_that_never_ran_is_counted_not_recorded(tmp_path, ring, allocator):
+    ring(8, 8)
+    sid = _session(tmp_path)
+    _kernel(_allocate(), "ran", 0, 100)
+    _allocate()  # its launch failed: nothing stamped the slot
+    _native.device_timer_drain()
+    profiler.finalize(sid)
+    tree = _tree(tmp_path / "p.hatchet")
+    assert tree[("ran",)]["count"] == 1 and len([k for k in tree if k[-1] != "ran"]) == 0
+    assert _native.device_timer_stats()["untimed"] == 1
+
+
+def test_another_threads_launch_in_flight_is_not_read_before_it_is_queued(tmp_path, ring, allocator):
+    ring(64, 2)
+    sid = _session(tmp_path)
+    slot = {}
+    other = threading.Thread(target=lambda: slot.update(a=_allocate()))
+    other.start()
+    other.join()  # that thread claimed a slot; its launch is not known to be queued
+    for i in range(6):  # enough claims here for readbacks
+        _kernel(_allocate(), "main", i * 10, i * 10 + 5)
+    _kernel(slot["a"], "late", 500, 900)  # its kernel stamps the slot only now
+    _native.device_timer_drain()
+    profiler.finalize(sid)
+    tree = _tree(tmp_path / "p.hatchet")
+    assert tree[("late",)]["count"] == 1 and tree[("late",)]["time (ns)"] == 400
+    assert tree[("main",)]["count"] == 6 and _native.device_timer_stats()["untimed"] == 0
+
+
+def test_captured_launches_get_no_slot_and_are_counted(tmp_path, ring, allocator):
+    ring(8, 8)
+    T.device_timer_host_capturing(0x7777, True)
+    assert _allocate(stream=0x7777) == 0  # the kernel's stamps skip a null slot
+    assert _native.device_timer_stats()["captured_untimed"] == 1
+    assert _native.device_timer_stats()["launches"] == 0
+
+
+def test_other_profile_scratch_requests_go_to_the_previous_allocator(ring):
+    from triton.runtime import _allocation
+
+    calls = []
+    previous = _allocation._profile_allocator.get()
+    _native.device_timer_set_fallback(lambda size, align, stream: calls.append((size, align, stream)) or 1234)
+    _allocation.set_profile_allocator(_native.device_timer_allocate)
+    try:
+        ring(8, 8)
+        assert _allocation._profile_allocator.get()(4096, 128, 9) == 1234
+    finally:
+        _allocation.set_profile_allocator(previous)
+    assert calls == [(4096, 128, 9)]
+    assert _native.device_timer_stats()["launches"] == 0
+
+
+def test_unknown_kernel_ids_keep_their_time_under_a_placeholder_name(tmp_path, ring, allocator):
+    ring(8, 8)
+    sid = _session(tmp_path)
+    slot = _allocate()
+    T.device_timer_host_meta(slot, 0x1234ABCD, (1, 1, 1), 32)
+    T.device_timer_host_stamp(slot, 0, 0, 700)
+    _native.device_timer_drain()
+    profiler.finalize(sid)
+    assert _tree(tmp_path / "p.hatchet")[("<kernel 1234abcd>",)]["time (ns)"] == 700
+    assert _native.device_timer_stats()["unknown_kernels"] == 1
+
+
+def _node_of(tree, name):
+    return next(m for k, m in tree.items() if k[-1] == name)
+
+
+def test_deferred_launches_take_the_metadata_published_after_the_allocator(tmp_path, ring, allocator):
+    """hook="triton" publishes a launch's metadata in the enter hook, after the allocator ran:
+    deferred, the launch takes its context and metadata when the exit hook says it is done."""
+    ring(8, 8)
+    _native.clear_launch_metadata()
+    sid = _session(tmp_path)
+    _native.device_timer_defer_launches(True)
+    slot = _allocate()
+    _native.set_launch_metadata("renamed_by_hook", [("flops", 5.0)])  # what the enter hook does
+    _native.device_timer_launch_done()  # the exit hook
+    _kernel(slot, "add_kernel", 0, 1_000)
+    _native.device_timer_drain()
+    profiler.finalize(sid)
+    node = _node_of(_tree(tmp_path / "p.hatchet"), "renamed_by_hook")
+    assert node["count"] == 1 and node["flops"] == 5.0
+
+
+def test_without_deferral_metadata_published_after_the_allocator_misses_its_launch(tmp_path, ring, allocator):
+    ring(8, 8)
+    _native.clear_launch_metadata()
+    sid = _session(tmp_path)
+    slot = _allocate()
+    _native.set_launch_metadata("renamed_by_hook", [("flops", 5.0)])
+    _kernel(slot, "add_kernel", 0, 1_000)
+    _native.clear_launch_metadata()
+    _native.device_timer_drain()
+    profiler.finalize(sid)
+    tree = _tree(tmp_path / "p.hatchet")
+    assert _node_of(tree, "add_kernel")["count"] == 1 and not any(k[-1] == "renamed_by_hook" for k in tree)

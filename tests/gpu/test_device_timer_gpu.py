@@ -1,0 +1,196 @@
+"""backend="device_timer" on a GPU: every Triton launch timed by its own stamps, no CUPTI loaded,
+the ring's wrap and backpressure with real copies, the clock against host scopes, beside
+torch.profiler, and graph-captured launches counted (not timed)."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import flagtree.profiler as profiler  # noqa: E402
+from flagtree.profiler import _native  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "examples"))
+from triton_kernels import add_kernel  # noqa: E402
+
+SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "src")
+
+
+def _tensors(n):
+    x, y = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
+    return x, y, torch.empty_like(x)
+
+
+def _launch(x, y, out, times=1):
+    for _ in range(times):
+        add_kernel[(triton_cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
+
+
+def triton_cdiv(a, b):
+    return -(-a // b)
+
+
+def _flat(path):
+    root = json.load(open(path))[0]
+    flat, stack = {}, [(root, ())]
+    while stack:
+        node, prefix = stack.pop()
+        for c in node["children"]:
+            key = prefix + (c["frame"]["name"],)
+            flat[key] = c["metrics"]
+            stack.append((c, key))
+    return flat
+
+
+def test_every_launch_is_timed_with_correct_results_and_metadata(tmp_path):
+    x, y, out = _tensors(1 << 20)
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    with profiler.scope("step"):
+        _launch(x, y, out, times=37)
+    torch.cuda.synchronize()
+    profiler.finalize(sid)
+    assert torch.allclose(out, x + y)  # the stamps leave the kernel's work alone
+    node = _flat(tmp_path / "p.hatchet")[("step", "add_kernel")]
+    assert node["count"] == 37 and node["time (ns)"] > 37 * 1000
+    meta = json.load(open(tmp_path / "p.meta.json"))
+    assert meta["time_source"] == "device_timer" and meta["device_timer_records"] == 37
+    assert meta["device_timer_untimed"] == 0 and meta["backend"] == "device_timer"
+    assert "Triton kernels" in meta["device_timer_covers"]
+
+
+def test_no_cupti_is_loaded_by_a_session(tmp_path):
+    script = textwrap.dedent(f"""
+        import torch, flagtree.profiler as p
+        from flagtree.profiler import _native
+        import sys; sys.path.insert(0, {os.path.dirname(SRC) + '/examples'!r})
+        from triton_kernels import add_kernel
+        before = _native.loaded_library_path("libcupti.so")
+        x = torch.rand(4096, device="cuda"); out = torch.empty_like(x)
+        s = p.start({str(tmp_path / 'c')!r}, backend="device_timer")
+        add_kernel[(4,)](x, x, out, 4096, BLOCK=1024)
+        p.finalize(s)
+        print(before is None, _native.loaded_library_path("libcupti.so") is None)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    before_none, after_none = done.stdout.split()[-2:]
+    assert after_none == before_none  # the session loaded no libcupti
+
+
+def test_a_small_ring_wraps_and_waits_without_losing_launches(tmp_path):
+    x, y, out = _tensors(1024)
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer", mode="slots=64:batch=16")
+    with profiler.scope("loop"):
+        _launch(x, y, out, times=1000)
+    profiler.finalize(sid)
+    assert _flat(tmp_path / "p.hatchet")[("loop", "add_kernel")]["count"] == 1000
+    meta = json.load(open(tmp_path / "p.meta.json"))
+    assert meta["device_timer_records"] == 1000 and meta["device_timer_readbacks"] >= 1000 // 64
+
+
+def test_python_context_and_threads_see_their_launches(tmp_path):
+    import threading
+
+    x, y, out = _tensors(1024)
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer", context="python")
+
+    def worker():
+        _launch(x, y, out, times=5)
+
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    torch.cuda.synchronize()
+    profiler.finalize(sid)
+    flat = _flat(tmp_path / "p.hatchet")
+    total = sum(m["count"] for k, m in flat.items() if k[-1] == "add_kernel")
+    assert total == 15
+    assert any(any("worker" in part for part in k) for k in flat if k[-1] == "add_kernel")
+
+
+def test_kernels_lie_inside_the_host_scope_that_launched_and_waited_for_them(tmp_path):
+    x, y, out = _tensors(1 << 22)
+    sid = profiler.start(str(tmp_path / "t"), backend="device_timer", data="trace")
+    for i in range(5):
+        with profiler.scope(f"step{i}"):
+            _launch(x, y, out, times=3)
+            torch.cuda.synchronize()
+    profiler.finalize(sid)
+    events = json.load(open(tmp_path / "t.chrome_trace"))["traceEvents"]
+    scopes = {e["name"]: e for e in events if e.get("cat") == "scope"}
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    assert len(kernels) == 15
+    meta = json.load(open(tmp_path / "t.meta.json"))
+    slack_us = (abs(meta["device_timer_clock_uncertainty_ns"]) + abs(meta["device_timer_clock_drift_ns"])) / 1e3 + 1
+    for k in kernels:
+        s = scopes[k["args"]["context"]]
+        assert s["ts"] - slack_us <= k["ts"] and k["ts"] + k["dur"] <= s["ts"] + s["dur"] + slack_us
+    assert abs(meta["device_timer_clock_drift_ns"]) < 100_000
+
+
+def test_times_agree_with_cupti_for_the_same_launches(tmp_path):
+    """Both routes open at once see the same launches: device_timer's stamps and CUPTI's kernel
+    records of each launch line up on the profile's clock."""
+    x, y, out = _tensors(1 << 24)
+    timer = profiler.start(str(tmp_path / "d"), backend="device_timer", data="trace")
+    cupti = profiler.start(str(tmp_path / "c"), backend="nvidia", data="trace")
+    _launch(x, y, out, times=10)
+    torch.cuda.synchronize()
+    profiler.finalize(cupti)
+    profiler.finalize(timer)
+    events = [e for e in json.load(open(tmp_path / "d.chrome_trace"))["traceEvents"] if e.get("cat") == "kernel"]
+    ours = sorted((e for e in events if e["args"]["correlation"] >= 0xC0000000), key=lambda e: e["ts"])
+    theirs = sorted((e for e in events if e["args"]["correlation"] < 0xC0000000), key=lambda e: e["ts"])
+    assert len(ours) == len(theirs) == 10
+    for a, b in zip(ours, theirs):
+        assert abs(a["ts"] - b["ts"]) < 5.0 and abs(a["dur"] - b["dur"]) < 0.05 * b["dur"] + 1.0
+
+
+def test_beside_torch_profiler_both_see_the_kernels(tmp_path):
+    """In a fresh process (no CUPTI client before): torch.profiler holds CUPTI, ours runs inside."""
+    script = textwrap.dedent(f"""
+        import json, sys, torch, flagtree.profiler as p
+        from torch.profiler import ProfilerActivity, profile
+        sys.path.insert(0, {os.path.dirname(SRC) + '/examples'!r})
+        from triton_kernels import add_kernel
+        x = torch.rand(1 << 20, device="cuda"); out = torch.empty_like(x)
+        add_kernel[(1024,)](x, x, out, 1 << 20, BLOCK=1024)
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            s = p.start({str(tmp_path / 'p')!r}, backend="device_timer")
+            for _ in range(8):
+                add_kernel[(1024,)](x, x, out, 1 << 20, BLOCK=1024)
+            torch.cuda.synchronize()
+            p.finalize(s)
+        print(json.dumps(len([e for e in prof.events() if "add_kernel" in e.name])))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.split()[-1]) >= 8  # torch.profiler's CUPTI saw the launches
+    assert _flat(tmp_path / "p.hatchet")[("add_kernel",)]["count"] == 8
+
+
+def test_graph_captured_launches_are_counted_not_mistimed(tmp_path):
+    x, y, out = _tensors(1 << 16)
+    _launch(x, y, out)  # compiled outside
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    _launch(x, y, out)  # the stamped binary compiles here, outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        with torch.cuda.graph(graph, stream=stream):
+            _launch(x, y, out, times=2)
+    for _ in range(5):
+        graph.replay()
+    torch.cuda.synchronize()
+    profiler.finalize(sid)
+    meta = json.load(open(tmp_path / "p.meta.json"))
+    assert meta["device_timer_captured_untimed"] == 2 and meta["device_timer_records"] == 1
+    assert torch.allclose(out, x + y)
