@@ -20,6 +20,7 @@ from . import _env, runner
 from . import command_line as _command
 from . import session as _session
 from .backends import KNOWN_BACKENDS, BackendUnavailable, implemented_backends
+from .viewer.safe_text import safe
 
 PROG = "flagtree-profiler"
 
@@ -215,8 +216,41 @@ def _install_sigterm():
         return None
 
 
+class _WriteInterrupted(BaseException):
+    """Ctrl-C or SIGTERM while the profile is written: the write is abandoned (BaseException, so
+    that no `except Exception` on the way keeps writing)."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _abandon_the_write(signum, frame):
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_IGN)  # the clean-up that follows runs to its end
+    raise _WriteInterrupted(signum)
+
+
 def _finish(opened, code):
-    """Writes the profile and says where; a failed write turns a clean exit into status 1."""
+    """Writes the profile and says where; a failed write turns a clean exit into status 1. A
+    signal during the write abandons what is left of it (a native writer runs to its end first:
+    its file is whole or absent), and one line says what was and was not written."""
+    try:
+        previous = {n: signal.signal(n, _abandon_the_write) for n in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # main() called outside the main thread: signals can't be handled here
+        previous = {}
+    try:
+        return _write(opened, code)
+    except _WriteInterrupted as stop:
+        _command.discard_open_sessions()  # what was not written is not written at exit either
+        _say(_interrupted_line(opened, stop.signum))
+        return 128 + stop.signum
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _write(opened, code):
     try:
         _command.end_command_line_session()
     except Exception as error:
@@ -225,6 +259,20 @@ def _finish(opened, code):
     if opened is not None:
         _say(_wrote_line(opened.data_files()))
     return code
+
+
+def _interrupted_line(opened, signum):
+    what = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
+    if opened is None:
+        return f"{what}: stopped (profiling was disabled: nothing to write)"
+    written = [p for p in opened.parts if p not in opened.written] + opened.written
+    missing = []
+    if not any(p != opened.metadata_path for p in opened.written):
+        missing.append("the last part" if opened.parts else opened.output_path)
+    if opened.metadata_path not in opened.written:
+        missing.append(opened.metadata_path)
+    return (f"{what} while the profile was written: the rest of the write was abandoned; wrote "
+            f"{', '.join(written) or 'nothing'}; not written: {', '.join(missing) or 'nothing'}")
 
 
 def _wrote_line(files):
@@ -246,8 +294,10 @@ def _message(error):
 
 
 def _say(message):
+    """One line on stderr; what it names (the profile's name, a path, an error's text) may hold
+    anything, so control characters are escaped (a terminal must not act on them)."""
     sys.stdout.flush()  # keep the target's output ahead of ours when both go to a terminal
-    print(f"{PROG}: {message}", file=sys.stderr, flush=True)
+    print(f"{PROG}: {safe(message)}", file=sys.stderr, flush=True)
 
 
 def _list_metrics(options):
@@ -261,7 +311,7 @@ def _list_metrics(options):
         return 2
     for m in metrics:
         for name in (m.get("submetrics") if options.submetrics else None) or [m["name"]]:
-            print(f"{name}\t{m['type']}\t{m['unit']}\t{m['description']}")
+            print("\t".join(safe(str(v)) for v in (name, m["type"], m["unit"], m["description"])))
     return 0
 
 

@@ -26,6 +26,7 @@ from .backends.base import mode_text
 # H200 (issue 18: the first session's cost). hooks/triton.py stays lazy: only hook="triton" uses it.
 from .hooks import inheritance, nvtx
 from .paths import base_name, check_writable, output_paths
+from .viewer.safe_text import safe
 from .writers.atomic import remove
 from .writers.metadata import build_metadata, write_metadata
 from .writers.profile import write_profile
@@ -66,6 +67,7 @@ class Session:
         self.dropped_at_start = 0
         self.nvtx = False
         self.parts = []  # paths of the parts written so far
+        self.written = []  # what finalize wrote, in order (a write cut short says what is there)
         self.timer_stop = None  # threading.Event of the periodic-part thread, if any
 
     @property
@@ -315,12 +317,14 @@ def _write_outputs(s):
     # beside the metadata of another run.
     remove(s.metadata_path)
     if s.parts:  # the rest becomes the last part; no whole-run file is written
-        _write_part(s)
+        s.written.append(_write_part(s))
         stats["parts"] = list(s.parts)
     metadata = build_metadata(s, s.backend.metadata_facts(), stats)
     if not s.parts:
         write_profile(s, s.output_path, other_data=metadata)
+        s.written.append(s.output_path)
     write_metadata(s.metadata_path, metadata)
+    s.written.append(s.metadata_path)
     # A dropped record leaves its launch without a record, so the two counts overlap: the
     # larger one is the loss.
     lost = max(stats["dropped_records"], stats["lost_launches"])
@@ -329,7 +333,7 @@ def _write_outputs(s):
                       f"({stats['lost_launches']} launches got no record; the vendor library reported "
                       f"{stats['dropped_records']} records dropped for lack of buffer space); raise "
                       f"FLAGTREE_PROFILER_BUFFER_SIZE (or FLAGTREE_PROFILER_BUFFER_LIMIT). Counts are in "
-                      f"{s.metadata_path}", stacklevel=4)
+                      f"{safe(s.metadata_path)}", stacklevel=4)
 
 
 def _close(s):
@@ -369,7 +373,9 @@ def _finalize_at_exit():
         except Exception as error:
             import sys
 
-            print(f"flagtree.profiler: writing the profile at exit failed: {error}", file=sys.stderr)
+            from .viewer.safe_text import safe
+
+            print(f"flagtree.profiler: writing the profile at exit failed: {safe(str(error))}", file=sys.stderr)
 
 
 atexit.register(_finalize_at_exit)
