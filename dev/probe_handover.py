@@ -1,4 +1,4 @@
-"""GPU probe (issue 18, item 2): can another CUPTI client attach in the same process after ours,
+"""GPU probe: can another CUPTI client attach in the same process after ours,
 and ours after it? Each order runs in a fresh subprocess; one line per variant: worked / the error.
 
     python dev/probe_handover.py            # every order, with the default libcupti and with Triton's
@@ -8,8 +8,9 @@ Orders: ours -> release -> Proton; ours (no release, still attached) -> Proton (
 that is what release() is for); Proton -> ours; ours -> release -> torch.profiler -> ours (the
 last start may be refused, SubscriberTaken naming torch.profiler, if Kineto keeps CUPTI: the line
 says which). Each
-runs with the libcupti ours picks by default, and with FLAGTREE_PROFILER_CUPTI_PATH set to the
-copy Triton bundles (the one Proton loads). A step "worked" when its tool recorded the kernels
+runs with the libcupti ours picks by default (Triton's bundled copy, the one Proton loads), with
+FLAGTREE_PROFILER_CUPTI_PATH set to each file of that copy, and set to the libcupti wheel's copy
+(the one torch maps at import; the default before Triton's copy came first). A step "worked" when its tool recorded the kernels
 it ran (ours: kernel_records in the metadata; Proton: the kernel in its tree; torch.profiler: a
 CUDA kernel event). tests/gpu/test_handover_gpu.py runs the same orders through run_order()."""
 import argparse
@@ -57,6 +58,7 @@ def ours(i):
         meta = json.load(f)
     records = meta.get("kernel_records", meta.get("stats", {}).get("kernel_records", 0))
     assert records >= 5, f"ours recorded {records} kernels, expected 5"
+    return "libcupti " + str(meta.get("cupti_library"))
 
 def ours_or_taken(i):
     from flagtree.profiler import _native
@@ -147,11 +149,24 @@ def run_order(steps, cupti_path=None, timeout=300):
     return False, f"{where}exit {out.returncode}: " + " | ".join(tail)
 
 
+def wheel_cupti():
+    """The nvidia-cuda-cupti wheel's libcupti (the copy torch maps at import), or None."""
+    import glob
+
+    for entry in sys.path:
+        found = sorted(glob.glob(os.path.join(entry, "nvidia", "cu[0-9]*", "lib", "libcupti.so.*")))
+        if found:
+            return found[-1]
+    return None
+
+
 def variants():
     for name, steps in ORDERS.items():
         yield f"{name} [default libcupti]", steps, None
         for bundled in triton_cupties():
             yield f"{name} [CUPTI_PATH=Triton's {os.path.basename(bundled)}]", steps, bundled
+        if wheel_cupti():
+            yield f"{name} [CUPTI_PATH=the wheel's {os.path.basename(wheel_cupti())}]", steps, wheel_cupti()
 
 
 def main():

@@ -2,12 +2,18 @@
 
 Which libcupti is loaded, in this order (the first that loads wins):
   1. FLAGTREE_PROFILER_CUPTI_PATH
-  2. a copy already loaded in this process (two copies cannot share CUPTI's one subscriber slot)
-  3. the nvidia-cuda-cupti wheel (nvidia/cu13/lib, nvidia/cuda_cupti/lib)
-  4. Triton's bundled copy (triton/backends/nvidia/lib/cupti)
+  2. Triton's bundled copy (triton/backends/nvidia/lib/cupti/libcupti.so), the file Proton loads,
+     when its CUDA major is supported and not newer than the driver's
+  3. a copy already loaded in this process (two copies cannot share CUPTI's one subscriber slot)
+  4. the nvidia-cuda-cupti wheel (nvidia/cu13/lib, nvidia/cuda_cupti/lib)
   5. CUDA_HOME (extras/CUPTI/lib64, lib64, targets/*/lib)
   6. the system loader path (libcupti.so.13, libcupti.so.12, libcupti.so)
-Within 3-6, copies whose major version matches the CUDA driver's come first.
+Within 4-6, copies whose major version matches the CUDA driver's come first.
+Why Triton's copy before the one torch maps at import (the libcupti 13 wheel): CUPTI's subscriber
+slot passes between two copies in one direction only. After our release() of a libcupti 13,
+Proton's libcupti 12 cannot subscribe (error 39) for the rest of the process; after our release()
+of Triton's copy, Proton (the same file) and torch.profiler (libcupti 13) both can. What Triton's
+older copy costs is in docs/reference/command-line.md (Hand-over).
 """
 import glob
 import os
@@ -50,6 +56,23 @@ def _installed_candidates():
     yield from ("libcupti.so.13", "libcupti.so.12", "libcupti.so")
 
 
+def triton_cupti(driver_major=None):
+    """Triton's bundled libcupti (the path Proton dlopens: <dir>/libcupti.so), or None when Triton
+    bundles none, or one of an unsupported major or newer than the driver."""
+    for entry in sys.path:
+        folder = os.path.join(entry, "triton", "backends", "nvidia", "lib", "cupti")
+        versioned = glob.glob(os.path.join(folder, "libcupti.so.*"))
+        if not versioned and not os.path.isfile(os.path.join(folder, "libcupti.so")):
+            continue
+        majors = {_major_of(p) for p in versioned} - {None}
+        major = min(majors) if majors else None
+        if major is not None and (major not in SUPPORTED_CUDA_MAJORS or (driver_major and major > driver_major)):
+            return None
+        plain = os.path.join(folder, "libcupti.so")
+        return plain if os.path.isfile(plain) else sorted(versioned)[0]
+    return None
+
+
 def iter_cupti_candidates(driver_major=None):
     """The libcupti paths to try, in the documented order, found as they are asked for: the first
     session stops at the first that loads instead of globbing every sys.path entry (~5 ms)."""
@@ -61,7 +84,8 @@ def iter_cupti_candidates(driver_major=None):
                 seen.add(path)
                 yield path
 
-    yield from fresh((_env.cupti_path(), loaded_library("libcupti.so")))
+    yield from fresh((_env.cupti_path(),))
+    yield from fresh((triton_cupti(driver_major), loaded_library("libcupti.so")))
     if not driver_major:
         yield from fresh(_installed_candidates())
         return
