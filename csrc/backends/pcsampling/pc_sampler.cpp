@@ -216,12 +216,12 @@ void PcSampler::stopActive() {
 }
 
 // One Start, shared by both ranges (range=launch: around one launch; range=session: until finalize).
-void PcSampler::startRange(ContextState& state) {
+void PcSampler::startRange(ContextState& state, bool sync) {
   PhaseTimer timer(stats_.startNs);
   // Waits for the work queued before the range so that a launch is sampled alone (Proton syncs
   // before every Start; once per range here in range=session). Without a driver (host-side
-  // tests) there is no device work to wait for.
-  CudaDriver::instance().synchronizeCurrent();
+  // tests) there is no device work to wait for; a context just created has none either.
+  if (sync) CudaDriver::instance().synchronizeCurrent();
   CUpti_PCSamplingStartParams start{CUpti_PCSamplingStartParamsSize, nullptr, state.context};
   check("cuptiPCSamplingStart", api_.start(&start));
   state.rangeOpen = true;
@@ -393,33 +393,6 @@ void PcSampler::onLaunchEnter(uint32_t correlation, uint32_t, const void* cbData
 void PcSampler::onLaunchExit(uint32_t correlation, uint32_t, const void* cbData) {
   const auto* cb = static_cast<const CUpti_CallbackData*>(cbData);
   launchExit(correlation, cb && cb->symbolName ? cb->symbolName : "<unknown function>");
-}
-
-void PcSampler::onModuleUnloading(const void* cubin, size_t size) {
-  // Continuous mode needs a fetch between a module's unload and a reload (cupti_pcsampling.h).
-  addCubin(cubin, size);
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (slot_ < 0) return;
-  try {
-    closeSessionRanges();  // range=session: samples of the unloading module must be read now
-    drainAll();
-  } catch (const std::exception& e) {
-    noteError(e);
-  }
-}
-
-void PcSampler::onContextDestroying(void* context) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (size_t i = 0; i < contexts_.size(); ++i) {
-    if (contexts_[i]->context != context) continue;
-    try {
-      stopContext(*contexts_[i]);
-    } catch (const std::exception&) {
-    }
-    delete contexts_[i];
-    contexts_.erase(contexts_.begin() + long(i));
-    return;
-  }
 }
 
 }  // namespace ftp
