@@ -130,6 +130,26 @@ def test_cupti_search_order(tmp_path, monkeypatch):
     assert nvidia.cupti_candidates()[1] == plain
 
 
+def test_counters_and_a_used_copy_change_the_order(tmp_path, monkeypatch):
+    """Hardware counters take the driver's major (Triton's CUPTI 12 gave no metrics under a CUDA 13
+    driver); a copy the process already subscribed with comes right after the explicit path."""
+    site = tmp_path / "site"
+    wheel13 = _fake_lib(site / "nvidia" / "cu13" / "lib", "libcupti.so.13")
+    folder = site / "triton" / "backends" / "nvidia" / "lib" / "cupti"
+    _fake_lib(folder, "libcupti.so.12")
+    bundled = _fake_lib(folder, "libcupti.so")  # Proton's name, major from the file beside it
+    monkeypatch.setattr(sys, "path", [str(site)])
+    for name in ("FLAGTREE_PROFILER_CUPTI_PATH", "CUDA_HOME", "CUDA_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(nvidia, "loaded_library", lambda prefix: bundled)  # Proton ran first
+    assert nvidia.cupti_candidates(13)[0] == bundled
+    counting = nvidia.cupti_candidates(13, proton_first=False)
+    assert counting[0] == wheel13 and counting.index(wheel13) < counting.index(bundled)
+    used = list(nvidia.iter_cupti_candidates(13, used=wheel13))
+    assert used[:2] == [wheel13, bundled]
+    assert nvidia._api_major(130001) == 13 and nvidia._api_major(26) == 12 and nvidia._api_major(0) is None
+
+
 def test_tritons_cupti_is_passed_over_when_newer_than_the_driver(tmp_path, monkeypatch):
     site = tmp_path / "site"
     bundled = _fake_lib(site / "triton" / "backends" / "nvidia" / "lib" / "cupti", "libcupti.so.13")
