@@ -69,13 +69,13 @@ def _parser():
     parser.add_argument("-n", "--name", help="output path without extension (default: the script's "
                         "name without .py, the module's last part, or 'pytest')")
     parser.add_argument("-b", "--backend", help=f"profiling backend (default: chosen from Triton's "
-                        f"target); implemented: {', '.join(implemented_backends())}; "
-                        f"known: {', '.join(KNOWN_BACKENDS)}")
+                        f"target): {_backends_text()}")
     parser.add_argument("-c", "--context", default="shadow", choices=_session.CONTEXTS,
                         help="how kernels are attributed: shadow = scopes and states (default), "
                              "python = the Python call stack")
     parser.add_argument("-d", "--data", default="tree", choices=_session.DATA_KINDS,
-                        help="tree = NAME.hatchet call tree (default), trace = NAME.chrome_trace timeline")
+                        help="tree = NAME.hatchet call tree (default), trace = NAME.chrome_trace timeline, "
+                             "perfetto = NAME.pftrace timeline (Perfetto's protobuf format)")
     parser.add_argument("-m", "--mode", help="backend-specific collection mode (default: none)")
     parser.add_argument("-k", "--hook", choices=_session.HOOKS,
                         help="triton = also record launch metadata through Triton's launch hook")
@@ -90,6 +90,13 @@ def _parser():
     parser.add_argument("--keep-pytest-frames", action="store_true",
                         help="with pytest and -c python: keep pytest's and pluggy's frames above each test")
     return parser
+
+
+def _backends_text():
+    """Each backend once: the implemented ones, then those the spec names that this version lacks."""
+    implemented = implemented_backends()
+    missing = [name for name in KNOWN_BACKENDS if name not in implemented]
+    return ", ".join(implemented) + (f" (not implemented here: {', '.join(missing)})" if missing else "")
 
 
 def _split(argv):
@@ -124,6 +131,8 @@ def _parse(argv):
         return options, "pytest", target, args
     if not os.path.exists(target):
         raise _UsageError(f"can't open file {target!r}: no such file")
+    if os.path.isdir(target) and not os.path.isfile(os.path.join(target, "__main__.py")):
+        raise _UsageError(f"can't find '__main__' module in {target!r} (a folder runs its __main__.py)")
     return options, "script", target, args
 
 
@@ -373,8 +382,17 @@ def _begin(options, kind, target):
         _say(f"error: {_message(error)}")
         return False
     if session_id == -1:
-        _say("FLAGTREE_PROFILER_DISABLE is set: running without profiling")
+        _say(_disabled_reason())
     return _session._sessions.get(session_id)  # names the output in the final message
+
+
+def _disabled_reason():
+    if _env.flag("FLAGTREE_PROFILER_DISABLE"):
+        return "FLAGTREE_PROFILER_DISABLE is set: running without profiling"
+    from .ranks import current
+
+    rank = current().rank if current() is not None else 0
+    return f"FLAGTREE_PROFILER_RANKS={_env.rank_subset()} leaves rank {rank} out: running without profiling"
 
 
 if __name__ == "__main__":
