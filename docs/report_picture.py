@@ -1,4 +1,4 @@
-"""Makes docs/report.png, the README's picture of the HTML report, from a real run.
+"""Makes docs/report.png, the picture of the HTML report that the README shows, from a real run.
 
     PYTHONPATH=src python docs/report_picture.py
 

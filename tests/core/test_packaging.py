@@ -42,8 +42,8 @@ def test_nothing_refers_to_the_old_tools_folder():
         assert not any(o in text for o in old), path
 
 
-def test_readme_documents_module_parts_and_metadata_names():
-    readme = read("README.md")
+def test_reference_documents_module_parts_and_metadata_names():
+    readme = "".join(read("docs", "reference", page) for page in ("command-line.md", "outputs.md", "api.md", "viewer.md"))
     for phrase in ("--module package.module", "python -m flagtree.profiler [options]", "<name>.part1.hatchet",
                    "flagtree-profiler-viewer name.part*.hatchet", "<name>.<ext>.meta.json", "--keep-pytest-frames"):
         assert phrase in readme, phrase

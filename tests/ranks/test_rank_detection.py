@@ -57,14 +57,18 @@ def test_profiled_ranks_of_a_world(launcher):
     assert ranks.profiled_ranks(8) == [0, 3, 4, 5]
 
 
-def test_a_left_out_rank_pays_nothing(launcher, tmp_path):
+def test_a_left_out_rank_pays_nothing(launcher, tmp_path, monkeypatch):
+    """A left-out rank's start() is the disabled no-op: no backend is chosen or loaded and no
+    native session is made."""
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("a left-out rank reached the backend registry")
+
+    monkeypatch.setattr(session, "get_backend", must_not_run)
+    monkeypatch.setattr(session, "select_backend", must_not_run)
     launcher(RANK=2, WORLD_SIZE=4, FLAGTREE_PROFILER_RANKS="0,3-5")
-    began = time.perf_counter()
-    for _ in range(1000):
+    for _ in range(3):
         assert profiler.start(str(tmp_path / "x")) == -1
-    per_call = (time.perf_counter() - began) / 1000
     assert session.open_sessions() == []
-    assert per_call < 50e-6, per_call  # no backend, no native session: an env lookup or two
     profiler.finalize()
     assert os.listdir(tmp_path) == []
 
