@@ -1,4 +1,4 @@
-"""Overhead of backend="instrumentation" (issue #9, point 7), on the GPU machine.
+"""Overhead of backend="instrumentation", on the GPU machine.
 
 Workload: a memory-bound 16M-element add with two kernel-side scopes, 50 launches per rep.
 Configurations, interleaved in one process (none, ours, none, proton, ...), after a warm-up:
@@ -35,9 +35,9 @@ def kernels():
     import triton
     import triton.language as tl
 
-    # The tests' instrumented add (tests/instrumented_kernels.py), one copy for the GPU tests and this bench.
+    # The tests' instrumented add (tests/support/instrumented_kernels.py), one copy for the GPU tests and this bench.
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-    from instrumented_kernels import add_two_scopes
+    from support.instrumented_kernels import add_two_scopes
 
     found = {"ours": add_two_scopes}
     try:

@@ -5,7 +5,9 @@ process (none, A, none, B, ..., repeated), after a warm-up. Prints one JSON line
 
     python bench/overhead.py --family ours --workload launch --reps 5
 Families: ours, proton (triton.profiler), torch (torch.profiler), floor (CUPTI kernel activity
-only, records discarded: the least any CUPTI-based profiler can cost).
+only, records discarded: the least any CUPTI-based profiler can cost). The floor needs
+_native.testing.cupti_floor_start, i.e. the native core built with -Ccmake.define.FLAGTREE_PROFILER_TESTING=ON (dev/gpu_round.sh and
+dev/build_native.sh build it so).
 """
 import argparse
 import contextlib
@@ -65,7 +67,7 @@ class Family:
             self._torch.__enter__()
             return torch.profiler.record_function
         from flagtree.profiler import _native
-        from flagtree.profiler.backends.nvidia import cupti_candidates
+        from flagtree.profiler.backends.nvidia.backend import cupti_candidates
 
         path = os.environ.get("FLAGTREE_PROFILER_CUPTI_PATH") or cupti_candidates(13)[0]
         _native.testing.cupti_floor_start(path, 8 << 20, config == "activity+callbacks")

@@ -1,4 +1,4 @@
-"""PC-sampling overhead (issue #7), interleaved baseline / sampled in one process, median ratios:
+"""PC-sampling overhead, interleaved baseline / sampled in one process, median ratios:
   launch-bound: N tiny Triton launches, wall time end to end (start .. finalize included), vs no profiler;
   GPU-bound end to end: one long kernel, wall time start .. finalize, vs no profiler;
   GPU-bound per kernel: the KERNEL's device time, i.e. the kernel node's `time (ns)` / `count` in the

@@ -2,6 +2,9 @@
 one table of median ratios to no profiler, saved under bench/results/ with machine facts.
 
     python bench/run_all.py [--reps 5] [--workloads launch,gpu,mix] [--families ours,proton,torch,floor]
+
+Family floor needs the native core built with -Ccmake.define.FLAGTREE_PROFILER_TESTING=ON
+(dev/gpu_round.sh builds it so).
 """
 import argparse
 import datetime

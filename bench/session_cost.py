@@ -1,4 +1,4 @@
-"""The fixed cost of one profiling session (issue 18): start, finalize, and the whole session minus
+"""The fixed cost of one profiling session: start, finalize, and the whole session minus
 the same work unprofiled, for ours (tree, trace), Proton, torch.profiler and CUPTI alone.
 
 Each tool runs in its own process (one CUPTI client per process: see shared/DEVICE.md), in a
@@ -7,11 +7,15 @@ process that already uses torch and cuBLAS, interleaved with unprofiled runs of 
 and later of the process: ours keeps CUPTI attached between them); the first session of each data
 kind is reported apart ("first_session_ms"; "process_first" marks the one that paid CUPTI's
 subscribe and activity enable). Tool "ours_idle0" is ours with FLAGTREE_PROFILER_CUPTI_IDLE_S=0
-(CUPTI released at every finalize, the behaviour before issue 18). With --breakdown, ours also
+(CUPTI released at every finalize, as before the idle release). With --breakdown, ours also
 reports where start and finalize spend their time (per step, medians). Ours calls
 flagtree.profiler.release() at the end of its process.
 
     python bench/session_cost.py [--sessions 20] [--tools ours,ours_idle0,proton,torch,cupti] [--out DIR]
+
+Tool "cupti" is the tracer's floor (_native.testing.cupti_floor_start): it needs
+the native core built with -Ccmake.define.FLAGTREE_PROFILER_TESTING=ON (dev/gpu_round.sh and
+dev/build_native.sh build it so).
 
 With --first K it measures only the first session of a process, the one that pays CUPTI's
 subscribe and activity enable: K fresh processes per tool (ours and cupti alternating), medians,
@@ -131,7 +135,7 @@ def _session_runner(tool, data, folder):
         return start, stop
     if tool == "cupti":
         from flagtree.profiler import _native
-        from flagtree.profiler.backends.nvidia import cupti_candidates
+        from flagtree.profiler.backends.nvidia.backend import cupti_candidates
 
         path = cupti_candidates(_native.cuda_driver_version() // 1000)[0]
 

@@ -2,6 +2,10 @@
 
     PYTHONPATH=src python bench/training_bench.py [--launches 200000] [--steps 30] [--device cuda]
 
+Part 1 drives the launch path through _native.testing: it needs
+the native core built with -Ccmake.define.FLAGTREE_PROFILER_TESTING=ON (dev/gpu_round.sh and
+dev/build_native.sh build it so).
+
 1. The launch path (native onLaunch + record, driven by _native.testing.launch/record,
    shadow tree session) per launch, for: a thread with its own scope (the unchanged fast path),
    a thread with an empty stack (one generation load), a thread started inside a scope

@@ -16,6 +16,10 @@ points (no GPU), then one timed `session_write` puts the store on disk.
 
     python bench/writer_bench.py [--events 1000000] [--nodes 100000] [--launches 20000] [--out F]
     python bench/writer_bench.py --compare-only [--rounds 5] [--events 1000000]
+
+The records go in through _native.testing: it needs
+the native core built with -Ccmake.define.FLAGTREE_PROFILER_TESTING=ON (dev/gpu_round.sh and
+dev/build_native.sh build it so).
 """
 import argparse
 import json
@@ -124,7 +128,7 @@ def bench_tree(folder, nodes):
 
 def bench_deep(folder, depth):
     sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-    from json_check import check_deep_chain  # the tests' iterative reader
+    from support.json_check import check_deep_chain  # the tests' iterative reader
 
     slot = native.session_create(SHADOW, TREE)
     name = native.intern("level")

@@ -6,10 +6,11 @@
 #   bash dev/asan_tests.sh [pytest args...]        (~10 min on the 2-core machine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -f build/asan/build.ninja ]; then
+if [ ! -f build/asan/build.ninja ] || ! grep -q '^FLAGTREE_PROFILER_TESTING:BOOL=ON' build/asan/CMakeCache.txt; then
   cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS="-fsanitize=address -fno-omit-frame-pointer" \
-    -DCMAKE_MODULE_LINKER_FLAGS="-fsanitize=address" -DPython_EXECUTABLE="$(command -v python3)" >/dev/null
+    -DCMAKE_MODULE_LINKER_FLAGS="-fsanitize=address" -DPython_EXECUTABLE="$(command -v python3)" \
+    -DFLAGTREE_PROFILER_TESTING=ON >/dev/null
 fi
 cmake --build build/asan -j2 >build/asan/last.log 2>&1 || { cat build/asan/last.log; exit 1; }
 rm -rf build/asan/src build/asan/report.*

@@ -13,7 +13,7 @@ fi
 if [ -d .hdr/include ]; then export CUDA_HOME=$PWD/.hdr; fi
 echo "building against: ${CUDA_HOME:-default headers} $(grep -h '#define CUPTI_API_VERSION ' ${CUDA_HOME:-/usr/local/cuda}/include/cupti_version.h 2>/dev/null)"
 t0=$(date +%s)
-python3 -m pip install -q --no-build-isolation --no-deps . > "$OUT/install.log" 2>&1 || { tail -30 "$OUT/install.log"; exit 1; }
+python3 -m pip install -q --no-build-isolation --no-deps -Ccmake.define.FLAGTREE_PROFILER_TESTING=ON . > "$OUT/install.log" 2>&1 || { tail -30 "$OUT/install.log"; exit 1; }
 echo "install: $(( $(date +%s) - t0 )) s"
 python3 - <<'PY' | tee "$OUT/env.txt"
 import torch, triton, flagtree.profiler as p
@@ -31,7 +31,7 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   timeout 150 python3 bench/scale.py 2>&1 | tee "$OUT/scale.json" | tail -3
   timeout 300 python3 bench/instrumentation.py --reps 5 --out "$OUT" 2>&1 | tee "$OUT/bench_instrumentation.log" | tail -30
 fi
-if [ "$what" = instrumentation ]; then  # issue #9 alone: probe, its GPU tests, its benchmark
+if [ "$what" = instrumentation ]; then  # instrumentation alone: probe, its GPU tests, its benchmark
   timeout 300 python3 dev/probe_instrumentation.py 2>&1 | tee "$OUT/probe_instrumentation.log" | tail -40
   FLAGTREE_GPU_TESTS=1 timeout 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_instrumentation_gpu.py "$@" 2>&1 | tee "$OUT/pytest_instrumentation.log" | tail -40
   timeout 300 python3 bench/instrumentation.py --reps 5 --out "$OUT" 2>&1 | tee "$OUT/bench_instrumentation.log" | tail -30
@@ -39,63 +39,63 @@ fi
 if [ "$what" = probe-instrumentation ]; then  # backend="instrumentation": the route end to end (dev/probe_instrumentation.py)
   timeout 500 python3 dev/probe_instrumentation.py 2>&1 | tee "$OUT/probe_instrumentation.log" | tail -60
 fi
-if [ "$what" = probe-pcsampling ]; then  # CUPTI PC-sampling API check (issue #7)
+if [ "$what" = probe-pcsampling ]; then  # CUPTI PC-sampling API check
   timeout 120 python3 dev/probe_pcsampling.py --out "$OUT" 2>&1 | tee "$OUT/probe_pcsampling.log" | tail -60
 fi
-if [ "$what" = pcsampling ]; then  # issue #7: PC-sampling GPU tests and overhead
+if [ "$what" = pcsampling ]; then  # PC-sampling GPU tests and overhead
   FLAGTREE_GPU_TESTS=1 timeout 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_pcsampling_gpu.py 2>&1 | tee "$OUT/pytest_pcsampling.log" | tail -30
   timeout 280 python3 bench/pcsampling_bench.py "$@" 2>&1 | tee "$OUT/pcsampling_bench.log" | tail -12
 fi
 if [ "$what" = scale ]; then
   timeout 300 python3 bench/scale.py "$@" 2>&1 | tee "$OUT/scale.log" | tail -5
 fi
-if [ "$what" = probe-counters ]; then   # issue #10: CUPTI Host + Range Profiler API facts, alone then beside a session
+if [ "$what" = probe-counters ]; then   # CUPTI Host + Range Profiler API facts, alone then beside a session
   timeout 240 python3 dev/probe_counters.py --json "$OUT/probe_counters.json" 2>&1 | tee "$OUT/probe_counters.log" | tail -60
   timeout 240 python3 dev/probe_counters.py --with-flagtree --json "$OUT/probe_counters_ft.json" > "$OUT/probe_counters_ft.log" 2>&1
   grep -E '^\[|SUMMARY' "$OUT/probe_counters_ft.log" | tail -25
 fi
-if [ "$what" = counters ] || [ "$what" = all ]; then   # issue #10: counters GPU tests, then their cost
+if [ "$what" = counters ] || [ "$what" = all ]; then   # counters GPU tests, then their cost
   FLAGTREE_GPU_TESTS=1 timeout 300 python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_counters_gpu.py 2>&1 | tee "$OUT/pytest_counters.log" | tail -25
   timeout 240 python3 bench/counters_cost.py --out "$OUT" 2>&1 | tee "$OUT/counters_cost.log" | tail -14
 fi
-if [ "$what" = handover ]; then   # issue #18 items 1-2: hand-over probe, its GPU tests, session cost
+if [ "$what" = handover ]; then   # hand-over probe, its GPU tests, session cost
   timeout 400 python3 dev/probe_handover.py 2>&1 | tee "$OUT/probe_handover.log" | tail -20
   FLAGTREE_GPU_TESTS=1 timeout 300 python3 -m pytest -q -rxXs -p no:cacheprovider tests/gpu/test_handover_gpu.py 2>&1 | tee "$OUT/pytest_handover.log" | tail -15
   timeout 500 python3 bench/session_cost.py --sessions 20 --out "$OUT" 2>&1 | tee "$OUT/session_cost.log" | tail -14
 fi
-if [ "$what" = fixed ]; then   # issue #18 items 1, 3, 4: where the fixed costs go, then the benches
+if [ "$what" = fixed ]; then   # where the fixed costs go, then the benches
   FLAGTREE_GPU_TESTS=1 timeout 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_instrumentation_gpu.py tests/gpu/test_pcsampling_gpu.py 2>&1 | tee "$OUT/pytest_fixed.log" | tail -8
   timeout 200 python3 dev/probe_fixed_costs.py pcsampling 2>&1 | tee "$OUT/probe_pcsampling_cost.log" | grep -v "^ " | tail -40
   timeout 200 python3 dev/probe_fixed_costs.py instrumentation 2>&1 | tee "$OUT/probe_instrumentation_cost.log" | grep -v "^ " | tail -12
   timeout 200 python3 bench/instrumentation.py --reps 5 --out "$OUT" 2>&1 | tee "$OUT/bench_instrumentation.log" | tail -25
   timeout 200 python3 bench/session_cost.py --first 7 --profile-first --out "$OUT" > "$OUT/session_first.log" 2> "$OUT/session_first.err"; tail -30 "$OUT/session_first.log"
 fi
-if [ "$what" = pcbuf ]; then   # issue #18 item 3: PC sampling's Start/Stop cost against its buffer sizes; item 1: the first session
+if [ "$what" = pcbuf ]; then   # PC sampling's Start/Stop cost against its buffer sizes; the first session
   timeout 240 python3 dev/probe_fixed_costs.py pcsampling --sessions 2 --no-profile --buffers "${PCBUF:-128/16,32/16,8/16,32/4}" 2>&1 | tee "$OUT/probe_pcbuf.log" | grep -v "^ " | tail -40
   timeout 200 python3 bench/session_cost.py --first 5 --profile-first > "$OUT/session_first.log" 2> "$OUT/session_first.err"; tail -45 "$OUT/session_first.log"; grep -A28 "first start" "$OUT/session_first.err" | cut -c1-160
 fi
-if [ "$what" = control ]; then   # issue #18 item 3: a session range bracketed by Enable/Disable vs Start/Stop
+if [ "$what" = control ]; then   # a session range bracketed by Enable/Disable vs Start/Stop
   timeout 200 python3 dev/probe_fixed_costs.py pcsampling --sessions 3 --no-profile --modes "pcsampling:control=start_stop;pcsampling" 2>&1 | tee "$OUT/probe_control.log" | grep -v "^ " | tail -16
   FLAGTREE_GPU_TESTS=1 timeout 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_pcsampling_gpu.py 2>&1 | tee "$OUT/pytest_pcsampling.log" | tail -4
   timeout 250 python3 bench/pcsampling_bench.py --modes pcsampling pcsampling:control=start_stop pcsampling:range=launch 2>&1 | tee "$OUT/pcsampling_bench.log" | tail -5
 fi
-if [ "$what" = costs ]; then   # issue #18: the fixed-cost benches, results saved under $OUT
+if [ "$what" = costs ]; then   # the fixed-cost benches, results saved under $OUT
   timeout 200 python3 bench/session_cost.py --first 7 --out "$OUT" > "$OUT/session_first.log" 2>&1; tail -42 "$OUT/session_first.log" | tr -d '\n' | sed 's/  */ /g'; echo
   timeout 200 python3 bench/instrumentation.py --reps 5 --out "$OUT" > "$OUT/bench_instrumentation.log" 2>&1; grep -E "ratio|finalize" "$OUT/bench_instrumentation.log" | head -8
   timeout 180 python3 bench/pcsampling_bench.py > "$OUT/pcsampling_bench.log" 2>&1; tail -6 "$OUT/pcsampling_bench.log"
 fi
-if [ "$what" = firstdetail ]; then   # issue #18 item 1: the first session's pieces, then the bench
+if [ "$what" = firstdetail ]; then   # the first session's pieces, then the bench
   timeout 120 python3 dev/probe_first_session.py --detail --runs 4 2>&1 | tail -4
   timeout 300 python3 bench/session_cost.py --first "${FIRST:-12}" --profile-first --out "$OUT" > "$OUT/session_first.log" 2> "$OUT/session_first.err"
   python3 -c "import json,glob;d=json.load(open(sorted(glob.glob('$OUT/session_first-*.json'))[-1]));o=d['ours'];c=d['cupti'];print('ours',{k:o[k] for k in ('start','work','finalize','whole')},'cupti',{k:c[k] for k in ('start','work','finalize','whole')},'diff',d.get('ours_minus_cupti_ms'));print({k:round(v,2) for k,v in o['breakdown_ms'].items()});print('ours each',o['whole_each'],'cupti each',c['whole_each'])"
   grep -A32 "first start" "$OUT/session_first.err" | cut -c1-150 | grep -v "^ *$" | head -34
 fi
-if [ "$what" = firststart ]; then   # issue #18 item 1: the first start's and finalize's pieces, then the bench
+if [ "$what" = firststart ]; then   # the first start's and finalize's pieces, then the bench
   timeout 200 python3 dev/probe_first_session.py --start --runs "${RUNS:-5}" 2>&1 | tail -3
   timeout 360 python3 bench/session_cost.py --first "${FIRST:-12}" --out "$OUT" > "$OUT/session_first.log" 2> "$OUT/session_first.err"
   python3 -c "import json,glob;d=json.load(open(sorted(glob.glob('$OUT/session_first-*.json'))[-1]));o=d['ours'];c=d['cupti'];print('ours',{k:o[k] for k in ('start','work','finalize','whole','whole_without_subscribe')},'cupti',{k:c[k] for k in ('start','work','finalize','whole','whole_without_subscribe')},'diff',d.get('ours_minus_cupti_ms'),'without subscribe',d.get('ours_minus_cupti_without_subscribe_ms'));print('ours',{k:round(v,2) for k,v in o['breakdown_ms'].items()});print('cupti',{k:round(v,2) for k,v in c['breakdown_ms'].items()})"
 fi
-if [ "$what" = first ]; then   # issue #18 item 1: the first session of a process
+if [ "$what" = first ]; then   # the first session of a process
   timeout 120 python3 dev/probe_first_session.py --runs 3 2>&1 | tail -6
   timeout 200 python3 bench/session_cost.py --first 7 --out "$OUT" > "$OUT/session_first.log" 2>&1
   python3 -c "import json,glob;d=json.load(open(sorted(glob.glob('$OUT/session_first-*.json'))[-1]));o=d['ours'];c=d['cupti'];print('ours',{k:o[k] for k in ('start','work','finalize','whole')},'cupti',{k:c[k] for k in ('start','work','finalize','whole')},'diff',d.get('ours_minus_cupti_ms'));print({k:round(v,2) for k,v in o['breakdown_ms'].items()})"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Probe CUPTI's Profiler Host API + Range Profiler API end to end on a GPU (issue #10).
+"""Probe CUPTI's Profiler Host API + Range Profiler API end to end on a GPU.
 
 Standalone: ctypes on libcupti, torch (and Triton if present) for kernels. Each step prints
 "[step] ok ..." or "[step] FAILED ...", and the script goes on where it can. It answers the facts the

@@ -1,4 +1,4 @@
-"""The first session's small costs (issue 18 item 1), each in a fresh process with torch + cuBLAS
+"""The first session's small costs, each in a fresh process with torch + cuBLAS
 busy: the device-facts query cold before any session and cold inside one (CUPTI subscribed),
 and the steps of the first start. Prints one line per process.
 

@@ -1,4 +1,4 @@
-"""Where a session's fixed cost goes (issue 18), on the GPU machine: per phase wall times and a
+"""Where a session's fixed cost goes, on the GPU machine: per phase wall times and a
 cProfile of start() and finalize() for backend="cupti" mode="pcsampling" (one long kernel, then
 2,000 tiny launches) and backend="instrumentation" (50 launches of a 16M-element add).
 
@@ -55,7 +55,7 @@ def pcsampling(sessions, folder, buffers=((32, 16),), modes=("pcsampling",)):
     import torch
 
     import flagtree.profiler as profiler
-    from flagtree.profiler.backends import cupti
+    from flagtree.profiler.backends.nvidia import cupti
     from pcsampling_bench import heavy_kernel, tiny_kernel
 
     x = torch.rand(1 << 24, device="cuda")
@@ -97,7 +97,7 @@ def instrumentation(sessions, folder):
     import torch
 
     import flagtree.profiler as profiler
-    from instrumented_kernels import add_two_scopes
+    from support.instrumented_kernels import add_two_scopes
 
     n = 1 << 24
     xs = [torch.randn(n, device="cuda") for _ in range(3)]

@@ -93,7 +93,7 @@ def kernels():
         pl.exit_scope("store")
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-    from instrumented_kernels import long_then_short  # one copy, shared with the GPU tests
+    from support.instrumented_kernels import long_then_short  # one copy, shared with the GPU tests
 
     return add_two_scopes, long_then_short
 

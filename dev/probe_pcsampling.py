@@ -39,6 +39,11 @@ import time
 import traceback
 
 HERE = os.path.abspath(__file__)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "gpu"))
+from cupti_pcsampling_ctypes import (KERNEL_CORRELATION_OFFSET, KERNEL_END_OFFSET, KERNEL_START_OFFSET,  # noqa: E402
+                                     ConfigInfo, ConfigParams, CrcParams, CtxParams, GetDataParams, NumStallParams,
+                                     PCData, SamplingData, SassParams, StallParams, StallReason)
+
 RESULT = {}  # summary numbers, printed as JSON on the last line of a child run
 
 
@@ -56,64 +61,6 @@ def step(name, fn, *args):
         return None
 
 
-# ----------------------------------------------------------------------------- CUPTI structures
-# Layouts checked against the CUPTI 13.0 headers (sizeof/offsetof, see tests/backends/test_cupti_pcsampling.py):
-# natural alignment matches the PACKED_ALIGNMENT(8) layout of these structs.
-class StallReason(C.Structure):
-    _fields_ = [("index", C.c_uint32), ("samples", C.c_uint32)]
-
-
-class PCData(C.Structure):
-    _fields_ = [("size", C.c_size_t), ("cubinCrc", C.c_uint64), ("pcOffset", C.c_uint64),
-                ("functionIndex", C.c_uint32), ("pad", C.c_uint32), ("functionName", C.c_char_p),
-                ("stallReasonCount", C.c_size_t), ("stallReason", C.POINTER(StallReason)),
-                ("correlationId", C.c_uint32)]
-
-
-class SamplingData(C.Structure):
-    _fields_ = [("size", C.c_size_t), ("collectNumPcs", C.c_size_t), ("totalSamples", C.c_uint64),
-                ("droppedSamples", C.c_uint64), ("totalNumPcs", C.c_size_t), ("remainingNumPcs", C.c_size_t),
-                ("rangeId", C.c_uint64), ("pPcData", C.POINTER(PCData)),
-                ("nonUsrKernelsTotalSamples", C.c_uint64), ("hardwareBufferFull", C.c_uint8)]
-
-
-class ConfigInfo(C.Structure):
-    _fields_ = [("attributeType", C.c_int), ("attributeStatus", C.c_int), ("data", C.c_uint64 * 3)]
-
-
-class ConfigParams(C.Structure):
-    _fields_ = [("size", C.c_size_t), ("pPriv", C.c_void_p), ("ctx", C.c_void_p),
-                ("numAttributes", C.c_size_t), ("info", C.POINTER(ConfigInfo))]
-
-
-class CtxParams(C.Structure):  # Enable / Disable / Start / Stop
-    _fields_ = [("size", C.c_size_t), ("pPriv", C.c_void_p), ("ctx", C.c_void_p)]
-
-
-class GetDataParams(C.Structure):
-    _fields_ = [("size", C.c_size_t), ("pPriv", C.c_void_p), ("ctx", C.c_void_p), ("data", C.c_void_p)]
-
-
-class NumStallParams(C.Structure):
-    _fields_ = [("size", C.c_size_t), ("pPriv", C.c_void_p), ("ctx", C.c_void_p),
-                ("numStallReasons", C.POINTER(C.c_size_t))]
-
-
-class StallParams(C.Structure):
-    _fields_ = [("size", C.c_size_t), ("pPriv", C.c_void_p), ("ctx", C.c_void_p), ("numStallReasons", C.c_size_t),
-                ("stallReasonIndex", C.POINTER(C.c_uint32)), ("stallReasons", C.POINTER(C.c_char_p))]
-
-
-class SassParams(C.Structure):
-    _fields_ = [("size", C.c_size_t), ("cubin", C.c_void_p), ("functionName", C.c_char_p),
-                ("cubinSize", C.c_size_t), ("lineNumber", C.c_uint32), ("pcOffset", C.c_uint64),
-                ("fileName", C.c_void_p), ("dirName", C.c_void_p)]
-
-
-class CrcParams(C.Structure):
-    _fields_ = [("size", C.c_size_t), ("cubinSize", C.c_size_t), ("cubin", C.c_void_p), ("cubinCrc", C.c_uint64)]
-
-
 ATTR = dict(period=1, stall_reason=2, scratch=3, hardware=4, mode=5, start_stop=6, output_format=7,
             data_buffer=8, sleep_span=9)
 MODE = dict(continuous=1, serialized=2)
@@ -125,7 +72,6 @@ PROTON_METRIC_NAMES = ("num_samples", "num_stalled_samples", "stalled_branch_res
                        "stalled_barrier", "stalled_membar", "stalled_imc_miss", "stalled_mio_throttle",
                        "stalled_math_pipe_throttle", "stalled_drain", "stalled_lg_throttle", "stalled_not_Selected",
                        "stalled_misc", "stalled_dispatch_stall", "stalled_sleeping", "stalled_selected")
-KERNEL_CORRELATION_OFFSET, KERNEL_START_OFFSET, KERNEL_END_OFFSET = 92, 16, 24  # CUpti_ActivityKernel9
 
 
 def load_cupti():
@@ -394,9 +340,9 @@ def make_kernels():
 
 def slow_line_number():
     for number, text in enumerate(open(HERE), 1):
-        if text.rstrip().endswith("# PROBE_SLOW_LINE") and "acc =" in text:
+        if text.rstrip().endswith("# PROBE_SLOW_LINE") and "tl.sqrt" in text:
             return number
-    return -1
+    raise RuntimeError("the probe's slow line (marked PROBE_SLOW_LINE) is gone from " + HERE)
 
 
 def cubin_of(compiled):

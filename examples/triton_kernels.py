@@ -1,4 +1,4 @@
-"""The vector-add kernel of the example, kept in one place: the tests (tests/kernels.py) and the
+"""The vector-add kernel of the example, kept in one place: the tests (tests/support/kernels.py) and the
 benchmarks (bench/workloads.py) launch this same kernel. Imports only Triton."""
 import triton
 import triton.language as tl

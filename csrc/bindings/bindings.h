@@ -1,5 +1,6 @@
 // The nanobind layer, split by area: each register function adds one area's functions to the
-// module `m`, and those only tests (and bench) call to `testing` (flagtree.profiler._native.testing).
+// module `m`; the areas' functions only tests (and bench) call go to `testing`
+// (flagtree.profiler._native.testing), in builds with the CMake option FLAGTREE_PROFILER_TESTING.
 // Bindings translate Python calls to the native core, nothing else.
 #pragma once
 #include <nanobind/nanobind.h>
@@ -17,20 +18,31 @@ namespace nb = nanobind;
 
 // csrc/bindings/
 void registerErrorsAndEnums(nb::module_& m);                     // errors_enums.cpp
-void registerContextBindings(nb::module_& m, nb::module_& testing);  // context.cpp
-void registerSessionBindings(nb::module_& m, nb::module_& testing);  // sessions.cpp
+void registerContextBindings(nb::module_& m);  // context.cpp
+void registerSessionBindings(nb::module_& m);  // sessions.cpp
 // Beside each backend: backends/<backend>/<backend>_bindings.cpp.
-void registerNvidiaBindings(nb::module_& m, nb::module_& testing);
+void registerNvidiaBindings(nb::module_& m);
 void registerRoctracerBindings(nb::module_& m);
-void registerCountersBindings(nb::module_& m, nb::module_& testing);
-void registerPcSamplingBindings(nb::module_& m, nb::module_& testing);
-void registerInstrumentationBindings(nb::module_& m, nb::module_& testing);
+void registerMthreadsBindings(nb::module_& m);
+void registerCannBindings(nb::module_& m);
+void registerCountersBindings(nb::module_& m);
+void registerPcSamplingBindings(nb::module_& m);
+void registerInstrumentationBindings(nb::module_& m);  // backends/instrumentation/launch_correlation.cpp
 void registerDumpBindings(nb::module_& m);  // dump/dump_bindings.cpp
 void registerInheritanceBindings(nb::module_& m);  // context/inheritance_bindings.cpp
 void registerLaunchLogBindings(nb::module_& m);  // data/launch_log_bindings.cpp
 void registerViewerBindings(nb::module_& m);  // viewer/tree_reader.cpp
 void registerViewerWalkBindings(nb::module_& m);  // viewer/tree_walks.cpp
-void registerVendorTracerBindings(nb::module_& m);  // backends/activity/vendor_bindings.cpp (mthreads, cann)
+
+#ifdef FLAGTREE_PROFILER_TESTING
+// `_native.testing`, each beside its area's register function above.
+void registerContextTesting(nb::module_& testing);
+void registerSessionTesting(nb::module_& testing);
+void registerNvidiaTesting(nb::module_& testing);
+void registerCountersTesting(nb::module_& testing);
+void registerPcSamplingTesting(nb::module_& testing);
+void registerInstrumentationTesting(nb::module_& testing);
+#endif
 
 // The facts of one GPU as Python sees them (`cuda_devices`, `musa_devices`): index, name, arch,
 // SMs, clocks (kHz), bus width (bits). `Info` is a driver's device record with those fields.

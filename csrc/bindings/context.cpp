@@ -59,7 +59,7 @@ void setLaunchMetadata(std::optional<std::string> name, const MetricsIn& metrics
 
 }  // namespace
 
-void registerContextBindings(nb::module_& m, nb::module_& testing) {
+void registerContextBindings(nb::module_& m) {
   m.def("python_frames_skip", &setExtraInternalFiles, nb::arg("fragments"));
   m.def("intern", [](const std::string& s) { return intern(s); });
   m.def("monotonic_ns", &monotonicNs);
@@ -81,12 +81,17 @@ void registerContextBindings(nb::module_& m, nb::module_& testing) {
   m.def("state_pop", []() { Profiler::instance().popState(); });
   m.def("set_launch_metadata", &setLaunchMetadata);
   m.def("clear_launch_metadata", []() { Profiler::instance().setLaunchMetadata(nullptr); });
-  testing.def("scope_depth", []() { return threadState().scopes.size(); });
 
   // Host-side backends (interpreter): one call per finished launch, context taken now.
   m.def("record_host_kernel", &recordHostKernel, nb::arg("name"), nb::arg("start_ns"), nb::arg("end_ns"),
         nb::arg("grid"), nb::arg("block"), nb::arg("device_type") = int(DeviceType::CPU),
         nb::arg("device_id") = 0, nb::arg("stream_id") = 0);
 }
+
+#ifdef FLAGTREE_PROFILER_TESTING
+void registerContextTesting(nb::module_& testing) {
+  testing.def("scope_depth", []() { return threadState().scopes.size(); });
+}
+#endif
 
 }  // namespace ftp

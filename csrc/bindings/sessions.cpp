@@ -1,5 +1,5 @@
-// Session lifecycle, statistics and extras; and, in `testing`, the launch and record paths
-// driven by hand.
+// Session lifecycle, statistics and extras; and, in `testing` (FLAGTREE_PROFILER_TESTING builds),
+// the launch and record paths driven by hand.
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -56,36 +56,9 @@ nb::dict sessionStats(int slot) {
   return d;
 }
 
-// A kernel record as a backend would report it, for testing.record.
-void recordByHand(uint32_t corr, const std::string& name, uint64_t startNs, uint64_t endNs, uint64_t graphNode) {
-  DeviceRecord r;
-  r.kind = RecordKind::Kernel;
-  r.deviceType = DeviceType::CPU;
-  r.correlation = corr;
-  r.startNs = startNs;
-  r.endNs = endNs;
-  r.name = intern(name);
-  r.graphNodeId = graphNode;
-  Profiler::instance().onRecord(r);
-}
-
-void registerLaunchPathTesting(nb::module_& testing) {
-  // The launch and record paths driven by hand, for CPU tests of what a GPU backend does
-  // (graph capture and replay): correlation ids below 0x80000000 are the caller's.
-  testing.def("launch", [](uint32_t corr, bool multi) { Profiler::instance().onLaunch(corr, multi); });
-  testing.def("graph_node_created", [](uint32_t corr, uint64_t node) {
-    Profiler::instance().onGraphNodeCreated(corr, node);
-  });
-  testing.def("graph_node_cloned", [](uint64_t node, uint64_t original) {
-    Profiler::instance().onGraphNodeCloned(node, original);
-  });
-  testing.def("record", &recordByHand);
-  testing.def("captured_graph_nodes", []() { return Profiler::instance().capturedGraphNodes(); });
-}
-
 }  // namespace
 
-void registerSessionBindings(nb::module_& m, nb::module_& testing) {
+void registerSessionBindings(nb::module_& m) {
   m.def("session_create", [](int context, int data) {
     return Profiler::instance().createSession(static_cast<ContextKind>(context), static_cast<DataKind>(data));
   });
@@ -106,7 +79,39 @@ void registerSessionBindings(nb::module_& m, nb::module_& testing) {
   m.def("session_settle_extras", [](int slot) { return sessionAt(slot).settleExtras(); });
   m.def("pending_launches", [](int slot) { return Profiler::instance().pendingLaunches(1u << slot); });
   m.def("prune_graph_launches", [](uint64_t beforeNs) { return Profiler::instance().pruneMultiLaunches(beforeNs); });
-  registerLaunchPathTesting(testing);
 }
+
+#ifdef FLAGTREE_PROFILER_TESTING
+namespace {
+
+// A kernel record as a backend would report it, for testing.record.
+void recordByHand(uint32_t corr, const std::string& name, uint64_t startNs, uint64_t endNs, uint64_t graphNode) {
+  DeviceRecord r;
+  r.kind = RecordKind::Kernel;
+  r.deviceType = DeviceType::CPU;
+  r.correlation = corr;
+  r.startNs = startNs;
+  r.endNs = endNs;
+  r.name = intern(name);
+  r.graphNodeId = graphNode;
+  Profiler::instance().onRecord(r);
+}
+
+}  // namespace
+
+void registerSessionTesting(nb::module_& testing) {
+  // The launch and record paths driven by hand, for CPU tests of what a GPU backend does
+  // (graph capture and replay): correlation ids below 0x80000000 are the caller's.
+  testing.def("launch", [](uint32_t corr, bool multi) { Profiler::instance().onLaunch(corr, multi); });
+  testing.def("graph_node_created", [](uint32_t corr, uint64_t node) {
+    Profiler::instance().onGraphNodeCreated(corr, node);
+  });
+  testing.def("graph_node_cloned", [](uint64_t node, uint64_t original) {
+    Profiler::instance().onGraphNodeCloned(node, original);
+  });
+  testing.def("record", &recordByHand);
+  testing.def("captured_graph_nodes", []() { return Profiler::instance().capturedGraphNodes(); });
+}
+#endif
 
 }  // namespace ftp

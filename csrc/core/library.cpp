@@ -21,6 +21,18 @@ void* openLibrary(const std::string& path) {
 
 void* loadedLibrary(const std::string& path) { return dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD); }
 
+void* tryOpenLibrary(const std::string& path) {
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+  return lib ? lib : dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+}
+
+void* processScope() {
+  static void* const program = dlopen(nullptr, RTLD_NOW);
+  return program;
+}
+
+bool hasSymbol(void* library, const char* name) { return library && dlsym(library, name); }
+
 std::string loadedLibraryPath(const std::string& filePrefix) {
   struct Search {
     const std::string& prefix;

@@ -36,6 +36,18 @@ void* openLibrary(const std::string& path);
 // context someone else made: without their library there is no such context).
 void* loadedLibrary(const std::string& path);
 
+// openLibrary for a library that may be absent: nullptr instead of throwing.
+void* tryOpenLibrary(const std::string& path);
+
+// A handle that finds what the process has loaded globally: the program, the libraries it started
+// with and those opened RTLD_GLOBAL (dlopen(NULL)). dlsym's RTLD_DEFAULT looks in the same places
+// but is a null pointer on glibc, so code that reads null as "no such library" would skip it; this
+// handle is never null.
+void* processScope();
+
+// Whether `library` (a handle from above) or a library it depends on defines `name`.
+bool hasSymbol(void* library, const char* name);
+
 // The path of the first object the dynamic loader holds whose file name starts with
 // `filePrefix` (e.g. "libcupti.so"), or "" when none does. Asks the loader's own list
 // (dl_iterate_phdr): reading /proc/self/maps for it cost ~1 ms of the first session in a process

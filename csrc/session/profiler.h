@@ -71,8 +71,8 @@ class Profiler {
   // Shadow context and states of the calling thread (scopes.cpp).
   void enterScope(uint32_t name, const std::vector<std::pair<uint32_t, double>>& metrics);
   void exitScope(bool cpuTimed);
-  // Adds metrics to the node of the innermost scope (shadow sessions); context/scope_exit.cpp.
-  void addScopeMetrics(const std::vector<std::pair<uint32_t, double>>& metrics);  // [scope parity]
+  // Adds metrics to the node of the innermost scope (shadow sessions; scopes.cpp).
+  void addScopeMetrics(const std::vector<std::pair<uint32_t, double>>& metrics);
   void pushState(uint32_t name);
   void popState();
   void setLaunchMetadata(LaunchMetadata* meta);

@@ -7,17 +7,15 @@
 // pure-Python reader, which decides the exact result or error message: the paths agree by
 // design. Nodes nest through an explicit stack: a 100,000-deep chain costs heap, not C stack.
 // Nodes are made and linked through their slots (node_layout.h) when the class has Node's layout,
-// through Python calls otherwise.
+// through Python calls otherwise. The JSON itself is scanned by json_scanner.h.
 #include <nanobind/nanobind.h>
 
-#include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <string>
 #include <string_view>
 #include <vector>
 
 #include "bindings/bindings.h"
+#include "viewer/json_scanner.h"
 #include "viewer/node_layout.h"
 
 namespace nb = nanobind;
@@ -26,11 +24,9 @@ namespace ftp {
 
 namespace {
 
-struct GiveUp {};  // thrown anywhere the Python reader must decide
+using viewer::GiveUp;
 
-constexpr int kSkipDepth = 512;  // nesting inside a skipped value (Python's limit is higher)
 constexpr long long kIdentifierLimit = 1LL << 31;
-constexpr long kDigitLimit = 4000;  // under Python's int_max_str_digits default (4300)
 // In both hooks' scope names (profile_tree.METADATA_SCOPES; reader.METADATA_MARK).
 constexpr std::string_view kMetadataMark = "launch_metadata";
 
@@ -40,8 +36,6 @@ PyObject* const* identifierNames() {
                                     PyUnicode_InternFromString("device_type")};
   return names;
 }
-
-bool isBlank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 // One node object being read: the members so far and its finished children.
 struct OpenNode {
@@ -58,32 +52,24 @@ struct Key {
   bool identifier;  // device_id or device_type
 };
 
-class Reader {
+// The tree builder over the scanner: node objects become Nodes, other values are skipped.
+class Reader : public viewer::JsonScanner {
  public:
   Reader(const char* data, size_t size, nb::handle nodeClass, nb::handle names)
-      : p_(data), end_(data + size), nodeClass_(nodeClass), names_(names) {
+      : JsonScanner(data, size), nodeClass_(nodeClass), names_(names) {
     direct_ = layout_.load(nodeClass.ptr());
   }
 
   nb::object tree();  // the node object at p_ with its subtree, as a Node
-  const char* pos() const { return p_; }
   bool metadataNames() const { return metadataNames_; }
-  void blank() { while (p_ < end_ && isBlank(*p_)) ++p_; }
-  char peek() { blank(); if (p_ >= end_) throw GiveUp(); return *p_; }
-  void expect(char c) { if (peek() != c) throw GiveUp(); ++p_; }
 
  private:
-  // A string without escapes or control characters: [begin, end) of its bytes, p_ past it.
-  std::pair<const char*, const char*> rawString();
   const Key& key();
-  void skipValue(), skipString(), objectKey(), literal(), skipNumber();
-  nb::object number();
   void frame(OpenNode& node), metrics(OpenNode& node);
   bool kernelWord();  // a string value, validated: true if it is "kernel"
   bool member(OpenNode& node);  // true: the member is "children" and a child starts at p_
   nb::object finish(OpenNode& node);
 
-  const char* p_, *end_;
   nb::handle nodeClass_, names_;
   NodeLayout layout_;
   bool direct_ = false;  // layout_ loaded: nodes are made and linked without Python calls
@@ -92,156 +78,19 @@ class Reader {
   std::vector<Key> keys_;
 };
 
-std::pair<const char*, const char*> Reader::rawString() {
-  if (peek() != '"') throw GiveUp();
-  const char* begin = ++p_;
-  while (p_ < end_) {
-    unsigned char c = static_cast<unsigned char>(*p_);
-    if (c == '"') return {begin, p_++};
-    if (c == '\\' || c < 0x20) throw GiveUp();
-    ++p_;
-  }
-  throw GiveUp();
-}
-
-// A str of UTF-8 bytes; bad UTF-8 is left to the Python reader, which says where.
-PyObject* decode(const char* begin, const char* stop) {
-  PyObject* text = PyUnicode_DecodeUTF8(begin, stop - begin, "strict");
-  if (!text) {
-    PyErr_Clear();
-    throw GiveUp();
-  }
-  return text;
-}
-
 const Key& Reader::key() {
   auto [begin, stop] = rawString();
   std::string_view bytes(begin, stop - begin);
   for (const Key& known : keys_) {
     if (known.bytes == bytes) return known;
   }
-  PyObject* text = decode(begin, stop);
+  PyObject* text = viewer::decode(begin, stop);
   PyUnicode_InternInPlace(&text);
   nb::object name = nb::steal(text);
   // Metric names are the only keys read here: each new one joins the profile's names.
   if (PySet_Add(names_.ptr(), text) < 0) throw nb::python_error();
   keys_.push_back({bytes, name, bytes == "device_id" || bytes == "device_type"});
   return keys_.back();
-}
-
-void Reader::skipNumber() {
-  const char* q = p_;
-  if (q < end_ && *q == '-') ++q;
-  if (q >= end_ || !(*q >= '0' && *q <= '9')) throw GiveUp();
-  const char* digits = q;
-  if (*q == '0') ++q; else while (q < end_ && *q >= '0' && *q <= '9') ++q;
-  if (q - digits > kDigitLimit) throw GiveUp();  // Python refuses long integers: it says so
-  if (q < end_ && *q == '.') {
-    ++q;
-    if (q >= end_ || !(*q >= '0' && *q <= '9')) throw GiveUp();
-    while (q < end_ && *q >= '0' && *q <= '9') ++q;
-  }
-  if (q < end_ && (*q == 'e' || *q == 'E')) {
-    ++q;
-    if (q < end_ && (*q == '+' || *q == '-')) ++q;
-    if (q >= end_ || !(*q >= '0' && *q <= '9')) throw GiveUp();
-    while (q < end_ && *q >= '0' && *q <= '9') ++q;
-  }
-  p_ = q;
-}
-
-// A JSON number as Python's json reads it: int when it has no fraction or exponent.
-nb::object Reader::number() {
-  const char* begin = p_;
-  skipNumber();
-  bool negative = *begin == '-';
-  const char* digits = begin + negative;
-  bool integral = true;
-  for (const char* q = digits; q < p_; ++q) {
-    if (*q < '0' || *q > '9') { integral = false; break; }
-  }
-  if (integral) {
-    if (p_ - digits > 18) throw GiveUp();  // may not fit int64: Python keeps it exact
-    long long value = 0;
-    for (const char* q = digits; q < p_; ++q) value = value * 10 + (*q - '0');
-    PyObject* made = PyLong_FromLongLong(negative ? -value : value);
-    if (!made) throw nb::python_error();
-    return nb::steal(made);
-  }
-  std::string token(begin, p_);
-  double value = std::strtod(token.c_str(), nullptr);  // correctly rounded, like float()
-  if (!std::isfinite(value)) throw GiveUp();
-  return nb::steal(PyFloat_FromDouble(value));
-}
-
-// Skips a string, still refusing what the Python reader refuses (bad UTF-8).
-void Reader::skipString() {
-  auto [begin, stop] = rawString();
-  for (const char* q = begin; q < stop; ++q) {
-    if (static_cast<unsigned char>(*q) >= 0x80) {
-      Py_DECREF(decode(begin, stop));
-      return;
-    }
-  }
-}
-
-// A member name inside a skipped object, and its ':'. An object with a "frame" member would
-// be taken for a node by the Python reader (and checked as one): left to it.
-void Reader::objectKey() {
-  const char* begin = p_;
-  skipString();
-  if (p_ - begin >= 7 && std::memcmp(p_ - 7 + 0, "\"frame\"", 7) == 0) throw GiveUp();
-  expect(':');
-}
-
-void Reader::literal() {
-  for (const char* word : {"true", "false", "null"}) {
-    size_t n = std::strlen(word);
-    if (static_cast<size_t>(end_ - p_) >= n && std::memcmp(p_, word, n) == 0) {
-      p_ += n;
-      return;
-    }
-  }
-  throw GiveUp();  // NaN, Infinity or bad JSON
-}
-
-// Validates one JSON value without building it.
-void Reader::skipValue() {
-  char open[kSkipDepth];  // '{' or '[' per level entered
-  int depth = 0;
-  while (true) {
-    char c = peek();  // a value starts here
-    if (c == '{' || c == '[') {
-      ++p_;
-      if (depth >= kSkipDepth) throw GiveUp();
-      if (peek() == (c == '{' ? '}' : ']')) {
-        ++p_;  // empty: a whole value
-      } else {
-        open[depth++] = c;
-        if (c == '{') objectKey();
-        continue;
-      }
-    } else if (c == '"') {
-      skipString();
-    } else if (c == '-' || (c >= '0' && c <= '9')) {
-      skipNumber();
-    } else {
-      literal();
-    }
-    while (true) {  // a value ended: close containers, or go on to the next element
-      if (depth == 0) return;
-      char next = peek();
-      if (next == (open[depth - 1] == '{' ? '}' : ']')) {
-        ++p_;
-        --depth;
-        continue;
-      }
-      if (next != ',') throw GiveUp();
-      ++p_;
-      if (open[depth - 1] == '{') objectKey();
-      break;
-    }
-  }
 }
 
 void Reader::frame(OpenNode& node) {
@@ -257,7 +106,7 @@ void Reader::frame(OpenNode& node) {
     char c = peek();
     if (field == "name" && c == '"') {
       auto [nameBegin, nameStop] = rawString();
-      node.name = nb::steal(decode(nameBegin, nameStop));
+      node.name = nb::steal(viewer::decode(nameBegin, nameStop));
       // A name with the mark may be a launch_metadata hook's scope, which profile_tree hides.
       if (!metadataNames_ && static_cast<size_t>(nameStop - nameBegin) >= kMetadataMark.size())
         metadataNames_ = std::string_view(nameBegin, nameStop - nameBegin).find(kMetadataMark) !=

@@ -14,9 +14,10 @@ import pytest
 
 import flagtree.profiler as profiler
 from flagtree.profiler import _native
-from flagtree.profiler.backends import cann, get_backend
+from flagtree.profiler.backends.vendor import cann
+from flagtree.profiler.backends import get_backend
 from standins import build_standin, load_standin
-from threads import run_threads
+from support.threads import run_threads
 from vendor_outputs import find, kernels, load_meta, load_tree, viewer_values
 
 NPU_DEVICE_TYPE = 3
@@ -195,7 +196,7 @@ def test_scope_open_before_mirroring_is_left_alone(standin, tmp_path):
 
 
 class FakeVendorMetrics:
-    """Stands in for backends/cann_vendor_metrics.CannVendorMetrics (built by another helper)."""
+    """Stands in for backends/vendor/cann_metrics.CannVendorMetrics (built by another helper)."""
     made = []
 
     def __init__(self, vendor_mode, session):
@@ -224,8 +225,8 @@ def test_vendor_metrics_call_sites(standin, tmp_path, monkeypatch):
 
 
 def test_vendor_metrics_without_their_module_is_a_clear_error(standin, tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "flagtree.profiler.backends.cann_vendor_metrics", None)
-    with pytest.raises(RuntimeError, match="vendor_metrics needs backends/cann_vendor_metrics.py"):
+    monkeypatch.setitem(sys.modules, "flagtree.profiler.backends.vendor.cann_metrics", None)
+    with pytest.raises(RuntimeError, match="vendor_metrics needs backends/vendor/cann_metrics.py"):
         profiler.start(name=str(tmp_path / "x"), backend="cann", mode="vendor_metrics=aicore")
     assert profiler.session.open_sessions() == [] and standin.standin_state(STATE_SUBSCRIBED) == 0
 

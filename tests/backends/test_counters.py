@@ -13,9 +13,9 @@ import pytest
 
 import flagtree.profiler as profiler
 from flagtree.profiler import _native, session as sessions
-from flagtree.profiler.backends import counters
-from flagtree.profiler.backends.nvidia import NvidiaBackend
-from profiles import find, load_json, load_tree
+from flagtree.profiler.backends.nvidia import counters
+from flagtree.profiler.backends.nvidia.backend import NvidiaBackend
+from support.profiles import find, load_json, load_tree
 from standins import build_standin, load_standin
 
 CTX = 0x1000

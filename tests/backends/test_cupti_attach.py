@@ -12,7 +12,7 @@ import pytest
 import flagtree.profiler as profiler
 from flagtree.profiler import _native
 from flagtree.profiler.backends import get_backend
-from flagtree.profiler.backends.nvidia import NvidiaBackend
+from flagtree.profiler.backends.nvidia.backend import NvidiaBackend
 from standins import build_standin, load_standin
 from standins.build import cuda_header_flags
 from vendor_outputs import kernels, load_meta, load_tree
@@ -223,7 +223,7 @@ lib.standin_count.argtypes = [ctypes.c_char_p]
 atexit.register(lambda: print("at exit: subscribed", lib.standin_subscribed(),
                               "finalized", lib.standin_count(b"finalize")))
 import flagtree.profiler as profiler
-from flagtree.profiler.backends.nvidia import NvidiaBackend
+from flagtree.profiler.backends.nvidia.backend import NvidiaBackend
 NvidiaBackend._driver_major = lambda self: 13
 profiler.start(name={str(tmp_path / "p")!r}, backend="nvidia")
 lib.standin_launch()
@@ -250,7 +250,7 @@ atexit.register(lambda: print(("child" if os.getpid() != parent else "parent"), 
                               lib.standin_count(b"finalize"), flush=True))
 parent = os.getpid()
 import flagtree.profiler as profiler
-from flagtree.profiler.backends.nvidia import NvidiaBackend
+from flagtree.profiler.backends.nvidia.backend import NvidiaBackend
 NvidiaBackend._driver_major = lambda self: 13
 profiler.start(name={str(tmp_path / "p")!r}, backend="nvidia")
 lib.standin_launch()

@@ -10,10 +10,10 @@ import pytest
 import flagtree.profiler as profiler
 from flagtree.profiler import _native, session as sessions
 from flagtree.profiler.backends import get_backend
-from flagtree.profiler.backends.cupti import CuptiBackend, parse_pcsampling_mode
-from flagtree.profiler.backends.nvidia import NvidiaBackend
+from flagtree.profiler.backends.nvidia.cupti import CuptiBackend, parse_pcsampling_mode
+from flagtree.profiler.backends.nvidia.backend import NvidiaBackend
 from flagtree.profiler.viewer.cli import main as viewer_main
-from profiles import find, load_tree, walk
+from support.profiles import find, load_tree, walk
 from tests.standins.build import build_standin, cuda_header_flags, load_standin
 
 REASON = {"selected": 3, "long_scoreboard": 7, "long_scoreboard_not_issued": 8, "barrier": 11}
@@ -201,7 +201,7 @@ def test_the_launch_that_creates_its_context_is_sampled(backend, tmp_path):
 
 def test_samples_that_stop_flushes_into_the_configured_buffer_are_kept(backend, tmp_path):
     """If Stop writes the range into the configured buffer (Proton reads it before GetData), the GetData
-    that follows overwrites it: the sampler must take the buffer first (H200 round 6 got 0 samples)."""
+    that follows overwrites it: the sampler must take the buffer first (else the H200 gives 0 samples)."""
     lib = backend
     lib.standin_pcs_fill_at_stop(1)
     try:
@@ -241,7 +241,7 @@ def test_a_launch_during_another_threads_sampled_launch_is_counted_not_sampled(b
 
 
 def test_getdata_pages_through_more_records_than_one_buffer(backend, tmp_path, monkeypatch):
-    import flagtree.profiler.backends.cupti as cupti_module
+    import flagtree.profiler.backends.nvidia.cupti as cupti_module
     monkeypatch.setattr(cupti_module, "BUFFER_PCS", 7)
     lib = backend
     profiler.start(str(tmp_path / "g"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized")
@@ -292,22 +292,6 @@ def test_mode_defaults_and_environment(monkeypatch):
         parse_pcsampling_mode("pcsampling")
 
 
-def test_kernel_activity_knob_reaches_the_sampler_and_bad_values_are_refused(backend, tmp_path, monkeypatch):
-    calls = []
-    original = _native.pcsampling_start
-    monkeypatch.setattr(_native, "pcsampling_start", lambda *a: (calls.append(a[7]), original(*a))[1])
-    monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY", "kernel")
-    profiler.start(str(tmp_path / "k"), backend="cupti_pcsampling")
-    profiler.finalize()
-    monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY", "concurrent")
-    profiler.start(str(tmp_path / "k2"), backend="cupti_pcsampling")
-    profiler.finalize()
-    assert calls == [True, False]
-    monkeypatch.setenv("FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY", "serial")
-    with pytest.raises(ValueError, match="FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY must be concurrent or kernel"):
-        profiler.start(str(tmp_path / "k3"), backend="cupti_pcsampling")
-
-
 def test_viewer_picks_lines_out_of_a_pcsampling_profile(backend, tmp_path, capsys):
     lib = backend
     profiler.start(str(tmp_path / "v"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized")
@@ -336,7 +320,7 @@ def test_kernels_loaded_before_the_session_are_searched_only_when_their_samples_
         backend, tmp_path, monkeypatch):
     """A sampled cubin the module-load callback never saw (compiled before the session) is looked
     for among Triton's kernels once; a cubin found nowhere (cuBLAS's) is not searched again."""
-    from flagtree.profiler.backends import cupti
+    from flagtree.profiler.backends.nvidia import cupti
 
     early = CUBIN + b"early_kernel 0 64 /src/kernels/early.py 1\n"  # another CRC, same lines
     foreign = b"FAKECUBIN\nother 0 64 /x.cu 1\n"
@@ -364,7 +348,7 @@ def test_kernels_loaded_before_the_session_are_searched_only_when_their_samples_
 
 
 def test_a_session_range_takes_its_samples_at_stop_not_from_getdata(backend, tmp_path):
-    """On the H200 GetData hands out nothing while a range is open (issue 18: a range kept open
+    """On the H200 GetData hands out nothing while a range is open (a range kept open
     between sessions gave 0 samples); the stand-in's hold mirrors it, so the samples of a session
     range must come from its Stop at finalize."""
     lib = backend

@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from flagtree.profiler import _native
-from flagtree.profiler.backends import nvidia
+from flagtree.profiler.backends.nvidia import backend as nvidia
 from standins import build_standin
 
 FACTS = [{"index": 0, "name": "Fake GPU", "arch": "90", "num_sms": 132, "clock_rate": 1980000,
@@ -43,7 +43,7 @@ class FakeNative:
 def fake(monkeypatch):
     def install(*answers):
         native = FakeNative(answers)
-        monkeypatch.setattr(nvidia, "_native", lambda: native)
+        monkeypatch.setattr(nvidia, "native", native)
         monkeypatch.setattr(nvidia, "_device_facts", nvidia._DeviceFacts())
         return native
     return install

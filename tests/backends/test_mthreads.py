@@ -14,7 +14,7 @@ import pytest
 import flagtree.profiler as profiler
 from flagtree.profiler.backends import get_backend
 from standins import build_standin, load_standin
-from threads import run_threads
+from support.threads import run_threads
 from vendor_outputs import find, kernels, load_meta, load_tree, viewer_values
 
 MUSA_DEVICE_TYPE = 4

@@ -14,7 +14,7 @@ import flagtree.profiler as profiler
 from flagtree.profiler import _native
 from flagtree.profiler.backends import BackendUnavailable
 from standins import build_standin, load_standin
-from threads import run_threads
+from support.threads import run_threads
 from vendor_outputs import find, kernels, load_meta, load_tree  # noqa: E402  (shared with mthreads/cann)
 
 HIP_OP_ID_DISPATCH, HIP_OP_ID_COPY, HIP_OP_ID_BARRIER = 0, 1, 2

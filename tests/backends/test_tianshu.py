@@ -6,7 +6,7 @@ import pytest
 
 import flagtree.profiler as profiler
 from flagtree.profiler.backends import get_backend
-from kernels import launch_add, launch_copy, tensors
+from support.kernels import launch_add, launch_copy, tensors
 
 
 class _LaunchMetadata:

@@ -1,7 +1,7 @@
 """The vendor backends' mode grammar (cann, mthreads, tianshu), as the prior art spells it."""
 import pytest
 
-from flagtree.profiler.backends.vendor_mode import VendorMode, parse_bool, parse_vendor_mode
+from flagtree.profiler.backends.vendor.mode_options import VendorMode, parse_bool, parse_vendor_mode
 
 METRICS = ("aicore", "bandwidth")
 OPTIONS = {"device_id": int, "mstx_enabled": lambda v: parse_bool(v, "mstx_enabled")}

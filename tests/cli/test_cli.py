@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from flagtree.profiler import cli
+from flagtree.profiler.cli import command as cli
 
 # The script under test: launches 2 kernels inside a scope, calls the profiler's own
 # start()/finalize() (which must defer to the command's session), reports what it saw, then ends
@@ -195,7 +195,7 @@ def test_without_a_gpu_the_command_turns_on_triton_interpreter(workdir):
     assert result.returncode == 0, result.stderr
     assert seen(result)["interpret"] == "1"
     assert kernel_count(workdir / "auto.hatchet") == 7
-    # The line says what the command did (issue 17), not what the user should do.
+    # The line says what the command did, not what the user should do.
     assert "flagtree-profiler: no GPU driver found, so TRITON_INTERPRET=1 was set for the script" in result.stderr
 
 

@@ -9,14 +9,14 @@ import time
 
 import pytest
 
-from package_path import PACKAGE_ROOT
+from support.package_path import PACKAGE_ROOT
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STANDIN = os.path.join(ROOT, "tests", "standins", "ixkn_cli_standin.py")
 TARGET = """
 import sys, time
 sys.path.insert(0, {tests!r})
-from kernels import launch_add, launch_copy, tensors
+from support.kernels import launch_add, launch_copy, tensors
 import flagtree.profiler as fp
 x, y, o = tensors()
 print("target says hello", flush=True)

@@ -8,9 +8,9 @@ import threading
 import pytest
 
 import flagtree.profiler as profiler
-from kernels import launch_add, launch_copy, tensors
-from profiles import find, kernel_counts, load_json, load_tree, walk
-from threads import run_threads
+from support.kernels import launch_add, launch_copy, tensors
+from support.profiles import find, kernel_counts, load_json, load_tree, walk
+from support.threads import run_threads
 
 
 @pytest.fixture(autouse=True)
@@ -148,7 +148,7 @@ def test_python_context_names_file_function_and_line(tmp_path):
     (path, count), = kernel_counts(root).items()
     assert count == 1
     frames = path[:-1]
-    kernels_py = os.path.join(os.path.dirname(os.path.dirname(__file__)), "kernels.py")
+    kernels_py = os.path.join(os.path.dirname(os.path.dirname(__file__)), "support", "kernels.py")
     # Innermost frame: the launch line in kernels.launch_add; its caller: launch_site here.
     assert frames[-1].startswith(kernels_py + ":") and frames[-1].endswith("@launch_add")
     assert frames[-2].startswith(__file__ + ":") and frames[-2].endswith("@launch_site")

@@ -8,7 +8,7 @@ import pytest
 
 import flagtree.profiler as profiler
 from flagtree.profiler import backends
-from flagtree.profiler.backends import nvidia
+from flagtree.profiler.backends.nvidia import backend as nvidia
 
 
 class FakeTarget:
@@ -31,7 +31,9 @@ def triton_target(monkeypatch):
 
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.delenv("FLAGTREE_PROFILER_BACKEND", raising=False)
-    monkeypatch.setattr(backends, "_is_iluvatar", lambda: False)
+    from flagtree.profiler.backends.vendor import corex
+
+    monkeypatch.setattr(corex, "corex_detected", lambda: False)  # this machine's own tells, if any
 
     def set_target(name, warp_size=32):
         monkeypatch.setattr(driver, "_active", FakeDriver(FakeTarget(name, warp_size)))
@@ -63,7 +65,7 @@ def test_selection_follows_the_triton_target(triton_target, target, expected):
 
 def test_iluvatar_reporting_cuda_selects_tianshu(triton_target, monkeypatch):
     triton_target("cuda", warp_size=64)
-    monkeypatch.undo()  # restore the real _is_iluvatar, keep nothing else patched
+    monkeypatch.undo()  # restore the real CoreX detection, keep nothing else patched
     from triton.runtime import driver
 
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
@@ -193,10 +195,10 @@ def test_loaded_library_finds_a_mapped_copy_by_file_name(tmp_path):
 
 
 def test_a_session_imports_only_its_own_backend():
-    """The first start of a process imports the backend it names, not all nine (issue 18)."""
+    """The first start of a process imports the backend it names, not all nine."""
     import subprocess
 
-    from package_path import PACKAGE_ROOT
+    from support.package_path import PACKAGE_ROOT
 
     code = ("import sys, flagtree.profiler.backends as b; b.get_backend('interpreter'); "
             "print(sorted(m for m in sys.modules if m.startswith('flagtree.profiler.backends.')))")
@@ -208,7 +210,7 @@ def test_a_session_imports_only_its_own_backend():
 
 
 def test_cupti_major_of_a_library_path():
-    from flagtree.profiler.backends.nvidia import _major_of
+    from flagtree.profiler.backends.nvidia.backend import _major_of
 
     assert _major_of("/w/nvidia/cu13/lib/libcupti.so.13") == 13
     assert _major_of("/usr/local/cuda/lib64/libcupti.so.12.8.90") == 12

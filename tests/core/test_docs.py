@@ -62,3 +62,23 @@ def test_one_version_source_for_the_package_and_its_metadata():
     assert provider["provider"] == "scikit_build_core.metadata.regex"
     assert provider["input"] == "src/flagtree/profiler/_version.py"
     assert _version.__version__.count(".") == 2
+
+
+def test_architecture_names_only_paths_that_exist():
+    """docs/ARCHITECTURE.md's file and folder names (in backquotes) are real paths under csrc/,
+    src/flagtree/profiler/ or the repository root."""
+    text = read("docs", "ARCHITECTURE.md")
+    roots = ["", "csrc", os.path.join("src", "flagtree", "profiler")]
+    names = set(re.findall(r"`([\w./-]+(?:\.(?:py|h|cpp|md)|/))`", text))
+    assert len(names) > 40
+    missing = []
+    for name in names:
+        if "<" in name or not any(os.path.exists(os.path.join(ROOT, root, name)) for root in roots):
+            # a bare file name stands in the folder its bullet names: look for it anywhere
+            found = any(name.rstrip("/") in files or name.rstrip("/") in dirs
+                        for _, dirs, files in os.walk(os.path.join(ROOT, "csrc")))
+            found = found or any(name.rstrip("/") in files or name.rstrip("/") in dirs
+                                 for _, dirs, files in os.walk(os.path.join(ROOT, "src")))
+            if not found:
+                missing.append(name)
+    assert not missing, missing

@@ -7,7 +7,7 @@ import pytest
 
 import flagtree.profiler as profiler
 from flagtree.profiler import _native, session as sessions
-from profiles import find, load_json, load_tree
+from support.profiles import find, load_json, load_tree
 
 
 @pytest.fixture(autouse=True)

@@ -6,8 +6,8 @@ import pytest
 
 import flagtree.profiler as profiler
 from flagtree.profiler import _native
-from kernels import launch_add, tensors
-from profiles import load_json
+from support.kernels import launch_add, tensors
+from support.profiles import load_json
 
 pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2",
                          reason="the perfetto package (pyproject's test extra) decodes the .pftrace")

@@ -3,8 +3,8 @@ or cpu-timed) under a state go to that state's node below the scope, as Proton's
 import pytest
 
 import flagtree.profiler as profiler
-from kernels import launch_add, tensors
-from profiles import load_tree, walk
+from support.kernels import launch_add, tensors
+from support.profiles import load_tree, walk
 
 
 @pytest.fixture(autouse=True)

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 import flagtree.profiler as profiler
-from kernels import launch_add, launch_copy, tensors
-from profiles import kernel_counts, load_tree, walk
-from threads import ForeignThread, run_threads
+from support.kernels import launch_add, launch_copy, tensors
+from support.profiles import kernel_counts, load_tree, walk
+from support.threads import ForeignThread, run_threads
 
 # Triton's interpreter is not thread-safe: launches from several threads take turns.
 interpreter_lock = threading.Lock()
@@ -196,7 +196,7 @@ def test_interpreter_grid_is_each_launchs_own_under_eight_threads(tmp_path, monk
     import triton
     from triton.runtime import interpreter
 
-    from kernels import add_kernel
+    from support.kernels import add_kernel
 
     run = interpreter.InterpretedFunction.run
 

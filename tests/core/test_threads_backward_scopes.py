@@ -5,8 +5,8 @@ import pytest
 import torch
 
 import flagtree.profiler as profiler
-from kernels import launch_add, launch_copy, tensors
-from profiles import kernel_counts, load_tree
+from support.kernels import launch_add, launch_copy, tensors
+from support.profiles import kernel_counts, load_tree
 
 TAG = "flagtree_profiler_scopes"
 

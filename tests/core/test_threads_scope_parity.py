@@ -5,8 +5,8 @@ import warnings
 import pytest
 
 import flagtree.profiler as profiler
-from kernels import launch_add, tensors
-from profiles import find, kernel_counts, load_tree
+from support.kernels import launch_add, tensors
+from support.profiles import find, kernel_counts, load_tree
 
 
 @pytest.fixture(autouse=True)

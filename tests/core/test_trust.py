@@ -13,8 +13,8 @@ import pytest
 import flagtree.profiler as profiler
 from flagtree.profiler import _native
 from flagtree.profiler.hooks import nvtx as nvtx_hook
-from kernels import launch_add, launch_copy, tensors
-from profiles import find, kernel_counts, load_json, load_tree
+from support.kernels import launch_add, launch_copy, tensors
+from support.profiles import find, kernel_counts, load_json, load_tree
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -354,7 +354,7 @@ def test_periodic_parts_from_the_environment(tmp_path):
         import sys, time
         sys.path.insert(0, {os.path.join(REPO, 'tests')!r})
         import flagtree.profiler as profiler
-        from kernels import launch_add, tensors
+        from support.kernels import launch_add, tensors
         x, y, out = tensors()
         profiler.start({str(tmp_path / 'srv')!r})
         deadline = time.monotonic() + 30
@@ -390,7 +390,7 @@ def _run_script(tmp_path, body, *prefix):
         import sys
         sys.path.insert(0, {os.path.join(REPO, 'tests')!r})
         import flagtree.profiler as profiler
-        from kernels import launch_add, tensors
+        from support.kernels import launch_add, tensors
         x, y, out = tensors()
     """) + textwrap.dedent(body))
     env = dict(os.environ, TRITON_INTERPRET="1")

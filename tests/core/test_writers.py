@@ -18,10 +18,10 @@ from flagtree.profiler import _native
 from flagtree.profiler.writers.atomic import write_json, write_text
 from flagtree.profiler.writers.device_scopes import write_device_scopes
 from flagtree.profiler.writers.metadata import write_metadata
-from json_check import JsonError, check_deep_chain, check_file, scan
-from profiles import find, load_json, load_tree
+from support.json_check import JsonError, check_deep_chain, check_file, scan
+from support.profiles import find, load_json, load_tree
 
-from package_path import PACKAGE_ROOT as SRC  # noqa: E402  (the imported build, src/ or site-packages)
+from support.package_path import PACKAGE_ROOT as SRC  # noqa: E402  (the imported build, src/ or site-packages)
 TESTS = os.path.join(os.path.dirname(__file__), "..")
 
 

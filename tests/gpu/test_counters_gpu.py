@@ -1,4 +1,4 @@
-"""Hardware counters on the H200 (issue #10): nvidia backend, mode "metrics=...".
+"""Hardware counters on the H200: nvidia backend, mode "metrics=...".
 
 - a copy kernel of known size: DRAM bytes read and written within 5% of the bytes it must move;
 - kernel replay does not change results: in-place kernels under a multi-pass metric set give the

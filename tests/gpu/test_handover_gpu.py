@@ -1,22 +1,10 @@
-"""Hand-over between CUPTI clients in one process (two CUPTI clients, one after the other), on the GPU: each order runs in
-a fresh subprocess through dev/probe_handover.py's run_order (a step passes only if its tool
-recorded the kernels it ran)."""
-import importlib.util
+"""Hand-over between CUPTI clients in one process, on the GPU: each order runs in a fresh
+subprocess through handover.run_order (a step passes only if its tool recorded the kernels it ran)."""
 import os
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _probe():
-    spec = importlib.util.spec_from_file_location("probe_handover", os.path.join(ROOT, "dev", "probe_handover.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-probe = _probe()
+import handover
 
 
 def _needs_proton():
@@ -27,7 +15,7 @@ def _needs_proton():
 
 
 def _check(steps, cupti_path=None):
-    worked, text = probe.run_order(steps, cupti_path)
+    worked, text = handover.run_order(steps, cupti_path)
     assert worked, text
 
 
@@ -35,19 +23,19 @@ def test_ours_release_then_proton_with_no_variable_set():
     """The default libcupti is Triton's bundled copy (the file Proton loads): Proton follows our
     release() in the same process with FLAGTREE_PROFILER_CUPTI_PATH unset."""
     _needs_proton()
-    if not probe.triton_cupti():
+    if not handover.triton_cupti():
         pytest.skip("Triton bundles no libcupti here")
-    worked, text = probe.run_order(probe.ORDERS["ours>release>proton"])
+    worked, text = handover.run_order(handover.ORDERS["ours>release>proton"])
     assert worked, text
-    assert "libcupti " + os.path.dirname(probe.triton_cupti()) in text, text
+    assert "libcupti " + os.path.dirname(handover.triton_cupti()) in text, text
 
 
 def test_ours_release_then_proton_on_one_libcupti():
     _needs_proton()
-    bundled = probe.triton_cupti()
+    bundled = handover.triton_cupti()
     if not bundled:
         pytest.skip("Triton bundles no libcupti here")
-    _check(probe.ORDERS["ours>release>proton"], bundled)
+    _check(handover.ORDERS["ours>release>proton"], bundled)
 
 
 def test_two_libcupti_copies_cannot_hand_over_even_after_release():
@@ -55,28 +43,28 @@ def test_two_libcupti_copies_cannot_hand_over_even_after_release():
     Proton on Triton's bundled libcupti 12: after our release() (unsubscribe + cuptiFinalize)
     Proton's cuptiSubscribe still fails with error 39 (seen on the H200,
     bench/results/handover-20261201-h200.log). If a CUPTI release ever lifts this, this test fails
-    and the default can be reconsidered."""
+    and the default can be reconsidered (docs/reference/backends.md, Hand-over)."""
     _needs_proton()
-    if not probe.triton_cupti() or not probe.wheel_cupti():
+    if not handover.triton_cupti() or not handover.wheel_cupti():
         pytest.skip("Triton bundles no libcupti, or no libcupti wheel, here")
-    worked, text = probe.run_order(probe.ORDERS["ours>release>proton"], probe.wheel_cupti())
+    worked, text = handover.run_order(handover.ORDERS["ours>release>proton"], handover.wheel_cupti())
     assert not worked and text.startswith("STEP 2 proton") and "error 39" in text, text
 
 
 def test_proton_then_ours():
     _needs_proton()
-    _check(probe.ORDERS["proton>ours"])
+    _check(handover.ORDERS["proton>ours"])
 
 
 def test_ours_release_then_torch_profiler_then_ours():
-    _check(probe.ORDERS["ours>release>torch>ours"])
+    _check(handover.ORDERS["ours>release>torch>ours"])
 
 
 def test_ours_still_attached_blocks_proton_until_release():
     """Without release() (well inside the idle time) Proton cannot attach: the rule is needed."""
     _needs_proton()
-    bundled = probe.triton_cupti()
+    bundled = handover.triton_cupti()
     if not bundled:
         pytest.skip("Triton bundles no libcupti here")
-    worked, text = probe.run_order(probe.ORDERS["ours>proton(no release)"], bundled)
+    worked, text = handover.run_order(handover.ORDERS["ours>proton(no release)"], bundled)
     assert not worked and text.startswith("STEP 1 proton"), text

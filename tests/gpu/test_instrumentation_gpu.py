@@ -1,4 +1,4 @@
-"""backend="instrumentation" on a real GPU (issue #9 points 2, 3, 5, 8). With $OUT set, the raw
+"""backend="instrumentation" on a real GPU. With $OUT set, the raw
 profile buffer of one launch and its kernel facts are saved there (CPU-test fixture material)."""
 import json
 import os
@@ -6,13 +6,13 @@ import os
 import pytest
 
 import flagtree.profiler as profiler
-from profiles import find, load_tree
+from support.profiles import find, load_tree
 
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 
 import flagtree.profiler.language as pl  # noqa: E402
-from instrumented_kernels import add_two_scopes, long_then_short  # noqa: E402  (shared with bench/ and dev/)
+from support.instrumented_kernels import add_two_scopes, long_then_short  # noqa: E402  (shared with bench/ and dev/)
 
 LONG, SHORT = 4000, 400
 BLOCKS, BLOCK, WARPS = 32, 128, 4

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import flagtree.profiler as profiler
-from profiles import find, load_tree
+from support.profiles import find, load_tree
 
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 import flagtree.profiler as profiler
-from kernels import launch_add, launch_copy, tensors
-from threads import run_threads
-from profiles import find, kernel_counts, load_json, load_tree, walk
+from support.kernels import launch_add, launch_copy, tensors
+from support.threads import run_threads
+from support.profiles import find, kernel_counts, load_json, load_tree, walk
 
 
 @pytest.fixture(autouse=True)
@@ -194,7 +194,7 @@ TORCH_PROFILER_CONFLICT = """
 import sys, torch
 sys.path.insert(0, {tests!r})
 import flagtree.profiler as profiler
-from kernels import launch_add, tensors
+from support.kernels import launch_add, tensors
 x, y, out = tensors(1024)
 with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]):
     launch_add(x, y, out)

@@ -10,7 +10,7 @@ import triton
 import triton.language as tl
 
 import flagtree.profiler as profiler
-from profiles import load_tree, walk
+from support.profiles import load_tree, walk
 
 LAYERS = 4
 WIDTH = 512
@@ -163,7 +163,7 @@ def test_backward_by_forward_layer(tmp_path, training, monkeypatch):
     assert at_root <= 0.01 * sum(t for _, t, _ in found)
 
 
-# --- PC sampling on a real torch kernel (issue 15, item 5) -----------------------------------
+# --- PC sampling on a real torch kernel ---------------------------------------------------------
 
 @pytest.mark.parametrize("elements", [1 << 10, 1 << 20])
 def test_pcsampling_default_settings_sample_a_short_torch_fill(tmp_path, elements):

@@ -214,7 +214,7 @@ def test_raising_launch_metadata_on_gpu(run):
     assert result["raised_out"] == [True, True, True]  # the kernel ran each time
     assert result["kernels"]["raising_kernel"] == {"count": 3}
     assert len(result["warnings"]) == 1 and "'raising_kernel'" in result["warnings"][0]
-    # Reported at the user's launch line, not inside flagtree/profiler/hooks (issue 17).
+    # Reported at the user's launch line, not inside flagtree/profiler/hooks.
     assert result["warning_sites"] == [result["launch_site"]]
 
 

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 import flagtree.profiler as profiler
-from kernels import launch_add, launch_copy, tensors
-from profiles import find, kernel_counts, load_json, load_tree
-from threads import run_threads
+from support.kernels import launch_add, launch_copy, tensors
+from support.profiles import find, kernel_counts, load_json, load_tree
+from support.threads import run_threads
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.dirname(HERE)
@@ -255,7 +255,7 @@ def run_script(tmp_path, body, **env):
         sys.path.insert(0, {TESTS!r})
         import torch
         import flagtree.profiler as profiler
-        from kernels import launch_add, launch_copy, tensors
+        from support.kernels import launch_add, launch_copy, tensors
         x, y, out = tensors(1024)
         launch_add(x, y, out)
         torch.cuda.synchronize()

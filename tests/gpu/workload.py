@@ -9,7 +9,7 @@ import sys
 import torch
 
 sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.dirname(__file__)))
-from kernels import launch_add, launch_copy  # noqa: E402
+from support.kernels import launch_add, launch_copy  # noqa: E402
 
 ADD_LAUNCHES = 300
 COPY_LAUNCHES = 200

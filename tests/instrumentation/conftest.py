@@ -28,7 +28,8 @@ def cpu_device(monkeypatch):
     hand through _native.testing.launch/record, profile buffers live in host memory."""
     import torch
 
-    from flagtree.profiler.backends import instrumentation, nvidia
+    from flagtree.profiler.backends import instrumentation
+    from flagtree.profiler.backends.nvidia import backend as nvidia
 
     monkeypatch.setattr(nvidia.NvidiaBackend, "acquire", lambda self, mode: None)
     monkeypatch.setattr(nvidia.NvidiaBackend, "release", lambda self: None)

@@ -82,7 +82,7 @@ def test_large_launch_is_vectorised():
     assert summary[0]["cycles"] == pytest.approx(4096 * 4 * 100)
 
 
-# Block 0's first 24 words as an H200 wrote them (Triton 3.6, lead's GPU round 1, probe case
+# Block 0's first 24 words as an H200 wrote them (Triton 3.6, probe case
 # add_warp: 4 warps, 8 KiB buffer). Warp 0's four records follow the 10-word header and the four
 # per-warp counters; the other warps' segments were not in the log, so their counters are zeroed.
 H200_ADD_BLOCK0 = [0xdeadbeef, 0x0, 0x80, 0x2000, 0x3c81e860, 0x18ecb98f, 0x3c81eb40, 0x18ecb98f, 0x3c81ebe0,

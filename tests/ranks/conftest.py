@@ -1,7 +1,7 @@
 """Fixtures of the rank tests: a clean launcher environment (no RANK & co. leaking in)."""
 import pytest
 
-from flagtree.profiler import ranks
+from flagtree.profiler.distributed import ranks
 
 LAUNCHER_NAMES = [name for group in ranks.LAUNCHER_VARIABLES for name in group[:3]]
 

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from flagtree.profiler.merge_traces import DEVICE_TID_BASE, FLOW_NAMESPACE, main, merge_traces
+from flagtree.profiler.distributed.merge_traces import DEVICE_TID_BASE, FLOW_NAMESPACE, main, merge_traces
 
 DEVICE_PID = 1 << 32
 

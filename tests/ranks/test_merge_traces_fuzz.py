@@ -9,7 +9,8 @@ import random
 
 import pytest
 
-from flagtree.profiler import merge_traces as mt
+from flagtree.profiler.distributed import merge_traces as mt
+from flagtree.profiler.writers import chrome_trace
 from flagtree.profiler.viewer.cli import main as viewer_main
 
 from ranks.test_merge_traces import one_host_meta, trace
@@ -62,6 +63,7 @@ def input_events(text):
 def test_mutated_traces_are_merged_strictly_or_refused_in_one_line(tmp_path, capsys, monkeypatch, reader):
     if reader == "json":
         monkeypatch.setattr(mt, "_orjson", None)
+        monkeypatch.setattr(chrome_trace, "_orjson", None)
     elif mt._orjson is None:
         pytest.skip("orjson is not installed")
     rng = random.Random(34)
@@ -102,6 +104,7 @@ def test_mutated_traces_are_merged_strictly_or_refused_in_one_line(tmp_path, cap
 
 def test_a_nan_duration_is_skipped_counted_and_named(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(mt, "_orjson", None)  # Python's reader accepts NaN: the event is read
+    monkeypatch.setattr(chrome_trace, "_orjson", None)
     document = trace(1, 1, meta=one_host_meta(0, 5, 1))
     document["traceEvents"][4]["dur"] = "@@"
     path = tmp_path / "run.rank0.chrome_trace"
@@ -136,7 +139,7 @@ def test_a_write_that_fails_names_the_merged_file(tmp_path, capsys, monkeypatch,
     path = tmp_path / "run.rank0.chrome_trace"
     path.write_text(json.dumps(trace(1, 1, meta=one_host_meta(0, 5, 1))))
     if out == "m.json":  # the disk fills while the merge writes
-        monkeypatch.setattr(mt, "atomic_file", lambda _path: contextlib.nullcontext(_FullDisk()))
+        monkeypatch.setattr(chrome_trace, "atomic_file", lambda _path: contextlib.nullcontext(_FullDisk()))
     assert mt.main(["-o", str(tmp_path / out), str(path)]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and f"cannot write the merged trace '{tmp_path / out}'" in err

@@ -8,8 +8,9 @@ import time
 import pytest
 
 import flagtree.profiler as profiler
-from flagtree.profiler import ranks, session
-from kernels import launch_add, tensors
+from flagtree.profiler.distributed import ranks
+from flagtree.profiler import session
+from support.kernels import launch_add, tensors
 
 
 @pytest.fixture(autouse=True)
@@ -58,14 +59,15 @@ def test_profiled_ranks_of_a_world(launcher):
 
 
 def test_a_left_out_rank_pays_nothing(launcher, tmp_path, monkeypatch):
-    """A left-out rank's start() is the disabled no-op: no backend is chosen or loaded and no
-    native session is made."""
-    def must_not_run(*args, **kwargs):
-        raise AssertionError("a left-out rank reached the backend registry")
-
-    monkeypatch.setattr(session, "get_backend", must_not_run)
-    monkeypatch.setattr(session, "select_backend", must_not_run)
     launcher(RANK=2, WORLD_SIZE=4, FLAGTREE_PROFILER_RANKS="0,3-5")
+
+    def no_backend(*args, **kwargs):
+        raise AssertionError("a left-out rank selected or started a backend")
+
+    # what a disabled start() must never reach: backend selection, a backend, the native session
+    monkeypatch.setattr(session, "select_backend", no_backend)
+    monkeypatch.setattr(session, "get_backend", no_backend)
+    monkeypatch.setattr(session.native, "session_create", no_backend)
     for _ in range(3):
         assert profiler.start(str(tmp_path / "x")) == -1
     assert session.open_sessions() == []
@@ -159,7 +161,7 @@ def test_an_initialised_process_group_names_the_rank(launcher, monkeypatch):
 
 
 def test_gathered_payloads_round_trip_and_unsafe_names_are_refused(tmp_path):
-    from flagtree.profiler import gather
+    from flagtree.profiler.distributed import gather
 
     (tmp_path / "run.rank1.hatchet").write_bytes(b"[{}]")
     (tmp_path / "run.rank1.meta.json").write_text(json.dumps({"rank": 1}))

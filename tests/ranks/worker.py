@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from kernels import device, launch_add  # noqa: E402
+from support.kernels import device, launch_add  # noqa: E402
 
 SLOW_RANK = 2
 

@@ -173,7 +173,7 @@ static void fill(CUpti_PCSamplingData* d) {
 
 static int holdOpenRange;
 /* 1: GetData hands out nothing while a range is open (started, or enabled without start/stop
-   control): samples arrive at the range end (Stop or Disable), as the H200 showed (issue 18). */
+   control): samples arrive at the range end (Stop or Disable), as the H200 does. */
 void standin_pcs_hold_open_range(int on) { holdOpenRange = on; }
 
 CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams* p) {

@@ -1,4 +1,4 @@
-"""cann vendor metrics (issue 20 item 3) through the real data path: interpreter kernels recorded
+"""cann vendor metrics through the real data path: interpreter kernels recorded
 by a real session, aclprof from a stand-in library built here, a stand-in msprof export, and CSV
 fixtures in msprof's layout (renamed headers, rows without ids, rows no launch explains)."""
 import json
@@ -11,10 +11,10 @@ import pytest
 import flagtree.profiler as profiler
 from flagtree.profiler import session as session_module
 from flagtree.profiler.backends import BackendUnavailable
-from flagtree.profiler.backends.cann_vendor_metrics import CannVendorMetrics
-from flagtree.profiler.backends.vendor_mode import parse_vendor_mode
+from flagtree.profiler.backends.vendor.cann_metrics import CannVendorMetrics
+from flagtree.profiler.backends.vendor.mode_options import parse_vendor_mode
 from flagtree.profiler.vendor_import import UNMATCHED_HOLDER, session_launches
-from kernels import launch_add, launch_copy, tensors
+from support.kernels import launch_add, launch_copy, tensors
 from standins import build_standin
 
 HERE = os.path.dirname(os.path.abspath(__file__))

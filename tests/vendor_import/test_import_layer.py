@@ -5,9 +5,10 @@ import os
 
 from flagtree.profiler import _native
 from flagtree.profiler.vendor_import import (IXKN_RULES, MSPROF_RULES, Launch, VendorRow, match_rows,
-                                             number_and_unit, session_launches, write_json_atomic)
+                                             number_and_unit, session_launches)
+from flagtree.profiler.writers.atomic import write_json
 from flagtree.profiler.vendor_import import ixkn_csv, msprof_csv
-from threads import run_threads
+from support.threads import run_threads
 
 MS = 1_000_000
 
@@ -115,7 +116,7 @@ def test_strict_atomic_json(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.write_text("x")
     os.symlink(elsewhere, target)
-    write_json_atomic(str(target), {"a": float("nan"), "b": [float("inf"), 1.5]})
+    write_json(str(target), {"a": float("nan"), "b": [float("inf"), 1.5]})
     assert json.loads(target.read_text()) == {"a": None, "b": [None, 1.5]}
     assert elsewhere.read_text() == "x" and not os.path.islink(target)
     assert [p for p in os.listdir(tmp_path) if p.endswith(".tmp")] == []

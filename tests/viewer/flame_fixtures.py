@@ -58,7 +58,7 @@ def session_profile(tmp_path_factory):
     """A .hatchet written by a real session: Triton kernels run by the interpreter (CPU),
     in two scopes, with launch metadata (grid, block...) on the kernel nodes."""
     import flagtree.profiler as profiler
-    from kernels import launch_add, launch_copy, tensors
+    from support.kernels import launch_add, launch_copy, tensors
 
     out = tmp_path_factory.mktemp("session") / "run"
     x, y, z = tensors(256)

@@ -19,7 +19,7 @@ from viewer_helpers import FIXTURES, H100
 SEED = 20261201
 CASES = 600
 PREFIX = "flagtree-profiler-viewer: error: "
-from package_path import PACKAGE_ROOT as SRC  # noqa: E402  (the imported build, src/ or site-packages)
+from support.package_path import PACKAGE_ROOT as SRC  # noqa: E402  (the imported build, src/ or site-packages)
 
 ODD_VALUES = ["NaN", "Infinity", "-Infinity", "-1", "0", "1e400", "1" + "0" * 320, "1" + "0" * 5000,
               "-0.0", "true", "null", '"x"', '"\\u001b[2J"', "[]", "{}", '"\\ud800"', "1.5",

@@ -195,7 +195,7 @@ def test_python_dash_m_entry_point():
     import sys
     from pathlib import Path
 
-    from package_path import PACKAGE_ROOT
+    from support.package_path import PACKAGE_ROOT
 
     env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     done = subprocess.run([sys.executable, "-m", "flagtree.profiler.viewer", "-m", "count", PROTON],

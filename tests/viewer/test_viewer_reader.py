@@ -12,7 +12,7 @@ from flagtree.profiler.viewer.profile_tree import load_profile
 from test_viewer_scale import deep_chain_text
 from viewer_helpers import FIXTURES, H100, kernel, node
 
-from package_path import PACKAGE_ROOT as SRC  # noqa: E402  (the imported build, src/ or site-packages)
+from support.package_path import PACKAGE_ROOT as SRC  # noqa: E402  (the imported build, src/ or site-packages)
 
 
 def _shape(profile):

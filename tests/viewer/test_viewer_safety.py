@@ -14,7 +14,7 @@ import pytest
 from test_viewer_errors import one_error_line
 from viewer_helpers import H100, kernel, node
 
-from package_path import PACKAGE_ROOT as SRC  # noqa: E402  (the imported build, src/ or site-packages)
+from support.package_path import PACKAGE_ROOT as SRC  # noqa: E402  (the imported build, src/ or site-packages)
 TITLE = "\x1b]0;pwned\x07"
 CLEAR = "\x1b[2J"
 

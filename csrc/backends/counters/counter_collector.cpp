@@ -3,8 +3,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "backends/activity/activity_tracer.h"
 #include "backends/nvidia/cuda_driver.h"
+#include "backends/nvidia/cupti_tracer.h"
 #include "core/errors.h"
 #include "core/strings.h"
 #include "session/profiler.h"
@@ -86,7 +86,7 @@ void CounterCollector::addSession(const CountersApi& api, int slot, const std::v
   slots_ |= 1u << slot;
   lock.unlock();
   // Outside our lock: the tracer calls observers under its own lock, and they take ours.
-  if (first) ActivityTracer::instance().addObserver(this);
+  if (first) CuptiTracer::instance().addObserver(this);
 }
 
 void CounterCollector::startFirstSession(const CountersApi& api, const std::vector<std::string>& metrics,
@@ -308,7 +308,7 @@ void CounterCollector::removeSession(int slot) {
     last = slots_ == (1u << slot);
   }
   // Outside our lock (see addSession); after this no launch callback reaches us.
-  if (last) ActivityTracer::instance().removeObserver(this);
+  if (last) CuptiTracer::instance().removeObserver(this);
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& entry : contexts_) collect(entry.second, !last);
   slots_ &= ~(1u << slot);

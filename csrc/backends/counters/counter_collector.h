@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "backends/activity/tracer_observer.h"
 #include "backends/counters/counters_api.h"
 #include "backends/counters/metric_host.h"
+#include "backends/dialect/tracer_observer.h"
 #include "core/singleton.h"
 
 namespace ftp {

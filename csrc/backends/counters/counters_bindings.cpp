@@ -1,4 +1,4 @@
-// Python bindings of the hardware-counter backend (issue #10): flagtree.profiler._native.counters_*.
+// Python bindings of the hardware-counter backend: flagtree.profiler._native.counters_*.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -56,7 +56,7 @@ nb::dict stats() {
 
 }  // namespace
 
-void registerCountersBindings(nb::module_& m, nb::module_& testing) {
+void registerCountersBindings(nb::module_& m) {
   m.def("counters_load", [](const std::string& path) { CountersApi::load(path); },
         "Loads the Profiler Host / Range Profiler table from libcupti at `path` (RuntimeError if too old).");
   m.def("counters_chip", [](const std::string& path, size_t device) {
@@ -89,6 +89,10 @@ void registerCountersBindings(nb::module_& m, nb::module_& testing) {
   });
   m.def("counters_stats", &stats);
   m.def("counters_mean_metrics", [] { return CounterCollector::instance().meanMetrics(); });
+}
+
+#ifdef FLAGTREE_PROFILER_TESTING
+void registerCountersTesting(nb::module_& testing) {
   testing.def("counters_is_additive", [](const std::string& name, const std::string& type) {
     return isAdditiveMetric(name, type == "counter" ? CUPTI_METRIC_TYPE_COUNTER : CUPTI_METRIC_TYPE_RATIO);
   });
@@ -104,5 +108,6 @@ void registerCountersBindings(nb::module_& m, nb::module_& testing) {
     CounterCollector::instance().onLaunchExit(reinterpret_cast<CUcontext>(context), correlation);
   });
 }
+#endif
 
 }  // namespace ftp

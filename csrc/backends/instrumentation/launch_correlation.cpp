@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <mutex>
 
-#include "backends/activity/activity_tracer.h"
+#include "backends/nvidia/cupti_tracer.h"
 #include "bindings/bindings.h"
 
 namespace ftp {
@@ -27,8 +27,8 @@ int watchers = 0;  // instrumentation sessions wanting correlations (observer re
 
 void watchLaunches(bool on) {
   std::lock_guard<std::mutex> lock(watchMutex);
-  if (on && watchers++ == 0) ActivityTracer::instance().addObserver(&observer);
-  if (!on && watchers > 0 && --watchers == 0) ActivityTracer::instance().removeObserver(&observer);
+  if (on && watchers++ == 0) CuptiTracer::instance().addObserver(&observer);
+  if (!on && watchers > 0 && --watchers == 0) CuptiTracer::instance().removeObserver(&observer);
 }
 
 // The correlation of this thread's latest launch since the last call, 0 if none.
@@ -40,11 +40,16 @@ uint32_t takeLastCorrelation() {
 
 }  // namespace
 
-void registerInstrumentationBindings(nb::module_& m, nb::module_& testing) {
+void registerInstrumentationBindings(nb::module_& m) {
   m.def("instrumentation_watch_launches", &watchLaunches, nb::arg("on"));
   m.def("instrumentation_take_correlation", &takeLastCorrelation);
+}
+
+#ifdef FLAGTREE_PROFILER_TESTING
+void registerInstrumentationTesting(nb::module_& testing) {
   // For CPU tests: what the tracer's launch callback does, without CUPTI.
   testing.def("instrumentation_launch", [](uint32_t correlation) { lastLaunchCorrelation = correlation; });
 }
+#endif
 
 }  // namespace ftp

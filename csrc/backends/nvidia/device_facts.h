@@ -1,9 +1,10 @@
 // The CUDA devices' fixed facts, read on a native thread while the first session runs.
 //
-// The driver answers the two clock attributes in 0.35-0.7 ms each, every time (H200, driver 580),
-// and a Python thread costs ~0.4 ms just to start (it must take the GIL to run): so start()
-// launches this query on a C++ thread, which never touches the GIL, and finalize() takes its
-// answer (issue 18: the first session's cost). backends/nvidia.py keeps the answer for the process.
+// The driver takes a large part of a millisecond to answer each of the two clock attributes,
+// every time, and a Python thread costs about as much just to start (it must take the GIL to
+// run): so start() launches this query on a C++ thread, which never touches the GIL, and
+// finalize() takes its answer, off the first session's path. backends/nvidia.py keeps the answer
+// for the process.
 #pragma once
 #include <vector>
 

@@ -5,7 +5,7 @@
 #include <mutex>
 #include <thread>
 
-#include "backends/activity/activity_tracer.h"
+#include "backends/nvidia/cupti_tracer.h"
 #include "core/singleton.h"
 
 namespace ftp {
@@ -43,7 +43,7 @@ void watch(Watcher* w) {
     ++w->fired;
     lock.unlock();
     // Refused (under the tracer's lock) when a session started meanwhile, or nothing is parked.
-    ActivityTracer::instance().detach();
+    CuptiTracer::instance().detach();
     lock.lock();
   }
 }

@@ -2,9 +2,9 @@
 // the rule): after the last session parks the tracer, a native thread detaches it once it has been
 // idle for FLAGTREE_PROFILER_CUPTI_IDLE_S seconds.
 //
-// Native rather than a threading.Timer: a Python thread cost ~0.3 ms to start at every finalize on
-// the H200 (issue 18). One thread per process, started on first use, sleeps on a condition
-// variable between deadlines; a forked child starts its own.
+// Native rather than a threading.Timer: starting a Python thread at every finalize costs a large
+// part of a millisecond (it must take the GIL to run). One thread per process, started on first
+// use, sleeps on a condition variable between deadlines; a forked child starts its own.
 #pragma once
 
 namespace ftp {

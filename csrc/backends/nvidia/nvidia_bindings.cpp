@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "backends/activity/activity_tracer.h"
 #include "backends/nvidia/cuda_driver.h"
+#include "backends/nvidia/cupti_tracer.h"
 #include "backends/nvidia/device_facts.h"
 #include "backends/nvidia/idle_release.h"
 #include "bindings/bindings.h"
@@ -13,10 +13,10 @@ namespace ftp {
 
 namespace {
 
-const ActivityApi& loadCupti(const std::string& path) {
-  static ActivityApi api;  // the library stays mapped for the process
-  if (api.handle && (api.path == path || ActivityTracer::instance().running())) return api;
-  ActivityApi loaded;
+const CuptiApi& loadCupti(const std::string& path) {
+  static CuptiApi api;  // the library stays mapped for the process
+  if (api.handle && (api.path == path || CuptiTracer::instance().running())) return api;
+  CuptiApi loaded;
   loaded.load(path, "cupti");  // LibraryNotFound: Python tries the next candidate
   api = loaded;
   CudaDriver::instance().available();  // optional: only used for syncing at flush
@@ -24,7 +24,7 @@ const ActivityApi& loadCupti(const std::string& path) {
 }
 
 void cuptiAcquire(const std::string& path, size_t bufferBytes) {
-  ActivityTracer::instance().acquire(loadCupti(path), bufferBytes, DeviceType::CUDA);
+  CuptiTracer::instance().acquire(loadCupti(path), bufferBytes, DeviceType::CUDA);
 }
 
 nb::list factsList(const std::vector<CudaDeviceInfo>& devices) {
@@ -56,33 +56,32 @@ nb::list takeCudaDevicesList() {
 
 }  // namespace
 
-void registerNvidiaBindings(nb::module_& m, nb::module_& testing) {
+void registerNvidiaBindings(nb::module_& m) {
   m.def("cupti_acquire", &cuptiAcquire, nb::call_guard<nb::gil_scoped_release>());
-  m.def("cupti_release", []() { ActivityTracer::instance().release(); }, nb::call_guard<nb::gil_scoped_release>());
+  m.def("cupti_release", []() { CuptiTracer::instance().release(); }, nb::call_guard<nb::gil_scoped_release>());
   // Ends the tracer's subscription kept between sessions (flagtree.profiler.release()).
-  m.def("cupti_detach", []() { return ActivityTracer::instance().detach(); }, nb::call_guard<nb::gil_scoped_release>());
+  m.def("cupti_detach", []() { return CuptiTracer::instance().detach(); }, nb::call_guard<nb::gil_scoped_release>());
   // The idle clock of that subscription (backends/cupti_attach.py): detach after `seconds`.
   m.def("cupti_idle_release_arm", &armIdleRelease, nb::call_guard<nb::gil_scoped_release>());
   m.def("cupti_idle_release_cancel", &cancelIdleRelease, nb::call_guard<nb::gil_scoped_release>());
-  testing.def("cupti_idle_releases_fired", &idleReleasesFired);
   m.def("cupti_attach_stats", []() {
-    ActivityTracer& t = ActivityTracer::instance();
+    CuptiTracer& t = CuptiTracer::instance();
     nb::dict d;
     d["running"] = t.running();
     d["parked"] = t.parked();
     d["subscriptions"] = t.subscriptions();
     d["idle_discarded"] = t.idleDiscarded();
     nb::dict phases;
-    for (size_t i = 0; i < t.startPhasesNs().size(); ++i) phases[ActivityTracer::kStartPhases[i]] = t.startPhasesNs()[i];
+    for (size_t i = 0; i < t.startPhasesNs().size(); ++i) phases[CuptiTracer::kStartPhases[i]] = t.startPhasesNs()[i];
     d["start_phases_ns"] = phases;
     return d;
   });
-  m.def("cupti_flush", []() { ActivityTracer::instance().flush(); }, nb::call_guard<nb::gil_scoped_release>());
-  m.def("cupti_dropped", []() { return ActivityTracer::instance().droppedRecords(); });
-  m.def("cupti_set_buffer_limit", [](size_t bytes) { ActivityTracer::instance().setBufferLimit(bytes); });
-  m.def("cupti_declined_buffers", []() { return ActivityTracer::instance().declinedBuffers(); });
-  m.def("cupti_version", []() { return ActivityTracer::instance().libraryVersion(); });
-  m.def("cupti_library", []() { return ActivityTracer::instance().libraryPath(); });
+  m.def("cupti_flush", []() { CuptiTracer::instance().flush(); }, nb::call_guard<nb::gil_scoped_release>());
+  m.def("cupti_dropped", []() { return CuptiTracer::instance().droppedRecords(); });
+  m.def("cupti_set_buffer_limit", [](size_t bytes) { CuptiTracer::instance().setBufferLimit(bytes); });
+  m.def("cupti_declined_buffers", []() { return CuptiTracer::instance().declinedBuffers(); });
+  m.def("cupti_version", []() { return CuptiTracer::instance().libraryVersion(); });
+  m.def("cupti_library", []() { return CuptiTracer::instance().libraryPath(); });
   m.def("cuda_devices", &cudaDevices);
   // The same facts through a query on a native thread (backends/nvidia.py _DeviceFacts).
   m.def("cuda_devices_prefetch", &prefetchCudaDevices);
@@ -91,11 +90,17 @@ void registerNvidiaBindings(nb::module_& m, nb::module_& testing) {
     CudaDriver& driver = CudaDriver::instance();
     return driver.available() ? driver.driverVersion() : 0;
   });
+}
+
+#ifdef FLAGTREE_PROFILER_TESTING
+void registerNvidiaTesting(nb::module_& testing) {
+  testing.def("cupti_idle_releases_fired", &idleReleasesFired);
   // bench/overhead.py's CUPTI floor: the tracer with no session behind it (what CUPTI alone
   // costs), a measurement harness rather than part of the profiler.
   testing.def("cupti_floor_start", [](const std::string& path, size_t bufferBytes, bool emptyCallbacks) {
-    ActivityTracer::instance().startFloor(loadCupti(path), bufferBytes, emptyCallbacks);
+    CuptiTracer::instance().startFloor(loadCupti(path), bufferBytes, emptyCallbacks);
   }, nb::call_guard<nb::gil_scoped_release>());
 }
+#endif
 
 }  // namespace ftp

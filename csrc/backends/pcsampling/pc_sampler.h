@@ -5,8 +5,10 @@
 //     per-launch cost, continuous-mode samples per function.
 //   range=launch, in the order Triton's Proton uses: at every launch ENTER cuCtxSynchronize then
 //     Start, at EXIT Stop then GetData until no PC remains. Every launch is thereby sampled alone
-//     (serialized with the work before it) and its samples carry its correlation id. Samples are aggregated here, resolved to source lines once per
-// (cubin, function, pc) from the cubins seen at module load, and attached to kernel nodes.
+//     (serialized with the work before it) and its samples carry its correlation id.
+// Samples are aggregated here, resolved to source lines once per (cubin, function, pc) from the
+// cubins seen at module load, and attached to kernel nodes. The per-context CUPTI calls are in
+// pc_contexts.cpp, the rest in pc_sampler.cpp.
 #pragma once
 #include <cstdint>
 #include <exception>
@@ -16,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backends/activity/tracer_observer.h"
+#include "backends/dialect/tracer_observer.h"
 #include "backends/pcsampling/pc_samples.h"
 #include "backends/pcsampling/pcsampling_api.h"
 #include "core/singleton.h"
@@ -55,7 +57,7 @@ struct PcSamplingStats {
   std::string range;                // "launch" | "session"
   std::string attribution;          // how samples reach launches, for the metadata
   std::vector<std::string> stallReasons;  // metric names collected
-  // Where a session's fixed cost goes (metadata pcsampling_*_s; issue 18 item 3), host ns:
+  // Where a session's fixed cost goes (metadata pcsampling_*_s), host ns:
   uint64_t enableNs = 0;   // Enable + stall-reason query + configuration, per context
   uint64_t startNs = 0;    // the sync before each range + Start
   uint64_t stopNs = 0;     // Stop + GetData (+ Disable at finish)
@@ -82,7 +84,7 @@ class PcSampler : public TracerObserver {
   void onLaunchExit(uint32_t correlation, uint32_t cbid, const void* cbData) override;
   void onModuleLoaded(const void* cubin, size_t size) override { addCubin(cubin, size); }
   void onModuleUnloading(const void* cubin, size_t size) override;
-  void onContextCreated(void* context) override;  // pc_sampler_events.cpp, as the two around it
+  void onContextCreated(void* context) override;
   void onContextDestroying(void* context) override;
   // The launch path without CUPTI's callback data (host-side tests): enter/exit of the
   // outermost launch call of a thread in `context`.

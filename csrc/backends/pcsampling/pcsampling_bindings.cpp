@@ -5,7 +5,7 @@
 
 #include <stdexcept>
 
-#include "backends/activity/activity_tracer.h"
+#include "backends/nvidia/cupti_tracer.h"
 #include "backends/pcsampling/pc_sampler.h"
 #include "bindings/bindings.h"
 #include "core/library.h"
@@ -14,13 +14,12 @@ namespace ftp {
 namespace {
 
 // `library`: "" uses the libcupti the tracer loaded; a path is for stand-in libraries (tests).
-// `serialKernelRecords`: debugging knob (FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY=kernel).
 void startSampling(int slot, const std::string& library, uint32_t period, bool serialized, size_t scratchBytes,
-                   size_t hardwareBytes, size_t bufferPcs, bool serialKernelRecords, bool sessionRange) {
+                   size_t hardwareBytes, size_t bufferPcs, bool sessionRange) {
   void* handle = nullptr;
   std::string name = library;
   if (library.empty()) {
-    ActivityTracer& tracer = ActivityTracer::instance();
+    CuptiTracer& tracer = CuptiTracer::instance();
     if (!tracer.running() || !tracer.handle())
       throw std::runtime_error("PC sampling needs the CUPTI tracer running (start a cupti session first)");
     handle = tracer.handle();
@@ -35,20 +34,13 @@ void startSampling(int slot, const std::string& library, uint32_t period, bool s
   options.scratchBytes = scratchBytes;
   options.hardwareBytes = hardwareBytes;
   options.bufferPcs = bufferPcs;
-  if (library.empty() && serialKernelRecords)
-    ActivityTracer::instance().setKernelActivityKind(CUPTI_ACTIVITY_KIND_KERNEL);
   PcSampler::instance().start(slot, handle, name, options);
-  if (library.empty()) ActivityTracer::instance().addObserver(&PcSampler::instance());
+  if (library.empty()) CuptiTracer::instance().addObserver(&PcSampler::instance());
 }
 
 nb::dict finishSampling() {
-  ActivityTracer::instance().removeObserver(&PcSampler::instance());
-  PcSamplingStats s = PcSampler::instance().finish();
-  try {  // undo the debugging knob for sessions still tracing (no-op when unset)
-    ActivityTracer::instance().setKernelActivityKind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  } catch (const std::exception&) {
-    s.errors++;
-  }
+  CuptiTracer::instance().removeObserver(&PcSampler::instance());
+  const PcSamplingStats s = PcSampler::instance().finish();
   nb::dict d;
   d["pcsampling_total_samples"] = s.totalSamples;
   d["pcsampling_dropped_samples"] = s.droppedSamples;
@@ -77,18 +69,21 @@ nb::dict finishSampling() {
 
 }  // namespace
 
-void registerPcSamplingBindings(nb::module_& m, nb::module_& testing) {
+void registerPcSamplingBindings(nb::module_& m) {
   m.def("pcsampling_start", &startSampling, nb::arg("slot"), nb::arg("library"), nb::arg("period"),
         nb::arg("serialized"), nb::arg("scratch_bytes"), nb::arg("hardware_bytes"), nb::arg("buffer_pcs"),
-        nb::arg("serial_kernel_records") = false, nb::arg("session_range") = false,
+        nb::arg("session_range") = false,
         nb::call_guard<nb::gil_scoped_release>());
   m.def("pcsampling_finish", &finishSampling);
   // Stop before finish: Python looks up the cubins of the missing CRCs (modules loaded before the
   // session) only when some are missing, instead of scanning its objects at every finalize.
   m.def("pcsampling_stop", []() { return PcSampler::instance().stop(); });
-
-  testing.def("pcsampling_running", []() { return PcSampler::instance().running(); });
   m.def("pcsampling_add_cubin", [](nb::bytes cubin) { PcSampler::instance().addCubin(cubin.c_str(), cubin.size()); });
+}
+
+#ifdef FLAGTREE_PROFILER_TESTING
+void registerPcSamplingTesting(nb::module_& testing) {
+  testing.def("pcsampling_running", []() { return PcSampler::instance().running(); });
   // The launch path without CUPTI callbacks (stand-in tests): what the tracer passes on at the
   // ENTER (context) and EXIT (kernel name) of a launch.
   testing.def("pcsampling_launch_enter", [](uint32_t correlation, uintptr_t context) {
@@ -101,5 +96,6 @@ void registerPcSamplingBindings(nb::module_& m, nb::module_& testing) {
   testing.def("pcsampling_context_created",
               [](uintptr_t context) { PcSampler::instance().onContextCreated(reinterpret_cast<void*>(context)); });
 }
+#endif
 
 }  // namespace ftp

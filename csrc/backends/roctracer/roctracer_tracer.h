@@ -2,7 +2,7 @@
 // (the launch path: each one hands its correlation id to Profiler::onLaunch), the default
 // activity pool's HIP_OPS records turned into DeviceRecords (the record path), flushing,
 // and accounting. roctracer is not CUPTI-dialect (no buffer requests, no dropped-record
-// query), so this mirrors ActivityTracer's shape rather than sharing its code.
+// query), so this mirrors CuptiTracer's shape rather than sharing its code.
 // One tracer per process: roctracer has one default pool.
 #pragma once
 #include <array>

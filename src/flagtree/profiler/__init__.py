@@ -9,8 +9,8 @@
 See the README for backends, outputs and the viewer.
 """
 from .backends import KNOWN_BACKENDS, available_backends, implemented_backends
-from .backends.counters import list_metrics
-from .backends.cupti_attach import release
+from .backends.nvidia.counters import list_metrics
+from .backends.nvidia.cupti_attach import release
 from .profile import profile
 from .scope import cpu_timed_scope, enter_scope, enter_state, exit_scope, exit_state, scope, state
 from .session import activate, deactivate, finalize, flush_part, start

@@ -3,6 +3,7 @@
 The README's table of variables mirrors ENVIRONMENT below; a test keeps the two in step.
 """
 import os
+import shutil
 
 ENVIRONMENT = {
     "FLAGTREE_PROFILER_DISABLE": "1 turns every profiler call into a cheap no-op (start returns -1).",
@@ -18,7 +19,6 @@ ENVIRONMENT = {
     "FLAGTREE_PROFILER_BUFFER_LIMIT": "Most bytes of vendor activity buffers held at once, at most 2**48 (default 0 = no limit); past it buffer requests are declined and the records the vendor library drops are counted in dropped_records.",
     "FLAGTREE_PROFILER_NVTX": "0 stops torch.cuda.nvtx ranges from becoming scopes (default 1: range_push/range_pop/range enter and leave scopes).",
     "FLAGTREE_PROFILER_PCSAMPLING_INTERVAL": "PC sampling (backend cupti/cupti_pcsampling): log2 of the GPU cycles between samples, 5..31 (default 10); a mode's interval= wins.",
-    "FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY": "Debugging knob of PC sampling: kernel (trace kernels as CUPTI's serial KIND_KERNEL records while a sampling session is attached, as Proton does) or concurrent (default).",
     "FLAGTREE_PROFILER_PCSAMPLING_COLLECTION": "PC sampling: continuous (default; samples per kernel function, shared among its launches) or serialized (exact launch per sample; kernels run one at a time); a mode's collection= wins.",
     "FLAGTREE_PROFILER_INSTRUMENT_TRITON": "1 instruments Triton-language kernels under backend=\"instrumentation\" (mode triton=on does the same; Gluon kernels always are).",
     "FLAGTREE_PROFILER_PERIODIC_S": "Seconds between automatic parts, 0.1..604800 (a week): each open session writes <name>.part<k>.<ext> with what it collected since the previous part, then frees it.",
@@ -55,11 +55,9 @@ def flag(name):
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def disabled():
-    # a rank left out by FLAGTREE_PROFILER_RANKS pays what a disabled profiler pays
-    from .ranks import excluded  # ranks reads its variables through this module
-
-    return flag("FLAGTREE_PROFILER_DISABLE") or excluded()
+def disable_flag():
+    """FLAGTREE_PROFILER_DISABLE; distributed/ranks.py's profiling_off() adds the rank subset."""
+    return flag("FLAGTREE_PROFILER_DISABLE")
 
 
 def rank_subset():
@@ -162,14 +160,6 @@ def pcsampling_collection():
     return raw
 
 
-def pcsampling_kernel_activity():
-    """FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY (debugging knob): concurrent (default) or kernel."""
-    raw = os.environ.get("FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY", "").strip().lower() or "concurrent"
-    if raw not in ("concurrent", "kernel"):
-        raise ValueError(f"FLAGTREE_PROFILER_PCSAMPLING_KERNEL_ACTIVITY must be concurrent or kernel, got {raw!r}")
-    return raw
-
-
 def counter_ranges():
     """FLAGTREE_PROFILER_COUNTER_RANGES: launches per counter data image (default 64)."""
     return _number("FLAGTREE_PROFILER_COUNTER_RANGES", lambda raw: int(raw, 0), "launches", 64,
@@ -178,8 +168,6 @@ def counter_ranges():
 
 def ixkn_cli():
     """ixkn-cli's path: FLAGTREE_PROFILER_IXKN_CLI, IXKN_CLI, else the PATH; None when none."""
-    import shutil
-
     for variable in ("FLAGTREE_PROFILER_IXKN_CLI", "IXKN_CLI"):
         value = os.environ.get(variable, "").strip()
         if value:

@@ -37,7 +37,7 @@ def instrumentation_enabled():
 
 def _is_gluon(semantic):
     try:
-        from triton.experimental.gluon.language._semantic import GluonSemantic
+        from triton.experimental.gluon.language._semantic import GluonSemantic  # deferred: triton is heavy and optional
     except ImportError:
         return False
     return isinstance(semantic, GluonSemantic)
@@ -60,7 +60,7 @@ def _semantic_wants_records(semantic):
 
 def _is_compiler_builder(builder):
     try:
-        from triton._C.libtriton import ir
+        from triton._C.libtriton import ir  # deferred: triton is heavy and optional
     except ImportError:
         return False
     return isinstance(builder, ir.builder)
@@ -81,7 +81,7 @@ def _record(is_start, name, semantic):
     if not isinstance(name, str) or not name:
         raise TypeError(f"flagtree.profiler.language: a scope name must be a non-empty string constant, "
                         f"got {name!r}")
-    from triton._C.libtriton import proton as triton_proton
+    from triton._C.libtriton import proton as triton_proton  # deferred: triton is heavy and optional
 
     triton_proton.create_proton_record(builder, bool(_unwrap(is_start)), name)
     return None

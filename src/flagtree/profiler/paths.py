@@ -13,6 +13,7 @@ import tempfile
 from dataclasses import dataclass
 
 DEFAULT_NAME = "flagtree"
+METADATA_SUFFIX = ".meta.json"
 EXTENSIONS = {"tree": ".hatchet", "trace": ".chrome_trace", "perfetto": ".pftrace"}
 # <base>.rank<r>[.part<k>]<extension>: group 1 the base, 2 the rank, 3 the extension
 RANK_FILE = re.compile(r"^(.*)\.rank(\d+)(?:\.part\d+)?(" +
@@ -41,8 +42,42 @@ def output_paths(name, data, shared_name=False):
     a session of another data kind used the name first, so the metadata file takes this
     session's extension too (see the module docstring)."""
     extension = EXTENSIONS[data]
-    metadata = f"{name}{extension}.meta.json" if shared_name else f"{name}.meta.json"
+    metadata = f"{name}{extension}{METADATA_SUFFIX}" if shared_name else f"{name}{METADATA_SUFFIX}"
     return OutputPaths(name + extension, metadata, f"{name}.part", extension)
+
+
+# Files beside a session's profile, named from the session's name (no extension): a vendor
+# import's report and raw CSV, tianshu's launch log, instrumentation's device scopes, the folder
+# aclprof collects into, and the timeline merged from gathered ranks.
+SIDE_FILES = {"vendor": ".vendor.json", "launch_log": ".launches.json", "ixkn_csv": ".ixkn.csv",
+              "device_scopes": ".device_scopes.json", "aclprof": ".aclprof", "merged_trace": ".merged.chrome_trace"}
+IXKN_REPORT = ".ixkn-rep"  # what ixkn-cli adds to --export-profile
+
+
+def side_file(name, kind):
+    """The file of `kind` (a SIDE_FILES key) beside the session named `name`."""
+    return name + SIDE_FILES[kind]
+
+
+def profile_file(name, data):
+    """The whole-run profile of a session named `name` collecting `data`."""
+    return name + EXTENSIONS[data]
+
+
+def metadata_candidates(name, data):
+    """Where the metadata of a `data` session named `name` may be, the own-extension name first
+    (output_paths: a session of another kind may have taken the plain one)."""
+    return (output_paths(name, data, shared_name=True).metadata, output_paths(name, data).metadata)
+
+
+def is_metadata(path):
+    """Whether `path` is a session's metadata file (``<name>[.<ext>].meta.json``)."""
+    return path.endswith(METADATA_SUFFIX)
+
+
+def part_stem(path):
+    """``<name>.part`` of a part file ``<name>.part<k><extension>``."""
+    return path[:path.rindex(".part") + len(".part")]
 
 
 def base_name(name):

@@ -12,23 +12,10 @@ import functools
 import numbers
 import warnings
 
-from . import _env
+from .distributed import ranks
+from .native_core import native
 
-try:
-    from . import _native
-except ImportError as _error:  # tools that only read profiles (the viewer) work without it
-
-    class _MissingNative:
-        def __init__(self, error):
-            self.error = error
-
-        def __getattr__(self, name):
-            raise ImportError(f"flagtree.profiler's native module is missing ({self.error}); "
-                              f"install the package with pip install .")
-
-    _native = _MissingNative(_error)
-
-_DISABLED = _env.disabled()
+_DISABLED = ranks.profiling_off()
 _ids = {}  # name -> interned id
 _mismatch_warned = set()  # scope names whose mismatched exit was reported
 #: Called after every scope boundary while backward-by-forward-layer attribution is on
@@ -40,7 +27,7 @@ def _intern(name):
     found = _ids.get(name)
     if found is None:
         _check_text("scope or state name", name)
-        found = _ids[name] = _native.intern(name)
+        found = _ids[name] = native.intern(name)
     return found
 
 
@@ -101,16 +88,16 @@ class scope(_Annotation):
         if _DISABLED:
             return self
         if self._metrics:
-            _native.scope_enter_metrics(self._id, self._metrics)
+            native.scope_enter_metrics(self._id, self._metrics)
         else:
-            _native.scope_enter(self._id)
+            native.scope_enter(self._id)
         if _boundary_hook is not None:
             _boundary_hook()
         return self
 
     def __exit__(self, *exc):
         if not _DISABLED:
-            left = _native.scope_exit_checked(self._cpu_timed)
+            left = native.scope_exit_checked(self._cpu_timed)
             if left != self._id:
                 _warn_mismatch(self.name, left)
             if _boundary_hook is not None:
@@ -130,10 +117,10 @@ def _warn_mismatch(expected, left):
     if expected in _mismatch_warned:
         return
     _mismatch_warned.add(expected)
-    if left == _native.NO_SCOPE:
+    if left == native.NO_SCOPE:
         found = "no scope was open on this thread"
     else:
-        found = f"the innermost scope was {_native.scope_name_of(left)!r}, which was left instead"
+        found = f"the innermost scope was {native.scope_name_of(left)!r}, which was left instead"
     warnings.warn(f"flagtree.profiler: leaving scope {expected!r}, but {found}; scopes must nest "
                   f"(enter_scope/exit_scope pairs and with-blocks on one thread)", RuntimeWarning, stacklevel=3)
 
@@ -150,7 +137,7 @@ def exit_scope(name=None, metrics=None, cpu_timed=False):
     if name is not None:
         _check_name("scope", name)
     items = _metric_items(metrics) if metrics else []
-    left = _native.scope_exit_checked(cpu_timed, items)
+    left = native.scope_exit_checked(cpu_timed, items)
     if name is not None and left != _intern(name):
         _warn_mismatch(name, left)
     if _boundary_hook is not None:
@@ -169,12 +156,12 @@ class state(_Annotation):
 
     def __enter__(self):
         if not _DISABLED:
-            _native.state_push(self._id)
+            native.state_push(self._id)
         return self
 
     def __exit__(self, *exc):
         if not _DISABLED:
-            _native.state_pop()
+            native.state_pop()
         return False
 
 
@@ -184,4 +171,4 @@ def enter_state(name):
 
 def exit_state(name=None):
     if not _DISABLED:
-        _native.state_pop()
+        native.state_pop()

@@ -14,76 +14,30 @@ handler, so a script that forgets finalize() still gets its profile; under flagt
 command's own session is written by the command first, and the handler finds nothing open.
 """
 import atexit
-import os
 import threading
 import warnings
 
-from . import _env, gather, ranks
+import sys
+
+from . import _env
+from .distributed import gather, ranks
 from .backends import BackendUnavailable, get_backend, select_backend
-from .backends.base import mode_text
-# Every session installs these (scope inheritance by threads and autograd; NVTX ranges as scopes):
-# imported with the package rather than at the first start(), which they made ~1 ms slower on the
-# H200 (issue 18: the first session's cost). hooks/triton.py stays lazy: only hook="triton" uses it.
+# Every session installs these (scope inheritance by threads and autograd; NVTX ranges as scopes),
+# so they come with the package, not at the first start(); hooks/triton.py stays lazy (hook= only).
 from .hooks import inheritance, nvtx
 from .paths import base_name, check_writable, output_paths
+from .session_record import Session
 from .viewer.safe_text import safe
 from .writers.atomic import remove
 from .writers.metadata import build_metadata, write_metadata
 from .writers.profile import write_profile
+from .native_core import native
 
 CONTEXTS = ("shadow", "python")
 DATA_KINDS = ("tree", "trace", "perfetto")
 HOOKS = ("triton",)
 
 
-def _native():
-    from . import _native as native
-
-    return native
-
-
-class Session:
-    """One profiling session. ``id`` is its one identity (what start() returns); ``slot`` is
-    only its handle in the native core, passed to native calls and keyed on by nothing else."""
-
-    def __init__(self, session_id, name, context, data, backend, options, hook, paths):
-        self.id = session_id
-        self.name = name
-        self.context = context
-        self.data = data
-        self.backend = backend
-        self.options = options  # what backend.check_mode() parsed from the mode, once
-        self.mode = mode_text(options)  # its normalised text, for the metadata
-        self.state = backend.SessionState() if backend.SessionState else None  # the backend's, per session
-        self.hook = hook
-        self.paths = paths
-        self.slot = None
-        self.extra_stats = {}  # what the backend adds to the metadata at finalize
-        self.hook_handle = None
-        self.inheritance = False  # holds a reference on hooks/inheritance.py's installation
-        self.start_realtime_ns = None
-        self.stop_realtime_ns = None
-        self.start_monotonic_ns = None
-        self.dropped_at_start = 0
-        self.nvtx = False
-        self.parts = []  # paths of the parts written so far
-        self.written = []  # what finalize wrote, in order (a write cut short says what is there)
-        self.timer_stop = None  # threading.Event of the periodic-part thread, if any
-
-    @property
-    def output_path(self):
-        return self.paths.output
-
-    @property
-    def metadata_path(self):
-        return self.paths.metadata
-
-    def part_path(self, k):
-        return self.paths.part(k)
-
-    def data_files(self):
-        """The profile files finalize wrote: the parts if there were any, else the whole-run file."""
-        return list(self.parts) if self.parts else [self.output_path]
 
 
 _lock = threading.RLock()
@@ -101,8 +55,6 @@ def _tell_once(key, message):
     """Under the command: one note on stderr the first time the script's start() or finalize()
     defers to the command's session. A note, not a warning: the command's own examples call them."""
     if not _cli["told"]:
-        import sys
-
         sys.stdout.flush()  # after what the script printed so far, as the command's own lines
         print(f"flagtree-profiler: note: {message}", file=sys.stderr, flush=True)
     _cli["told"].add(key)
@@ -114,7 +66,7 @@ def _check_choice(what, value, choices):
 
 
 def start(name=None, *, context="shadow", data="tree", backend=None, mode=None, hook=None):
-    if _env.disabled():
+    if ranks.profiling_off():
         return -1
     with _lock:
         if _cli["session"] is not None:
@@ -159,7 +111,6 @@ def _start_locked(name, context, data, backend, mode, hook):
 
     paths = output_paths(base, data, shared_name=_name_kinds.get(base, data) != data)
     session = Session(_next_id[0], base, context, data, impl, options, hook, paths)
-    native = _native()
     session.slot = native.session_create(native.ContextKind[context], native.DataKind[data])
     try:
         _acquire(impl, options, chosen_by_environment=backend is None and bool(_env.backend()))
@@ -176,7 +127,7 @@ def _start_locked(name, context, data, backend, mode, hook):
         inheritance.install()  # threads and autograd inherit scopes (hooks/inheritance.py)
         session.inheritance = True
         if hook == "triton":
-            from .hooks.triton import install
+            from .hooks.triton import install  # deferred: only hook= sessions use the launch-metadata hook
 
             session.hook_handle = install(impl)
     except BaseException:
@@ -221,14 +172,13 @@ def flush_part(session_id=None):
     """Writes what one session (or every open one) collected since its previous part to
     ``<name>.part<k>.hatchet`` (``.chrome_trace`` for data="trace") and frees it, so that a long
     run keeps bounded memory. Returns the paths written. Waits for the device first (a flush)."""
-    if _env.disabled() or session_id == -1:
+    if ranks.profiling_off() or session_id == -1:
         return []
     with _lock:
         return _write_parts_locked(_targets(session_id))
 
 
 def _write_parts_locked(sessions):
-    native = _native()
     began = native.monotonic_ns()
     # Every open session's backend is flushed (not only the targets'): graph launches made
     # before `began` then have all their records delivered and can be forgotten.
@@ -254,24 +204,24 @@ def _targets(session_id):
 
 
 def activate(session_id=None):
-    if _env.disabled() or session_id == -1:
+    if ranks.profiling_off() or session_id == -1:
         return
     with _lock:
         for s in _targets(session_id):
-            _native().session_set_active(s.slot, True)
+            native.session_set_active(s.slot, True)
 
 
 def deactivate(session_id=None):
-    if _env.disabled() or session_id == -1:
+    if ranks.profiling_off() or session_id == -1:
         return
     with _lock:
         for s in _targets(session_id):
-            _native().session_set_active(s.slot, False)
+            native.session_set_active(s.slot, False)
 
 
 def finalize(session_id=None):
     """Writes and closes one session, or every open one. Harmless when nothing is open."""
-    if _env.disabled() or session_id == -1:
+    if ranks.profiling_off() or session_id == -1:
         return
     with _lock:
         _check_issued(session_id)
@@ -296,7 +246,6 @@ def _check_issued(session_id):
 
 
 def _finalize_locked(sessions):
-    native = _native()
     for s in sessions:
         native.session_begin_close(s.slot)
     for impl in {id(s.backend): s.backend for s in sessions}.values():
@@ -316,7 +265,6 @@ def _finalize_locked(sessions):
 
 
 def _write_outputs(s):
-    native = _native()
     s.stop_realtime_ns = native.realtime_ns()
     counts = native.session_stats(s.slot)
     stats = {
@@ -356,7 +304,6 @@ def _write_outputs(s):
 
 def _close(s):
     _sessions.pop(s.id, None)
-    native = _native()
     if s.timer_stop is not None:
         s.timer_stop.set()  # not joined: it may be waiting for the lock held here
     if s.nvtx:
@@ -380,6 +327,41 @@ def open_sessions():
         return sorted(_sessions)
 
 
+# The command's session (flagtree-profiler): cli/command.py drives it through these four.
+def start_command_session(**options):
+    """Starts the command's one session (start()'s options); returns its id, -1 when disabled.
+    Until it ends, the script's start() returns this id and its finalize() is deferred."""
+    with _lock:
+        session_id = start(**options)
+        _cli["session"] = session_id
+        _cli["told"] = set()
+        return session_id
+
+
+def finalize_command_session():
+    """Ends the command's session: writes and closes it and whatever else the script left open."""
+    with _lock:
+        session_id, _cli["session"] = _cli["session"], None
+        if session_id is None or session_id == -1:
+            return
+        if _sessions:
+            _finalize_locked(list(_sessions.values()))
+
+
+def discard_command_session():
+    """Ends the command's session, closing every open one unwritten (stopped while starting)."""
+    with _lock:
+        _cli["session"] = None
+        for s in list(_sessions.values()):
+            _close(s)
+
+
+def find_session(session_id):
+    """The open Session with this id (its name and output paths), or None."""
+    with _lock:
+        return _sessions.get(session_id)
+
+
 def _finalize_at_exit():
     """atexit: writes the sessions a script left open. Under flagtree-profiler the command's
     own finally has already written (and closed) its session by now."""
@@ -389,10 +371,6 @@ def _finalize_at_exit():
         try:
             _finalize_locked(list(_sessions.values()))
         except Exception as error:
-            import sys
-
-            from .viewer.safe_text import safe
-
             print(f"flagtree.profiler: writing the profile at exit failed: {safe(str(error))}", file=sys.stderr)
 
 

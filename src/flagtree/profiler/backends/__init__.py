@@ -1,4 +1,6 @@
 """The backend registry: which backends exist, which run here, and automatic selection."""
+import importlib
+import importlib.util
 from .. import _env
 from .base import Backend, BackendUnavailable
 
@@ -14,18 +16,16 @@ _instances = {}
 
 
 # backend -> (module, class): a backend's module is imported when it is asked for, so that the
-# first session does not import all nine (a few ms of the first start, issue 18).
-_CLASSES = {"nvidia": (".nvidia", "NvidiaBackend"), "interpreter": (".interpreter", "InterpreterBackend"),
-            "roctracer": (".roctracer", "RoctracerBackend"), "cupti": (".cupti", "CuptiBackend"),
-            "cupti_pcsampling": (".cupti", "CuptiPcSamplingBackend"),
+# first session does not import all nine (they would cost the first start a few ms).
+_CLASSES = {"nvidia": (".nvidia.backend", "NvidiaBackend"), "interpreter": (".interpreter", "InterpreterBackend"),
+            "roctracer": (".roctracer", "RoctracerBackend"), "cupti": (".nvidia.cupti", "CuptiBackend"),
+            "cupti_pcsampling": (".nvidia.cupti", "CuptiPcSamplingBackend"),
             "instrumentation": (".instrumentation", "InstrumentationBackend"),
-            "mthreads": (".mthreads", "MthreadsBackend"), "cann": (".cann", "CannBackend"),
-            "tianshu": (".tianshu", "TianshuBackend")}
+            "mthreads": (".vendor.mthreads", "MthreadsBackend"), "cann": (".vendor.cann", "CannBackend"),
+            "tianshu": (".vendor.tianshu", "TianshuBackend")}
 
 
 def _factory(name):
-    import importlib
-
     module, cls = _CLASSES[name]
     return getattr(importlib.import_module(module, __name__), cls)
 
@@ -47,8 +47,6 @@ def available_backends():
 
 def _available_here():
     """The implemented backends that can run on this machine, as a phrase."""
-    import importlib.util
-
     here = [name for name, reason in available_backends().items() if reason is None]
     if "interpreter" not in here and importlib.util.find_spec("triton") is not None:
         here.append("interpreter (with TRITON_INTERPRET=1)")  # off now, but one variable away
@@ -72,38 +70,22 @@ def select_backend():
     explicit = _env.backend()
     if explicit:
         return explicit
-    from .interpreter import interpreter_active
+    from .interpreter import interpreter_active  # deferred: backend modules load when asked for
 
     if interpreter_active():
         return "interpreter"
     try:
-        from triton.runtime import driver
+        from triton.runtime import driver  # deferred: triton is heavy and optional
 
-        target = driver.active.get_current_target().backend
+        target = driver.active.get_current_target()
     except Exception:  # no triton, or no device for its driver: fall back to NVIDIA's
         return "nvidia"
-    if target == "cuda" and _is_iluvatar():
-        return "tianshu"
-    return _TARGET_TO_BACKEND.get(target, target)
+    if target.backend == "cuda":
+        from .vendor.corex import is_corex  # deferred: only a CUDA target asks
 
-
-def _is_iluvatar():
-    """Iluvatar CoreX reports Triton target "cuda" on older drivers; its tells: torch.corex,
-    a CUDA driver under /usr/local/corex/lib, or a warp size of 64."""
-    import glob
-    import sys
-
-    torch = sys.modules.get("torch")
-    if torch is not None and getattr(torch, "corex", False) is True:
-        return True
-    if glob.glob("/usr/local/corex/lib/libcuda.so*"):
-        return True
-    try:
-        from triton.runtime import driver
-
-        return driver.active.get_current_target().warp_size == 64
-    except Exception:
-        return False
+        if is_corex(target):
+            return "tianshu"
+    return _TARGET_TO_BACKEND.get(target.backend, target.backend)
 
 
 __all__ = ["Backend", "BackendUnavailable", "KNOWN_BACKENDS", "get_backend", "select_backend",

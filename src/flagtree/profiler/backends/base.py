@@ -6,6 +6,7 @@ is kept on the session (``session.options``) and is what acquire() and attach_se
 What a backend keeps per session lives in ``session.state``, an instance of the backend's
 ``SessionState`` class made fresh for each session, never in attributes added to the session.
 """
+import threading
 from dataclasses import dataclass
 
 
@@ -34,6 +35,32 @@ def device_info_of(kind, devices):
 def mode_text(options):
     """The normalised mode string of a session's options (None when no mode was given)."""
     return None if options is None else options.canonical()
+
+
+class SharedUse:
+    """The reference count of something every open session of a backend shares (a patch, a set
+    of hooks): the first acquire() installs it, the last release() takes it down. ``lock`` (an
+    RLock) may be held around acquire() to check a session's options against the open ones."""
+
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.users = 0
+
+    def acquire(self, install):
+        """One more user; install() runs for the first (if it raises, the count stays)."""
+        with self.lock:
+            if self.users == 0:
+                install()
+            self.users += 1
+
+    def release(self, uninstall):
+        """One user less; uninstall() runs for the last. A release without an acquire is ignored."""
+        with self.lock:
+            if self.users == 0:
+                return
+            self.users -= 1
+            if self.users == 0:
+                uninstall()
 
 
 class Backend:

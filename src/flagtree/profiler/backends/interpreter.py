@@ -3,21 +3,22 @@ CPU, with no device and no launch hooks. This backend wraps the interpreter's la
 and records each launch with its host-measured duration through the same native contexts,
 scopes, states and writers as a GPU backend, so the whole pipeline runs on a CPU-only machine.
 """
-import threading
 
-from .base import Backend
+import importlib.util
+import inspect
+import os
+import platform
+
+from .base import Backend, BackendUnavailable, SharedUse
+from ..native_core import native
 
 
 def interpreter_active():
-    import os
-
     return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _bound_arguments(fn_self, args, kwargs):
     """The launch's arguments by name (defaults included), as a grid function's `meta` sees them."""
-    import inspect
-
     parameters = inspect.signature(fn_self.fn).parameters
     names = list(getattr(fn_self, "arg_names", None) or parameters)
     bound = dict(zip(names, args))
@@ -48,15 +49,12 @@ class InterpreterBackend(Backend):
     name = "interpreter"
 
     def __init__(self):
-        self._lock = threading.Lock()
-        self._users = 0
+        self._use = SharedUse()
         self._original_run = None
         #: set by the launch-metadata hook: called as fn(interpreted_fn, args, grid, kwargs) before each launch
         self.before_launch = None
 
     def unavailable_reason(self):
-        import importlib.util
-
         if importlib.util.find_spec("triton") is None:
             return "triton is not installed"
         if not interpreter_active():
@@ -65,31 +63,19 @@ class InterpreterBackend(Backend):
 
     def acquire(self, options):
         if not interpreter_active():
-            from .base import BackendUnavailable
-
             # Without it Triton would look for a GPU driver at the first launch and fail there.
             raise BackendUnavailable("the interpreter backend needs Triton's interpreter mode, which is off: set "
                                      "TRITON_INTERPRET=1 before triton is imported (flagtree-profiler -b "
                                      "interpreter sets it for the script it runs)")
-        with self._lock:
-            if self._users == 0:
-                self._patch()
-            self._users += 1
+        self._use.acquire(self._patch)
 
     def release(self):
-        with self._lock:
-            if self._users == 0:
-                return
-            self._users -= 1
-            if self._users == 0:
-                self._unpatch()
+        self._use.release(self._unpatch)
 
     def _patch(self):
         try:
-            from triton.runtime import interpreter
+            from triton.runtime import interpreter  # deferred: triton is heavy and optional
         except ImportError as error:
-            from .base import BackendUnavailable
-
             raise BackendUnavailable(f"the interpreter backend needs triton: {error}") from None
         original = interpreter.InterpretedFunction.run
         backend = self
@@ -104,15 +90,13 @@ class InterpreterBackend(Backend):
         interpreter.InterpretedFunction.run = run
 
     def _unpatch(self):
-        from triton.runtime import interpreter
+        from triton.runtime import interpreter  # deferred: triton is heavy and optional
 
         if self._original_run is not None:
             interpreter.InterpretedFunction.run = self._original_run
             self._original_run = None
 
     def _timed_launch(self, original, interpreter, fn_self, args, grid, warmup, kwargs):
-        from .. import _native
-
         name = fn_self.fn.__name__
         # The grid is evaluated here, once per launch, and handed to the interpreter as a tuple:
         # the interpreter's own evaluated grid sits in one builder shared by every thread.
@@ -121,24 +105,20 @@ class InterpreterBackend(Backend):
             grid = evaluated  # as Triton gives it to launch_metadata on a GPU: not padded
         if self.before_launch is not None:
             self.before_launch(fn_self, args, grid, kwargs)
-        start = _native.monotonic_ns()
+        start = native.monotonic_ns()
         result = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
-        end = _native.monotonic_ns()
+        end = native.monotonic_ns()
         # A launch that raised ran no kernel, as on a GPU: only finished launches are recorded.
         dims = evaluated + (1,) * (3 - len(evaluated)) if evaluated is not None else (0, 0, 0)
         num_warps = int(kwargs.get("num_warps", 4) or 4)
-        _native.record_host_kernel(name, start, end, dims, (num_warps * 32, 1, 1), _native.DeviceType.CPU, 0, 0)
+        native.record_host_kernel(name, start, end, dims, (num_warps * 32, 1, 1), native.DeviceType.CPU, 0, 0)
         return result
 
     def device_info(self):
-        import platform
-
         return {"CPU": {"0": {"arch": platform.machine(), "num_sms": 0, "clock_rate": 0,
                               "memory_clock_rate": 0, "bus_width": 0}}}
 
     def describe(self):
-        import platform
-
         # The interpreter runs every kernel on this host's CPU: that is the one device.
         cpu = {"index": 0, "name": platform.processor() or platform.machine(), "arch": platform.machine(),
                "type": "CPU"}

@@ -3,6 +3,7 @@ whether a candidate path could load."""
 import ctypes.util
 import os
 import re
+from ..native_core import native
 
 
 def loaded_library(file_prefix):
@@ -11,9 +12,7 @@ def loaded_library(file_prefix):
     fight over its single subscriber, so an already-loaded copy is always preferred. The dynamic
     loader's own list is asked (reading /proc/self/maps cost ~1 ms of the first session in a
     process with torch)."""
-    from .. import _native
-
-    return _native.loaded_library_path(file_prefix)
+    return native.loaded_library_path(file_prefix)
 
 
 def could_load(path):

@@ -22,15 +22,12 @@ import os
 from .. import _env
 from .libraries import acquire_first, could_load, library_candidates
 from .base import Backend, BackendUnavailable
+from ..native_core import native
 
 LIBRARY = "libroctracer64.so"
 ENV_PATH = "FLAGTREE_PROFILER_ROCTRACER_PATH"
 
 
-def _native():
-    from .. import _native as native
-
-    return native
 
 
 def roctracer_candidates():
@@ -53,7 +50,6 @@ class RoctracerBackend(Backend):
         return None
 
     def acquire(self, options):
-        native = _native()
         buffer_bytes = _env.buffer_size()
         tried = acquire_first(roctracer_candidates(), lambda path: native.roctracer_acquire(path, buffer_bytes),
                               native.LibraryNotFound)
@@ -66,10 +62,10 @@ class RoctracerBackend(Backend):
             + "\n  ".join(tried))
 
     def flush(self):
-        _native().roctracer_flush()
+        native.roctracer_flush()
 
     def release(self):
-        _native().roctracer_release()
+        native.roctracer_release()
 
     def dropped_records(self):
         # roctracer has no dropped-record query; see the module docstring.
@@ -81,7 +77,6 @@ class RoctracerBackend(Backend):
         return {}
 
     def describe(self):
-        native = _native()
         return {"backend": self.name, "roctracer_library": self._library,
                 "roctracer_version": native.roctracer_version() or None,
                 "roctracer_records": dict(native.roctracer_stats()),

@@ -27,7 +27,10 @@ import importlib
 import sys
 import threading
 
+import importlib.machinery
+
 from .. import _env
+from ..native_core import native
 
 BACKWARD_SCOPE = "<backward>"
 MAX_MARKS = 1 << 16
@@ -38,7 +41,7 @@ _wrapped = []  # (owner, attribute, original, wrapper)
 _forward_mode = [False]
 _marks = {}  # thread ident -> _Marks of that thread's forward
 _sequence_nr = None  # torch._C._autograd._get_sequence_nr, bound at install
-_snapshot = None  # _native.context_snapshot, bound at install
+_snapshot = None  # native.context_snapshot, bound at install
 
 
 class _Marks:
@@ -75,15 +78,13 @@ class _Marks:
 
 def _node_hooks(snapshot):
     """The (scope names, pre-hook, post-hook) that put a node's kernels under `snapshot`."""
-    from .. import _native
-
     tag = snapshot.extended(BACKWARD_SCOPE)
 
     def enter(grad_outputs):
-        _native.rooted_scopes_push(tag if _forward_mode[0] else None)
+        native.rooted_scopes_push(tag if _forward_mode[0] else None)
 
     def leave(grad_inputs, grad_outputs):
-        _native.rooted_scopes_pop()
+        native.rooted_scopes_pop()
 
     return tag.scopes, enter, leave
 
@@ -98,7 +99,7 @@ def _mark():
 
 
 def _root_nodes(outputs):
-    import torch
+    import torch  # deferred: torch is heavy and optional
 
     if isinstance(outputs, torch.Tensor) or not isinstance(outputs, (list, tuple)):
         outputs = (outputs,)
@@ -132,19 +133,17 @@ def _tag_graph(outputs):
 
 def _driving(original):
     def run_backward(*args, **kwargs):
-        from .. import _native
-
         if _forward_mode[0]:
             try:
                 outputs = args[0] if args else kwargs.get("t_outputs", kwargs.get("tensors", kwargs.get("outputs")))
                 _tag_graph(outputs)
             except Exception:  # a profiler problem must not fail the user's backward
                 pass
-        token = _native.drive_begin()
+        token = native.drive_begin()
         try:
             return original(*args, **kwargs)
         finally:
-            _native.drive_end(token)
+            native.drive_end(token)
 
     run_backward.__wrapped__ = original
     run_backward.__name__ = getattr(original, "__name__", "run_backward")
@@ -182,9 +181,7 @@ def _wrap(torch, autograd):
     engine = getattr(getattr(torch, "_C", None), "_autograd", None)
     if _env.backward_scopes() == "forward" and hasattr(engine, "_get_sequence_nr"):
         global _sequence_nr, _snapshot
-        from .. import _native
-
-        _sequence_nr, _snapshot = engine._get_sequence_nr, _native.context_snapshot
+        _sequence_nr, _snapshot = engine._get_sequence_nr, native.context_snapshot
         _forward_mode[0] = True
         _scope_module()._boundary_hook = _mark
 
@@ -196,8 +193,6 @@ class _AutogradImportWatcher:
     def find_spec(self, name, path=None, target=None):
         if name != "torch.autograd":
             return None
-        import importlib.machinery
-
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return None

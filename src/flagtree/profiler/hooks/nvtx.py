@@ -22,30 +22,26 @@ What is and is not covered:
 """
 import sys
 import threading
+from ..native_core import native
 
 _lock = threading.Lock()
 _state = {"users": 0, "module": None, "originals": None}
 _local = threading.local()
 
 
-def _native():
-    from .. import _native as native
-
-    return native
 
 
 def _torch_nvtx():
     if "torch" not in sys.modules:
         return None
     try:
-        import torch.cuda.nvtx as nvtx
+        import torch.cuda.nvtx as nvtx  # deferred: torch is heavy and optional
     except Exception:
         return None
     return nvtx
 
 
 def _wrap(module):
-    native = _native()
     push, pop = module.range_push, module.range_pop
     names = {}
 

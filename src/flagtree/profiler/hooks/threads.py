@@ -10,14 +10,13 @@ started through ``threading`` (autograd's engine threads, C++ threads) follow th
 rule instead (hooks/autograd.py).
 """
 import threading
+from ..native_core import native
 
 _original_start = None
 
 
 def _start(thread):
-    from .. import _native
-
-    snapshot = _native.context_snapshot(True)
+    snapshot = native.context_snapshot(True)
     run = thread.run
 
     def run_inheriting():
@@ -25,7 +24,7 @@ def _start(thread):
             del thread.run  # back to the class's run: no cycle through the thread object
         except AttributeError:
             pass
-        _native.context_adopt(snapshot)
+        native.context_adopt(snapshot)
         return run()
 
     thread.run = run_inheriting

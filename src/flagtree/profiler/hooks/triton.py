@@ -38,9 +38,12 @@ import numbers
 import re
 import threading
 
+import inspect
+
 from .. import _env
 from .launch_site import warn_at_launch_site
 from .triton_chain import _attach, _launch_hook_owner  # noqa: F401 (instrumentation imports them from here)
+from ..native_core import native
 
 INCLUDE_ENV = "FLAGTREE_PROFILER_HOOK_INCLUDE"
 EXCLUDE_ENV = "FLAGTREE_PROFILER_HOOK_EXCLUDE"
@@ -221,8 +224,6 @@ def _binding(interpreted):
     fn = interpreted.fn
     entry = _bindings.get(id(fn))
     if entry is None or entry[0] is not fn:
-        import inspect
-
         parameters = inspect.signature(fn).parameters
         names = list(getattr(interpreted, "arg_names", None) or parameters)
         defaults = {p.name: p.default for p in parameters.values() if p.default is not inspect.Parameter.empty}
@@ -299,15 +300,13 @@ def _reset_state():
     global _include, _exclude, _pending, _set_metadata, _clear_metadata, _metadata_state
     include = _compile_filter(INCLUDE_ENV)
     exclude = _compile_filter(EXCLUDE_ENV)
-    from .. import _native
-
     _include, _exclude = include, exclude
-    _set_metadata = _native.set_launch_metadata
-    _clear_metadata = _native.clear_launch_metadata
-    state_id = _native.intern(METADATA_STATE)
+    _set_metadata = native.set_launch_metadata
+    _clear_metadata = native.clear_launch_metadata
+    state_id = native.intern(METADATA_STATE)
 
     def metadata_state(enter):
-        _native.state_push(state_id) if enter else _native.state_pop()
+        native.state_push(state_id) if enter else native.state_pop()
 
     _metadata_state = metadata_state
     _decisions.clear()

@@ -20,7 +20,7 @@ def _version_tuple(text):
 def _launch_hook_owner():
     """The object holding Triton's launch_enter_hook/launch_exit_hook on this Triton version."""
     try:
-        import triton
+        import triton  # deferred: triton is heavy and optional
     except ImportError as error:
         raise RuntimeError(f"hook='triton' needs Triton, which cannot be imported here: {error}") from None
     version = getattr(triton, "__version__", "unknown")
@@ -28,7 +28,7 @@ def _launch_hook_owner():
     if parsed is not None and parsed < _MINIMUM_TRITON:
         raise RuntimeError(f"hook='triton' needs Triton >= 3.2 for launch hooks; this is Triton {version}")
     try:
-        from triton import knobs
+        from triton import knobs  # deferred: triton is heavy and optional
 
         runtime = knobs.runtime
         if hasattr(runtime, "launch_enter_hook") and hasattr(runtime, "launch_exit_hook"):
@@ -36,7 +36,7 @@ def _launch_hook_owner():
     except Exception:
         pass
     try:
-        from triton.compiler import CompiledKernel
+        from triton.compiler import CompiledKernel  # deferred: triton is heavy and optional
 
         if hasattr(CompiledKernel, "launch_enter_hook") and hasattr(CompiledKernel, "launch_exit_hook"):
             return CompiledKernel  # Triton 3.2 / 3.3

@@ -4,10 +4,10 @@ order and per-rule counts (matching.py), metrics onto kernel nodes (attach.py), 
 ``<name>.vendor.json`` report (report.py). Unmatched rows are kept and counted, never dropped."""
 from .attach import attach_in_session, attach_to_hatchet, attach_to_trace, is_additive
 from .matching import IXKN_RULES, MSPROF_RULES, Match, MatchResult, match_rows
-from .report import UNMATCHED_HOLDER, metadata_counts, strict, vendor_document, write_json_atomic, write_text_atomic
+from .report import UNMATCHED_HOLDER, metadata_counts, vendor_document
 from .rows import Launch, VendorRow, kernel_key, launches_from_log, number_and_unit, session_launches, slug, to_int
 
 __all__ = ["attach_in_session", "attach_to_hatchet", "attach_to_trace", "is_additive", "IXKN_RULES",
-           "MSPROF_RULES", "Match", "MatchResult", "match_rows", "UNMATCHED_HOLDER", "metadata_counts", "strict",
-           "vendor_document", "write_json_atomic", "write_text_atomic", "Launch", "VendorRow", "kernel_key", "launches_from_log",
+           "MSPROF_RULES", "Match", "MatchResult", "match_rows", "UNMATCHED_HOLDER", "metadata_counts",
+           "vendor_document", "Launch", "VendorRow", "kernel_key", "launches_from_log",
            "number_and_unit", "session_launches", "slug", "to_int"]

@@ -5,9 +5,10 @@ correlation id, so the tree and the trace both get them; unmatched rows become n
 ``ROOT/<unmatched vendor rows>/<source>/<name>`` (tree sessions; a trace has no place for a
 launch that never happened, so there they are in vendor.json and the counts only).
 
-After the run (the ``--ixkn`` wrapper, whose CSV arrives once the profiled process has written
-its profile): the same result applied to the written ``.hatchet`` (nodes found by their path)
-or ``.chrome_trace`` (events found by their correlation id), rewritten atomically.
+After the run (the ``--ixkn`` wrapper): ixkn-cli owns the profiled process and its CSV exists
+only once that process has written its profile, so the rows cannot join before that one write.
+The same result is then applied to the written ``.hatchet`` (nodes found by their path) or
+``.chrome_trace`` (events found by their correlation id), rewritten through writers/ (atomic).
 
 Across launches of one kernel node, additive metrics (times, cycles, bytes, counts) are summed
 and the others (ratios, rates, sizes per launch) averaged.
@@ -15,7 +16,10 @@ and the others (ratios, rates, sizes per launch) averaged.
 import json
 from collections import defaultdict
 
-from .report import UNMATCHED_HOLDER, write_json_atomic
+from .report import UNMATCHED_HOLDER
+from ..writers.atomic import write_json
+from ..writers.chrome_trace import write_chrome_trace
+from ..native_core import native
 
 _ADDITIVE_UNITS = {"ns", "us", "usecond", "ms", "msecond", "s", "second", "cycle", "cycles", "b", "byte",
                    "bytes", "kb", "kbyte", "mb", "mbyte", "gb", "gbyte", "inst", "instructions"}
@@ -32,17 +36,15 @@ def is_additive(metric):
 
 def attach_in_session(slot, data, result):
     """Attaches a MatchResult to the open session in `slot` (data "tree" or "trace")."""
-    from .. import _native
-
     mean = sorted({name for m in result.matches for name in m.row.metrics if not is_additive(name)})
     if mean:
-        _native.session_set_mean_metrics(slot, mean)
+        native.session_set_mean_metrics(slot, mean)
     for m in result.matches:
         metrics = list(m.row.metrics.items())
         if m.launch is not None:
-            _native.session_attach(slot, m.launch.correlation, metrics)
+            native.session_attach(slot, m.launch.correlation, metrics)
         elif data == "tree":
-            _native.session_add_held_row(slot, UNMATCHED_HOLDER, [m.row.source, m.row.name or "<no name>"], metrics)
+            native.session_add_held_row(slot, UNMATCHED_HOLDER, [m.row.source, m.row.name or "<no name>"], metrics)
 
 
 # --- after the run: the written files -------------------------------------------------------
@@ -88,7 +90,7 @@ def attach_to_hatchet(path, result):
     for m in result.matches:
         if m.launch is None:
             _hold(root, m.row)
-    write_json_atomic(path, document, separators=(",", ":"))
+    write_json(path, document, separators=(",", ":"))
     return missing
 
 
@@ -128,4 +130,6 @@ def attach_to_trace(path, result):
         args = event.get("args")
         if isinstance(args, dict) and args.get("correlation") in by_correlation and event.get("ph") == "X":
             args.update(by_correlation[args["correlation"]])
-    write_json_atomic(path, document, separators=(",", ":"))
+    events = document.pop("traceEvents", [])
+    document.pop("displayTimeUnit", None)
+    write_chrome_trace(path, events, **document)

@@ -4,7 +4,9 @@ import subprocess
 
 from . import ixkn_csv
 from .matching import IXKN_RULES, match_rows
-from .report import metadata_counts, vendor_document, write_json_atomic
+from .report import metadata_counts, vendor_document
+from ..paths import IXKN_REPORT
+from ..writers.atomic import write_json
 
 # tianshu's vendor_metrics names -> the ixKN sections they stand for.
 SECTIONS = {"launch_stats": "Launch Statistics", "occupancy": "Occupancy",
@@ -32,7 +34,7 @@ def report_csv(ixkn_cli, report, timeout=600):
 def read_input(path, ixkn_cli=None):
     """CSV text from `path`: a CSV file (or a terminal capture holding one), or an .ixkn-rep report
     (re-imported with ixkn-cli)."""
-    if path.endswith(".ixkn-rep"):
+    if path.endswith(IXKN_REPORT):
         if not ixkn_cli:
             raise RuntimeError(f"{path} is an ixKN report; reading it needs ixkn-cli (set FLAGTREE_PROFILER_IXKN_CLI)")
         return report_csv(ixkn_cli, path)
@@ -61,7 +63,7 @@ def write_vendor_json(path, parsed, result, launches, *, requested, raw_inputs, 
                                raw_inputs=raw_inputs, result=result, launches=launches, degrade_reasons=reasons,
                                extra={"messages": parsed.messages, "malformed_lines": parsed.malformed,
                                       "metric_rows": parsed.metric_rows})
-    write_json_atomic(path, document, indent=1)
+    write_json(path, document, indent=1)
     counts = metadata_counts(document, path)
     counts["ixkn_messages"] = parsed.messages
     counts["ixkn_metric_rows"] = parsed.metric_rows

@@ -1,48 +1,12 @@
 """`<name>.vendor.json`: what a vendor import found and where each row went, in the public
 prior art's field names (schema_version, backend, importer, requested/enabled metrics,
 raw_inputs, summary, degrade_reasons, associations {runtime_event, state, source, note,
-metrics}), plus the rule that placed each row. Strict JSON, written atomically."""
-import json
-import math
-import os
-import tempfile
+metrics}), plus the rule that placed each row. Written through writers/atomic.py (strict JSON,
+atomic, fsynced)."""
 from collections import Counter, defaultdict
 
 SCHEMA_VERSION = 1
 UNMATCHED_HOLDER = "<unmatched vendor rows>"
-
-
-def strict(value):
-    """`value` with every non-finite float replaced by None (JSON has no NaN or Infinity)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): strict(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [strict(v) for v in value]
-    return value
-
-
-def write_json_atomic(path, document, **dump_options):
-    """Writes `document` as strict JSON to `path` (see write_text_atomic)."""
-    write_text_atomic(path, json.dumps(strict(document), allow_nan=False, **dump_options))
-
-
-def write_text_atomic(path, text):
-    """Writes `text` to `path` through a temporary file in the same folder and os.replace, so
-    readers see the old file or the new one; a symlink planted at `path` is replaced, never followed."""
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
 
 
 def runtime_event(launch, row):

@@ -3,6 +3,7 @@ the profiler saw (Launch, read from the session's native launch log)."""
 import math
 import re
 from dataclasses import dataclass, field
+from ..native_core import native
 
 
 @dataclass
@@ -45,9 +46,7 @@ class Launch:
 
 def session_launches(slot):
     """The kernel launches of the session in `slot`, in launch order (needs the launch log on)."""
-    from .. import _native
-
-    return launches_from_log(_native.launch_log_entries(slot))
+    return launches_from_log(native.launch_log_entries(slot))
 
 
 def launches_from_log(columns):

@@ -13,7 +13,7 @@ Parts of one rank (``.rank<r>.part<k>``) add into that rank. Losses recorded in 
 import os
 import re
 
-from ..ranks import losses
+from ..distributed.ranks import losses
 from .errors import ViewerError
 from .metrics import CPU_TIME, FLOP_KEYS, MEASURED_BYTES, TIME, Metric, bind, parse_metrics, prepare, \
     usable_specs
@@ -250,7 +250,7 @@ def run(args, write, stream=None, release_trees=True):
 
 def merge_traces_command(args, write):
     """--merge-traces OUT: the positional files are Chrome traces, merged into one timeline."""
-    from ..merge_traces import TraceMergeError, merge_traces, summary_line
+    from ..distributed.merge_traces import TraceMergeError, merge_traces, summary_line
 
     try:
         write(summary_line(merge_traces(args.profiles, args.merge_traces), args.merge_traces))

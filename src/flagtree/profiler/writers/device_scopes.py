@@ -6,7 +6,7 @@ Times: the GPU's global timer reads ~1.8e18 ns, beyond what a double holds to th
 so ``ts`` is microseconds since the trace's first block start (``otherData.time_origin_ns``, the
 global timer's value there, an exact integer): events arrive with their block's integer start
 (``base_ns``) and a small offset (``offset_ns``) and are placed here in integer arithmetic."""
-from .atomic import write_json
+from .chrome_trace import write_chrome_trace
 
 
 def _place(events):
@@ -23,8 +23,6 @@ def _place(events):
 
 def write_device_scopes(path, events, clock_ghz):
     placed, origin = _place(events)
-    write_json(path, {"traceEvents": placed, "displayTimeUnit": "ns",
-                      "otherData": {"clock_ghz": clock_ghz, "time_origin_ns": origin,
-                                    "time_base": "microseconds since time_origin_ns on the GPU's "
-                                                 "globaltimer (the first block's start)"}},
-               separators=(",", ":"))
+    write_chrome_trace(path, placed, otherData={"clock_ghz": clock_ghz, "time_origin_ns": origin,
+                                                "time_base": "microseconds since time_origin_ns on the GPU's "
+                                                             "globaltimer (the first block's start)"})

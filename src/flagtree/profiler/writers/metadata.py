@@ -7,7 +7,7 @@ import socket
 import sys
 import time
 
-from .. import ranks
+from ..distributed import ranks
 from .._version import __version__
 from .atomic import write_json
 
@@ -31,7 +31,7 @@ def _installed_version(distribution):
     """The version in the name of the first `<name>-<version>.dist-info` (or `.egg-info`) folder
     on sys.path, the one an import would find; None when there is none. importlib.metadata would
     tell the same, but importing it and scanning every distribution cost 2-10 ms at the first
-    finalize of a process that never imported Triton (issue 18)."""
+    finalize of a process that never imported Triton."""
     return _installed_versions().get(_project_key(distribution))
 
 

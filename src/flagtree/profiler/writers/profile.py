@@ -6,12 +6,9 @@ embeds as `otherData`."""
 import os
 
 from .atomic import strict_json
+from ..native_core import native
 
 
-def _native():
-    from .. import _native as native
-
-    return native
 
 
 def _tree_request(session, other_data):
@@ -31,4 +28,4 @@ def write_profile(session, path, *, part=False, other_data=None):
     """Writes the session's data to `path`; with `part`, frees what was written (periodic parts:
     a tree leaves out its empty nodes and zeroes its metrics, a trace empties its events)."""
     request = _REQUESTS[session.data](session, other_data)
-    return _native().session_write(session.slot, os.fspath(path), part=part, **request)
+    return native.session_write(session.slot, os.fspath(path), part=part, **request)

@@ -9,15 +9,19 @@ per recording warp, averaged over launches) and ``count`` (scope entries). With 
 per-block, per-warp intervals go to ``<name>.device_scopes.json`` (Chrome trace format).
 """
 import json
-import threading
 from dataclasses import dataclass, field
 
-from ..base import BackendUnavailable
+import warnings
+
+from ..base import BackendUnavailable, SharedUse
+from ...paths import side_file
 from ...writers.device_scopes import write_device_scopes
-from ..nvidia import NvidiaBackend, cuda_devices
+from ..nvidia.backend import NvidiaBackend, cuda_devices
 from . import compiler_hook
 from .options import FORMS, parse_mode
 from .pool import ProfileBufferPool
+from ...native_core import native
+from ...hooks.triton import _attach, _launch_hook_owner
 
 DEFAULT_CLOCK_GHZ = 1.98  # H200 boost clock; used only when the device reports none
 MEAN_METRICS = ["normalized_cycles"]  # averaged, not summed, when launches merge into one node
@@ -32,10 +36,6 @@ class InstrumentationState:
     blocks_left_out: int = 0
 
 
-def _native():
-    from ... import _native as native
-
-    return native
 
 
 class InstrumentationBackend(NvidiaBackend):
@@ -45,8 +45,8 @@ class InstrumentationBackend(NvidiaBackend):
 
     def __init__(self):
         super().__init__()
-        self._lock = threading.RLock()
-        self._users = 0
+        self._use = SharedUse()
+        self._lock = self._use.lock  # also guards the open sessions and the collector
         self._options = None
         self._undo = []
         self._sessions = {}  # session id -> session (open instrumentation sessions)
@@ -67,32 +67,31 @@ class InstrumentationBackend(NvidiaBackend):
     # -- starting and stopping ---------------------------------------------------------------
     def acquire(self, options):
         with self._lock:
-            if self._users and options != self._options:
+            if self._use.users and options != self._options:
                 raise ValueError(f"backend 'instrumentation': a session with mode {self._options.canonical()!r} is "
                                  f"open; kernels are compiled with one set of options at a time, so another "
                                  f"session needs the same mode (got {options.canonical()!r})")
-            if self._users == 0:
-                compiler_hook.triton_proton()
-                compiler_hook.route()
-                super().acquire(None)
-                try:
-                    self._install(options)
-                except BaseException:
-                    self._uninstall()
-                    super().release()
-                    raise
-            self._users += 1
+            self._use.acquire(lambda: self._start(options))
+
+    def _start(self, options):
+        compiler_hook.triton_proton()
+        compiler_hook.route()
+        super().acquire(None)
+        try:
+            self._install(options)
+        except BaseException:
+            self._uninstall()
+            super().release()
+            raise
 
     def _install(self, options):
-        import torch
-        from triton.runtime import _allocation
+        import torch  # deferred: torch is heavy and optional
+        from triton.runtime import _allocation  # deferred: triton is heavy and optional
 
-        from .collector import Collector  # numpy is needed from here on, not to import the package
+        from .collector import Collector  # deferred: numpy, needed once kernels load
 
-        from ...hooks.triton import _attach, _launch_hook_owner
 
         self._options = options
-        native = _native()
         self.collector = Collector(ProfileBufferPool(options.pool_mb << 20, _new_device_buffer), self.registry,
                                    self._deliver, torch.cuda.synchronize)
         self.collector.sessions = self._active_sessions
@@ -103,7 +102,7 @@ class InstrumentationBackend(NvidiaBackend):
         previous = _allocation._profile_allocator.get()
         _allocation.set_profile_allocator(self.collector)
         self._undo.append(lambda: _allocation.set_profile_allocator(previous))
-        import triton
+        import triton  # deferred: triton is heavy and optional
 
         if not hasattr(triton.knobs.runtime, "kernel_load_end_hook"):
             raise BackendUnavailable(f"backend 'instrumentation' needs triton.knobs.runtime.kernel_load_end_hook "
@@ -117,22 +116,19 @@ class InstrumentationBackend(NvidiaBackend):
             self._undo.pop()()
 
     def release(self):
-        with self._lock:
-            if self._users == 0:
-                return
-            self._users -= 1
-            if self._users == 0:
-                try:
-                    if self.collector is not None:
-                        self.collector.drain()
-                finally:
-                    self._uninstall()
-                    if self.collector is not None:
-                        self.collector.pool.release()
-                    super().release()
+        self._use.release(self._stop)
+
+    def _stop(self):
+        try:
+            if self.collector is not None:
+                self.collector.drain()
+        finally:
+            self._uninstall()
+            if self.collector is not None:
+                self.collector.pool.release()
+            super().release()
 
     def attach_session(self, session):
-        native = _native()
         native.session_enable_extras(session.slot)
         native.session_set_mean_metrics(session.slot, MEAN_METRICS)
         with self._lock:
@@ -146,7 +142,6 @@ class InstrumentationBackend(NvidiaBackend):
             self._sessions.pop(session.id, None)
 
     def _active_sessions(self):
-        native = _native()
         open_now = tuple(self._sessions.values())  # one snapshot: sessions may open and close meanwhile
         return tuple(s for s in open_now if native.session_is_active(s.slot))
 
@@ -156,8 +151,6 @@ class InstrumentationBackend(NvidiaBackend):
         try:
             info = _info_from_cache(name, metadata_group)
         except Exception as error:  # a kernel we cannot read is counted at drain, never fatal here
-            import warnings
-
             warnings.warn(f"flagtree.profiler: instrumentation cannot read kernel {name}'s metadata: {error}",
                           RuntimeWarning, stacklevel=2)
             return
@@ -165,7 +158,7 @@ class InstrumentationBackend(NvidiaBackend):
             self.registry[function] = info
 
     def _launch_exit(self, metadata):
-        self.collector.on_launch_exit(metadata, _native().instrumentation_take_correlation())
+        self.collector.on_launch_exit(metadata, native.instrumentation_take_correlation())
 
     # -- results ----------------------------------------------------------------------------
     def flush(self):
@@ -177,9 +170,8 @@ class InstrumentationBackend(NvidiaBackend):
     def _deliver(self, launch, info, summary, trace_records):
         """One launch's results to the sessions that saw it: per-scope totals (reduced where the
         buffers are) for the tree, and for trace sessions the intervals of its first blocks."""
-        from .collector import TRACE_BLOCKS, scope_children, trace_events
+        from .collector import TRACE_BLOCKS, scope_children, trace_events  # deferred: numpy, needed once kernels load
 
-        native = _native()
         children = scope_children(info, summary.as_summary())
         metrics = [("dropped_scope_records", float(summary.dropped_records))] if summary.dropped_records else []
         records = None
@@ -212,13 +204,11 @@ class InstrumentationBackend(NvidiaBackend):
             stats["instrumentation_options"] = self._options.canonical() if self._options else ""
             stats["instrumentation_route"] = compiler_hook.route()
             if session.state.trace_events is not None:
-                path = session.name + ".device_scopes.json"
+                path = side_file(session.name, "device_scopes")
                 write_device_scopes(path, session.state.trace_events, self._clock_ghz())
                 stats["device_scope_trace"] = path
                 stats["device_scope_trace_blocks_left_out"] = session.state.blocks_left_out
             if stats.get("instrumentation_dropped_records"):
-                import warnings
-
                 warnings.warn(f"flagtree.profiler: {stats['instrumentation_dropped_records']} kernel-side scope "
                               f"records were overwritten in full per-block buffers; raise the instrumentation "
                               f"mode's buffer_size (counts in {session.metadata_path})", stacklevel=4)
@@ -231,14 +221,14 @@ class InstrumentationBackend(NvidiaBackend):
 
 
 def _new_device_buffer(nbytes):
-    import torch
+    import torch  # deferred: torch is heavy and optional
 
     return torch.empty(nbytes, dtype=torch.uint8, device="cuda")
 
 
 def _info_from_cache(name, metadata_group):
     """KernelInfo from the files Triton's cache keeps for a kernel (json metadata, ttgir, ptx)."""
-    from .kernel_info import kernel_info  # imports numpy (layout.py), needed only once kernels load
+    from .kernel_info import kernel_info  # deferred: numpy, needed once kernels load
     paths = dict(metadata_group or {})
     json_path = paths.get(f"{name}.json") or next(
         (p for f, p in paths.items() if f.endswith(".json") and not f.startswith("__grp__")), None)

@@ -53,7 +53,7 @@ def read_launch(view, info, num_blocks):
 
 
 def _torch():
-    import torch
+    import torch  # deferred: torch is heavy and optional
 
     return torch
 
@@ -122,7 +122,7 @@ class Collector:
         return list(groups.values())
 
     def _read(self, info, source, launches):
-        from .device_reduce import summarize_launches
+        from .device_reduce import summarize_launches  # deferred: torch, needed at the first drain
 
         stride = info.layout.stride
         words = source[:source.numel() // 4 * 4].view(dtype=_torch().int32)

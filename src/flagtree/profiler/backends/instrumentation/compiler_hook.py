@@ -67,8 +67,8 @@ def block_buffer_bytes(requested, warps):
 def triton_proton():
     """Triton's compiled-in proton dialect bindings, or BackendUnavailable saying why not."""
     try:
-        import triton
-        from triton._C.libtriton import proton
+        import triton  # deferred: triton is heavy and optional
+        from triton._C.libtriton import proton  # deferred: triton is heavy and optional
     except ImportError as error:
         raise BackendUnavailable(f"backend 'instrumentation' needs Triton 3.5 or later with its proton "
                                  f"dialect (triton._C.libtriton.proton): {error}") from None
@@ -83,19 +83,19 @@ def triton_proton():
 def route():
     """'register' (Triton 3.7+), 'class_attribute' (3.5/3.6), or BackendUnavailable."""
     try:
-        import triton._instrumentation as points
+        import triton._instrumentation as points  # deferred: triton is heavy and optional
 
         if hasattr(points, "register_instrumentation"):
             return "register"
     except ImportError:
         pass
     try:
-        from triton.backends.nvidia.compiler import CUDABackend
+        from triton.backends.nvidia.compiler import CUDABackend  # deferred: triton is heavy and optional
     except ImportError as error:
         raise BackendUnavailable(f"backend 'instrumentation' needs Triton's NVIDIA backend: {error}") from None
     if "instrumentation" in vars(CUDABackend):
         return "class_attribute"
-    import triton
+    import triton  # deferred: triton is heavy and optional
 
     raise BackendUnavailable(f"backend 'instrumentation': triton {triton.__version__} has no compiler "
                              f"instrumentation point (needs Triton 3.5 or later)")
@@ -104,7 +104,7 @@ def route():
 def max_shared_memory(arch):
     """Bytes of shared memory a block may use: from the current device if there is one."""
     try:
-        from triton.runtime import driver
+        from triton.runtime import driver  # deferred: triton is heavy and optional
 
         device = driver.active.get_current_device()
         return int(driver.active.utils.get_device_properties(device)["max_shared_mem"])
@@ -128,7 +128,7 @@ class _Pipelines:
         self.proton.load_dialects(context)
 
     def to_llvmir(self, pm):
-        from triton._C.libtriton import passes
+        from triton._C.libtriton import passes  # deferred: triton is heavy and optional
 
         p, o = self.proton, self.options
         warps = getattr(_lowering, "warps", None)
@@ -166,7 +166,7 @@ class _ClassAttributeHook:
 
 
 def _install_class_attribute(pipelines):
-    from triton.backends.nvidia.compiler import CUDABackend
+    from triton.backends.nvidia.compiler import CUDABackend  # deferred: triton is heavy and optional
 
     previous = vars(CUDABackend).get("instrumentation")
     if previous:
@@ -184,7 +184,7 @@ _POINTS = ("load-dialects", "ttgpuir-to-llvmir", "llvmir-to-llvm")
 
 
 def _install_register(pipelines):
-    import triton._instrumentation as points
+    import triton._instrumentation as points  # deferred: triton is heavy and optional
 
     callbacks = {"load-dialects": pipelines.load_dialects, "ttgpuir-to-llvmir": pipelines.to_llvmir,
                  "llvmir-to-llvm": pipelines.to_llvm}
@@ -207,7 +207,7 @@ def _install_stages_hook():
     each module's total warps just before its TritonGPU -> LLVM lowering, and to move the records
     of warp-specialized loops where the partitioner keeps them (warp_specialized.py); returns the
     undo."""
-    import triton
+    import triton  # deferred: triton is heavy and optional
 
     runtime = getattr(triton.knobs, "runtime", None)
     if runtime is None or not hasattr(runtime, "add_stages_inspection_hook"):
@@ -249,7 +249,7 @@ def _lower_knowing_warps(llir, src, metadata):
 
 def current_arch():
     try:
-        from triton.runtime import driver
+        from triton.runtime import driver  # deferred: triton is heavy and optional
 
         return int(driver.active.get_current_target().arch)
     except Exception:
@@ -259,7 +259,7 @@ def current_arch():
 def install(options, arch=None):
     """Kernels compiled from now on carry scope records (until uninstall)."""
     global _installed
-    import triton
+    import triton  # deferred: triton is heavy and optional
 
     with _lock:
         if _installed is not None:

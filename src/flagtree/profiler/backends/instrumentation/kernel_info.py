@@ -40,9 +40,9 @@ def scopes_from_ttgir(ttgir):
 
 
 def _scopes_from_module(ttgir):
-    from triton._C.libtriton import ir
-    from triton._C.libtriton import nvidia
-    from triton._C.libtriton import proton
+    from triton._C.libtriton import ir  # deferred: triton is heavy and optional
+    from triton._C.libtriton import nvidia  # deferred: triton is heavy and optional
+    from triton._C.libtriton import proton  # deferred: triton is heavy and optional
 
     context = ir.context()
     ir.load_dialects(context)

@@ -1,0 +1,266 @@
+// DialectTracer: start, stop, flush and the choice of traced callbacks (see dialect_tracer.h).
+// Included by the .cpp file that instantiates the tracer for one dialect, never by others.
+#pragma once
+#include "core/errors.h"
+#include <algorithm>
+#include <stdexcept>
+
+#include "backends/dialect/dialect_tracer.h"
+#include "backends/dialect/dialect_tracer_records.h"
+#include "core/clock.h"
+
+namespace ftp {
+
+template <typename D>
+DialectTracer<D>& DialectTracer<D>::instance() {
+  return leaked<DialectTracer>();
+}
+
+template <typename D>
+void DialectTracer<D>::acquire(const Api& api, size_t bufferBytes, DeviceType deviceType) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (users_ > 0) {
+    ++users_;
+    return;
+  }
+  if (parked_ && api.path == api_.path && bufferBytes == bufferBytes_ && deviceType == deviceType_) {
+    resume();
+    users_ = 1;
+    return;
+  }
+  if (parked_) stop();  // another library or buffer size: attach afresh
+  api_ = api;
+  bufferBytes_ = bufferBytes;
+  deviceType_ = deviceType;
+  start();
+  users_ = 1;
+}
+
+#ifdef FLAGTREE_PROFILER_TESTING
+template <typename D>
+void DialectTracer<D>::startFloor(const Api& api, size_t bufferBytes, bool emptyCallbacks) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (users_ > 0)
+    throw std::runtime_error(std::string("the ") + D::kName + " floor needs the tracer to itself; finalize sessions first");
+  if (parked_) stop();
+  api_ = api;
+  bufferBytes_ = bufferBytes;
+  floor_ = true;
+  // Timed like start(), so that the benchmark can compare the two without cuptiSubscribe, whose
+  // cost moves between processes by more than the difference it looks for.
+  startPhasesNs_ = {};
+  PhaseClock phase(startPhasesNs_);
+  typename D::Result rc = api_.subscribe(&subscriber_, &DialectTracer::onApi, this);
+  phase.end(0);
+  if (rc != D::kSuccess) {
+    floor_ = false;
+    throw std::runtime_error("cannot subscribe to " + api_.path + ": " + api_.describe(rc));
+  }
+  if (emptyCallbacks) enableApiCallbacks();
+  phase.end(1);
+  if constexpr (D::kCompleteHasContext)
+    api_.registerCallbacks(&DialectTracer::onBufferRequested, &DialectTracer::onBufferCompletedIn);
+  else
+    api_.registerCallbacks(&DialectTracer::onBufferRequested, &DialectTracer::onBufferCompleted);
+  phase.end(3);
+  api_.enable(D::kKernelKind);
+  phase.end(4);
+  users_ = 1;
+}
+#endif
+
+template <typename D>
+void DialectTracer<D>::release() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (users_ == 0) return;
+  if (--users_ > 0) return;
+  if (D::kKeepAttached && !floor_) park();
+  else stop();
+}
+
+template <typename D>
+bool DialectTracer<D>::detach() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (users_ > 0 || !parked_) return false;
+  stop();
+  return true;
+}
+
+template <typename D>
+void DialectTracer<D>::park() {
+  flushLocked();  // the last session's records, delivered before anything is discarded
+  keepFrom_.store(kMaxCorrelation);
+  // Launches while idle cost the application one callback-less API call, not ours.
+  setApiCallbacks(0);
+  parked_ = true;
+}
+
+template <typename D>
+void DialectTracer<D>::resume() {
+  // What the library buffered while parked goes (discarded) before the session starts; so do
+  // its drop counts, which belong to no session.
+  api_.flushAll(D::kFlushForced);
+  size_t dropped = 0;
+  if (api_.getNumDropped) api_.getNumDropped(nullptr, 0, &dropped);
+  parked_ = false;
+  setApiCallbacks(1);
+}
+
+template <typename D>
+void DialectTracer<D>::setApiCallbacks(uint32_t enable) {
+  for (const Traced& t : traced_) api_.enableCallback(enable, subscriber_, t.domain, t.cbid);
+}
+
+template <typename D>
+bool DialectTracer<D>::keepRecord(uint32_t correlation) {
+  if (correlation >= keepFrom_.load(std::memory_order_relaxed)) return true;
+  idleDiscarded_.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+template <typename D>
+void DialectTracer<D>::failStart(const std::string& what, typename D::Result rc) {
+  api_.unsubscribe(subscriber_);
+  subscriber_ = {};
+  throw std::runtime_error("cannot " + what + " " + api_.path + ": " + api_.describe(rc));
+}
+
+template <typename D>
+void DialectTracer<D>::start() {
+  PhaseClock phase(startPhasesNs_);
+  typename D::Result rc = api_.subscribe(&subscriber_, &DialectTracer::onApi, this);
+  phase.end(0);
+  if (D::isSubscriberConflict(rc)) throw SubscriberTaken(D::conflictMessage(api_.path, api_.describe(rc)));
+  if (rc != D::kSuccess) throw std::runtime_error("cannot subscribe to " + api_.path + ": " + api_.describe(rc));
+  subscriptions_.fetch_add(1);
+  keepFrom_.store(0);
+  if (api_.getVersion) api_.getVersion(&version_);
+  enableApiCallbacks();
+  phase.end(1);
+  D::enableExtraCallbacks(api_, subscriber_);
+  phase.end(2);
+  if constexpr (D::kCompleteHasContext)
+    rc = api_.registerCallbacks(&DialectTracer::onBufferRequested, &DialectTracer::onBufferCompletedIn);
+  else
+    rc = api_.registerCallbacks(&DialectTracer::onBufferRequested, &DialectTracer::onBufferCompleted);
+  if (rc != D::kSuccess) failStart("register activity buffers with", rc);
+  phase.end(3);
+  clockOffset_ = 0;
+  uint64_t vendorNow = 0;
+  if (api_.getTimestamp && api_.getTimestamp(&vendorNow) == D::kSuccess)
+    clockOffset_ = int64_t(vendorNow) - int64_t(monotonicNs());
+  D::onStart(api_);
+  enableKinds();
+  phase.end(4);
+}
+
+template <typename D>
+void DialectTracer<D>::enableKinds() {
+  for (size_t i = 0; i < D::kActivityKinds.size(); ++i) {
+    const Kind kind = D::kActivityKinds[i];
+    typename D::Result rc = api_.enable(kind);
+    if (rc == D::kSuccess || !D::kindRequired(kind)) continue;
+    for (size_t j = 0; j < i; ++j) api_.disable(D::kActivityKinds[j]);
+    failStart("enable activity kind " + std::to_string(int(kind)) + " in", rc);
+  }
+}
+
+template <typename D>
+void DialectTracer<D>::enableApiCallbacks() {
+  // Which ids to trace depends only on the library, so it is worked out once per library
+  // (for CUPTI a few thousand name look-ups) and reused by every later session.
+  if (tracedFor_ != api_.path) {
+    traced_.clear();
+    D::selectCallbacks(api_, traced_);
+    multiDriver_.clear();
+    multiRuntime_.clear();
+    for (const Traced& t : traced_) {
+      auto& multi = t.domain == D::kDriverDomain ? multiDriver_ : multiRuntime_;
+      if (multi.size() <= size_t(t.cbid)) multi.resize(size_t(t.cbid) + 1, 0);
+      multi[t.cbid] = t.multi;
+    }
+    tracedFor_ = api_.path;
+  }
+  setApiCallbacks(1);
+}
+
+template <typename D>
+void DialectTracer<D>::stop() {
+  flushLocked();
+  for (Kind kind : D::kActivityKinds) api_.disable(kind);
+  api_.flushAll(D::kFlushForced);
+  collectDropped();
+  api_.unsubscribe(subscriber_);
+  subscriber_ = {};
+  // Finalizing releases the library fully, so that another tool (or a later session) can
+  // attach; dialects whose library misbehaves when finalized only unsubscribe.
+  if (D::kFinalizeAtStop && api_.finalize) api_.finalize();
+#ifdef FLAGTREE_PROFILER_TESTING
+  floor_ = false;
+#endif
+  parked_ = false;
+  keepFrom_.store(0);
+  std::lock_guard<std::mutex> lock(contextsMutex_);
+  contexts_.clear();
+}
+
+template <typename D>
+void DialectTracer<D>::flush() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (users_ > 0) flushLocked();
+}
+
+template <typename D>
+void DialectTracer<D>::flushLocked() {
+  std::vector<Context> contexts;
+  {
+    std::lock_guard<std::mutex> lock(contextsMutex_);
+    contexts = contexts_;
+  }
+  D::synchronize(contexts);
+  api_.flushAll(D::kFlushForced);
+  collectDropped();
+}
+
+template <typename D>
+void DialectTracer<D>::collectDropped() {
+  // Records dropped while no buffer completed (every request declined) are only seen here:
+  // the global queue's count (context NULL) since the last read.
+  size_t dropped = 0;
+  if (api_.getNumDropped && api_.getNumDropped(nullptr, 0, &dropped) == D::kSuccess) dropped_.fetch_add(dropped);
+}
+
+template <typename D>
+void DialectTracer<D>::noteContext(Context context) {
+  static thread_local Context last{};
+  if (context == last || !context) return;
+  last = context;
+  std::lock_guard<std::mutex> lock(contextsMutex_);
+  for (Context c : contexts_)
+    if (c == context) return;
+  contexts_.push_back(context);
+}
+
+template <typename D>
+void DialectTracer<D>::addObserver(TracerObserver* observer) {
+  std::lock_guard<std::mutex> lock(observersMutex_);
+  if (std::find(observers_.begin(), observers_.end(), observer) != observers_.end()) return;
+  observers_.push_back(observer);
+  hasObservers_.store(true, std::memory_order_release);
+}
+
+template <typename D>
+void DialectTracer<D>::removeObserver(TracerObserver* observer) {
+  std::lock_guard<std::mutex> lock(observersMutex_);
+  observers_.erase(std::remove(observers_.begin(), observers_.end(), observer), observers_.end());
+  hasObservers_.store(!observers_.empty(), std::memory_order_release);
+}
+
+template <typename D>
+template <typename F>
+void DialectTracer<D>::notifyObservers(F&& f) {
+  std::lock_guard<std::mutex> lock(observersMutex_);
+  for (TracerObserver* o : observers_) f(*o);
+}
+
+}  // namespace ftp

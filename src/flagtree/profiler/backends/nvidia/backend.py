@@ -1,0 +1,332 @@
+"""The nvidia backend: CUPTI's activity stream, loaded with dlopen at run time.
+
+Which libcupti is loaded, in this order (the first that loads wins):
+  1. FLAGTREE_PROFILER_CUPTI_PATH
+  2. Triton's bundled copy (triton/backends/nvidia/lib/cupti/libcupti.so), the file Proton loads,
+     when its CUDA major is supported and not newer than the driver's
+  3. a copy already loaded in this process (two copies cannot share CUPTI's one subscriber slot)
+  4. the nvidia-cuda-cupti wheel (nvidia/cu13/lib, nvidia/cuda_cupti/lib)
+  5. CUDA_HOME (extras/CUPTI/lib64, lib64, targets/*/lib)
+  6. the system loader path (libcupti.so.13, libcupti.so.12, libcupti.so)
+Within 4-6, copies whose major version matches the CUDA driver's come first.
+Why Triton's copy before the one torch maps at import (the libcupti 13 wheel): CUPTI's subscriber
+slot passes between two copies in one direction only. After our release() of a libcupti 13,
+Proton's libcupti 12 cannot subscribe (error 39) for the rest of the process; after our release()
+of Triton's copy, Proton (the same file) and torch.profiler (libcupti 13) both can. What Triton's
+older copy costs is in docs/reference/command-line.md (Hand-over).
+"""
+import glob
+import os
+import sys
+import threading
+from dataclasses import dataclass
+
+import warnings
+
+from ... import _env
+from . import counters, cupti_attach
+from ..base import Backend, BackendUnavailable, device_info_of
+from ..libraries import could_load, loaded_library
+from ...native_core import native
+
+SUPPORTED_CUDA_MAJORS = (12, 13)
+
+
+
+
+def _major_of(path):
+    """12 for ".../libcupti.so.12.8.90", None without a version. String work, not a regex: the
+    regex's first compile was 0.5 ms of the first session."""
+    _, found, version = os.path.basename(path).partition("libcupti.so.")
+    digits = version[:len(version) - len(version.lstrip("0123456789"))]
+    return int(digits) if found and digits else None
+
+
+def _installed_candidates():
+    for entry in sys.path:
+        yield from sorted(glob.glob(os.path.join(entry, "nvidia", "cu[0-9]*", "lib", "libcupti.so*")), reverse=True)
+        yield from glob.glob(os.path.join(entry, "nvidia", "cuda_cupti", "lib", "libcupti.so*"))
+    for entry in sys.path:
+        yield from glob.glob(os.path.join(entry, "triton", "backends", "nvidia", "lib", "cupti", "libcupti.so*"))
+    cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    if cuda_home:
+        for sub in ("extras/CUPTI/lib64", "lib64", "targets/*/lib"):
+            yield from glob.glob(os.path.join(cuda_home, sub, "libcupti.so*"))
+    yield from ("libcupti.so.13", "libcupti.so.12", "libcupti.so")
+
+
+def _path_major(path):
+    """The CUDA major of a libcupti path: from its name, else from the versioned names beside it
+    (Triton's folder holds libcupti.so, the name Proton loads, beside libcupti.so.12)."""
+    major = _major_of(path)
+    if major is not None or os.sep not in path:
+        return major
+    majors = {_major_of(p) for p in glob.glob(os.path.join(os.path.dirname(path), "libcupti.so.*"))} - {None}
+    return min(majors) if majors else None
+
+
+def triton_cupti(driver_major=None):
+    """Triton's bundled libcupti (the path Proton dlopens: <dir>/libcupti.so), or None when Triton
+    bundles none, or one of an unsupported major or newer than the driver."""
+    for entry in sys.path:
+        folder = os.path.join(entry, "triton", "backends", "nvidia", "lib", "cupti")
+        versioned = glob.glob(os.path.join(folder, "libcupti.so.*"))
+        if not versioned and not os.path.isfile(os.path.join(folder, "libcupti.so")):
+            continue
+        plain = os.path.join(folder, "libcupti.so")
+        path = plain if os.path.isfile(plain) else sorted(versioned)[0]
+        major = _path_major(path)
+        if major is not None and (major not in SUPPORTED_CUDA_MAJORS or (driver_major and major > driver_major)):
+            return None
+        return path
+    return None
+
+
+def iter_cupti_candidates(driver_major=None, proton_first=True, used=None):
+    """The libcupti paths to try, in the documented order, found as they are asked for: the first
+    session stops at the first that loads instead of globbing every sys.path entry (~5 ms).
+    proton_first=False (hardware counters, which need the driver's major): no Triton copy first,
+    and a loaded copy of another major than the driver's is not preferred either. `used`: the
+    copy this process subscribed with before, tried right after the explicit path."""
+    seen = set()
+
+    def fresh(paths):
+        for path in paths:
+            if path and path not in seen:
+                seen.add(path)
+                yield path
+
+    yield from fresh((_env.cupti_path(), used))
+    loaded = loaded_library("libcupti.so")
+    if proton_first:
+        yield from fresh((triton_cupti(driver_major), loaded))
+    elif not (driver_major and loaded and _path_major(loaded) not in (None, driver_major)):
+        yield from fresh((loaded,))
+    if not driver_major:
+        yield from fresh(_installed_candidates())
+        return
+    # Matching majors first, the documented order kept within each group; one walk of the
+    # install places, the others held back until the matching ones are tried.
+    others = []
+    for path in _installed_candidates():
+        if _major_of(path) == driver_major:
+            yield from fresh((path,))
+        else:
+            others.append(path)
+    yield from fresh(others)
+
+
+def cupti_candidates(driver_major=None, proton_first=True):
+    """The libcupti paths to try, in the documented order."""
+    return list(iter_cupti_candidates(driver_major, proton_first))
+
+
+def _api_major(api_version):
+    """The CUDA major of a CUPTI API version: 13.x reports 13xxxx, 12.x 18..2x; None for 0."""
+    return api_version // 10000 if api_version >= 100000 else 12 if api_version >= 18 else None
+
+
+class _DeviceFacts:
+    """The CUDA devices' fixed facts, queried once per process: every session writes them
+    (device_info, describe). The driver answers the two clock attributes in 0.35-0.7 ms each,
+    every time (H200, driver 580), so the first session starts the query at start() and
+    finalize() takes its answer, off the first session's path. The query runs on a native
+    thread (csrc/backends/nvidia/device_facts.h): a Python one cost ~0.4 ms more at start()."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._devices = None
+        self._pending = False  # a native query runs or waits to be taken
+
+    def prefetch(self):
+        with self._lock:
+            if self._devices is not None or self._pending:
+                return
+            native.cuda_devices_prefetch()
+            self._pending = True
+
+    def get(self):
+        with self._lock:
+            if self._devices is None:
+                # The prefetched answer, or a query now; a failure (RuntimeError: no driver) is
+                # raised to this caller and not kept, so the next call asks the driver again.
+                self._pending = False
+                self._devices = native.cuda_devices_take()
+            return self._devices
+
+
+_device_facts = _DeviceFacts()
+
+
+def _forget_device_facts_in_child():
+    # A child forked while the query ran (a DataLoader worker) has neither the thread nor,
+    # perhaps, a free lock: it starts over (so does the native side, through pthread_atfork).
+    global _device_facts
+    _device_facts = _DeviceFacts()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_device_facts_in_child)
+
+
+def cuda_devices():
+    """The CUDA devices' facts of this process (the _DeviceFacts answer, cached): what every
+    CUDA-side backend reads them through. RuntimeError without a driver."""
+    return _device_facts.get()
+
+
+@dataclass
+class CounterState:
+    """Per session: whether its hardware counters are collecting (mode "metrics...")."""
+    counting: bool = False
+
+
+class NvidiaBackend(Backend):
+    name = "nvidia"
+    SessionState = CounterState
+
+    def __init__(self):
+        self._library = None
+
+    def check_mode(self, mode):
+        """None, or a CounterMode for "metrics" or "metrics=<a>,<b>,..." (hardware counters, see
+        backends/counters.py)."""
+        if mode is None:
+            return None
+        metrics = counters.parse_mode(mode) if isinstance(mode, str) else None
+        if metrics is None:
+            raise ValueError(f"backend 'nvidia' does not support mode {mode!r}; supported modes: "
+                             f"{counters.MODE_FORMS}")
+        return counters.CounterMode(metrics)
+
+    def attach_session(self, session):
+        if not isinstance(session.options, counters.CounterMode):
+            return
+        try:
+            devices = cuda_devices()  # cached: the driver takes ~1 ms to answer each time
+        except RuntimeError:
+            devices = []
+        counters.start_session(self._library, session, session.options.metrics, devices)
+        session.state.counting = True
+
+    def session_outputs(self, session):
+        if not session.state.counting:
+            return {}
+        return counters.session_outputs(session, session.options.metrics)
+
+    def detach_session(self, session):
+        if session.state.counting:
+            session.state.counting = False
+            counters.stop_session(session)
+
+    def counters_library(self):
+        """The libcupti for hardware counters: the one traced with if it is of the driver's major
+        (Triton's CUPTI 12 build gave no metrics under a CUDA 13 driver on the H200), else the
+        first candidate of the counters' order that has the Range Profiler API."""
+        version = native.cuda_driver_version()
+        driver_major = version // 1000 if version else None
+        if self._library and _path_major(self._library) in (None, driver_major):
+            return self._library
+        failures = []
+        for path in cupti_candidates(driver_major, proton_first=False):
+            try:
+                native.counters_load(path)
+                return path
+            except native.LibraryNotFound as error:
+                failures.append(str(error))
+        raise RuntimeError("flagtree.profiler: no libcupti with the Range Profiler API (CUPTI 12.6+) found; "
+                           "set FLAGTREE_PROFILER_CUPTI_PATH. Tried:\n  " + "\n  ".join(failures))
+
+    def unavailable_reason(self):
+        if not native.cuda_driver_version():
+            return "no CUDA driver (libcuda.so.1) on this machine"
+        tried = cupti_candidates()
+        if not any(could_load(p) for p in tried):
+            return "no libcupti found; looked at: " + ", ".join(tried)
+        return None
+
+    def _driver_major(self):
+        version = native.cuda_driver_version()
+        if not version:
+            raise BackendUnavailable(
+                f"the {self.name} backend needs the CUDA driver (libcuda.so.1) and a GPU, and this machine has "
+                "neither; to profile on the CPU run Triton in interpreter mode (TRITON_INTERPRET=1), "
+                "which selects the interpreter backend")
+        return version // 1000
+
+    def acquire(self, options):
+        driver_major = self._driver_major()
+        buffer_bytes = _env.buffer_size()
+        native.cupti_set_buffer_limit(_env.buffer_limit())
+        failures = []
+        cupti_attach.before_acquire()
+        # Hardware counters need the libcupti of the driver's major; plain tracing takes Triton's
+        # copy first, so that Proton and torch.profiler can follow in this process.
+        # The copy this process used before comes first: once a libcupti 13 has subscribed, a 12
+        # cannot (error 39), while 12 -> 13 works (the tracer, parked on another copy, attaches
+        # afresh: dialect_tracer_impl.h).
+        counting = isinstance(options, counters.CounterMode)
+        used = native.cupti_library() or None  # the tracer's, whichever backend took it
+        if used and counting and _path_major(used) not in (None, driver_major):
+            used = None
+        for path in iter_cupti_candidates(driver_major, proton_first=not counting, used=used):
+            try:
+                native.cupti_acquire(path, buffer_bytes)
+            except native.LibraryNotFound as error:  # cannot load, or too old: try the next
+                failures.append(str(error))
+                continue
+            except RuntimeError as error:  # keeps the type (SubscriberTaken: another tool)
+                raise type(error)(f"flagtree.profiler: {error}") from None
+            self._library = native.cupti_library()
+            self._check_version(native.cupti_version())
+            if counting:
+                self._check_counters_major(driver_major)
+            _device_facts.prefetch()  # answered while the session runs; written at finalize
+            return
+        raise BackendUnavailable(
+            "no usable libcupti found for the nvidia backend; set FLAGTREE_PROFILER_CUPTI_PATH or install "
+            "the nvidia-cuda-cupti wheel. Tried:\n  " + "\n  ".join(failures))
+
+    def _check_counters_major(self, driver_major):
+        major = _api_major(native.cupti_version())
+        if major in (None, driver_major):
+            return
+        held = self._library
+        self.release()
+        raise BackendUnavailable(
+            f"hardware counters need the libcupti of the CUDA driver's major ({driver_major}), and the open "
+            f"session traces with {held} (CUPTI {major}): finalize it first, or set FLAGTREE_PROFILER_CUPTI_PATH "
+            f"to a CUDA {driver_major} libcupti for every session")
+
+    def _check_version(self, api_version):
+        # CUPTI API versions: 12.x reports 18..2x, 13.x reports 13xxxx; map the library file instead.
+        major = _major_of(self._library or "")
+        if major is not None and major not in SUPPORTED_CUDA_MAJORS:
+            warnings.warn(f"flagtree.profiler: {self._library} is CUPTI {major}, outside the supported "
+                          f"CUDA majors {SUPPORTED_CUDA_MAJORS}; kernel records may be misread", stacklevel=3)
+
+    def flush(self):
+        native.cupti_flush()
+
+    def release(self):
+        native.cupti_release()
+        cupti_attach.after_release()
+
+    def dropped_records(self):
+        return int(native.cupti_dropped())
+
+    def device_info(self):
+        try:
+            devices = cuda_devices()
+        except RuntimeError:
+            return {}
+        return device_info_of("CUDA", devices)
+
+    def describe(self):
+        devices = []
+        try:
+            devices = [{"index": d["index"], "name": d["name"], "arch": d["arch"]} for d in cuda_devices()]
+        except RuntimeError:
+            pass
+        return {"backend": self.name, "cupti_library": self._library, "cupti_version": native.cupti_version(),
+                "cuda_driver_version": native.cuda_driver_version(), "devices": devices}

@@ -1,0 +1,164 @@
+"""Backend "cupti" (alias "cupti_pcsampling"): the nvidia backend's kernel activity, plus
+instruction sampling with CUPTI's PC-sampling API in mode "pcsampling".
+
+Mode string: ``pcsampling[:key=value,...]`` with keys
+  interval=<5..31>   log2 of the GPU cycles between samples (FLAGTREE_PROFILER_PCSAMPLING_INTERVAL)
+  collection=continuous|serialized   CUPTI's collection-mode attribute (FLAGTREE_PROFILER_PCSAMPLING_COLLECTION)
+  range=session|launch   session (default): one range per context from its first launch to finalize
+      (or a module unload), no per-launch cost (9x on 2,000 tiny launches on the H200, the spec's
+      "about 20x"); continuous-mode samples are per function, split equally among its launches.
+      launch: every launch is sampled alone, cuCtxSynchronize + Start at the launch call, Stop +
+      GetData when it returns (Proton's order): exact per-launch samples, ~117x launch-bound.
+"cupti_pcsampling" samples with mode None; "cupti" with mode None records kernels only.
+"""
+import gc
+import sys
+import time
+from dataclasses import dataclass
+
+from ... import _env
+from .backend import NvidiaBackend
+from ...native_core import native
+
+MODE_FORM = "pcsampling[:interval=<5..31>,collection=continuous|serialized,range=session|launch]"
+CHOICES = {"collection": ("continuous", "serialized"), "range": ("session", "launch")}
+SCRATCH_BYTES = 16 << 20  # CUPTI's decoded-record buffer (Proton's size, seen to work on the H200)
+# The device buffer samples land in (CUPTI's default is 512 MiB, Proton's 128 MiB). Its size is
+# paid at every Start: 122 / 73 / 61 ms for 128 / 32 / 8 MiB on the H200, none of them dropping
+# a sample of the 800,000 a 3.2 ms kernel gives at interval 10 (bench/results/pcsampling-*).
+HARDWARE_BYTES = 32 << 20
+BUFFER_PCS = 20000  # PC records per GetData call
+
+
+
+
+@dataclass(frozen=True)
+class PcSamplingMode:
+    """The options of a ``pcsampling[:...]`` mode."""
+    interval: int
+    collection: str
+    range: str
+
+    def canonical(self):
+        return f"pcsampling:interval={self.interval},collection={self.collection},range={self.range}"
+
+
+@dataclass
+class SamplingState:
+    """Per session: whether PC sampling is running for it (until its outputs are taken)."""
+    sampling: bool = False
+
+
+def parse_pcsampling_mode(mode):
+    """(normalised mode string, options dict) for a ``pcsampling[:...]`` mode; ValueError otherwise."""
+    head, _, rest = mode.partition(":")
+    if head.strip() != "pcsampling":
+        raise ValueError(f"mode {mode!r} is not supported by the cupti backend; supported: {MODE_FORM}")
+    options = {"interval": _env.pcsampling_interval(), "collection": _env.pcsampling_collection(),
+               "range": "session"}
+    for item in filter(None, (part.strip() for part in rest.split(","))):
+        key, eq, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or key not in options:
+            raise ValueError(f"bad PC-sampling option {item!r} in mode {mode!r}; form: {MODE_FORM}")
+        if key in CHOICES:
+            if value not in CHOICES[key]:
+                raise ValueError(f"{key} must be {' or '.join(CHOICES[key])}, got {value!r} in mode {mode!r}")
+            options[key] = value
+            continue
+        try:
+            options[key] = int(value, 0)
+        except ValueError:
+            raise ValueError(f"{key} must be an integer, got {value!r} in mode {mode!r}") from None
+    if not 5 <= options["interval"] <= 31:
+        raise ValueError(f"interval must be between 5 and 31 (log2 of cycles), got {options['interval']} in mode {mode!r}")
+    return PcSamplingMode(**options).canonical(), options
+
+
+def loaded_triton_cubins():
+    """Cubins of Triton kernels compiled in this process (modules loaded before the session
+    started never reach the module-load callback, and the line lookup needs their cubin)."""
+    compiler = sys.modules.get("triton.compiler.compiler")
+    kind = getattr(compiler, "CompiledKernel", None)
+    if kind is None:
+        return []
+    # type(), not isinstance(): isinstance reads __class__, which some lazy module proxies
+    # (torch.distributed's) answer with a deprecation warning.
+    kernels = [obj for obj in gc.get_objects() if type(obj) is kind]
+    cubins = []
+    for obj in kernels:
+        asm = getattr(obj, "asm", None)
+        if isinstance(asm, dict) and isinstance(asm.get("cubin"), bytes):
+            cubins.append(asm["cubin"])
+    return cubins
+
+
+class CuptiBackend(NvidiaBackend):
+    name = "cupti"
+    modes = ("pcsampling",)
+    default_mode = None
+    SessionState = SamplingState
+    #: the PC-sampling library: "" is the libcupti the tracer loaded (tests point it at a stand-in)
+    pcsampling_library = ""
+
+    def __init__(self):
+        super().__init__()
+        # CRCs of sampled cubins already searched for among Triton's kernels: a cubin not found
+        # there (cuBLAS's, torch's) is not searched again at every finalize.
+        self._searched_crcs = set()
+
+    def check_mode(self, mode):
+        if mode is None:
+            mode = self.default_mode
+        if mode is None:
+            return None
+        if not isinstance(mode, str):
+            raise ValueError(f"mode must be a string, got {mode!r}; supported: {MODE_FORM}")
+        return PcSamplingMode(**parse_pcsampling_mode(mode)[1])
+
+    def attach_session(self, session):
+        options = session.options
+        if options is None:
+            return
+        native.session_enable_extras(session.slot)
+        try:
+            native.pcsampling_start(session.slot, self.pcsampling_library, options.interval,
+                                    options.collection == "serialized", SCRATCH_BYTES, HARDWARE_BYTES,
+                                    BUFFER_PCS, options.range == "session")
+        except RuntimeError as error:
+            raise RuntimeError(f"flagtree.profiler: {error}") from None
+        session.state.sampling = True
+
+    def session_outputs(self, session):
+        if not session.state.sampling:
+            return {}
+        missing = set(native.pcsampling_stop())
+        started = time.perf_counter()
+        if not missing <= self._searched_crcs:
+            # Some samples are in modules loaded before the session (the module-load callback never
+            # saw them): their line look-up needs the cubin, which Triton keeps in its kernels.
+            for cubin in loaded_triton_cubins():
+                native.pcsampling_add_cubin(cubin)
+            self._searched_crcs |= missing
+        scan_s = time.perf_counter() - started
+        session.state.sampling = False
+        stats = dict(native.pcsampling_finish())
+        stats["pcsampling_cubin_scan_s"] = scan_s
+        return stats
+
+    def detach_session(self, session):
+        # A session closed without outputs (an error at start) still stops sampling.
+        if session.state.sampling:
+            session.state.sampling = False
+            native.pcsampling_finish()
+
+    def describe(self):
+        info = super().describe()
+        info["backend"] = self.name
+        return info
+
+
+class CuptiPcSamplingBackend(CuptiBackend):
+    """The spec's spelling: PC sampling on with no mode given."""
+    name = "cupti_pcsampling"
+    default_mode = "pcsampling"

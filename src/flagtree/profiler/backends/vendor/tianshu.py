@@ -1,0 +1,232 @@
+"""backend="tianshu": Iluvatar CoreX ("Tianshu"), stand-in tested only (no Iluvatar hardware run).
+
+In process, each Triton launch is recorded with its context through Triton's launch hooks
+(enter: the start time, exit: the end time, then ``record_host_kernel`` with device type COREX).
+CoreX's device timestamps are not available in process, so every time this backend writes is a
+HOST time (the launch call's duration, not the kernel's): the metadata says
+``"time_source": "host"`` and every kernel node (and trace event) carries the metric
+``host_timed_launches`` (launches whose times are host times). Kernels run by Triton's
+interpreter (TRITON_INTERPRET=1, which calls no launch hooks) are recorded the same way.
+
+Mode (vendor_mode.py grammar): ``vendor_metrics=launch_stats,occupancy,instruction,memory``
+(the ixKN sections wanted; the ``--ixkn`` wrapper passes them as ``--section``),
+``ixkn_import_path=<csv or .ixkn-rep>`` (import an ixKN run's CSV into this session's kernel
+nodes at finalize), ``launch_log=on`` (write ``<name>.launches.json`` for an import after the run;
+the wrapper sets it), ``device_id=<n>``, ``kernel_scopes=on`` (kernel-side scopes through the
+instrumentation backend's compiler route; a clear error naming what Triton's build lacks).
+"""
+import os
+import threading
+
+from ..base import Backend, BackendUnavailable, SharedUse
+from .corex import corex_detected
+from .mode_options import parse_bool, parse_vendor_mode
+from ...native_core import native
+from ... import _env
+from ...hooks.triton import _attach, _launch_hook_owner
+from ...vendor_import import attach_in_session, ixkn_import, session_launches
+from ...paths import side_file
+from ...writers.atomic import write_json
+from ..interpreter import interpreter_active
+
+DEVICE_TYPE_COREX = 5
+METRICS = ("launch_stats", "occupancy", "instruction", "memory")
+HOST_TIMED = "host_timed_launches"
+
+
+def _path(text):
+    if not text:
+        raise ValueError("needs a path")
+    return text
+
+
+OPTIONS = {"ixkn_import_path": _path, "launch_log": lambda v: parse_bool(v, "launch_log"),
+           "device_id": int, "kernel_scopes": lambda v: parse_bool(v, "kernel_scopes")}
+
+
+def parse_mode(mode):
+    return parse_vendor_mode(mode, "tianshu", METRICS, OPTIONS)
+
+
+def kernel_scope_route():
+    """Raises BackendUnavailable naming what Triton's build lacks for kernel-side scopes on CoreX."""
+    from ..instrumentation import compiler_hook  # deferred: only kernel_scopes=on loads the instrumentation backend
+
+    try:
+        compiler_hook.triton_proton()  # the proton dialect's passes
+    except BackendUnavailable as error:
+        raise BackendUnavailable(f"backend 'tianshu': kernel_scopes needs Triton's proton dialect: {error}") from None
+    try:
+        from triton.backends import backends as compilers  # deferred: triton is heavy and optional
+    except ImportError as error:
+        raise BackendUnavailable(f"backend 'tianshu': kernel_scopes needs triton.backends: {error}") from None
+    corex = next((compilers[k] for k in ("corex", "iluvatar") if k in compilers), None)
+    if corex is None:
+        raise BackendUnavailable(f"backend 'tianshu': kernel_scopes needs Triton's CoreX compiler backend "
+                                 f"(triton.backends 'corex' or 'iluvatar'); this build has {sorted(compilers)}")
+    raise BackendUnavailable("backend 'tianshu': kernel_scopes: Triton's CoreX backend is present, but reading "
+                             "the per-block scope buffers back on CoreX is not implemented (no hardware to "
+                             "validate it); use backend='instrumentation' on NVIDIA")
+
+
+class TianshuBackend(Backend):
+    name = "tianshu"
+
+    def __init__(self):
+        self._use = SharedUse()
+        self._undo = []
+        self._local = threading.local()
+        self._streams = {}
+        self.device_id = 0
+        self._original_run = None
+
+    def unavailable_reason(self):
+        try:
+            _launch_hook_owner()
+        except RuntimeError as error:
+            return str(error)
+        return None
+
+    def check_mode(self, mode):
+        """The mode parsed once into a VendorMode (kept as session.options)."""
+        parsed = parse_vendor_mode(mode, self.name, METRICS, OPTIONS)
+        if parsed.options.get("kernel_scopes"):
+            kernel_scope_route()
+        return parsed
+
+    # -- recording launches --------------------------------------------------------------------
+    def acquire(self, options):
+        def install():
+            self.device_id = (options or parse_mode(None)).options.get("device_id", 0)
+            self._install()
+
+        self._use.acquire(install)
+
+    def release(self):
+        self._use.release(self._uninstall)
+
+    def _uninstall(self):
+        while self._undo:
+            self._undo.pop()()
+
+    def _install(self):
+        try:
+            owner = _launch_hook_owner()
+        except RuntimeError as error:
+            raise BackendUnavailable(f"backend 'tianshu': {error}") from None
+        self._undo.append(_attach(owner, "launch_enter_hook", self._enter))
+        # First in the exit chain: the launch is recorded before hook="triton" drops its metadata.
+        self._undo.append(_attach(owner, "launch_exit_hook", self._exit, order="first"))
+        if interpreter_active():
+            self._patch_interpreter()
+
+    def _enter(self, metadata):
+        stack = getattr(self._local, "starts", None)
+        if stack is None:
+            stack = self._local.starts = []
+        # The kernel's own name, read now: hook="triton" evaluates launch_metadata after this hook,
+        # and Triton then merges its "name" into the same dict (the rename reaches the record
+        # through the native launch metadata; vendor rows match the kernel's own name).
+        stack.append((native.monotonic_ns(), self._own_name(metadata)))
+
+    def _exit(self, metadata):
+        end = native.monotonic_ns()
+        stack = getattr(self._local, "starts", None)
+        if not stack:
+            return  # the enter hook ran before this backend was installed
+        start, name = stack.pop()
+        data = self._data(metadata)
+        self._record(name, start, end, (0, 0, 0), (0, 0, 0), self._stream_id(data.get("stream")))
+
+    @staticmethod
+    def _data(metadata):
+        return getattr(metadata, "data", None) or (metadata if isinstance(metadata, dict) else {})
+
+    def _own_name(self, metadata):
+        return str(self._data(metadata).get("name") or "<unknown kernel>")
+
+    def _stream_id(self, handle):
+        """Small stream numbers in order of first use (Triton hands over the raw handle)."""
+        key = handle if isinstance(handle, int) else 0
+        if key not in self._streams:
+            self._streams[key] = len(self._streams)
+        return self._streams[key]
+
+    def _record(self, name, start, end, grid, block, stream):
+        native.record_host_kernel(name, start, end, grid, block, DEVICE_TYPE_COREX, self.device_id, stream)
+
+    def _patch_interpreter(self):
+        from triton.runtime import interpreter  # deferred: triton is heavy and optional
+
+        original = interpreter.InterpretedFunction.run
+        backend = self
+
+        def run(fn_self, *args, grid, warmup, **kwargs):
+            if warmup:
+                return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
+            start = native.monotonic_ns()
+            result = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
+            end = native.monotonic_ns()
+            dims = tuple(getattr(interpreter.interpreter_builder, "grid_dim", None) or (0, 0, 0))
+            backend._record(fn_self.fn.__name__, start, end, dims, (0, 0, 0), 0)
+            return result
+
+        run.__wrapped__ = original
+        interpreter.InterpretedFunction.run = run
+
+        def undo():
+            interpreter.InterpretedFunction.run = original
+
+        self._undo.append(undo)
+
+    # -- sessions --------------------------------------------------------------------------------
+    def attach_session(self, session):
+        native.session_enable_extras(session.slot)  # the host-time label and imports join by correlation
+        native.launch_log_enable(session.slot, True)
+
+    def detach_session(self, session):
+        try:
+            native.launch_log_enable(session.slot, False)
+        except ValueError:  # the slot is already freed
+            pass
+
+    def session_outputs(self, session):
+        launches = session_launches(session.slot)
+        for launch in launches:
+            native.session_attach(session.slot, launch.correlation, [(HOST_TIMED, 1.0)])
+        stats = {"time_source": "host", HOST_TIMED: len(launches)}
+        mode = session.options or parse_mode(None)
+        options = mode.options
+        if options.get("launch_log"):
+            stats["launch_log"] = write_launch_log(session)
+        if options.get("ixkn_import_path"):
+            stats.update(self._import(session, mode, launches))
+        return stats
+
+    def _import(self, session, mode, launches):
+
+        path = mode.options["ixkn_import_path"]
+        parsed, result = ixkn_import.import_csv(ixkn_import.read_input(path, _env.ixkn_cli()), launches,
+                                                pid=os.getpid())
+        attach_in_session(session.slot, session.data, result)
+        return ixkn_import.write_vendor_json(side_file(session.name, "vendor"), parsed, result, launches,
+                                             requested=mode.vendor_metrics, raw_inputs=[path])
+
+    def device_info(self):
+        return {"COREX": {str(self.device_id): {"arch": "corex", "num_sms": 0, "clock_rate": 0,
+                                                "memory_clock_rate": 0, "bus_width": 0}}}
+
+    def describe(self):
+        return {"backend": self.name, "time_source": "host", "corex_detected": corex_detected(),
+                "note": "Iluvatar CoreX: kernel times are HOST times (launch call durations, from Triton's launch "
+                        "hooks); CoreX gives no device timestamps in process. Stand-in tested only."}
+
+
+def write_launch_log(session):
+    """`<name>.launches.json`: the session's launch log (with each launch's node path), for an
+    import after the run."""
+
+    path = side_file(session.name, "launch_log")
+    write_json(path, {"pid": os.getpid(), "data": session.data,
+                             "columns": native.launch_log_entries(session.slot)})
+    return path
