@@ -1,7 +1,7 @@
 """The nvidia backend: CUPTI's activity stream, loaded with dlopen at run time.
 
 Which libcupti is loaded, in this order (the first that loads wins):
-  1. FLAGTREE_PROFILER_CUPTI_PATH
+  1. FLAGTREE_PROFILER_CUPTI_PATH, then the copy the tracer subscribed with before in this process
   2. Triton's bundled copy (triton/backends/nvidia/lib/cupti/libcupti.so), the file Proton loads,
      when its CUDA major is supported and not newer than the driver's
   3. a copy already loaded in this process (two copies cannot share CUPTI's one subscriber slot)
@@ -12,8 +12,9 @@ Within 4-6, copies whose major version matches the CUDA driver's come first.
 Why Triton's copy before the one torch maps at import (the libcupti 13 wheel): CUPTI's subscriber
 slot passes between two copies in one direction only. After our release() of a libcupti 13,
 Proton's libcupti 12 cannot subscribe (error 39) for the rest of the process; after our release()
-of Triton's copy, Proton (the same file) and torch.profiler (libcupti 13) both can. What Triton's
-older copy costs is in docs/reference/command-line.md (Hand-over).
+of Triton's copy, Proton (the same file) and torch.profiler (libcupti 13) both can. Hardware
+counters skip 2 (and a loaded copy of another major): Triton's CUPTI 12 gave no metrics under the
+CUDA 13 driver. What each copy costs: docs/reference/backends.md (Hand-over).
 """
 import glob
 import os
