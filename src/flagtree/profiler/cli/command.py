@@ -25,6 +25,7 @@ from ..backends import KNOWN_BACKENDS, BackendUnavailable, implemented_backends
 from ..native_core import native
 from ..paths import part_stem
 from ..backends.nvidia.counters import list_metrics
+from ..distributed.ranks import current as current_rank
 from ..viewer.safe_text import safe
 
 PROG = "flagtree-profiler"
@@ -386,9 +387,8 @@ def _begin(options, kind, target):
 def _disabled_reason():
     if _env.disable_flag():
         return "FLAGTREE_PROFILER_DISABLE is set: running without profiling"
-    from ..distributed.ranks import current
-
-    rank = current().rank if current() is not None else 0
+    info = current_rank()
+    rank = info.rank if info is not None else 0
     return f"FLAGTREE_PROFILER_RANKS={_env.rank_subset()} leaves rank {rank} out: running without profiling"
 
 

@@ -70,7 +70,7 @@ def hoisted_module(module):
     hoisted = hoist_records(text)
     if hoisted is None:
         return module
-    from triton._C.libtriton import ir
+    from triton._C.libtriton import ir  # deferred: triton is heavy and optional
 
     context = module.context
     handle, path = tempfile.mkstemp(suffix=".ttir")
