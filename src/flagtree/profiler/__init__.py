@@ -6,7 +6,9 @@
         kernel[grid](...)
     profiler.finalize()
 
-See the README for backends, outputs and the viewer.
+    profile = profiler.read("profile_name.hatchet")   # analysis: tables, top, diff
+
+See the README for backends, outputs and the viewer, docs/reference/analysis.md for read().
 """
 from .backends import KNOWN_BACKENDS, available_backends, implemented_backends
 from .backends.nvidia.counters import list_metrics
@@ -20,5 +22,15 @@ __all__ = [
     "scope", "cpu_timed_scope", "enter_scope", "exit_scope",
     "state", "enter_state", "exit_state",
     "KNOWN_BACKENDS", "implemented_backends", "available_backends",
-    "list_metrics", "release",
+    "list_metrics", "release", "read",
 ]
+
+
+def __getattr__(name):
+    """``read`` (the analysis API) is imported on first use: it brings the viewer's reader
+    and metric code, which a profiled program never needs."""
+    if name == "read":
+        from .analysis import read  # deferred: the viewer's reader, never needed while profiling
+
+        return read
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
