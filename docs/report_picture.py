@@ -20,7 +20,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 import flagtree.profiler as profiler  # noqa: E402
 from flagtree.profiler.viewer.cli import main  # noqa: E402
 from flame_fixtures import DevTools  # noqa: E402
-from kernels import launch_add, launch_copy, tensors  # noqa: E402
+from support.kernels import launch_add, launch_copy, tensors  # noqa: E402
 
 
 def record(path):
@@ -58,7 +58,7 @@ def picture(out_png):
         browser = DevTools(binary, os.path.join(tmp, "chrome"))
         try:
             browser.open("file://" + os.path.join(tmp, "report.html"))
-            browser.call("Emulation.setDeviceMetricsOverride", width=1100, height=600,
+            browser.call("Emulation.setDeviceMetricsOverride", width=1100, height=960,
                          deviceScaleFactor=1, mobile=False)
             browser.eval("__report.zoom(0)")  # redraw at the new width before asking where things are
             spot = browser.eval("__report.where('copy_kernel', 2)")

@@ -3,6 +3,10 @@
 #include <Python.h>
 #include <frameobject.h>
 
+#ifdef Py_LIMITED_API
+#include <dlfcn.h>
+#endif
+
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -64,6 +68,38 @@ bool isInternalFile(const std::string& file) {
          file.find("/flagtree/profiler/") != std::string::npos || file.rfind("<frozen ", 0) == 0 ||
          endsWith(file, "/bin/flagtree-profiler") || isExtraInternal(file);
 }
+
+#ifdef Py_LIMITED_API
+// The limited API has no PyFrame_GetBack or PyFrame_GetLasti. Both are documented CPython
+// functions (3.9 and 3.11), exported by every interpreter this module loads in, so they are
+// looked up once; the frame attributes they stand for are the fallback (slower, always there).
+using FrameFunction = void* (*)(PyFrameObject*);
+void* lookUp(const char* symbol) { return dlsym(RTLD_DEFAULT, symbol); }
+
+PyFrameObject* frameBack(PyFrameObject* frame) {  // new reference, or nullptr at the bottom
+  static auto native = reinterpret_cast<FrameFunction>(lookUp("PyFrame_GetBack"));
+  if (native) return static_cast<PyFrameObject*>(native(frame));
+  PyObject* back = PyObject_GetAttrString(reinterpret_cast<PyObject*>(frame), "f_back");
+  if (!back) PyErr_Clear();
+  if (back == Py_None) Py_CLEAR(back);
+  return reinterpret_cast<PyFrameObject*>(back);
+}
+
+int frameLasti(PyFrameObject* frame) {
+  using Lasti = int (*)(PyFrameObject*);
+  static auto native = reinterpret_cast<Lasti>(lookUp("PyFrame_GetLasti"));
+  if (native) return native(frame);
+  PyObject* lasti = PyObject_GetAttrString(reinterpret_cast<PyObject*>(frame), "f_lasti");
+  long value = lasti ? PyLong_AsLong(lasti) : -1;
+  Py_XDECREF(lasti);
+  PyErr_Clear();
+  return static_cast<int>(value);
+}
+#define PyFrame_GetBack frameBack
+#define PyFrame_GetLasti frameLasti
+// PyGILState_Ensure nests, so it is always called rather than asked about first.
+#define PyGILState_Check() 0
+#endif
 
 uint32_t frameId(PyFrameObject* frame, PyCodeObject* code) {
 #if PY_VERSION_HEX >= 0x030B0000

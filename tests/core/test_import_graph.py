@@ -8,10 +8,7 @@ import textwrap
 from support.import_graph import PACKAGE, cycles, import_graph, package_modules
 
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "src")
-VIEWER = f"{PACKAGE}.viewer"
 # The viewer's own circle, until its rewrite lands (that branch breaks it; then delete this entry).
-KNOWN_VIEWER_CYCLES = {tuple(f"{VIEWER}.{m}" for m in
-                             ("cli", "collapsed", "flame", "html_report", "ranks", "report_data", "speedscope"))}
 
 
 def _write_package(root, files):
@@ -35,8 +32,7 @@ def test_the_checker_sees_a_circle_hidden_in_a_function(tmp_path):
 def test_no_import_circles_in_the_package():
     graph, _ = import_graph(SRC)
     assert f"{PACKAGE}.session" in graph and f"{PACKAGE}.backends.nvidia.counters" in graph
-    found = [c for c in cycles(graph) if c not in KNOWN_VIEWER_CYCLES]
-    assert found == []
+    assert cycles(graph) == []
 
 
 def _function_level_imports(path):
@@ -58,8 +54,6 @@ def _function_level_imports(path):
 def test_every_import_inside_a_function_says_why_it_is_deferred():
     unexplained = []
     for module, path in sorted(package_modules(SRC).items()):
-        if module.startswith(VIEWER):
-            continue  # the viewer's imports are its own rewrite's
         unexplained += [f"{module}:{line}: {code}" for line, code in _function_level_imports(path)
                         if "# deferred:" not in code]
     assert unexplained == []

@@ -27,15 +27,23 @@ def raw_exclusive(path, key=TIME):
     return out
 
 
-def check_speedscope(document):
-    """The schema, plus what a schema cannot say: indices in range, weights line up."""
-    jsonschema.validate(document, SPEEDSCOPE_SCHEMA)
+def check_speedscope(document, schema=True):
+    """The schema, plus what a schema cannot say: frames in range, every frame closed in the
+    order it was opened, time never going back, the end where the last event is."""
+    if schema:
+        jsonschema.validate(document, SPEEDSCOPE_SCHEMA)
     frames = document["shared"]["frames"]
     for profile in document["profiles"]:
-        assert len(profile["samples"]) == len(profile["weights"])
-        assert all(0 <= i < len(frames) for stack in profile["samples"] for i in stack)
-        assert all(stack for stack in profile["samples"])
-        assert profile["endValue"] - profile["startValue"] == pytest.approx(sum(profile["weights"]))
+        assert profile["type"] == "evented"
+        open_, at = [], profile["startValue"]
+        for event in profile["events"]:
+            assert 0 <= event["frame"] < len(frames) and event["at"] >= at
+            at = event["at"]
+            if event["type"] == "O":
+                open_.append(event["frame"])
+            else:
+                assert open_.pop() == event["frame"]
+        assert not open_ and profile["endValue"] == at
     return frames
 
 
@@ -47,11 +55,19 @@ def frame_name(frame):
 
 
 def sampled_paths(document, profile):
+    """{path of names: the time spent with exactly that path open}, replayed from the events
+    (the root's own weight comes as the path ('ROOT',))."""
     frames = document["shared"]["frames"]
-    out = {}
-    for stack, weight in zip(profile["samples"], profile["weights"]):
-        key = tuple(frame_name(frames[i]) for i in stack)
-        out[key] = out.get(key, 0) + weight
+    out, stack, last = {}, [], profile["startValue"]
+    for event in profile["events"]:
+        if stack and event["at"] > last:
+            key = tuple(frame_name(frames[i]) for i in stack)
+            out[key] = out.get(key, 0) + event["at"] - last
+        last = event["at"]
+        if event["type"] == "O":
+            stack.append(event["frame"])
+        else:
+            stack.pop()
     return out
 
 

@@ -13,6 +13,8 @@ __all__ = ["ViewerError", "main"]
 
 def main(argv=None) -> int:
     """Run the viewer command line; see :mod:`flagtree.profiler.viewer.cli`."""
-    from .cli import main as _main
+    # The command line's imports (argparse, every view) are paid only when it runs, not by
+    # `import flagtree.profiler.viewer` (e.g. for ViewerError).
+    from .cli import main as _main  # deferred: argparse and every view, paid only when it runs
 
     return _main(argv)

@@ -12,20 +12,17 @@ a ``write(text)`` callable, so another view can reuse both.
 
 import argparse
 import gc
-import math
 import os
-import re
 import sys
-from collections import deque
-from itertools import repeat
 
+from . import exports
 from .diff import diff_tree
-from . import flame
 from .errors import ViewerError
+from .metrics import usable_specs
 from .nodes import stored_values
-from .metrics import fill_values, needed_keys, parse_metrics, prepare, usable_specs
-from .profile_tree import (compute_inclusive, exclude, hide_metadata, include, load_profiles,
-                           release)
+from .options import parse_depth, parse_threshold, selection
+from .pipeline import summed
+from .profile_tree import release
 from .render import FRAME_FORMATS, View, render_metric_list, render_sorted, render_tree, use_color
 from .safe_text import safe
 
@@ -120,91 +117,17 @@ def build_parser():
         help="keep the __launch_metadata / __proton_launch_metadata nodes: the kernels launch_metadata "
              "functions launched themselves (hidden by default)")
     add("--no-color", action="store_true", help="never colour the output")
-    flame.add_options(add)
+    exports.add_options(add)
     add("--merge-traces", metavar="OUT", help="merge the given Chrome traces (ranks) into one timeline OUT")
     return parser
 
 
-def _parse_depth(text):
-    if text is None:
-        return None
-    try:
-        depth = int(text)
-    except ValueError:
-        raise ViewerError(f"invalid --depth '{text}': expected a whole number >= 0") from None
-    if depth > 1 << 62:
-        depth = 1 << 62  # deeper than any tree: same as no limit
-    if depth < 0:
-        raise ViewerError(f"invalid --depth '{text}': must not be negative")
-    return depth
-
-
-def _parse_threshold(text):
-    if text is None:
-        return 0.0
-    try:
-        value = float(text)
-    except ValueError:
-        raise ViewerError(f"invalid --threshold '{text}': expected a number") from None
-    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise ViewerError(f"invalid --threshold '{text}': must be between 0 and 1")
-    return value
-
-
-def _compile(option, pattern):
-    if pattern is None:
-        return None
-    try:
-        return re.compile(pattern)
-    except (re.error, OverflowError, RecursionError, ValueError) as exc:
-        # OverflowError: a repeat count such as a{99999999999}
-        raise ViewerError(f"invalid {option} regex '{pattern}': {exc}") from None
-
-
-# The value lookup _prepare returns: every node's values are filled when it returns, so
-# rendering reads them at C speed. (A node added to the tree afterwards has none.)
-node_values = stored_values
-
-
-def _prepare(profile, args, include_rx, exclude_rx, keep_own=False):
-    """Filter and sum one profile; returns its metrics and value lookup function.
-
-    ``keep_own`` leaves each node its exclusive metrics (the flame exports weigh by them) and
-    its sums (``incl``); without it only the root keeps its sums. Every node has ``values``."""
-    root = profile.root
-    _refuse_empty(profile)
-    metrics = parse_metrics(args.metrics, profile.names, profile.device_info, profile.label)
-    _filter(profile, args, include_rx, exclude_rx)
-    prepare(metrics, root, profile.device_info)
-    order = compute_inclusive(root, needed_keys(metrics), drop_metrics=not keep_own)
-    fill_values(metrics, order, root)
-    if not keep_own:
-        # Only the values are read from here on (and the root's sums, by a few views): the
-        # other nodes' sums go, which keeps a four-column view within 4x the file's size.
-        deque(map(setattr, order[1:], repeat("incl"), repeat(None)), maxlen=0)
-    return metrics, node_values
-
-
-def _filter(profile, args, include_rx, exclude_rx):
-    """The node filters every view applies: metadata scopes, then -e, then -i."""
-    root = profile.root
-    if not args.show_metadata and profile.has_metadata:
-        hide_metadata(root)
-    if exclude_rx is not None:
-        exclude(root, exclude_rx)
-    if include_rx is not None:
-        include(root, include_rx)
-
-
 def _may_want_ranks(args):
     """A cheap first look (ranks.handles gives the answer): a folder, a `.rank` file name, or a
-    metric suffix such as `:max` could ask for the cross-rank view."""
+    metric suffix such as `:max` could ask for the cross-rank view. The rank view's modules
+    (the fold, the package's rank detection) are imported only then: a plain view's start-up
+    does not pay for them."""
     return ":" in args.metrics or any(".rank" in os.path.basename(p) or os.path.isdir(p) for p in args.profiles)
-
-
-def _refuse_empty(profile):
-    if not profile.root.children and not profile.root.metrics:
-        raise ViewerError(f"profile {profile.label} is empty: no kernels or scopes were recorded")
 
 
 def _list_metrics(profile, write):
@@ -219,33 +142,31 @@ def run(args, write, stream=None, release_trees=True):
     the trees for the caller (or the process exit) to free.
     """
     if args.merge_traces is not None:
-        from . import ranks as rank_view
+        from . import ranks  # deferred: numpy and the rank merge, see _may_want_ranks
 
-        return rank_view.merge_traces_command(args, write)
-    include_rx = _compile("--include", args.include)
-    exclude_rx = _compile("--exclude", args.exclude)
-    if flame.requested(args):  # exports group rank files themselves (a profile per rank)
-        prepare = lambda p, a: _prepare(p, a, include_rx, exclude_rx, keep_own=True)
-        write(flame.export(args, prepare, load_profiles))
+        return ranks.merge_traces_command(args, write)
+    chosen = selection(args)
+    if exports.requested(args):  # exports group rank files themselves (a profile per rank)
+        write(exports.export_all(args, chosen))
         return
     if _may_want_ranks(args):
-        from . import ranks as rank_view  # numpy and the fold, imported only for rank merges
+        from . import ranks  # deferred: numpy and the rank merge, see _may_want_ranks
 
-        if rank_view.handles(args):  # rank files, a folder, or :max/:imbalance... metrics
-            return rank_view.run(args, write, stream, release_trees)
-    depth = _parse_depth(args.depth)
-    threshold = _parse_threshold(args.threshold)
-    profile = load_profiles(args.profiles)
+        if ranks.handles(args):  # rank files, a folder, or :max/:imbalance... metrics
+            return ranks.run(args, write, stream, release_trees)
+    depth = parse_depth(args.depth)
+    threshold = parse_threshold(args.threshold)
+    profile = exports.load(args.profiles)
     if args.list:
         return _list_metrics(profile, write)
-    metrics, values_of = _prepare(profile, args, include_rx, exclude_rx)
+    metrics, values_of = summed(profile, args.metrics, chosen)
     trees = [profile.root]
     diff = args.diff_profile is not None
     if diff:
-        other = load_profiles([args.diff_profile])
-        _, other_values = _prepare(other, args, include_rx, exclude_rx)
+        other = exports.load([args.diff_profile])
+        _, other_values = summed(other, args.metrics, chosen)
         trees += [other.root, diff_tree(profile.root, other.root, values_of, other_values)]
-        values_of = node_values  # diff_tree stores each difference node's values
+        values_of = stored_values  # diff_tree stores each difference node's values
     view = View(metrics, values_of, depth=depth, threshold=threshold, frame_format=args.format,
                 color=use_color(stream, args.no_color), diff=diff)
     try:
@@ -330,8 +251,8 @@ def main(argv=None, release_trees=True) -> int:
         cause = exc.args[0]
         _report(f"cannot write output: {getattr(cause, 'strerror', None) or cause}")
         return 2
-    except MemoryError:
-        _report("out of memory reading the profile")
+    except MemoryError:  # reading is said where it happens (exports.load); this is the rest
+        _report("out of memory summing or printing the profile")
         return 2
     finally:
         if gc_was_enabled:

@@ -1,82 +1,19 @@
-"""Shared ground of the picture exports (``--speedscope``, ``--collapsed``, ``--html``).
-
-The exports read the tree through the viewer's own loading, filtering and metric code, so what
-they show matches what the terminal prints. Each output file is written atomically.
+"""What the picture exports (:mod:`.speedscope`, :mod:`.collapsed`, :mod:`.html_report`)
+share: node weights, device labels, frame splitting, interned tables and the atomic write.
+Which exports run, and in what order, is :mod:`.exports`'s business.
 """
 
-import argparse
-import os
+import contextlib
 import re
 
-from ..writers.atomic import write_text
+from ..writers.atomic import atomic_file, write_text
 from .devices import DEVICE_KINDS
 from .errors import ViewerError
 from .metrics import CPU_TIME, TIME, needed_keys
-from .profile_tree import release
+from .pipeline import summed
 
-# `a.rank3.hatchet`, `a.rank3.part1.hatchet`: files of one rank of a multi-process run.
-_RANK_RE = re.compile(r"\.rank(\d+)(?=\.)")
 _PY_FRAME = re.compile(r"^(.*):(\d+)@(.*)$")
 HOST = "host"
-
-
-def add_options(add):
-    """Register the export options on the viewer's argument parser."""
-    add("--speedscope", metavar="OUT", help="write a speedscope file (one profile per device, or per rank)")
-    add("--collapsed", metavar="OUT", help="write folded stacks 'a;b;kernel 123' for flamegraph.pl")
-    add("--html", metavar="OUT", help="write a self-contained HTML report (flame view, table, diff)")
-
-
-def requested(args):
-    return bool(args.speedscope or args.collapsed or args.html)
-
-
-def export(args, prepare, load):
-    """Write every requested export; returns the text the command prints.
-
-    ``prepare(profile, args)`` is the viewer's own filter-and-sum step (``cli._prepare``, nodes
-    keeping their exclusive metrics): it returns (metrics, values_of) for ``args.metrics``;
-    ``load(paths)`` is the viewer's loader.
-    """
-    prepare_profile = lambda profile, spec: prepare(profile, _with_metrics(args, spec))
-    written = []
-    if args.speedscope or args.collapsed:
-        groups = [(label, load(paths)) for label, paths in rank_groups(args.profiles)]
-        weights = [(label, profile, weight_of(profile, args.metrics, prepare_profile))
-                   for label, profile in groups]
-        try:
-            if args.speedscope:
-                from .speedscope import write_speedscope
-                write_speedscope(args.speedscope, weights)
-                written.append(args.speedscope)
-            if args.collapsed:
-                from .collapsed import write_collapsed
-                write_collapsed(args.collapsed, weights)
-                written.append(args.collapsed)
-        finally:
-            for _, profile in groups:
-                release(profile.root)  # the viewer runs with the cyclic GC off
-    if args.html:
-        from .html_report import write_report
-        write_report(args, prepare_profile, load)
-        written.append(args.html)
-    return "".join(f"wrote {path}\n" for path in written)
-
-
-def _with_metrics(args, spec):
-    """The parsed arguments with ``-m`` replaced (the exports ask for more columns than -m)."""
-    return argparse.Namespace(**dict(vars(args), metrics=spec))
-
-
-def rank_groups(paths):
-    """[(label, paths)]: one group per rank when every file names its rank, else one group."""
-    ranks = [_RANK_RE.search(os.path.basename(p)) for p in paths]
-    if not paths or not all(ranks):
-        return [(None, list(paths))]
-    groups = {}
-    for path, match in zip(paths, ranks):
-        groups.setdefault(int(match.group(1)), []).append(path)
-    return [(f"rank {rank}", groups[rank]) for rank in sorted(groups)]
 
 
 class Interned:
@@ -105,51 +42,48 @@ class Weight:
         self.of_node = of_node
 
 
-def weight_of(profile, spec, prepare_profile):
+def weight_of(profile, spec, selection):
     """The first ``-m`` metric as an exclusive weight. Time metrics weigh in nanoseconds
     whatever unit was asked for (speedscope scales its display itself, folded stacks need
     whole numbers); other metrics are computed on the node's own (exclusive) values."""
-    first = spec.split(",", 1)[0].strip()
-    metrics, _ = prepare_profile(profile, first)
-    family = first.split("/", 1)[0]
-    if family in ("time", "cpu_time") and "/" in first:
+    metrics, _ = summed(profile, [spec], selection, keep_own=True)
+    family = spec.split("/", 1)[0]
+    if family in ("time", "cpu_time") and "/" in spec:
         key = TIME if family == "time" else CPU_TIME
         return Weight(key, "nanoseconds", lambda node: node.metrics.get(key))
-    keys = needed_keys(metrics)  # the order of root.incl (cli._prepare sums these keys)
+    keys = needed_keys(metrics)  # the order of root.incl (pipeline.summed sums these keys)
     compute = metrics[0].make({key: at for at, key in enumerate(keys)})
     root_incl = profile.root.incl
-    unit = "bytes" if first == "bytes" else "none"
-    return Weight(first, unit, lambda node: compute([node.metrics.get(k) for k in keys], root_incl))
+    unit = "bytes" if spec == "bytes" else "none"
+    return Weight(spec, unit, lambda node: compute([node.metrics.get(k) for k in keys], root_incl))
+
+
+def own_device_label(node):
+    """'CUDA:0' for a node with device identifiers of its own, else None."""
+    metrics = node.metrics
+    if "device_type" in metrics or "device_id" in metrics:
+        kind = DEVICE_KINDS.get(int(metrics.get("device_type", 1)), "device")
+        return f"{kind}:{int(metrics.get('device_id', 0))}"
+    return None
 
 
 def device_label(node):
     """'CUDA:0' for a node on a device (its own identifiers or its nearest ancestor's)."""
     while node is not None:
-        metrics = node.metrics
-        if "device_type" in metrics or "device_id" in metrics:
-            kind = DEVICE_KINDS.get(int(metrics.get("device_type", 1)), "device")
-            return f"{kind}:{int(metrics.get('device_id', 0))}"
+        label = own_device_label(node)
+        if label is not None:
+            return label
         node = node.parent
     return HOST
 
 
-def weighted_paths(root, weight):
-    """(node, names from below the root to it, weight) for each node weighing more than 0,
-    depth first without recursion; the root's own weight comes with an empty path."""
-    out = []
-    names = []
-    stack = [(root, -1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth >= 0:
-            del names[depth:]
-            names.append(node.name)
-        value = weight.of_node(node)
-        if value is not None and value > 0:
-            out.append((node, tuple(names), value))
-        kids = sorted(node.children.values(), key=lambda n: n.name, reverse=True)
-        stack.extend((kid, depth + 1) for kid in kids)
-    return out
+def sorted_children(node):
+    """The node's children by name: exports come out the same for the same tree."""
+    return sorted(node.children.values(), key=_name)
+
+
+def _name(node):
+    return node.name
 
 
 def split_frame(name):
@@ -170,5 +104,16 @@ def write_atomic(path, text):
             # A name may hold a lone surrogate (JSON allows "\ud800"); UTF-8 cannot, so it is
             # written as the text \ud800 rather than failing the export.
             write_text(path, text.encode("utf-8", "backslashreplace").decode("utf-8"))
+    except OSError as exc:
+        raise ViewerError(f"cannot write '{path}': {exc.strerror or exc}") from None
+
+
+@contextlib.contextmanager
+def open_atomic(path):
+    """``with open_atomic(path) as out: out.write(b"...")`` for an export written piece by piece:
+    the file appears whole when the block ends, or not at all; a failure is one ViewerError."""
+    try:
+        with atomic_file(path) as out:
+            yield out
     except OSError as exc:
         raise ViewerError(f"cannot write '{path}': {exc.strerror or exc}") from None

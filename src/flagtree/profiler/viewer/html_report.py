@@ -7,18 +7,22 @@ as compact JSON (columns of numbers plus one string table) drawn on a canvas by 
 
 import json
 
+from .diff import diff_tree
 from .errors import ViewerError
 from .flame import write_atomic
 from .metrics import CPU_TIME, FLOP_KEYS, TIME, usable_specs
+from .options import metric_specs, parse_depth, parse_threshold
 from .profile_tree import IDENTIFIERS, release
+from .render import View, render_tree
 from .report_data import build_payload, embed_json
+from .report_summary import summary
 
 MAX_TABLE_ROWS = 2000
 _ASSETS = ("report.html", "report.css", "report.js")
 
 
 def _asset(name):
-    from importlib import resources
+    from importlib import resources  # deferred: ~50 ms of imports, paid only when a report is written
 
     return resources.files(__package__).joinpath("report", name).read_text(encoding="utf-8")
 
@@ -117,19 +121,15 @@ def kernel_metadata(paths, roots):
 
 def _table(args, profile, metrics, values_of, other, other_values):
     """The terminal viewer's output for the user's -m columns (no colour)."""
-    from .cli import _parse_depth, _parse_threshold
-    from .diff import diff_tree
-    from .render import View, render_tree
-
-    count = len([s for s in args.metrics.split(",")])
+    count = len(metric_specs(args.metrics, profile.names))
     columns = lambda node: values_of(node)[:count]
     root = profile.root
     diff = other is not None
     if diff:
         root = diff_tree(root, other.root, columns, lambda node: other_values(node)[:count])
         columns = lambda node: node.values
-    view = View(metrics[:count], columns, depth=_parse_depth(args.depth),
-                threshold=_parse_threshold(args.threshold), frame_format=args.format, diff=diff)
+    view = View(metrics[:count], columns, depth=parse_depth(args.depth),
+                threshold=parse_threshold(args.threshold), frame_format=args.format, diff=diff)
     parts = []
     try:
         render_tree(root, view, parts.append)
@@ -149,19 +149,21 @@ def _cap_rows(text):
     return "\n".join(lines[:MAX_TABLE_ROWS + 1] + [note]) + "\n"
 
 
-def build_report(args, prepare_profile, load):
+def build_report(source, args):
     """The finished HTML text for parsed viewer arguments."""
-    profile = load(args.profiles)
-    other = load([args.diff_profile]) if args.diff_profile else None
+    profile = source.load(args.profiles)
+    other = source.load([args.diff_profile]) if args.diff_profile else None
     specs = _common_specs(profile, other)
-    user = [s.strip() for s in args.metrics.split(",")]
-    spec_text = ",".join(user + [s["id"] for s in column_specs(specs)])
-    metrics, values_of = prepare_profile(profile, spec_text)
-    other_values = prepare_profile(other, spec_text)[1] if other is not None else None
+    user = metric_specs(args.metrics, profile.names)
+    wanted = user + [s["id"] for s in column_specs(specs)]  # a list: names may hold commas
+    metrics, values_of = source.summed(profile, wanted)
+    other_values = source.summed(other, wanted)[1] if other is not None else None
     try:
         table = _table(args, profile, metrics, values_of, other, other_values)
         meta = kernel_metadata(profile.sources, [profile.root] * len(profile.sources))
         payload = build_payload(profile, other, specs, len(user), values_of, other_values, meta)
+        column = {spec["id"]: len(user) + at for at, spec in enumerate(column_specs(specs))}
+        payload["summary"] = summary(profile, column, values_of)
         payload["table"] = table
         payload["title"] = profile.label
         payload["diffSource"] = args.diff_profile
@@ -183,5 +185,6 @@ def assemble(payload):
     return "".join((head, css, middle, embed_json(payload), before_js, script, tail))
 
 
-def write_report(args, prepare_profile, load):
-    write_atomic(args.html, build_report(args, prepare_profile, load))
+def export(source, options, out_path):
+    """The exporter (see :mod:`.exports`)."""
+    write_atomic(out_path, build_report(source, options))

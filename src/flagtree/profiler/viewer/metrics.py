@@ -232,9 +232,11 @@ def parse_one(spec, ctx):
 
 
 def parse_metrics(text, names, device_info, source):
-    """Parse a comma-separated ``--metrics`` value against one profile."""
+    """Parse a comma-separated ``--metrics`` value against one profile. A list of specs is
+    taken as it is (stored names may hold a comma or surrounding spaces)."""
     ctx = _Context(names, DeviceTable(device_info), source)
-    return [parse_one(part.strip(), ctx) for part in text.split(",")]
+    specs = list(text) if isinstance(text, (list, tuple)) else [part.strip() for part in text.split(",")]
+    return [parse_one(spec, ctx) for spec in specs]
 
 
 def annotate_util(root, device_info):

@@ -74,6 +74,15 @@ def load_profile(path):
         raise ViewerError(f"cannot read profile '{path}': {reason}") from None
     except ValueError as exc:  # a path with a NUL character
         raise ViewerError(f"cannot read profile '{path}': {exc}") from None
+    except ViewerError:
+        # A trace given where a tree was expected: say what it is. Imported here, where a read
+        # already failed, so that reading a tree pays nothing for it (its regexes included).
+        from .timeline import timeline_kind, timeline_message  # deferred: see above
+
+        kind = timeline_kind(path)
+        if kind is None:
+            raise
+        raise ViewerError(timeline_message(path, kind)) from None
     profile = Profile(root, device_info, [path], names)
     profile.has_metadata = metadata
     return profile

@@ -23,7 +23,7 @@ class _LazyNumpy:
 
     def __getattr__(self, name):
         try:
-            import numpy
+            import numpy  # deferred: only a rank merge needs numpy
         except ImportError:
             raise ViewerError("merging ranks needs numpy, which is not installed (pip install numpy)") from None
         return getattr(numpy, name)
@@ -226,8 +226,9 @@ def merge_files(files, keys, workers=None):
     for rank_slice, rank in zip(np.array_split(np.asarray(ranks), workers), range(workers)):
         members = set(rank_slice.tolist())
         slices[rank] = [(p, r) for p, r in files if r in members]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    # A process pool's imports (~20 ms) are paid only by merges big enough to use one.
+    import multiprocessing  # deferred: a pool only for merges big enough
+    from concurrent.futures import ProcessPoolExecutor  # deferred: as above
 
     with ProcessPoolExecutor(workers - 1, mp_context=multiprocessing.get_context("fork")) as pool:
         futures = [pool.submit(_fold_slice, _sorted_ranks(s), keys, s) for s in slices[1:]]

@@ -17,8 +17,11 @@ from ..distributed.ranks import losses
 from .errors import ViewerError
 from .metrics import CPU_TIME, FLOP_KEYS, MEASURED_BYTES, TIME, Metric, bind, parse_metrics, prepare, \
     usable_specs
+from .options import metric_specs, parse_depth, parse_threshold, selection
+from .pipeline import filter_tree, refuse_empty
 from .profile_tree import Profile, compute_inclusive, preorder, release
 from .rank_merge import expand_inputs, is_rank_file, merge_files, meta_key, metadata_of, np, rank_of
+from .render import View, render_metric_list, render_sorted, render_tree, use_color
 
 SUFFIXES = ("max", "min", "mean", "imbalance", "slowest")
 
@@ -34,7 +37,7 @@ def handles(args):
     metric with a rank suffix."""
     if any(os.path.isdir(p) or is_rank_file(p) for p in args.profiles):
         return True
-    return any(split_spec(s.strip())[1] for s in args.metrics.split(","))
+    return any(split_spec(spec)[1] for spec in metric_specs(args.metrics))
 
 
 def keys_for(base):
@@ -213,22 +216,19 @@ def _value_functions(columns, merge, root, row_of):
 
 def run(args, write, stream=None, release_trees=True):
     """The viewer pipeline for a rank merge (cli.run's branch for it), writing through `write`."""
-    from . import cli  # the plain viewer's option parsing, filters and rendering, shared
-    from .render import View, render_metric_list, render_sorted, render_tree, use_color
-
     if args.diff_profile is not None:
         raise ViewerError("--diff-profile compares two profiles; it does not combine with a rank merge")
-    depth, threshold = cli._parse_depth(args.depth), cli._parse_threshold(args.threshold)
-    include_rx, exclude_rx = cli._compile("--include", args.include), cli._compile("--exclude", args.exclude)
-    specs = _with_slowest([s.strip() for s in args.metrics.split(",")])
+    depth, threshold = parse_depth(args.depth), parse_threshold(args.threshold)
+    chosen = selection(args)
+    specs = _with_slowest(metric_specs(args.metrics))
     profile, merge, row_of, files = _merged_profile(specs, args.profiles)
     root = profile.root
     if args.list:
         render_metric_list(profile, profile.names, usable_specs(profile.names, profile.device_info), write)
         return write("Per-rank statistics: append :max, :min, :mean, :imbalance or :slowest to a metric\n")
-    cli._refuse_empty(profile)
+    refuse_empty(profile)
     columns = _columns(specs, profile)
-    cli._filter(profile, args, include_rx, exclude_rx)
+    filter_tree(profile, chosen)
     prepare([m for _, m, _ in columns], root, profile.device_info)
     shown = _value_functions(columns, merge, root, row_of)
     functions = [f for _, f in shown]
@@ -250,7 +250,8 @@ def run(args, write, stream=None, release_trees=True):
 
 def merge_traces_command(args, write):
     """--merge-traces OUT: the positional files are Chrome traces, merged into one timeline."""
-    from ..distributed.merge_traces import TraceMergeError, merge_traces, summary_line
+    # orjson, uuid and zoneinfo come with it (~0.1 s): paid only by --merge-traces
+    from ..distributed.merge_traces import TraceMergeError, merge_traces, summary_line  # deferred: see above
 
     try:
         write(summary_line(merge_traces(args.profiles, args.merge_traces), args.merge_traces))

@@ -5,8 +5,11 @@ flag, a device index and one number per metric (``null`` where not applicable); 
 the kernels that have it. Nodes come in preorder, so parents precede their children.
 """
 
+import re
+
 from ..writers.atomic import strict_json
 from .flame import HOST, Interned, device_label
+from .safe_text import CONTROLS
 
 # Rates and ratios lose nothing visible at five significant digits, and shrink a lot.
 _DIGITS = 5
@@ -99,9 +102,18 @@ def build_payload(profile, other, specs, offset, values_of, other_values, meta):
 
 def embed_json(payload):
     """Strict, compact JSON safe inside <script>: no '<', '>' or '&' survive (no
-    '</script>' or '<!--' can end the element early), nor the JS line separators."""
+    '</script>' or '<!--' can end the element early), nor the JS line separators (which are
+    among the controls below)."""
     text = strict_json(payload, separators=(",", ":"), ensure_ascii=False)
-    for raw, escaped in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"),
-                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+    for raw, escaped in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e")):
         text = text.replace(raw, escaped)
-    return text
+    # The characters that steer a terminal (a `cat` of the report) as \uXXXX too: the page
+    # reads the same strings, the file holds none of them raw.
+    return _CONTROLS.sub(_unicode_escape, text)
+
+
+_CONTROLS = re.compile(f"[{CONTROLS}]")
+
+
+def _unicode_escape(match):
+    return f"\\u{ord(match.group()):04x}"

@@ -8,9 +8,13 @@ as ``\\xNN``/``\\uNNNN``.
 
 import re
 
+# The characters that steer a terminal or reorder what it shows, as a regex class body: C0,
+# DEL, C1 (U+009B is a one-character CSI, U+0085 a line break), the line and paragraph
+# separators, the bidi marks, embeddings, overrides and isolates. Other outputs that must not
+# carry them raw (--collapsed) escape this same set.
+CONTROLS = "\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069"
 # Lone surrogates (JSON allows "\\ud800") too: they cannot be encoded for the terminal.
-UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069"
-                    "\ud800-\udfff]")
+UNSAFE = re.compile(f"[{CONTROLS}\ud800-\udfff]")
 
 
 def _escape(match):

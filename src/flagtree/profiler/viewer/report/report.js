@@ -3,6 +3,7 @@
 (function () {
   "use strict";
   var ROW = 18, MIN_W = 0.5, TEXT_W = 36, MAX_ROWS = 1700;  // 1700 rows keep the canvas < 32k px
+  var PERFETTO = "https://ui.perfetto.dev";  // opened only by the user, on a trace they pick
   var D = JSON.parse(document.getElementById("report-data").textContent);
   var N = D.parent.length, S = D.strings, diff = D.diffSource != null;
   var $ = function (id) { return document.getElementById(id); };
@@ -129,9 +130,9 @@
   }
 
   // ---- layout and drawing ----
-  var rects = { x: new Float64Array(N), w: new Float64Array(N), node: new Int32Array(N), rows: [] };
+  var rects = { x: new Float64Array(N), w: new Float64Array(N), node: new Int32Array(N), rows: [], narrow: [] };
   function layout(w, width) {
-    var root = state.zoom, scale = w[root] > 0 ? width / w[root] : 0, count = 0, rows = [];
+    var root = state.zoom, scale = w[root] > 0 ? width / w[root] : 0, count = 0, rows = [], narrow = [];
     var stackN = new Int32Array(N), stackX = new Float64Array(N), top = 0, base = depthOf[root];
     stackN[0] = root; stackX[0] = 0; top = 1;
     while (top > 0) {
@@ -144,13 +145,17 @@
       // Push right to left so preorder runs left to right: every row comes out sorted by x.
       var end = childStart[node + 1], cx = x, k;
       for (k = childStart[node]; k < end; k++) cx += w[childList[k]] * scale;
+      var hidden = 0, hiddenW = 0;
       for (k = end - 1; k >= childStart[node]; k--) {
         var c = childList[k], cw = w[c] * scale;
         cx -= cw;
         if (cw >= MIN_W) { stackN[top] = c; stackX[top] = cx; top++; }
+        else if (w[c] > 0) { hidden++; hiddenW += cw; }
       }
+      if (hidden > 0 && d + 1 < MAX_ROWS) narrow.push({ node: node, hidden: hidden, share: nw > 0 ? hiddenW / nw : 0 });
     }
     rects.rows = rows;
+    rects.narrow = narrow.sort(function (a, b) { return b.hidden - a.hidden || b.share - a.share; });
     return count;
   }
   function draw() {
@@ -178,7 +183,43 @@
     document.body.dataset.drawnNodes = String(count);
     $("status").textContent = "drew " + count.toLocaleString("en-US") + " of " + N.toLocaleString("en-US") +
       " nodes in " + report.drawMs.toFixed(1) + " ms" + (rects.rows.length >= MAX_ROWS ? " (first " + MAX_ROWS + " levels)" : "");
-    drawCrumbs(); drawLegend();
+    drawCrumbs(); drawLegend(); drawNarrow(w);
+  }
+
+  // ---- children too narrow to draw: said, and listed on request ----
+  function drawNarrow(w) {
+    var box = $("narrow"), shown = rects.narrow.slice(0, 3);
+    box.textContent = "";
+    box.hidden = shown.length === 0;
+    report.narrow = shown.map(function (n) { return { node: n.node, hidden: n.hidden }; });
+    shown.forEach(function (n) {
+      var div = document.createElement("div"), button = document.createElement("button");
+      div.textContent = n.hidden.toLocaleString("en-US") + " children under " + S[D.name[n.node]] +
+        ", too narrow at this zoom (" + (100 * n.share).toFixed(1) + "% of its width): see the table, or";
+      button.type = "button"; button.textContent = "list them";
+      button.addEventListener("click", function () { listChildren(n.node, w); });
+      div.appendChild(button); box.appendChild(div);
+    });
+  }
+  var LIST_MAX = 500;
+  function listChildren(node, w) {
+    var list = $("narrow-list"), m = widthMetric(), kids = [];
+    for (var k = childStart[node]; k < childStart[node + 1]; k++) kids.push(childList[k]);
+    kids.sort(function (a, b) { return w[b] - w[a] || a - b; });
+    list.textContent = "";
+    kids.slice(0, LIST_MAX).forEach(function (c) {
+      var li = document.createElement("li");
+      li.textContent = S[D.name[c]] + "  " + fmt((m[state.base] || m.a)[c], m.unit);
+      li.addEventListener("click", function () { zoomTo(c); });
+      list.appendChild(li);
+    });
+    if (kids.length > LIST_MAX) {
+      var more = document.createElement("li");
+      more.textContent = "... " + (kids.length - LIST_MAX).toLocaleString("en-US") + " more: see the table below";
+      list.appendChild(more);
+    }
+    list.hidden = false;
+    report.listed = Math.min(kids.length, LIST_MAX);
   }
 
   // ---- breadcrumbs, legend, search ----
@@ -283,6 +324,62 @@
   $("source").textContent = D.sources.join(", ") + (diff ? "  minus  " + D.diffSource : "");
   document.title = "FlagTree Profiler: " + D.sources.join(", ");
   $("table").textContent = D.table;
+  drawSummary(D.summary);
+
+  // ---- the summary above the icicle (formatted by the viewer; text only) ----
+  function drawSummary(sum) {
+    if (!sum) return;
+    $("summary").hidden = false;
+    sum.facts.forEach(function (f) {
+      var dt = document.createElement("dt"), dd = document.createElement("dd");
+      dt.textContent = f[0]; dd.textContent = f[1];
+      $("facts").appendChild(dt); $("facts").appendChild(dd);
+    });
+    fillTable($("top-kernels"), sum.kernels, $("kernels-note"), "kernels");
+    fillTable($("top-scopes"), sum.scopes, $("scopes-note"), "scopes");
+    if (sum.timeline) drawTimeline(sum.timeline);
+  }
+  function fillTable(table, part, note, what) {
+    var head = document.createElement("tr");
+    part.head.forEach(function (h) { var th = document.createElement("th"); th.textContent = h; head.appendChild(th); });
+    table.appendChild(head);
+    part.rows.forEach(function (row) {
+      var tr = document.createElement("tr");
+      row.forEach(function (cell, k) {
+        var td = document.createElement("td"); td.textContent = cell;
+        if (k === 0) td.title = cell;
+        tr.appendChild(td);
+      });
+      table.appendChild(tr);
+    });
+    note.textContent = part.rows.length ? "(" + part.rows.length + " of " + part.total.toLocaleString("en-US") + " " + what + ")" : "(none timed)";
+  }
+  // Perfetto's UI takes a trace handed over by postMessage from the window that opened it; the
+  // page cannot read the file beside it by itself (file:// and the CSP forbid it), so the user
+  // picks it once.
+  function drawTimeline(t) {
+    var p = $("timeline"), button = document.createElement("button"), text = document.createElement("span");
+    button.type = "button"; button.id = "open-perfetto"; button.textContent = "Open " + t.file + " in Perfetto";
+    text.textContent = "This session's timeline (" + t.kind + ") is " + t.file + ", beside the profile: press the button " +
+      "and pick that file (the report hands it to " + PERFETTO + "), or open " + PERFETTO + " and drop the file on it" +
+      (t.kind === "Chrome trace" ? "; chrome://tracing opens it too." : ".");
+    button.addEventListener("click", function () { $("timeline-file").click(); });
+    p.appendChild(button); p.appendChild(text); p.hidden = false;
+  }
+  $("timeline-file").addEventListener("change", function () {
+    var file = this.files && this.files[0];
+    if (!file) return;
+    var win = window.open(PERFETTO + "/#!/"), reader = new FileReader();
+    reader.onload = function () {
+      var timer = setInterval(function () { win.postMessage("PING", PERFETTO); }, 50);
+      window.addEventListener("message", function pong(ev) {
+        if (ev.source !== win || ev.data !== "PONG") return;
+        clearInterval(timer); window.removeEventListener("message", pong);
+        win.postMessage({ perfetto: { buffer: reader.result, title: file.name, fileName: file.name } }, PERFETTO);
+      });
+    };
+    if (win) reader.readAsArrayBuffer(file);
+  });
 
   // Start-up state from the address (#metric=count&search=add&zoom=12): links and tests use it.
   var params = {};

@@ -1,0 +1,153 @@
+"""The report's first screen: what ran where and for how long (from the ``.meta.json`` beside
+each profile), the top kernels by time and the top scopes by exclusive time (from the viewer's
+own sums, so they match the table), and the timeline file beside the profile, if any.
+
+Values are formatted here, as the terminal viewer would; the page only lays them out.
+"""
+
+import heapq
+import os
+import re
+
+from .metrics import FLOP_KEYS
+from .rank_merge import metadata_of
+
+TOP_ROWS = 15
+_HATCHET = re.compile(r"(?:\.part\d+)?\.hatchet$")
+_TIMELINES = ((".pftrace", "Perfetto trace"), (".chrome_trace", "Chrome trace"))
+
+
+def format_time(ns):
+    if ns is None:
+        return "-"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(ns) >= scale:
+            return f"{ns / scale:.3f} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def _share(part, whole):
+    return f"{100.0 * part / whole:.1f}%" if part is not None and whole else "-"
+
+
+def _metas(sources):
+    """The metadata of every source (``<name>.meta.json``, or ``<file>.meta.json``), or {}."""
+    return [metadata_of(path) or metadata_of(path + ".hatchet") for path in sources]
+
+
+def _number(meta, key):
+    value = meta.get(key)
+    return value if type(value) in (int, float) else None
+
+
+def facts(sources, busy_ns, launches, distinct):
+    """[(label, text)] for the summary: device, backend, wall time, busy time and share,
+    kernels, lost records, profiler overhead (only what the metadata has)."""
+    metas = [m for m in _metas(sources) if m]
+    out = []
+    devices = sorted({f"{d.get('type', 'device')}:{d.get('index', 0)} {d.get('name') or d.get('arch') or ''}".strip()
+                      for m in metas for d in m.get("devices") or () if isinstance(d, dict)})
+    if devices:
+        out.append(("device", ", ".join(devices)))
+    backends = sorted({str(m["backend"]) for m in metas if m.get("backend")})
+    if backends:
+        out.append(("backend", ", ".join(backends)))
+    starts = [_number(m, "start_time_ns") for m in metas]
+    stops = [_number(m, "stop_time_ns") for m in metas]
+    wall = None
+    if metas and None not in starts and None not in stops:
+        wall = max(stops) - min(starts)
+        out.append(("session wall time", format_time(wall)))
+    if busy_ns is not None:
+        share = f" ({_share(busy_ns, wall)} of the session)" if wall else ""
+        out.append(("device busy time (kernels)", format_time(busy_ns) + share))
+    out.append(("kernels", f"{launches:,} launched, {distinct:,} distinct"))
+    if metas:
+        lost = sum(max(_number(m, "lost_launches") or 0, _number(m, "dropped_records") or 0) for m in metas)
+        out.append(("lost records", f"{lost:,}" if lost else "none"))
+    overhead = [(k, v) for m in metas for k, v in sorted(m.items()) if "overhead" in k and type(v) in (int, float)]
+    for key, value in overhead:
+        out.append(("profiler overhead" + ("" if len(overhead) == 1 else f" ({key})"),
+                    format_time(value) if key.endswith("_ns") else f"{value:g}"))
+    return out
+
+
+def _walk(root, time_of):
+    """(kernel nodes not under another kernel, scope nodes with their exclusive time); what
+    lies under a kernel (device scopes) is counted with it and not walked."""
+    kernels, scopes = [], []
+    stack = list(root.children.values())
+    while stack:
+        node = stack.pop()
+        if node.kernel:
+            kernels.append(node)
+            continue
+        kids = node.children.values()
+        stack.extend(kids)
+        own = time_of(node)
+        if own is not None:
+            for kid in kids:
+                if not kid.kernel:
+                    own -= time_of(kid) or 0
+            scopes.append((node, own))
+    return kernels, scopes
+
+
+def _path(node):
+    names = []
+    while node is not None and node.parent is not None:
+        names.append(node.name)
+        node = node.parent
+    return " > ".join(reversed(names))
+
+
+def summary(profile, column, values_of):
+    """The summary payload. ``column[id]`` is where a report metric sits in ``values_of(node)``."""
+    time_at, count_at, util_at = column.get("time/ns"), column.get("count"), column.get("util")
+    flop_at = [column[key] for key in FLOP_KEYS.values() if key in column]
+    time_of = (lambda node: values_of(node)[time_at]) if time_at is not None else (lambda node: None)
+    kernels, scopes = _walk(profile.root, time_of)
+    by_name = {}
+    for node in kernels:
+        values = values_of(node)
+        row = by_name.get(node.name)
+        if row is None:
+            row = by_name[node.name] = [0, 0, 0.0, 0, 0]  # count, time, util x time, FLOP, time with util
+        time = (values[time_at] if time_at is not None else None) or 0
+        row[0] += (values[count_at] if count_at is not None else None) or 0
+        row[1] += time
+        util = values[util_at] if util_at is not None else None
+        if util is not None:
+            row[2] += util * time
+            row[4] += time
+        for at in flop_at:
+            row[3] += values[at] or 0
+    busy = sum(row[1] for row in by_name.values()) if "time/ns" in column else None
+    launches = sum(row[0] for row in by_name.values())
+    top = heapq.nlargest(TOP_ROWS, by_name.items(), key=lambda item: item[1][1])
+    head = ["kernel", "count", "time", "mean", "share"]
+    has_util, has_flop = util_at is not None, bool(flop_at)
+    head += ["util"] * has_util + ["TFLOP/s"] * has_flop
+    rows = []
+    for name, (count, time, util_time, flop, timed) in top:
+        row = [name, f"{count:,.0f}", format_time(time), format_time(time / count) if count else "-", _share(time, busy)]
+        row += [f"{util_time / timed:.3f}" if timed else "-"] * has_util
+        row += [f"{flop / time * 1e-3:.3f}" if time and flop else "-"] * has_flop
+        rows.append(row)
+    scope_rows = [[_path(node), format_time(own), _share(own, busy), format_time(time_of(node))]
+                  for node, own in heapq.nlargest(TOP_ROWS, scopes, key=lambda item: item[1]) if own > 0]
+    return {"facts": facts(profile.sources, busy, launches, len(by_name)),
+            "kernels": {"head": head, "rows": rows, "total": len(by_name)},
+            "scopes": {"head": ["scope", "exclusive time", "share", "inclusive time"], "rows": scope_rows,
+                       "total": len(scopes)},
+            "timeline": timeline_beside(profile.sources)}
+
+
+def timeline_beside(sources):
+    """{'file': name, 'kind': ...} of the first session timeline written beside a source."""
+    for path in sources:
+        stem = _HATCHET.sub("", path)
+        for extension, kind in _TIMELINES:
+            if os.path.isfile(stem + extension):
+                return {"file": os.path.basename(stem + extension), "kind": kind}
+    return None
