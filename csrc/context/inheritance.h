@@ -45,6 +45,12 @@ inline uint32_t inheritedState(ThreadState& ts) {
   return c ? c->state : 0;
 }
 
+// The state a launch (or a scope metric) of this thread falls under now, 0 for none: its own
+// innermost state, else the inherited one (taken when the thread's first scope opened).
+inline uint32_t currentState(ThreadState& ts) {
+  return !ts.states.empty() ? ts.states.back() : ts.scopes.empty() ? inheritedState(ts) : ts.baseState;
+}
+
 // The node of the inherited scopes in session `s` (ROOT when none); takes the tree lock.
 uint32_t inheritedNode(ThreadState& ts, Session& s);
 // Python context: puts the inherited frames in front of the thread's own.

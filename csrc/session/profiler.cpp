@@ -29,8 +29,7 @@ void Profiler::onLaunch(uint32_t correlation, bool multiRecord, uint64_t launchN
   p.launchNs = launchNs ? launchNs : monotonicNs();
   p.meta = ts.takeMetadata();
   p.tid = currentTid();
-  // No own state: the inherited one (taken when the thread's first scope opened).
-  p.state = !ts.states.empty() ? ts.states.back() : ts.scopes.empty() ? inheritedState(ts) : ts.baseState;
+  p.state = currentState(ts);
   p.mask = 0;
   p.multi = multiRecord;
   ++ts.launchSerial;

@@ -10,6 +10,18 @@
 
 namespace ftp {
 
+namespace {
+// Where a scope's metrics (given at entry or exit, cpu_time) go in `s`: the scope's node, or under
+// a state the state's node below it, as a kernel launched there would be (TreeStore::recordNode).
+uint32_t scopeMetricNode(ThreadState& ts, Session& s) {
+  const uint32_t node = contextSource(ContextKind::Shadow).resolve(ts, s);
+  const uint32_t state = currentState(ts);
+  if (!state) return node;
+  std::lock_guard<std::mutex> lock(s.contexts().mutex());
+  return s.contexts().child(node, NodeKind::State, state);
+}
+}  // namespace
+
 void Profiler::enterScope(uint32_t name, const std::vector<std::pair<uint32_t, double>>& metrics) {
   ThreadState& ts = threadState();
   if (ts.scopes.empty()) ts.baseState = inheritedState(ts);  // a first scope nests under the inherited state
@@ -20,10 +32,8 @@ void Profiler::enterScope(uint32_t name, const std::vector<std::pair<uint32_t, d
   ts.scopes.push_back(entry);
   if (ScopeListener* l = scopeListener_.load(std::memory_order_acquire)) l->onScopeEnter(name, ts.scopes.size());
   if (metrics.empty()) return;
-  const ContextSource& shadow = contextSource(ContextKind::Shadow);
   sessions_.forEach(sessions_.activeMask(), [&](int, Session& s) {
-    if (s.context != ContextKind::Shadow) return;
-    s.store().addScopeMetrics(shadow.resolve(ts, s), metrics);
+    if (s.context == ContextKind::Shadow) s.store().addScopeMetrics(scopeMetricNode(ts, s), metrics);
   });
 }
 
@@ -32,9 +42,8 @@ void Profiler::enterScope(uint32_t name, const std::vector<std::pair<uint32_t, d
 void Profiler::addScopeMetrics(const std::vector<std::pair<uint32_t, double>>& metrics) {
   ThreadState& ts = threadState();
   if (metrics.empty() || ts.scopes.empty()) return;
-  const ContextSource& shadow = contextSource(ContextKind::Shadow);
   sessions_.forEach(sessions_.activeMask(), [&](int, Session& s) {
-    if (s.context == ContextKind::Shadow) s.store().addScopeMetrics(shadow.resolve(ts, s), metrics);
+    if (s.context == ContextKind::Shadow) s.store().addScopeMetrics(scopeMetricNode(ts, s), metrics);
   });
 }
 
@@ -44,11 +53,10 @@ void Profiler::exitScope(bool cpuTimed) {
   if (ScopeListener* l = scopeListener_.load(std::memory_order_acquire)) l->onScopeExit(ts.scopes.size());
   const uint64_t now = monotonicNs();
   const ScopeEntry& top = ts.scopes.back();
-  const ContextSource& shadow = contextSource(ContextKind::Shadow);
   sessions_.forEach(sessions_.activeMask(), [&](int, Session& s) {
     const bool timed = cpuTimed && s.context == ContextKind::Shadow;
     s.store().closeScope(ScopeEvent{top.startNs, now, top.name, currentTid()},
-                         timed ? shadow.resolve(ts, s) : DataStore::kNoNode);
+                         timed ? scopeMetricNode(ts, s) : DataStore::kNoNode);
   });
   ts.scopes.pop_back();
 }

@@ -174,6 +174,31 @@ def test_session_range_samples_once_and_splits_a_functions_samples_among_its_lau
     assert stats["pcsampling_total_samples"] == 26 and stats["pcsampling_unattributed_samples"] == 0
 
 
+def test_the_launch_that_creates_its_context_is_sampled(backend, tmp_path):
+    """A program's first CUDA call (torch's first op) creates the context inside the launch call:
+    its launch callback sees no context yet, so sampling is enabled and its range opened when the
+    context is created, and that first kernel's samples are kept."""
+    lib = backend
+    profiler.start(str(tmp_path / "first"), backend="cupti", mode="pcsampling")
+    _native.pcsampling_add_cubin(CUBIN)
+    with profiler.scope("first"):
+        _native.testing.launch(9501, False)
+        _native.testing.pcsampling_launch_enter(9501, 0)  # no context current at ENTER
+        _native.testing.pcsampling_context_created(CONTEXT)  # created inside the call
+        assert config(lib)["enabled"] == 1 and config(lib)["started"] == 1
+        queue(lib, 0, "fill_kernel", 16, "selected", 5)
+        _native.testing.pcsampling_launch_exit(9501, "fill_kernel")
+        _native.testing.record(9501, "fill_kernel", 0, 100, 0)
+        sampled_launch(lib, 9502, "fill_kernel")  # the next launch finds the range open
+        _native.testing.record(9502, "fill_kernel", 0, 100, 0)
+        assert config(lib)["started"] == 1
+    profiler.finalize()
+    root, _ = load_tree(tmp_path / "first.hatchet")
+    assert total(find(root, "first", "fill_kernel"), "num_samples") == 5
+    stats = metadata(tmp_path / "first")
+    assert stats["pcsampling_contexts"] == 1 and stats["pcsampling_unattributed_samples"] == 0
+
+
 def test_samples_that_stop_flushes_into_the_configured_buffer_are_kept(backend, tmp_path):
     """If Stop writes the range into the configured buffer (Proton reads it before GetData), the GetData
     that follows overwrites it: the sampler must take the buffer first (else the H200 gives 0 samples)."""

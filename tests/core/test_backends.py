@@ -118,14 +118,52 @@ def test_cupti_search_order(tmp_path, monkeypatch):
     monkeypatch.setenv("FLAGTREE_PROFILER_CUPTI_PATH", "/explicit/libcupti.so")
     monkeypatch.setattr(nvidia, "loaded_library", lambda prefix: None)
     order = nvidia.cupti_candidates()
-    assert order[:5] == ["/explicit/libcupti.so", wheel13, wheel12, bundled, toolkit]
+    # Triton's copy (the file Proton loads) first: Proton and torch.profiler can follow it
+    assert order[:5] == ["/explicit/libcupti.so", bundled, wheel13, wheel12, toolkit]
     assert order[5:] == ["libcupti.so.13", "libcupti.so.12", "libcupti.so"]
     # With a CUDA 12 driver, CUDA 12 copies come first, the documented order kept among them.
     order12 = nvidia.cupti_candidates(driver_major=12)
-    assert order12[:4] == ["/explicit/libcupti.so", wheel12, bundled, "libcupti.so.12"]
-    # A copy already in the process comes right after the explicit path.
+    assert order12[:4] == ["/explicit/libcupti.so", bundled, wheel12, "libcupti.so.12"]
+    # A copy already in the process comes right after Triton's.
     monkeypatch.setattr(nvidia, "loaded_library", lambda prefix: "/proc/loaded/libcupti.so.13")
-    assert nvidia.cupti_candidates()[:2] == ["/explicit/libcupti.so", "/proc/loaded/libcupti.so.13"]
+    assert nvidia.cupti_candidates()[:3] == ["/explicit/libcupti.so", bundled, "/proc/loaded/libcupti.so.13"]
+    # Proton's own name for it, where Triton ships one: libcupti.so
+    plain = _fake_lib(os.path.dirname(bundled), "libcupti.so")
+    assert nvidia.cupti_candidates()[1] == plain
+
+
+def test_counters_and_a_used_copy_change_the_order(tmp_path, monkeypatch):
+    """Hardware counters take the driver's major (Triton's CUPTI 12 gave no metrics under a CUDA 13
+    driver); a copy the process already subscribed with comes right after the explicit path."""
+    site = tmp_path / "site"
+    wheel13 = _fake_lib(site / "nvidia" / "cu13" / "lib", "libcupti.so.13")
+    folder = site / "triton" / "backends" / "nvidia" / "lib" / "cupti"
+    _fake_lib(folder, "libcupti.so.12")
+    bundled = _fake_lib(folder, "libcupti.so")  # Proton's name, major from the file beside it
+    monkeypatch.setattr(sys, "path", [str(site)])
+    for name in ("FLAGTREE_PROFILER_CUPTI_PATH", "CUDA_HOME", "CUDA_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(nvidia, "loaded_library", lambda prefix: bundled)  # Proton ran first
+    assert nvidia.cupti_candidates(13)[0] == bundled
+    counting = nvidia.cupti_candidates(13, proton_first=False)
+    assert counting[0] == wheel13 and counting.index(wheel13) < counting.index(bundled)
+    used = list(nvidia.iter_cupti_candidates(13, used=wheel13))
+    assert used[:2] == [wheel13, bundled]
+    assert nvidia._api_major(130001) == 13 and nvidia._api_major(26) == 12 and nvidia._api_major(0) is None
+
+
+def test_tritons_cupti_is_passed_over_when_newer_than_the_driver(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    bundled = _fake_lib(site / "triton" / "backends" / "nvidia" / "lib" / "cupti", "libcupti.so.13")
+    wheel12 = _fake_lib(site / "nvidia" / "cuda_cupti" / "lib", "libcupti.so.12")
+    monkeypatch.setattr(sys, "path", [str(site)])
+    monkeypatch.delenv("FLAGTREE_PROFILER_CUPTI_PATH", raising=False)
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    monkeypatch.setattr(nvidia, "loaded_library", lambda prefix: None)
+    assert nvidia.triton_cupti(driver_major=12) is None
+    assert nvidia.cupti_candidates(driver_major=12)[:2] == [wheel12, "libcupti.so.12"]
+    assert nvidia.cupti_candidates(driver_major=13)[0] == bundled
 
 
 def test_loaded_library_finds_a_mapped_copy_by_file_name(tmp_path):

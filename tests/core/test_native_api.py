@@ -73,7 +73,7 @@ def test_test_only_functions_are_out_of_the_public_module():
     moved = ("launch", "record", "graph_node_created", "graph_node_cloned", "captured_graph_nodes",
              "scope_depth", "instrumentation_launch", "counters_on_launch_enter", "counters_on_launch_exit",
              "counters_is_additive", "counters_is_kernel_launch_api", "pcsampling_launch_enter",
-             "pcsampling_launch_exit", "pcsampling_running", "cupti_floor_start")
+             "pcsampling_launch_exit", "pcsampling_running", "pcsampling_context_created", "cupti_floor_start")
     for name in moved:
         assert callable(getattr(_native.testing, name)), name
         assert not hasattr(_native, name), name

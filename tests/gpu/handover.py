@@ -7,7 +7,8 @@ Orders: ours -> release -> Proton; ours (no release, still attached) -> Proton (
 that is what release() is for); Proton -> ours; ours -> release -> torch.profiler -> ours (the
 last start may be refused, SubscriberTaken naming torch.profiler, if Kineto keeps CUPTI).
 Used by tests/gpu/test_handover_gpu.py and by dev/probe_handover.py (every order, with the default
-libcupti and with each copy Triton bundles)."""
+libcupti, Triton's bundled copy, the one Proton loads, with each file of that copy, and with the
+libcupti wheel's copy, the one torch maps at import)."""
 import os
 import re
 import subprocess
@@ -51,6 +52,7 @@ def ours(i):
         meta = json.load(f)
     records = meta.get("kernel_records", meta.get("stats", {}).get("kernel_records", 0))
     assert records >= 5, f"ours recorded {records} kernels, expected 5"
+    return "libcupti " + str(meta.get("cupti_library"))
 
 def ours_or_taken(i):
     from flagtree.profiler import _native
@@ -141,9 +143,23 @@ def run_order(steps, cupti_path=None, timeout=300):
     return False, f"{where}exit {out.returncode}: " + " | ".join(tail)
 
 
+def wheel_cupti():
+    """The nvidia-cuda-cupti wheel's libcupti (the copy torch maps at import), or None."""
+    import glob
+    import sys
+
+    for entry in sys.path:
+        found = sorted(glob.glob(os.path.join(entry, "nvidia", "cu[0-9]*", "lib", "libcupti.so.*")))
+        if found:
+            return found[-1]
+    return None
+
+
 def variants():
     for name, steps in ORDERS.items():
         yield f"{name} [default libcupti]", steps, None
         for bundled in triton_cupties():
             yield f"{name} [CUPTI_PATH=Triton's {os.path.basename(bundled)}]", steps, bundled
+        if wheel_cupti():
+            yield f"{name} [CUPTI_PATH=the wheel's {os.path.basename(wheel_cupti())}]", steps, wheel_cupti()
 

@@ -56,8 +56,9 @@ def test_trace_orders_long_before_short_on_each_warp(tmp_path):
     events = json.loads((tmp_path / "tr.device_scopes.json").read_text())["traceEvents"]
     by_warp = {}
     for event in events:
-        by_warp.setdefault(event["tid"], []).append(event)
+        by_warp.setdefault((event["pid"], event["tid"]), []).append(event)
     assert len(by_warp) == 16 * WARPS  # 16 blocks per launch are written
+    assert {tid for _, tid in by_warp} == {f"warp {w}" for w in range(WARPS)}  # Proton's track names
     for track in by_warp.values():
         names = [e["name"] for e in sorted(track, key=lambda e: e["ts"])]
         assert names == ["long", "short"]

@@ -105,3 +105,40 @@ def test_nvidia_session_beside_sampling_session(tmp_path):
     with open(b + ".hatchet") as f:
         text = f.read()
     assert "slow_line_kernel" in text and "num_samples" not in text
+
+
+# The first CUDA ops of a process, inside a sampling session: torch creates the context inside
+# the first launch call. Run in a fresh process so that no earlier test made the context.
+FIRST_KERNELS = r'''
+import json, sys, torch
+import flagtree.profiler as profiler
+if sys.argv[2] == "context first":
+    torch.zeros(1, device="cuda"); torch.cuda.synchronize()
+profiler.start(sys.argv[1], backend="cupti", mode="pcsampling")
+with profiler.scope("first"):
+    a = torch.ones(1024, device="cuda")
+    b = torch.zeros_like(a)
+    torch.cuda.synchronize()
+profiler.finalize()
+'''
+
+
+@pytest.mark.parametrize("order", ["session first", "context first"])
+def test_the_first_tiny_kernels_of_a_session_get_samples(tmp_path, order):
+    import subprocess
+    import sys
+
+    base = str(tmp_path / "first")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", FIRST_KERNELS, base, order], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    stats = meta(base)
+    with open(base + ".hatchet") as f:
+        root, _ = json.load(f)
+    (scope,) = [c for c in root["children"] if c["frame"]["name"] == "first"]
+    kernels = {k["frame"]["name"]: sum(c["metrics"].get("num_samples", 0) for c in k["children"])
+               for k in scope["children"] if k["frame"].get("kind") == "kernel"}
+    facts = {k: v for k, v in stats.items() if k.startswith("pcsampling_")}
+    assert kernels and all(v > 0 for v in kernels.values()), (kernels, facts)
+    assert stats["pcsampling_unattributed_samples"] == 0, facts

@@ -88,8 +88,11 @@ def test_trace_mode_writes_per_block_per_warp_timeline(tmp_path, cpu_device, com
     assert meta["device_scope_trace"].endswith("tr.device_scopes.json")
     assert meta["device_scope_trace_blocks_left_out"] == 4  # 16 blocks per launch are written
     events = trace["traceEvents"]
-    assert {e["tid"] for e in events} == {f"block {b} warp {w}" for b in range(16) for w in range(info.layout.num_warps)}
-    first = [e for e in events if e["tid"] == "block 3 warp 0"]
+    # Proton's track names: a process per block, a thread per warp, inside our launch's name
+    label = f"{info.name} (launch 7000)"
+    assert {(e["pid"], e["tid"]) for e in events} == {
+        (f"{label} block {b}", f"warp {w}") for b in range(16) for w in range(info.layout.num_warps)}
+    first = [e for e in events if e["pid"] == f"{label} block 3" and e["tid"] == "warp 0"]
     assert [e["name"] for e in sorted(first, key=lambda e: e["ts"])] == ["load", "store"]
     # the block's globaltimer start, as microseconds since the trace's origin (its first block)
     assert trace["otherData"]["time_origin_ns"] == 5_000_000

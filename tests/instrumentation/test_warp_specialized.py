@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from flagtree.profiler.backends.instrumentation.compiler_hook import block_buffer_bytes, total_warps
+from flagtree.profiler.backends.instrumentation.warp_specialized import hoist_records
 
 HERE = os.path.dirname(__file__)
 
@@ -53,6 +54,49 @@ def test_warp_specialized_kernel_compiles_with_its_scopes(warp_specialized):
     # Triton's partitioner leaves a tl.range(warp_specialize=True) loop's scope records in front
     # of the specialized region (README, Instrumentation): they compile but time almost nothing.
     assert case["records_before_warp_specialize"] == 4
+
+
+def test_a_scope_inside_the_warp_specialized_loop_is_kept_and_the_loop_still_specialized(warp_specialized):
+    case = warp_specialized["loop_scope"]
+    # The partitioner drops records left inside the loop (no partition gets them): moved out of
+    # it, they reach the lowering in front of the specialized region, which is still made.
+    assert case["warp_specialize_ops"] == 1 and case["num_warps"] == 12
+    assert sorted(case["scope_names"].values()) == ["loop"]
+    assert case["records"] == 2 and case["records_before_warp_specialize"] == 2
+
+
+LOOPS = """\
+    %x = arith.constant 0 : i32 loc(#loc1)
+    %acc = scf.for %k = %a to %b step %c iter_args(%s = %x) -> (i32)  : i32 {
+      proton.record start "loop" loc(#loc2)
+      %y = scf.for %j = %a to %b step %c iter_args(%t = %s) -> (i32)  : i32 {
+        proton.record start "inner" loc(#loc3)
+        proton.record end "inner" loc(#loc4)
+        scf.yield %t : i32 loc(#loc5)
+      } loc(#loc6)
+      proton.record end "loop" loc(#loc7)
+      scf.yield %y : i32 loc(#loc8)
+    } {tt.num_stages = 3 : i32, tt.warp_specialize} loc(#loc9)
+    scf.for %k = %a to %b step %c  : i32 {
+      proton.record start "plain" loc(#loc10)
+      proton.record end "plain" loc(#loc11)
+    } loc(#loc12)"""
+
+
+def test_records_move_out_of_warp_specialized_loops_only():
+    lines = hoist_records(LOOPS).split("\n")
+    assert [line.strip() for line in lines if "proton.record" in line or "scf.for" in line or "} " in line] == [
+        'proton.record start "loop" loc(#loc2)', 'proton.record start "inner" loc(#loc3)',
+        "%acc = scf.for %k = %a to %b step %c iter_args(%s = %x) -> (i32)  : i32 {",
+        "%y = scf.for %j = %a to %b step %c iter_args(%t = %s) -> (i32)  : i32 {",
+        "} loc(#loc6)",
+        "} {tt.num_stages = 3 : i32, tt.warp_specialize} loc(#loc9)",
+        'proton.record end "inner" loc(#loc4)', 'proton.record end "loop" loc(#loc7)',
+        "scf.for %k = %a to %b step %c  : i32 {",
+        'proton.record start "plain" loc(#loc10)', 'proton.record end "plain" loc(#loc11)', "} loc(#loc12)"]
+    moved = [line for line in lines if '"loop"' in line or '"inner"' in line]
+    assert all(line.startswith("    proton.record") for line in moved)  # at the loop's own depth
+    assert hoist_records(LOOPS.replace(", tt.warp_specialize", "")) is None  # nothing to move
 
 
 def test_gluon_partitions_keep_their_own_scopes(warp_specialized):

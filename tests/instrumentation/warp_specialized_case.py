@@ -32,6 +32,24 @@ def ws_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, 
         c_desc.store([pid_m * BM, pid_n * BN], acc.to(tl.float16))
 
 
+@triton.jit
+def ws_loop_scope(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """A scope entered and left inside the warp-specialized loop's body."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in tl.range(0, tl.cdiv(K, BK), warp_specialize=True, num_stages=3):
+        pl.enter_scope("loop")
+        a = a_desc.load([pid_m * BM, k * BK])
+        b = b_desc.load([pid_n * BN, k * BK])
+        acc = tl.dot(a, b.T, acc)
+        pl.exit_scope("loop")
+    c_desc.store([pid_m * BM, pid_n * BN], acc.to(tl.float16))
+
+
 def records_before_warp_specialize(ttgir):
     first = ttgir.find("ttg.warp_specialize(")
     return sum(1 for m in re.finditer(r"proton\.record", ttgir) if first < 0 or m.start() < first)
@@ -85,16 +103,20 @@ def main():
         return original(fn, signature, {"BM": 128, "BN": 128, "BK": 64})
 
     triton.compiler.ASTSource = source
+    cases = {}
     try:
-        kernel, warned = compile_triton(ws_matmul, "triton=on")
+        for name, fn in (("triton", ws_matmul), ("loop_scope", ws_loop_scope)):
+            kernel, warned = compile_triton(fn, "triton=on")
+            case = describe(kernel, "triton=on", warned)
+            ttgir = kernel.asm["ttgir"]
+            case["warp_specialize_ops"] = ttgir.count("ttg.warp_specialize(")
+            # Where the records sit: before the warp_specialize op, or inside one of its regions.
+            case["records_before_warp_specialize"] = records_before_warp_specialize(ttgir)
+            cases[name] = case
     finally:
         triton.compiler.ASTSource = original
-    case = describe(kernel, "triton=on", warned)
-    ttgir = kernel.asm["ttgir"]
-    case["warp_specialize_ops"] = ttgir.count("ttg.warp_specialize(")
-    # Where the records sit: before the warp_specialize op, or inside one of its regions.
-    case["records_before_warp_specialize"] = records_before_warp_specialize(ttgir)
-    json.dump({"triton": case, "gluon": gluon_case()}, sys.stdout)
+    cases["gluon"] = gluon_case()
+    json.dump(cases, sys.stdout)
 
 
 if __name__ == "__main__":

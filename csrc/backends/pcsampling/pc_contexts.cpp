@@ -178,12 +178,12 @@ void PcSampler::stopActive() {
 }
 
 // One Start, shared by both ranges (range=launch: around one launch; range=session: until finalize).
-void PcSampler::startRange(ContextState& state) {
+void PcSampler::startRange(ContextState& state, bool sync) {
   PhaseTimer timer(stats_.startNs);
   // Waits for the work queued before the range so that a launch is sampled alone (Proton syncs
   // before every Start; once per range here in range=session). Without a driver (host-side
-  // tests) there is no device work to wait for.
-  CudaDriver::instance().synchronizeCurrent();
+  // tests) there is no device work to wait for; a context just created has none either.
+  if (sync) CudaDriver::instance().synchronizeCurrent();
   CUpti_PCSamplingStartParams start{CUpti_PCSamplingStartParamsSize, nullptr, state.context};
   check("cuptiPCSamplingStart", api_.start(&start));
   state.rangeOpen = true;

@@ -204,6 +204,22 @@ void PcSampler::onModuleUnloading(const void* cubin, size_t size) {
   }
 }
 
+// A context created while a session samples (the program's first CUDA call, e.g. torch's first
+// op, creates it inside that launch call, whose launch callback saw no context yet): enabled here,
+// and with range=session its range opened, so that the kernel of that very call is sampled.
+void PcSampler::onContextCreated(void* context) {
+  if (slot_ < 0 || !context) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (slot_ < 0 || stopped_) return;
+  ContextState* state = stateFor(static_cast<CUcontext>(context));
+  if (!state || !options_.sessionRange || state->rangeOpen) return;
+  try {
+    startRange(*state, /*sync=*/false);
+  } catch (const std::exception& e) {
+    noteError(e);  // never throw into the vendor's callback
+  }
+}
+
 void PcSampler::onContextDestroying(void* context) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (size_t i = 0; i < contexts_.size(); ++i) {

@@ -84,6 +84,7 @@ class PcSampler : public TracerObserver {
   void onLaunchExit(uint32_t correlation, uint32_t cbid, const void* cbData) override;
   void onModuleLoaded(const void* cubin, size_t size) override { addCubin(cubin, size); }
   void onModuleUnloading(const void* cubin, size_t size) override;
+  void onContextCreated(void* context) override;
   void onContextDestroying(void* context) override;
   // The launch path without CUPTI's callback data (host-side tests): enter/exit of the
   // outermost launch call of a thread in `context`.
@@ -113,7 +114,7 @@ class PcSampler : public TracerObserver {
   void drainAll();
   void takeBuffer(ContextState& state, uint32_t launch);
   void stopActive();
-  void startRange(ContextState& state);
+  void startRange(ContextState& state, bool sync = true);
   void stopRange(ContextState& state, uint32_t launch);
   void closeSessionRanges();
   void stopContext(ContextState& state);

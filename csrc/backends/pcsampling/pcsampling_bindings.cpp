@@ -92,6 +92,9 @@ void registerPcSamplingTesting(nb::module_& testing) {
   testing.def("pcsampling_launch_exit", [](uint32_t correlation, const std::string& function) {
     PcSampler::instance().launchExit(correlation, function.c_str());
   });
+  // The tracer's context-created event (a launch call that creates its context).
+  testing.def("pcsampling_context_created",
+              [](uintptr_t context) { PcSampler::instance().onContextCreated(reinterpret_cast<void*>(context)); });
 }
 #endif
 

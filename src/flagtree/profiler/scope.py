@@ -26,8 +26,19 @@ _boundary_hook = None
 def _intern(name):
     found = _ids.get(name)
     if found is None:
+        _check_text("scope or state name", name)
         found = _ids[name] = native.intern(name)
     return found
+
+
+def _check_text(what, text):
+    """A name a profile can hold: UTF-8 text (a lone surrogate such as "\\ud800" is none)."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{what} {text!r} holds a lone surrogate, which UTF-8 cannot encode: "
+                             f"a profile cannot hold it") from None
 
 
 def _metric_items(metrics):
@@ -37,6 +48,7 @@ def _metric_items(metrics):
     for key, value in metrics.items():
         if not isinstance(key, str) or isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError(f"scope metric {key!r} must map a name to an int or float, got {value!r}")
+        _check_text("scope metric name", key)
         items.append((key, float(value)))
     return items
 

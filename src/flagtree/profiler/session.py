@@ -27,6 +27,7 @@ from .backends import BackendUnavailable, get_backend, select_backend
 from .hooks import inheritance, nvtx
 from .paths import base_name, check_writable, output_paths
 from .session_record import Session
+from .viewer.safe_text import safe
 from .writers.atomic import remove
 from .writers.metadata import build_metadata, write_metadata
 from .writers.profile import write_profile
@@ -46,12 +47,17 @@ _name_kinds = {}  # name -> the data kind that first used it in this process (it
 # Command-line mode (flagtree-profiler): the script's own start/finalize calls must not end
 # the one session the command runs; what happened to them is said once.
 _cli = {"session": None, "told": set()}
+_DEFERRED = ("the script's own start() and finalize() defer to the command's session, which writes one "
+             "profile for the whole run when the command ends")
 
 
 def _tell_once(key, message):
-    if key not in _cli["told"]:
-        _cli["told"].add(key)
-        warnings.warn(message, stacklevel=3)  # _tell_once <- start/finalize <- the caller
+    """Under the command: one note on stderr the first time the script's start() or finalize()
+    defers to the command's session. A note, not a warning: the command's own examples call them."""
+    if not _cli["told"]:
+        sys.stdout.flush()  # after what the script printed so far, as the command's own lines
+        print(f"flagtree-profiler: note: {message}", file=sys.stderr, flush=True)
+    _cli["told"].add(key)
 
 
 def _check_choice(what, value, choices):
@@ -67,8 +73,7 @@ def start(name=None, *, context="shadow", data="tree", backend=None, mode=None, 
             # A wrong argument is the script's bug under the command too; a mode is checked only
             # against a backend the script names (the one selected here may not be the one meant).
             _check_arguments(name, context, data, backend, mode, hook, select=backend is not None)
-            _tell_once("start", "flagtree.profiler: the script's start() is ignored under flagtree-profiler, "
-                                "which runs one session for the whole command")
+            _tell_once("start", _DEFERRED)
             return _cli["session"]
         return _start_locked(name, context, data, backend, mode, hook)
 
@@ -219,13 +224,25 @@ def finalize(session_id=None):
     if ranks.profiling_off() or session_id == -1:
         return
     with _lock:
+        _check_issued(session_id)
         if _cli["session"] is not None:
-            _tell_once("finalize", "flagtree.profiler: the script's finalize() is deferred under "
-                                   "flagtree-profiler, which writes the profile when the command ends")
+            _tell_once("finalize", _DEFERRED)
             return
         if session_id is not None and session_id not in _sessions:
             return  # already finalized: finalize is idempotent
         _finalize_locked(_targets(session_id))
+
+
+def _check_issued(session_id):
+    """finalize() is idempotent for a session start() returned, and an error for anything else
+    (as activate() is): a typo must not pass for a session already written."""
+    if session_id is None:
+        return
+    if type(session_id) is not int:
+        raise ValueError(f"session id must be an int returned by start(), got {session_id!r}")
+    if not 0 <= session_id < _next_id[0]:
+        raise ValueError(f"no profiling session {session_id!r} was started in this process; open sessions: "
+                         f"{sorted(_sessions) or 'none'}")
 
 
 def _finalize_locked(sessions):
@@ -266,12 +283,14 @@ def _write_outputs(s):
     # beside the metadata of another run.
     remove(s.metadata_path)
     if s.parts:  # the rest becomes the last part; no whole-run file is written
-        _write_part(s)
+        s.written.append(_write_part(s))
         stats["parts"] = list(s.parts)
     metadata = build_metadata(s, s.backend.metadata_facts(), stats)
     if not s.parts:
         write_profile(s, s.output_path, other_data=metadata)
+        s.written.append(s.output_path)
     write_metadata(s.metadata_path, metadata)
+    s.written.append(s.metadata_path)
     # A dropped record leaves its launch without a record, so the two counts overlap: the
     # larger one is the loss.
     lost = max(stats["dropped_records"], stats["lost_launches"])
@@ -280,7 +299,7 @@ def _write_outputs(s):
                       f"({stats['lost_launches']} launches got no record; the vendor library reported "
                       f"{stats['dropped_records']} records dropped for lack of buffer space); raise "
                       f"FLAGTREE_PROFILER_BUFFER_SIZE (or FLAGTREE_PROFILER_BUFFER_LIMIT). Counts are in "
-                      f"{s.metadata_path}", stacklevel=4)
+                      f"{safe(s.metadata_path)}", stacklevel=4)
 
 
 def _close(s):
@@ -352,7 +371,7 @@ def _finalize_at_exit():
         try:
             _finalize_locked(list(_sessions.values()))
         except Exception as error:
-            print(f"flagtree.profiler: writing the profile at exit failed: {error}", file=sys.stderr)
+            print(f"flagtree.profiler: writing the profile at exit failed: {safe(str(error))}", file=sys.stderr)
 
 
 atexit.register(_finalize_at_exit)

@@ -28,6 +28,7 @@ class Session:
         self.dropped_at_start = 0
         self.nvtx = False
         self.parts = []  # paths of the parts written so far
+        self.written = []  # what finalize wrote, in order (a write cut short says what is there)
         self.timer_stop = None  # threading.Event of the periodic-part thread, if any
 
     @property

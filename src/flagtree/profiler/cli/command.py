@@ -25,6 +25,8 @@ from ..backends import KNOWN_BACKENDS, BackendUnavailable, implemented_backends
 from ..native_core import native
 from ..paths import part_stem
 from ..backends.nvidia.counters import list_metrics
+from ..distributed.ranks import current as current_rank
+from ..viewer.safe_text import safe
 
 PROG = "flagtree-profiler"
 
@@ -73,13 +75,13 @@ def _parser():
     parser.add_argument("-n", "--name", help="output path without extension (default: the script's "
                         "name without .py, the module's last part, or 'pytest')")
     parser.add_argument("-b", "--backend", help=f"profiling backend (default: chosen from Triton's "
-                        f"target); implemented: {', '.join(implemented_backends())}; "
-                        f"known: {', '.join(KNOWN_BACKENDS)}")
+                        f"target): {_backends_text()}")
     parser.add_argument("-c", "--context", default="shadow", choices=_session.CONTEXTS,
                         help="how kernels are attributed: shadow = scopes and states (default), "
                              "python = the Python call stack")
     parser.add_argument("-d", "--data", default="tree", choices=_session.DATA_KINDS,
-                        help="tree = NAME.hatchet call tree (default), trace = NAME.chrome_trace timeline")
+                        help="tree = NAME.hatchet call tree (default), trace = NAME.chrome_trace timeline, "
+                             "perfetto = NAME.pftrace timeline (Perfetto's protobuf format)")
     parser.add_argument("-m", "--mode", help="backend-specific collection mode (default: none)")
     parser.add_argument("-k", "--hook", choices=_session.HOOKS,
                         help="triton = also record launch metadata through Triton's launch hook")
@@ -94,6 +96,13 @@ def _parser():
     parser.add_argument("--keep-pytest-frames", action="store_true",
                         help="with pytest and -c python: keep pytest's and pluggy's frames above each test")
     return parser
+
+
+def _backends_text():
+    """Each backend once: the implemented ones, then those the spec names that this version lacks."""
+    implemented = implemented_backends()
+    missing = [name for name in KNOWN_BACKENDS if name not in implemented]
+    return ", ".join(implemented) + (f" (not implemented here: {', '.join(missing)})" if missing else "")
 
 
 def _split(argv):
@@ -128,6 +137,8 @@ def _parse(argv):
         return options, "pytest", target, args
     if not os.path.exists(target):
         raise _UsageError(f"can't open file {target!r}: no such file")
+    if os.path.isdir(target) and not os.path.isfile(os.path.join(target, "__main__.py")):
+        raise _UsageError(f"can't find '__main__' module in {target!r} (a folder runs its __main__.py)")
     return options, "script", target, args
 
 
@@ -218,8 +229,41 @@ def _install_sigterm():
         return None
 
 
+class _WriteInterrupted(BaseException):
+    """Ctrl-C or SIGTERM while the profile is written: the write is abandoned (BaseException, so
+    that no `except Exception` on the way keeps writing)."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _abandon_the_write(signum, frame):
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_IGN)  # the clean-up that follows runs to its end
+    raise _WriteInterrupted(signum)
+
+
 def _finish(opened, code):
-    """Writes the profile and says where; a failed write turns a clean exit into status 1."""
+    """Writes the profile and says where; a failed write turns a clean exit into status 1. A
+    signal during the write abandons what is left of it (a native writer runs to its end first:
+    its file is whole or absent), and one line says what was and was not written."""
+    try:
+        previous = {n: signal.signal(n, _abandon_the_write) for n in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # main() called outside the main thread: signals can't be handled here
+        previous = {}
+    try:
+        return _write(opened, code)
+    except _WriteInterrupted as stop:
+        _session.discard_command_session()  # what was not written is not written at exit either
+        _say(_interrupted_line(opened, stop.signum))
+        return 128 + stop.signum
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _write(opened, code):
     try:
         _session.finalize_command_session()
     except Exception as error:
@@ -228,6 +272,20 @@ def _finish(opened, code):
     if opened is not None:
         _say(_wrote_line(opened.data_files()))
     return code
+
+
+def _interrupted_line(opened, signum):
+    what = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
+    if opened is None:
+        return f"{what}: stopped (profiling was disabled: nothing to write)"
+    written = [p for p in opened.parts if p not in opened.written] + opened.written
+    missing = []
+    if not any(p != opened.metadata_path for p in opened.written):
+        missing.append("the last part" if opened.parts else opened.output_path)
+    if opened.metadata_path not in opened.written:
+        missing.append(opened.metadata_path)
+    return (f"{what} while the profile was written: the rest of the write was abandoned; wrote "
+            f"{', '.join(written) or 'nothing'}; not written: {', '.join(missing) or 'nothing'}")
 
 
 def _wrote_line(files):
@@ -249,8 +307,10 @@ def _message(error):
 
 
 def _say(message):
+    """One line on stderr; what it names (the profile's name, a path, an error's text) may hold
+    anything, so control characters are escaped (a terminal must not act on them)."""
     sys.stdout.flush()  # keep the target's output ahead of ours when both go to a terminal
-    print(f"{PROG}: {message}", file=sys.stderr, flush=True)
+    print(f"{PROG}: {safe(message)}", file=sys.stderr, flush=True)
 
 
 def _list_metrics(options):
@@ -262,7 +322,7 @@ def _list_metrics(options):
         return 2
     for m in metrics:
         for name in (m.get("submetrics") if options.submetrics else None) or [m["name"]]:
-            print(f"{name}\t{m['type']}\t{m['unit']}\t{m['description']}")
+            print("\t".join(safe(str(v)) for v in (name, m["type"], m["unit"], m["description"])))
     return 0
 
 
@@ -325,8 +385,16 @@ def _begin(options, kind, target):
         _say(f"error: {_message(error)}")
         return False
     if session_id == -1:
-        _say("FLAGTREE_PROFILER_DISABLE is set: running without profiling")
+        _say(_disabled_reason())
     return _session.find_session(session_id)  # names the output in the final message
+
+
+def _disabled_reason():
+    if _env.disable_flag():
+        return "FLAGTREE_PROFILER_DISABLE is set: running without profiling"
+    info = current_rank()
+    rank = info.rank if info is not None else 0
+    return f"FLAGTREE_PROFILER_RANKS={_env.rank_subset()} leaves rank {rank} out: running without profiling"
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ Only one input file is held in memory at a time; the output is written atomicall
 """
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -64,6 +65,41 @@ def _load_json(path, data):
         return _orjson.loads(data) if _orjson is not None else json.loads(data)
     except ValueError as error:
         raise TraceMergeError(f"'{path}' is not valid JSON ({error})") from None
+    except RecursionError:
+        raise TraceMergeError(f"'{path}' nests its JSON too deeply to be a Chrome trace") from None
+
+
+def _finite(value):
+    return type(value) is int or (type(value) is float and math.isfinite(value))
+
+
+def _id_like(value):
+    """pid, tid and flow ids are numbers or strings in Chrome traces (and keys of our maps)."""
+    return value is None or type(value) in (int, str) or (type(value) is float and math.isfinite(value))
+
+
+def bad_event(event):
+    """Why a trace event cannot be merged, or None: what the merge reads of it (its track, time
+    and flow id) must have the types Chrome's trace format gives them."""
+    if not isinstance(event, dict):
+        return f"not an object but {type(event).__name__}"
+    for key in ("pid", "tid", "id"):
+        if not _id_like(event.get(key)):
+            return f"'{key}' is {_shown(event[key])}, not a number or a string"
+    for key in ("ts", "dur"):
+        if key in event and not _finite(event[key]):
+            return f"'{key}' is {_shown(event[key])}, not a finite number"
+    if not isinstance(event.get("ph", ""), str):
+        return f"'ph' is {_shown(event['ph'])}, not a string"
+    return None
+
+
+def _shown(value):
+    if isinstance(value, (dict, list)):  # its type says enough, at any depth
+        empty, full = ("{}", "{...}") if isinstance(value, dict) else ("[]", "[...]")
+        return full if value else empty
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _read(path):
@@ -84,7 +120,7 @@ def _head_metadata(path):
             at += 1
         value, _ = json.JSONDecoder().raw_decode(head, at)
         return value if isinstance(value, dict) else {}
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None  # not at the head: read with the events
 
 
@@ -115,21 +151,38 @@ class Input:
             head = document.get("otherData") if isinstance(document, dict) else None
             head = head if isinstance(head, dict) else {}
         sibling, self.meta_path = _sibling_metadata(path)
-        self.meta = {**(head or {}), **sibling}
+        self.meta = _clean_clock({**(head or {}), **sibling})
         named = RANK_FILE.match(path)
         named = named if named and named.group(3) == EXTENSIONS["trace"] else None
         rank = self.meta.get("rank")
-        self.rank = int(named.group(2)) if named else rank if type(rank) is int else 0
+        self.rank = int(named.group(2)) if named else rank if type(rank) is int and rank >= 0 else 0
         self.host = str(self.meta.get("host") or "unknown host")
         self.pid = self.meta.get("pid") if type(self.meta.get("pid")) is int else None
         self.shift_us = 0.0
+        self.skipped = 0  # events that could not be merged (bad_event)
+        self.first_skipped = None  # (index in traceEvents, why)
 
     def wall_origin_ns(self):
         """This trace's t=0 on the reference rank's wall clock, or None."""
         base, origin = self.meta.get("clock_base"), self.meta.get("trace_origin_monotonic_ns")
-        if not isinstance(base, dict) or type(origin) is not int:
+        if base is None or origin is None:
             return None
-        return base["realtime_ns"] + (origin - base["monotonic_ns"]) + int(self.meta.get("clock_offset_ns") or 0)
+        return base["realtime_ns"] + (origin - base["monotonic_ns"]) + (self.meta.get("clock_offset_ns") or 0)
+
+
+def _clean_clock(meta):
+    """The metadata with clock facts of the wrong type left out: the trace may come from anywhere,
+    and a clock fact that is not an integer is no clock fact (the trace keeps its own times)."""
+    for key in ("trace_origin_monotonic_ns", "clock_offset_ns", "clock_offset_error_ns"):
+        if key in meta and type(meta[key]) is not int:
+            del meta[key]
+    base = meta.get("clock_base")
+    if base is not None and not (isinstance(base, dict) and type(base.get("realtime_ns")) is int
+                                 and type(base.get("monotonic_ns")) is int):
+        del meta["clock_base"]
+    elif base is not None and type(base.get("error_ns")) is not int:
+        meta["clock_base"] = {**base, "error_ns": 0}
+    return meta
 
 
 def _align(inputs):
@@ -186,7 +239,7 @@ def _names(events):
     """Process and thread names the input gave its own pids/tids, and the first named pid."""
     processes, threads = {}, {}
     for e in events:
-        if e.get("ph") == "M" and isinstance(e.get("args"), dict):
+        if bad_event(e) is None and e.get("ph") == "M" and isinstance(e.get("args"), dict):
             if e.get("name") == "process_name":
                 processes[e.get("pid")] = str(e["args"].get("name"))
             elif e.get("name") == "thread_name":
@@ -225,8 +278,13 @@ def _copy_events(item, tracks, writer):
     if not isinstance(events, list):
         raise TraceMergeError(f"'{item.path}' is not a Chrome trace (no traceEvents list)")
     names = _names(events)
-    for e in events:
-        if not isinstance(e, dict) or e.get("ph") == "M":
+    for n, e in enumerate(events):
+        why = bad_event(e)
+        if why is not None:
+            item.skipped += 1
+            item.first_skipped = item.first_skipped or (n, why)
+            continue
+        if e.get("ph") == "M":
             continue  # names are re-made per rank
         e = dict(e)
         e["tid"] = _track(tracks, item, e.get("pid"), e.get("tid"), names, writer)
@@ -235,7 +293,11 @@ def _copy_events(item, tracks, writer):
             e["ts"] = round(e["ts"] + item.shift_us, 3)
         if e.get("ph") in ("s", "t", "f") and "id" in e:
             e["id"] = _flow_id(item.index, e["id"])
-        writer.event(e)
+        try:
+            writer.event(e)
+        except (TypeError, ValueError, RecursionError) as error:  # args no JSON writer takes
+            item.skipped += 1
+            item.first_skipped = item.first_skipped or (n, f"its arguments cannot be written as JSON ({error})")
 
 
 def merge_traces(paths, out_path):
@@ -244,6 +306,13 @@ def merge_traces(paths, out_path):
     clock, base_wall = _align(inputs)
     # parts of one rank share one metadata file
     per_rank, total = losses((i.rank, i.meta_path or i.path, i.meta) for i in inputs)
+    try:
+        return _write_merged(inputs, out_path, clock, base_wall, per_rank, total)
+    except OSError as error:  # a full disk, a folder that is not there: say which file
+        raise TraceMergeError(f"cannot write the merged trace '{out_path}': {error.strerror or error}") from None
+
+
+def _write_merged(inputs, out_path, clock, base_wall, per_rank, total):
     ranks = {}
     with chrome_trace(out_path) as writer:
         for item in sorted(inputs, key=lambda i: (i.rank, i.index)):
@@ -254,9 +323,11 @@ def merge_traces(paths, out_path):
                     writer.event(e)
             _copy_events(item, tracks, writer)
         other = {"merged_from": [{"file": os.path.basename(i.path), "rank": i.rank, "host": i.host,
-                                  "shift_us": i.shift_us} for i in inputs],
+                                  "shift_us": i.shift_us, "skipped_events": i.skipped} for i in inputs],
                  "ranks": sorted(ranks), "clock": clock,
                  "losses": {"per_rank": {str(r): c for r, c in sorted(per_rank.items())}, "total": total}}
+        skipped = [f"'{i.path}' event {i.first_skipped[0]}: {i.first_skipped[1]}" for i in inputs if i.skipped]
+        other["skipped_events"] = {"total": sum(i.skipped for i in inputs), "first": skipped}
         writer.tail["otherData"] = other
         if base_wall is not None:
             writer.tail["baseTimeNanoseconds"] = base_wall  # wall time of ts=0, as Kineto writes it
@@ -268,8 +339,11 @@ def summary_line(other, out_path):
     lost = "no records lost" if not any(total.values()) else \
         "losses: " + "; ".join(f"rank {r}: {c['lost_launches']} lost launches, {c['dropped_records']} dropped "
                                f"records" for r, c in other["losses"]["per_rank"].items() if any(c.values()))
+    skipped = other["skipped_events"]
+    bad = "" if not skipped["total"] else \
+        f"; SKIPPED {skipped['total']} bad events (first: " + "; ".join(skipped["first"]) + ")"
     text = f"merged {len(other['merged_from'])} traces of {len(other['ranks'])} ranks into {out_path}; " \
-           f"clock: {other['clock']['method']}; {lost}\n"
+           f"clock: {other['clock']['method']}; {lost}{bad}\n"
     return safe(text[:-1]) + "\n"  # a terminal gets no control codes
 
 

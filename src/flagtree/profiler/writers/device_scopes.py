@@ -1,5 +1,6 @@
 """The instrumentation backend's trace of kernel-side scopes, `<name>.device_scopes.json`:
-Chrome trace-event JSON with one track per block and warp.
+Chrome trace-event JSON with a process per block of each launch (``<kernel> (launch N) block B``)
+and a thread per warp (``warp W``), the track names Proton's device traces use.
 
 Times: the GPU's global timer reads ~1.8e18 ns, beyond what a double holds to the nanosecond,
 so ``ts`` is microseconds since the trace's first block start (``otherData.time_origin_ns``, the

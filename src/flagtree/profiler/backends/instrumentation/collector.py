@@ -157,7 +157,8 @@ def scope_children(info, summary):
 def trace_events(info, records, launch_label, clock_ghz, max_blocks=None):
     """Chrome-trace complete events, one per scope interval of the first max_blocks blocks (all the
     blocks of `records` by default: the drain decodes only TRACE_BLOCKS of each launch):
-    process = the launch, thread = "block B warp W"; time in microseconds of the GPU's global timer
+    a process per block of the launch ("<launch> block B"), a thread per warp ("warp W", as Proton
+    names its tracks, so tools that read Proton's traces read ours); time in microseconds of the GPU's global timer
     (each block's start stamp plus its cycles converted with the SM clock). Returns (events, left out).
 
     The global timer reads ~1.8e18 ns, where a double is exact only to 256 ns (and to 0.25 us once
@@ -176,9 +177,9 @@ def trace_events(info, records, launch_label, clock_ghz, max_blocks=None):
     events = []
     for b, u, s, c, d, m in zip(block.tolist(), unit.tolist(), scope.tolist(), start.tolist(), durations.tolist(),
                                 sm.tolist()):
-        # Proton's fields: name = scope, cat = kernel, a track per warp (README, Instrumentation).
-        events.append({"name": info.scope_names.get(s, str(s)), "ph": "X", "cat": info.name, "pid": launch_label,
-                       "tid": f"block {b} warp {u}", "base_ns": int(records.block_start_ns.get(b, 0)),
+        # Proton's fields: name = scope, cat = kernel, a process per block, a track per warp.
+        events.append({"name": info.scope_names.get(s, str(s)), "ph": "X", "cat": info.name,
+                       "pid": f"{launch_label} block {b}", "tid": f"warp {u}", "base_ns": int(records.block_start_ns.get(b, 0)),
                        "offset_ns": (c - first_cycle[b]) / clock_ghz, "dur": d / clock_ghz / 1000.0,
                        "args": {"cycles": d, "sm": m, "block": b, "warp": u}})
     return events, left_out

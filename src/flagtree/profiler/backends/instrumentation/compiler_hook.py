@@ -27,6 +27,7 @@ import threading
 
 from ... import language
 from ..base import BackendUnavailable
+from .warp_specialized import hoisted_module
 
 PROFILE_BUFFER_ALIGNMENT = 128
 # Shared memory per block by compute capability, used when no device can be asked (CPU compiles).
@@ -203,7 +204,9 @@ def _install_register(pipelines):
 
 def _install_stages_hook():
     """Chains onto triton.knobs.runtime.add_stages_inspection_hook (where Triton has it) to learn
-    each module's total warps just before its TritonGPU -> LLVM lowering; returns the undo."""
+    each module's total warps just before its TritonGPU -> LLVM lowering, and to move the records
+    of warp-specialized loops where the partitioner keeps them (warp_specialized.py); returns the
+    undo."""
     import triton  # deferred: triton is heavy and optional
 
     runtime = getattr(triton.knobs, "runtime", None)
@@ -220,6 +223,9 @@ def _install_stages_hook():
         llir = stages.get("llir")
         if llir is not None:
             stages["llir"] = lambda src, metadata: _lower_knowing_warps(llir, src, metadata)
+        ttgir = stages.get("ttgir")
+        if ttgir is not None:
+            stages["ttgir"] = lambda src, metadata: ttgir(hoisted_module(src), metadata)
 
     runtime.add_stages_inspection_hook = hook
 

@@ -1,13 +1,20 @@
 """The nvidia backend: CUPTI's activity stream, loaded with dlopen at run time.
 
 Which libcupti is loaded, in this order (the first that loads wins):
-  1. FLAGTREE_PROFILER_CUPTI_PATH
-  2. a copy already loaded in this process (two copies cannot share CUPTI's one subscriber slot)
-  3. the nvidia-cuda-cupti wheel (nvidia/cu13/lib, nvidia/cuda_cupti/lib)
-  4. Triton's bundled copy (triton/backends/nvidia/lib/cupti)
+  1. FLAGTREE_PROFILER_CUPTI_PATH, then the copy the tracer subscribed with before in this process
+  2. Triton's bundled copy (triton/backends/nvidia/lib/cupti/libcupti.so), the file Proton loads,
+     when its CUDA major is supported and not newer than the driver's
+  3. a copy already loaded in this process (two copies cannot share CUPTI's one subscriber slot)
+  4. the nvidia-cuda-cupti wheel (nvidia/cu13/lib, nvidia/cuda_cupti/lib)
   5. CUDA_HOME (extras/CUPTI/lib64, lib64, targets/*/lib)
   6. the system loader path (libcupti.so.13, libcupti.so.12, libcupti.so)
-Within 3-6, copies whose major version matches the CUDA driver's come first.
+Within 4-6, copies whose major version matches the CUDA driver's come first.
+Why Triton's copy before the one torch maps at import (the libcupti 13 wheel): CUPTI's subscriber
+slot passes between two copies in one direction only. After our release() of a libcupti 13,
+Proton's libcupti 12 cannot subscribe (error 39) for the rest of the process; after our release()
+of Triton's copy, Proton (the same file) and torch.profiler (libcupti 13) both can. Hardware
+counters skip 2 (and a loaded copy of another major): Triton's CUPTI 12 gave no metrics under the
+CUDA 13 driver. What each copy costs: docs/reference/backends.md (Hand-over).
 """
 import glob
 import os
@@ -49,9 +56,39 @@ def _installed_candidates():
     yield from ("libcupti.so.13", "libcupti.so.12", "libcupti.so")
 
 
-def iter_cupti_candidates(driver_major=None):
+def _path_major(path):
+    """The CUDA major of a libcupti path: from its name, else from the versioned names beside it
+    (Triton's folder holds libcupti.so, the name Proton loads, beside libcupti.so.12)."""
+    major = _major_of(path)
+    if major is not None or os.sep not in path:
+        return major
+    majors = {_major_of(p) for p in glob.glob(os.path.join(os.path.dirname(path), "libcupti.so.*"))} - {None}
+    return min(majors) if majors else None
+
+
+def triton_cupti(driver_major=None):
+    """Triton's bundled libcupti (the path Proton dlopens: <dir>/libcupti.so), or None when Triton
+    bundles none, or one of an unsupported major or newer than the driver."""
+    for entry in sys.path:
+        folder = os.path.join(entry, "triton", "backends", "nvidia", "lib", "cupti")
+        versioned = glob.glob(os.path.join(folder, "libcupti.so.*"))
+        if not versioned and not os.path.isfile(os.path.join(folder, "libcupti.so")):
+            continue
+        plain = os.path.join(folder, "libcupti.so")
+        path = plain if os.path.isfile(plain) else sorted(versioned)[0]
+        major = _path_major(path)
+        if major is not None and (major not in SUPPORTED_CUDA_MAJORS or (driver_major and major > driver_major)):
+            return None
+        return path
+    return None
+
+
+def iter_cupti_candidates(driver_major=None, proton_first=True, used=None):
     """The libcupti paths to try, in the documented order, found as they are asked for: the first
-    session stops at the first that loads instead of globbing every sys.path entry (~5 ms)."""
+    session stops at the first that loads instead of globbing every sys.path entry (~5 ms).
+    proton_first=False (hardware counters, which need the driver's major): no Triton copy first,
+    and a loaded copy of another major than the driver's is not preferred either. `used`: the
+    copy this process subscribed with before, tried right after the explicit path."""
     seen = set()
 
     def fresh(paths):
@@ -60,7 +97,12 @@ def iter_cupti_candidates(driver_major=None):
                 seen.add(path)
                 yield path
 
-    yield from fresh((_env.cupti_path(), loaded_library("libcupti.so")))
+    yield from fresh((_env.cupti_path(), used))
+    loaded = loaded_library("libcupti.so")
+    if proton_first:
+        yield from fresh((triton_cupti(driver_major), loaded))
+    elif not (driver_major and loaded and _path_major(loaded) not in (None, driver_major)):
+        yield from fresh((loaded,))
     if not driver_major:
         yield from fresh(_installed_candidates())
         return
@@ -75,9 +117,14 @@ def iter_cupti_candidates(driver_major=None):
     yield from fresh(others)
 
 
-def cupti_candidates(driver_major=None):
+def cupti_candidates(driver_major=None, proton_first=True):
     """The libcupti paths to try, in the documented order."""
-    return list(iter_cupti_candidates(driver_major))
+    return list(iter_cupti_candidates(driver_major, proton_first))
+
+
+def _api_major(api_version):
+    """The CUDA major of a CUPTI API version: 13.x reports 13xxxx, 12.x 18..2x; None for 0."""
+    return api_version // 10000 if api_version >= 100000 else 12 if api_version >= 18 else None
 
 
 class _DeviceFacts:
@@ -174,13 +221,15 @@ class NvidiaBackend(Backend):
             counters.stop_session(session)
 
     def counters_library(self):
-        """The libcupti for hardware counters: the one traced with, else the first candidate
-        that has the Range Profiler API."""
-        if self._library:
-            return self._library
+        """The libcupti for hardware counters: the one traced with if it is of the driver's major
+        (Triton's CUPTI 12 build gave no metrics under a CUDA 13 driver on the H200), else the
+        first candidate of the counters' order that has the Range Profiler API."""
         version = native.cuda_driver_version()
+        driver_major = version // 1000 if version else None
+        if self._library and _path_major(self._library) in (None, driver_major):
+            return self._library
         failures = []
-        for path in cupti_candidates(version // 1000 if version else None):
+        for path in cupti_candidates(driver_major, proton_first=False):
             try:
                 native.counters_load(path)
                 return path
@@ -212,7 +261,16 @@ class NvidiaBackend(Backend):
         native.cupti_set_buffer_limit(_env.buffer_limit())
         failures = []
         cupti_attach.before_acquire()
-        for path in iter_cupti_candidates(driver_major):
+        # Hardware counters need the libcupti of the driver's major; plain tracing takes Triton's
+        # copy first, so that Proton and torch.profiler can follow in this process.
+        # The copy this process used before comes first: once a libcupti 13 has subscribed, a 12
+        # cannot (error 39), while 12 -> 13 works (the tracer, parked on another copy, attaches
+        # afresh: dialect_tracer_impl.h).
+        counting = isinstance(options, counters.CounterMode)
+        used = native.cupti_library() or None  # the tracer's, whichever backend took it
+        if used and counting and _path_major(used) not in (None, driver_major):
+            used = None
+        for path in iter_cupti_candidates(driver_major, proton_first=not counting, used=used):
             try:
                 native.cupti_acquire(path, buffer_bytes)
             except native.LibraryNotFound as error:  # cannot load, or too old: try the next
@@ -222,11 +280,24 @@ class NvidiaBackend(Backend):
                 raise type(error)(f"flagtree.profiler: {error}") from None
             self._library = native.cupti_library()
             self._check_version(native.cupti_version())
+            if counting:
+                self._check_counters_major(driver_major)
             _device_facts.prefetch()  # answered while the session runs; written at finalize
             return
         raise BackendUnavailable(
             "no usable libcupti found for the nvidia backend; set FLAGTREE_PROFILER_CUPTI_PATH or install "
             "the nvidia-cuda-cupti wheel. Tried:\n  " + "\n  ".join(failures))
+
+    def _check_counters_major(self, driver_major):
+        major = _api_major(native.cupti_version())
+        if major in (None, driver_major):
+            return
+        held = self._library
+        self.release()
+        raise BackendUnavailable(
+            f"hardware counters need the libcupti of the CUDA driver's major ({driver_major}), and the open "
+            f"session traces with {held} (CUPTI {major}): finalize it first, or set FLAGTREE_PROFILER_CUPTI_PATH "
+            f"to a CUDA {driver_major} libcupti for every session")
 
     def _check_version(self, api_version):
         # CUPTI API versions: 12.x reports 18..2x, 13.x reports 13xxxx; map the library file instead.
