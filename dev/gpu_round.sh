@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|check|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -18,13 +18,19 @@ echo "install: $(( $(date +%s) - t0 )) s"
 python3 - <<'PY' | tee "$OUT/env.txt"
 import torch, triton, flagtree.profiler as p
 from flagtree.profiler import _native
-from flagtree.profiler.backends.nvidia import cupti_candidates
+from flagtree.profiler.backends.nvidia.backend import cupti_candidates
 print("torch", torch.__version__, "triton", triton.__version__, torch.cuda.get_device_name(0))
 print("driver", _native.cuda_driver_version(), "cupti candidates", cupti_candidates(13)[:4])
 print("loaded cupti:", [l.split()[-1] for l in open("/proc/self/maps") if "libcupti" in l][:3])
 PY
 if [ "$what" = tests ] || [ "$what" = all ]; then
   FLAGTREE_GPU_TESTS=1 timeout 400 python3 -m pytest -q -p no:cacheprovider tests/gpu "$@" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
+fi
+if [ "$what" = check ]; then   # the whole GPU suite, then the figures a change must not worsen
+  FLAGTREE_GPU_TESTS=1 timeout 330 python3 -m pytest -q -p no:cacheprovider tests/gpu "$@" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25
+  timeout 150 python3 bench/overhead.py --family ours --workload launch --reps 5 > "$OUT/overhead_launch.json" 2> "$OUT/overhead_launch.err"; tail -c 1500 "$OUT/overhead_launch.json"; echo
+  timeout 120 python3 bench/session_cost.py --sessions 20 --tools ours,cupti --no-breakdown --out "$OUT" > "$OUT/session_cost.log" 2>&1; tail -8 "$OUT/session_cost.log"
+  timeout 150 python3 bench/device_timer.py --reps 5 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -3 "$OUT/device_timer.err"; cat "$OUT/device_timer.log"
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   timeout 420 python3 bench/run_all.py --out "$OUT" "$@" 2>&1 | tee "$OUT/bench.log" | tail -40
