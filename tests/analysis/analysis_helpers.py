@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from flagtree.profiler.viewer.cli import main
-from flagtree.profiler.viewer.render import format_float, format_integral
+from flagtree.profiler.viewer.render import column_notation, format_float, format_floats, format_integral
 
 FIXTURES = Path(__file__).resolve().parent.parent / "viewer" / "fixtures"
 FIXTURE_NAMES = sorted(p.name for p in FIXTURES.glob("*.hatchet"))
@@ -70,16 +70,23 @@ def viewer_sorted(capsys, *argv):
             for line in lines]
 
 
-def cell(value, integral):
-    """How the viewer prints a value of a column."""
-    return format_integral(value) if integral else format_float(value)
+def cell(value, integral, notation=None):
+    """How the viewer prints a value of a column (``notation``: the column's, column_notation)."""
+    if integral:
+        return format_integral(value)
+    return format_floats([value], notation)[0] if notation else format_float(value)
+
+
+def column_cells(values, integral):
+    """A whole column as the viewer prints it: float columns in one notation."""
+    notation = None if integral else column_notation(values)
+    return [cell(v, integral, notation) for v in values]
 
 
 def profile_cells(profile, columns):
     """{path: [cells]} of a Profile, for the columns the viewer was asked for, as it prints
     them: derived columns by their spec, stored metrics as their inclusive sums."""
     integral = dict(zip(profile.metrics, profile._integral))
-    out = {}
-    for view in profile.nodes():
-        out[view.path] = [cell(view.value(c), integral.get(c, True)) for c in columns]
-    return out
+    views = list(profile.nodes())
+    cells = [column_cells([v.value(c) for v in views], integral.get(c, True)) for c in columns]
+    return {view.path: [column[at] for column in cells] for at, view in enumerate(views)}

@@ -20,7 +20,7 @@ from .diff import diff_tree
 from .errors import ViewerError
 from .metrics import usable_specs
 from .nodes import stored_values
-from .options import parse_depth, parse_threshold, selection
+from .options import DEFAULT_METRICS, default_metrics, parse_depth, parse_threshold, selection
 from .pipeline import summed
 from .profile_tree import release
 from .render import FRAME_FORMATS, View, render_metric_list, render_sorted, render_tree, use_color
@@ -98,7 +98,7 @@ def build_parser():
     )
     add = parser.add_argument
     add("profiles", nargs="+", metavar="profile.hatchet", help="profile file(s); several are merged")
-    add("-m", "--metrics", default="time/s", help="comma-separated metrics with units (default: time/s)")
+    add("-m", "--metrics", default=DEFAULT_METRICS, help="comma-separated metrics with units (default: time/s)")
     add("-i", "--include", metavar="REGEX", help="keep only paths through nodes whose name matches")
     add("-e", "--exclude", metavar="REGEX", help="drop nodes whose name matches, with their subtrees")
     add("-d", "--depth", metavar="N", help="print down to depth N (the root is depth 0)")
@@ -159,6 +159,7 @@ def run(args, write, stream=None, release_trees=True):
     profile = exports.load(args.profiles)
     if args.list:
         return _list_metrics(profile, write)
+    args.metrics = default_metrics(args.metrics, profile.names)
     metrics, values_of = summed(profile, args.metrics, chosen)
     trees = [profile.root]
     diff = args.diff_profile is not None

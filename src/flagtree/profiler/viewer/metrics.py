@@ -196,10 +196,16 @@ def _flop_metric(spec, prefix, width, ctx):
     return Metric(spec, _rate(keys, PREFIXES[prefix]), [TIME] + keys)
 
 
+def _no_value(index):
+    return lambda incl, root: None
+
+
 def _util_metric(spec, ctx):
     ctx.require(spec, TIME)
     if not any(k in ctx.names for k in list(FLOP_KEYS.values()) + ["bytes"] + list(MEASURED_BYTES)):
-        raise ctx.missing(spec, "flops<width>' or 'bytes")
+        # No node did any counted work (a CPU run, kernels without launch metadata): every
+        # cell is '-', as util is on scopes, rather than the whole view refused.
+        return Metric(spec, _no_value, (TIME,), kernels_only=True)
     if not ctx.devices.any_known():
         raise ViewerError(
             f"metric 'util' needs peak figures for a device, but profile {ctx.source} "

@@ -11,6 +11,7 @@ import math
 import re
 
 from .errors import ViewerError
+from .nodes import IDENTIFIERS
 
 
 class Selection:
@@ -62,6 +63,24 @@ def compile_regex(option, pattern):
     except (re.error, OverflowError, RecursionError, ValueError) as exc:
         # OverflowError: a repeat count such as a{99999999999}
         raise ViewerError(f"invalid {option} regex '{pattern}': {exc}") from None
+
+
+class _DefaultMetrics(str):
+    """The ``-m`` a user did not write: it compares and splits as its text, and ``is`` tells it apart."""
+
+
+DEFAULT_METRICS = _DefaultMetrics("time/s")
+
+
+def default_metrics(metrics, names):
+    """``-m`` for one profile: as given; when left out, time/s, or for a profile without device
+    times (scope metrics alone, counters alone) what it has: CPU time, else its stored metrics."""
+    if metrics is not DEFAULT_METRICS or "time (ns)" in names:
+        return metrics
+    if "cpu_time (ns)" in names:
+        return "cpu_time/s"
+    stored = sorted(n for n in names if not n.startswith("__") and n not in IDENTIFIERS)
+    return stored or metrics
 
 
 def metric_specs(metrics, names=()):

@@ -64,10 +64,24 @@ def format_float(value):
     return f"{value:.3e}"
 
 
-def format_floats(values):
-    """format_float over a column, without a call per cell."""
+def format_floats(values, notation=None):
+    """format_float over a column, without a call per cell; ``notation`` ('f' or 'e', from
+    column_notation) makes every cell of the column one kind."""
+    if notation == "e":
+        return ["-" if v is None else f"{v:.3e}" for v in values]
+    if notation == "f":
+        return ["-" if v is None else f"{v:.3f}" for v in values]
     return ["-" if v is None else f"{v:.3f}" if v == 0 or 0.1 <= abs(v) < 1e6 else f"{v:.3e}"
             for v in values]
+
+
+def column_notation(values):
+    """'e' when some value of a column needs e-notation (non-zero under 0.1, 1e6 or more, not
+    finite), else 'f': one notation a column, so that its values line up and compare."""
+    for v in values:
+        if v is not None and v != 0 and not 0.1 <= abs(v) < 1e6:
+            return "e"
+    return "f"
 
 
 def format_integral(value):
@@ -108,6 +122,7 @@ class View:
         self.cutoff = None
         self.threshold = threshold
         self.root_first = None
+        self.notations = None  # each float column's notation, chosen over all its rows
 
     def start(self, root):
         self.root_first = self.values_of(root)[0]
@@ -170,8 +185,8 @@ def _tree_rows(root, view):
     return nodes, depths, lasts
 
 
-def _column_cells(fmt, column):
-    return format_floats(column) if fmt is format_float else list(map(fmt, column))
+def _column_cells(fmt, column, notation=None):
+    return format_floats(column, notation) if fmt is format_float else list(map(fmt, column))
 
 
 def _widths(view, values):
@@ -182,8 +197,12 @@ def _widths(view, values):
     alive at once.
     """
     widths = []
+    view.notations = []
     for index, (label, fmt) in enumerate(zip(view.labels, view.formatters)):
-        cells = _column_cells(fmt, [row[index] for row in values])
+        column = [row[index] for row in values]
+        notation = column_notation(column) if fmt is format_float else None
+        view.notations.append(notation)
+        cells = _column_cells(fmt, column, notation)
         widths.append(max(len(label), max(map(len, cells), default=0)))
     header = "  ".join(label.rjust(width) for label, width in zip(view.labels, widths))
     # One column's cells are no bigger than the sums freed before: kept, not made twice.
@@ -194,8 +213,10 @@ def _widths(view, values):
 def _cells(view, values, widths):
     """Per row of ``values``, its right-aligned value columns as one string."""
     rows = None
+    notations = getattr(view, "notations", None) or [None] * len(widths)
     for index, (fmt, width) in enumerate(zip(view.formatters, widths)):
-        cells = map(str.rjust, _column_cells(fmt, [row[index] for row in values]), repeat(width))
+        column = [row[index] for row in values]
+        cells = map(str.rjust, _column_cells(fmt, column, notations[index]), repeat(width))
         rows = list(cells) if rows is None else list(map("  ".join, zip(rows, cells)))
     return rows or [""] * len(values)
 
