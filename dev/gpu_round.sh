@@ -27,10 +27,10 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
   FLAGTREE_GPU_TESTS=1 timeout 400 python3 -m pytest -q -p no:cacheprovider tests/gpu "$@" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
 fi
 if [ "$what" = check ]; then   # the whole GPU suite, then the figures a change must not worsen
-  FLAGTREE_GPU_TESTS=1 timeout 330 python3 -m pytest -q -p no:cacheprovider tests/gpu "$@" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25
-  timeout 150 python3 bench/overhead.py --family ours --workload launch --reps 5 > "$OUT/overhead_launch.json" 2> "$OUT/overhead_launch.err"; tail -c 1500 "$OUT/overhead_launch.json"; echo
-  timeout 120 python3 bench/session_cost.py --sessions 20 --tools ours,cupti --no-breakdown --out "$OUT" > "$OUT/session_cost.log" 2>&1; tail -8 "$OUT/session_cost.log"
-  timeout 150 python3 bench/device_timer.py --reps 5 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -3 "$OUT/device_timer.err"; cat "$OUT/device_timer.log"
+  FLAGTREE_GPU_TESTS=1 timeout 280 python3 -m pytest -q -p no:cacheprovider tests/gpu "$@" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25
+  timeout 80 python3 bench/overhead.py --family ours --workload launch --reps 3 > "$OUT/overhead_launch.json" 2> "$OUT/overhead_launch.err"; tail -c 1500 "$OUT/overhead_launch.json"; echo
+  timeout 50 python3 bench/session_cost.py --sessions 10 --tools ours,cupti --no-breakdown --out "$OUT" > "$OUT/session_cost.log" 2>&1; tail -8 "$OUT/session_cost.log"
+  timeout 70 python3 bench/device_timer.py --reps 3 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -3 "$OUT/device_timer.err"; cat "$OUT/device_timer.log"
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   timeout 420 python3 bench/run_all.py --out "$OUT" "$@" 2>&1 | tee "$OUT/bench.log" | tail -40
