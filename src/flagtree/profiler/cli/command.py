@@ -11,11 +11,10 @@ Options before the target belong to the profiler; everything after it reaches th
 """
 import argparse
 import ctypes
+import importlib.util
 import os
 import signal
 import sys
-
-import importlib.util
 
 from . import ixkn_mode as _ixkn
 from .. import _env
