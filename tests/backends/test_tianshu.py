@@ -7,6 +7,7 @@ import pytest
 import flagtree.profiler as profiler
 from flagtree.profiler.backends import get_backend
 from support.kernels import launch_add, launch_copy, tensors
+from support.profiles import metrics_by_path
 
 
 class _LaunchMetadata:
@@ -24,19 +25,6 @@ def _hooked_launch(name, stream=0x7F00):
     knobs.runtime.launch_exit_hook(meta)
 
 
-def _tree(path):
-    root = json.load(open(path))[0]
-    flat = {}
-
-    def walk(node, prefix):
-        for c in node["children"]:
-            flat[prefix + (c["frame"]["name"],)] = c["metrics"]
-            walk(c, prefix + (c["frame"]["name"],))
-
-    walk(root, ())
-    return flat
-
-
 def test_launch_hooks_and_interpreter_launches_are_host_timed(tmp_path):
     x, y, out = tensors()
     sid = profiler.start(str(tmp_path / "t"), backend="tianshu")
@@ -45,7 +33,7 @@ def test_launch_hooks_and_interpreter_launches_are_host_timed(tmp_path):
         _hooked_launch("corex_kernel", stream=0xABC)
         _hooked_launch("corex_kernel", stream=0xDEF)
     profiler.finalize(sid)
-    tree = _tree(tmp_path / "t.hatchet")
+    tree = metrics_by_path(tmp_path / "t.hatchet")
     assert tree[("step", "add_kernel")]["count"] == 1
     corex = tree[("step", "corex_kernel")]
     assert corex["count"] == 2 and corex["device_type"] == 5 and corex["host_timed_launches"] == 2
@@ -112,7 +100,7 @@ def test_ixkn_import_path_attaches_in_process(tmp_path, monkeypatch, report):
     launch_copy(x, out)
     launch_add(x, y, out)
     profiler.finalize(sid)
-    tree = _tree(tmp_path / "t.hatchet")
+    tree = metrics_by_path(tmp_path / "t.hatchet")
     add, copy = tree[("add_kernel",)], tree[("copy_kernel",)]
     assert add["tianshu.gpu_speed_of_light.duration (usecond)"] == pytest.approx(2 + 3)
     assert add["tianshu.occupancy.achieved_occupancy (%)"] == pytest.approx(25)  # mean of 20 % and 30 %

@@ -1,13 +1,13 @@
 """The device_timer ring through its host stand-in: slots handed out by Triton's profile
 allocator, stamps written as a kernel's blocks would, readback, wrap, backpressure, launches that
 never ran, graph capture, and the records reaching a session's tree under the launch's context."""
-import json
 import threading
 
 import pytest
 
 import flagtree.profiler as profiler
 from flagtree.profiler import _native
+from support.profiles import metrics_by_path
 
 T = _native.testing
 LAYOUT = _native.device_timer_layout()
@@ -52,19 +52,6 @@ def _kernel(slot, name, start, end, grid=(1, 1, 1), block=128, lanes=((0, 0, 0),
         T.device_timer_host_stamp(slot, lane, start + ds, end - de)
 
 
-def _tree(path):
-    root = json.load(open(path))[0]
-    flat = {}
-
-    def walk(node, prefix):
-        for c in node["children"]:
-            flat[prefix + (c["frame"]["name"],)] = c["metrics"]
-            walk(c, prefix + (c["frame"]["name"],))
-
-    walk(root, ())
-    return flat
-
-
 def _session(tmp_path, data="tree"):
     return profiler.start(str(tmp_path / "p"), backend="interpreter", data=data)
 
@@ -79,7 +66,7 @@ def test_records_reach_the_launch_context_with_the_earliest_start_and_latest_end
             lanes=((0, 5_000, 0), (3, 0, 7_000), (5, 2_000, 9_000)))
     _native.device_timer_drain()
     profiler.finalize(sid)
-    node = _tree(tmp_path / "p.hatchet")[("step", "add_kernel")]
+    node = metrics_by_path(tmp_path / "p.hatchet")[("step", "add_kernel")]
     assert node["count"] == 1
     assert node["time (ns)"] == 40_000
     stats = _native.device_timer_stats()
@@ -99,7 +86,7 @@ def test_slots_wrap_and_every_launch_is_delivered_once(tmp_path, ring, allocator
     profiler.finalize(sid)
     assert len(set(addresses)) == 4  # four slots, reused
     assert addresses[4] == addresses[0] and addresses[1] - addresses[0] == LAYOUT["slot_bytes"]
-    node = _tree(tmp_path / "p.hatchet")[("loop", "tiny")]
+    node = metrics_by_path(tmp_path / "p.hatchet")[("loop", "tiny")]
     assert node["count"] == 10 and node["time (ns)"] == 3_000
     stats = _native.device_timer_stats()
     assert stats["records"] == 10 and stats["readbacks"] >= 5
@@ -125,7 +112,7 @@ def test_a_full_ring_waits_for_its_readback_and_loses_nothing(tmp_path, ring, al
     _kernel(fifth["slot"], "k", 1_000, 1_050)
     _native.device_timer_drain()
     profiler.finalize(sid)
-    assert _tree(tmp_path / "p.hatchet")[("k",)]["count"] == 5
+    assert metrics_by_path(tmp_path / "p.hatchet")[("k",)]["count"] == 5
     stats = _native.device_timer_stats()
     assert stats["backpressure_waits"] == 1 and stats["records"] == 5
 
@@ -137,7 +124,7 @@ def test_a_launch_that_never_ran_is_counted_not_recorded(tmp_path, ring, allocat
     _allocate()  # its launch failed: nothing stamped the slot
     _native.device_timer_drain()
     profiler.finalize(sid)
-    tree = _tree(tmp_path / "p.hatchet")
+    tree = metrics_by_path(tmp_path / "p.hatchet")
     assert tree[("ran",)]["count"] == 1 and len([k for k in tree if k[-1] != "ran"]) == 0
     assert _native.device_timer_stats()["untimed"] == 1
 
@@ -154,7 +141,7 @@ def test_another_threads_launch_in_flight_is_not_read_before_it_is_queued(tmp_pa
     _kernel(slot["a"], "late", 500, 900)  # its kernel stamps the slot only now
     _native.device_timer_drain()
     profiler.finalize(sid)
-    tree = _tree(tmp_path / "p.hatchet")
+    tree = metrics_by_path(tmp_path / "p.hatchet")
     assert tree[("late",)]["count"] == 1 and tree[("late",)]["time (ns)"] == 400
     assert tree[("main",)]["count"] == 6 and _native.device_timer_stats()["untimed"] == 0
 
@@ -191,7 +178,7 @@ def test_unknown_kernel_ids_keep_their_time_under_a_placeholder_name(tmp_path, r
     T.device_timer_host_stamp(slot, 0, 0, 700)
     _native.device_timer_drain()
     profiler.finalize(sid)
-    assert _tree(tmp_path / "p.hatchet")[("<kernel 1234abcd>",)]["time (ns)"] == 700
+    assert metrics_by_path(tmp_path / "p.hatchet")[("<kernel 1234abcd>",)]["time (ns)"] == 700
     assert _native.device_timer_stats()["unknown_kernels"] == 1
 
 
@@ -212,7 +199,7 @@ def test_deferred_launches_take_the_metadata_published_after_the_allocator(tmp_p
     _kernel(slot, "add_kernel", 0, 1_000)
     _native.device_timer_drain()
     profiler.finalize(sid)
-    node = _node_of(_tree(tmp_path / "p.hatchet"), "renamed_by_hook")
+    node = _node_of(metrics_by_path(tmp_path / "p.hatchet"), "renamed_by_hook")
     assert node["count"] == 1 and node["flops"] == 5.0
 
 
@@ -226,5 +213,5 @@ def test_without_deferral_metadata_published_after_the_allocator_misses_its_laun
     _native.clear_launch_metadata()
     _native.device_timer_drain()
     profiler.finalize(sid)
-    tree = _tree(tmp_path / "p.hatchet")
+    tree = metrics_by_path(tmp_path / "p.hatchet")
     assert _node_of(tree, "add_kernel")["count"] == 1 and not any(k[-1] == "renamed_by_hook" for k in tree)

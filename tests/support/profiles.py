@@ -27,6 +27,11 @@ def walk(node, path=()):
         yield from walk(child, path + (child["frame"]["name"],))
 
 
+def metrics_by_path(path):
+    """{path tuple: metrics} for every node below ROOT of the tree file at ``path``."""
+    return {p: n["metrics"] for p, n in walk(load_tree(path)[0]) if p}
+
+
 def kernel_counts(root):
     """{path tuple: count} for every kernel node."""
     return {p: n["metrics"]["count"] for p, n in walk(root) if n["frame"].get("kind") == "kernel"}

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from ..viewer.errors import ViewerError
 from ..viewer.metrics import fill_values, needed_keys, parse_metrics, prepare, usable_specs
 from ..viewer.nodes import IDENTIFIERS
+from ..viewer.options import compile_regex
 from ..viewer.profile_tree import (compute_inclusive, exclude, hide_metadata, include,
                                    load_profiles, release)
 from ..viewer.safe_text import safe
@@ -82,12 +83,8 @@ def _paths(args):
 
 
 def _regex(option, pattern):
-    if pattern is None or isinstance(pattern, re.Pattern):
-        return pattern
-    try:
-        return re.compile(pattern)
-    except (re.error, OverflowError, RecursionError, ValueError) as exc:
-        raise ViewerError(f"invalid {option} regex '{pattern}': {exc}") from None
+    """A pattern given compiled is taken as it is; text is compiled as the viewer's -i/-e are."""
+    return pattern if isinstance(pattern, re.Pattern) else compile_regex(option, pattern)
 
 
 def _spec_list(metrics):
