@@ -213,7 +213,7 @@ def _widths(view, values):
 def _cells(view, values, widths):
     """Per row of ``values``, its right-aligned value columns as one string."""
     rows = None
-    notations = getattr(view, "notations", None) or [None] * len(widths)
+    notations = view.notations or [None] * len(widths)
     for index, (fmt, width) in enumerate(zip(view.formatters, widths)):
         column = [row[index] for row in values]
         cells = map(str.rjust, _column_cells(fmt, column, notations[index]), repeat(width))
