@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|check|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|check|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -44,6 +44,10 @@ if [ "$what" = instrumentation ]; then  # instrumentation alone: probe, its GPU 
 fi
 if [ "$what" = probe-instrumentation ]; then  # backend="instrumentation": the route end to end (dev/probe_instrumentation.py)
   timeout 500 python3 dev/probe_instrumentation.py 2>&1 | tee "$OUT/probe_instrumentation.log" | tail -60
+fi
+if [ "$what" = probe-device-timer ]; then  # device_timer: timer step, clock against CUPTI, session cost
+  timeout 200 python3 dev/probe_device_timer.py --out "$OUT" > "$OUT/probe_device_timer.log" 2>&1; tail -c 9000 "$OUT/probe_device_timer.log"
+  for i in 1 2 3; do FLAGTREE_GPU_TESTS=1 timeout 100 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_pcsampling_gpu.py -k "first_tiny" 2>&1 | tail -2; done
 fi
 if [ "$what" = probe-pcsampling ]; then  # CUPTI PC-sampling API check
   timeout 120 python3 dev/probe_pcsampling.py --out "$OUT" 2>&1 | tee "$OUT/probe_pcsampling.log" | tail -60
