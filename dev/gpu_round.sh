@@ -47,7 +47,9 @@ if [ "$what" = probe-instrumentation ]; then  # backend="instrumentation": the r
 fi
 if [ "$what" = probe-device-timer ]; then  # device_timer: timer step, clock against CUPTI, session cost
   timeout 200 python3 dev/probe_device_timer.py --out "$OUT" > "$OUT/probe_device_timer.log" 2>&1; tail -c 9000 "$OUT/probe_device_timer.log"
-  for i in 1 2 3; do FLAGTREE_GPU_TESTS=1 timeout 100 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_pcsampling_gpu.py -k "first_tiny" 2>&1 | tail -2; done
+  timeout 200 python3 dev/stamp_cost.py > "$OUT/stamp_cost.json" 2> "$OUT/stamp_cost.err"; cat "$OUT/stamp_cost.json"; tail -3 "$OUT/stamp_cost.err"
+  FLAGTREE_GPU_TESTS=1 timeout 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_device_timer_gpu.py 2>&1 | tail -6 | cut -c1-600
+  for i in 1 2 3; do FLAGTREE_GPU_TESTS=1 timeout 100 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_pcsampling_gpu.py -k "first_tiny" 2>&1 | grep -E "^E +(AssertionError|assert)|passed|failed" | cut -c1-900; done
 fi
 if [ "$what" = probe-pcsampling ]; then  # CUPTI PC-sampling API check
   timeout 120 python3 dev/probe_pcsampling.py --out "$OUT" 2>&1 | tee "$OUT/probe_pcsampling.log" | tail -60

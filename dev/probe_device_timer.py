@@ -67,8 +67,9 @@ def clock_against_cupti(tmp):
     events = json.load(open(os.path.join(tmp, "d.chrome_trace")))["traceEvents"]
     scopes = {e["name"]: e for e in events if e.get("cat") == "scope"}
     kernels = [e for e in events if e.get("cat") == "kernel"]
-    ours = sorted((e for e in kernels if e["args"]["correlation"] >= 0xC0000000), key=lambda e: e["ts"])
-    theirs = sorted((e for e in kernels if e["args"]["correlation"] < 0xC0000000), key=lambda e: e["ts"])
+    ours = sorted(kernels, key=lambda e: e["ts"])
+    theirs = sorted((e for e in json.load(open(os.path.join(tmp, "c.chrome_trace")))["traceEvents"]
+                     if e.get("cat") == "kernel"), key=lambda e: e["ts"])
     rows = []
     for a, b in zip(ours, theirs):
         s = scopes.get(a["args"].get("context"), {})
@@ -80,7 +81,8 @@ def clock_against_cupti(tmp):
                      "scope_end_minus_cupti_end_us": round(s.get("ts", 0) + s.get("dur", 0) - b["ts"] - b["dur"], 2)})
     meta = json.load(open(os.path.join(tmp, "d.meta.json")))
     clock = {k: v for k, v in meta.items() if k.startswith("device_timer_clock")}
-    return {"counts": [len(ours), len(theirs)], "rows": rows, "clock": clock}
+    medians = {k: statistics.median(r[k] for r in rows) for k in rows[0]} if rows else {}
+    return {"counts": [len(ours), len(theirs)], "median": medians, "rows": rows[:2], "clock": clock}
 
 
 def profile_call(fn):
@@ -91,8 +93,8 @@ def profile_call(fn):
     prof.disable()
     elapsed = time.perf_counter() - t0
     stream = io.StringIO()
-    pstats.Stats(prof, stream=stream).sort_stats("cumulative").print_stats(14)
-    lines = [ln for ln in stream.getvalue().splitlines() if ln.strip() and "{" not in ln[:5]][-16:]
+    pstats.Stats(prof, stream=stream).sort_stats("cumulative").print_stats(10)
+    lines = [ln for ln in stream.getvalue().splitlines() if ln.strip() and "{" not in ln[:5]][-10:]
     return result, elapsed, lines
 
 

@@ -17,6 +17,9 @@ void registerErrorsAndEnums(nb::module_& m) {
   nb::exception<NotInitialized>(m, "NotInitialized", PyExc_RuntimeError);
 
   // Value names are the spellings the Python API and the output formats use.
+  nb::enum_<TimeSource>(m, "TimeSource", nb::is_arithmetic())
+      .value("tracer", TimeSource::Tracer)
+      .value("device_timer", TimeSource::DeviceTimer);
   nb::enum_<ContextKind>(m, "ContextKind", nb::is_arithmetic())
       .value("shadow", ContextKind::Shadow)
       .value("python", ContextKind::Python);

@@ -59,9 +59,10 @@ nb::dict sessionStats(int slot) {
 }  // namespace
 
 void registerSessionBindings(nb::module_& m) {
-  m.def("session_create", [](int context, int data) {
-    return Profiler::instance().createSession(static_cast<ContextKind>(context), static_cast<DataKind>(data));
-  });
+  m.def("session_create", [](int context, int data, int source) {
+    return Profiler::instance().createSession(static_cast<ContextKind>(context), static_cast<DataKind>(data),
+                                              static_cast<TimeSource>(source));
+  }, nb::arg("context"), nb::arg("data"), nb::arg("source") = 0);
   m.def("session_set_active", [](int slot, bool active) { Profiler::instance().setActive(slot, active); });
   m.def("session_begin_close", [](int slot) { Profiler::instance().beginClose(slot); });
   m.def("session_is_active", [](int slot) { return Profiler::instance().isActive(slot); });

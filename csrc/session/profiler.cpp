@@ -15,14 +15,15 @@ Session* Profiler::removeSession(int slot) {
   return sessions_.remove(slot, [&] { pending_.forgetSlot(slot); });
 }
 
-void Profiler::onLaunch(uint32_t correlation, bool multiRecord, uint64_t launchNs) {
+void Profiler::onLaunch(uint32_t correlation, bool multiRecord, uint64_t launchNs, TimeSource source) {
   ThreadState& ts = threadState();
-  const uint32_t mask = sessions_.activeMask();
+  const uint32_t ofSource = sessions_.sourceMask(source);
+  const uint32_t mask = sessions_.activeMask() & ofSource;
   if (!mask) {
     delete ts.takeMetadata();
     // Every session is deactivated: remember the launch anyway (for no session), so that its
     // record is known to belong to nobody rather than taken for a launch nobody saw.
-    if (sessions_.existsMask()) pending_.insert(correlation, PendingLaunch{0, nullptr, 0, 0, {}, 0, multiRecord});
+    if (sessions_.existsMask() & ofSource) pending_.insert(correlation, PendingLaunch{0, nullptr, 0, 0, {}, 0, multiRecord});
     return;
   }
   PendingLaunch p;
@@ -40,12 +41,12 @@ void Profiler::onLaunch(uint32_t correlation, bool multiRecord, uint64_t launchN
   pending_.insert(correlation, p);
 }
 
-void Profiler::onRecord(const DeviceRecord& record) {
+void Profiler::onRecord(const DeviceRecord& record, TimeSource source) {
   PendingLaunch p;
   const bool found = pending_.takeForRecord(record.correlation, p);
   if (!found) {
     // A launch we did not see (an API without a callback): keep the time, under ROOT.
-    uint32_t receivers = sessions_.activeMask() | sessions_.closingMask();
+    uint32_t receivers = (sessions_.activeMask() | sessions_.closingMask()) & sessions_.sourceMask(source);
     p = PendingLaunch{record.startNs, nullptr, 0, 0, {}, static_cast<uint16_t>(receivers), false};
   }
   // A record replayed from a graph (it carries a graph node id: CUPTI sets one on every graph

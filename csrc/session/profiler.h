@@ -31,7 +31,9 @@ class Profiler {
   static Profiler& instance();
 
   // Sessions. createSession returns the slot; throws std::runtime_error when all are taken.
-  int createSession(ContextKind context, DataKind data) { return sessions_.create(context, data); }
+  int createSession(ContextKind context, DataKind data, TimeSource source = TimeSource::Tracer) {
+    return sessions_.create(context, data, source);
+  }
   void setActive(int slot, bool active) { sessions_.setActive(slot, active); }
   // Finalize's first step: the session takes no more launches but still receives the records
   // of its launches, and of launches nobody saw, until it is removed.
@@ -45,9 +47,11 @@ class Profiler {
   // Launch path: called on the launching thread just before a launch. `multiRecord` marks
   // launches that produce several records under one correlation id (graph launches).
   // `launchNs` (host monotonic) defaults to now; host-timed backends pass the launch's start.
-  void onLaunch(uint32_t correlation, bool multiRecord, uint64_t launchNs = 0);
-  // Record path: a finished kernel or copy.
-  void onRecord(const DeviceRecord& record);
+  // Only the sessions of `source` see the launch (and its record).
+  void onLaunch(uint32_t correlation, bool multiRecord, uint64_t launchNs = 0,
+                TimeSource source = TimeSource::Tracer);
+  // Record path: a finished kernel or copy, from `source`.
+  void onRecord(const DeviceRecord& record, TimeSource source = TimeSource::Tracer);
   // A launch whose record will never come (its kernel did not run): forgets it.
   void forgetLaunch(uint32_t correlation) {
     PendingLaunch p;

@@ -13,6 +13,11 @@
 namespace ftp {
 
 enum class ContextKind : uint8_t { Shadow = 0, Python = 1 };
+// Where a session's kernel times come from. A session takes only the launches and records of its
+// own source: with a CUPTI session and a device_timer session open at once, each launch is seen
+// by both routes, and each session must count it once.
+enum class TimeSource : uint8_t { Tracer = 0, DeviceTimer = 1 };
+constexpr int kTimeSources = 2;
 
 class Session {
  public:

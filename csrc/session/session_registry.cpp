@@ -5,7 +5,7 @@
 
 namespace ftp {
 
-int SessionRegistry::create(ContextKind context, DataKind data) {
+int SessionRegistry::create(ContextKind context, DataKind data, TimeSource source) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (int slot = 0; slot < kMaxSessions; ++slot) {
     if (slots_[slot].load()) continue;
@@ -13,6 +13,7 @@ int SessionRegistry::create(ContextKind context, DataKind data) {
     // thread finalizes. Their data is released by the caller once written.
     auto* s = new Session(nextUid_.fetch_add(1), slot, context, data);
     slots_[slot].store(s, std::memory_order_release);
+    sourceMask_[int(source)].fetch_or(1u << slot, std::memory_order_acq_rel);
     existsMask_.fetch_or(1u << slot, std::memory_order_acq_rel);
     activeMask_.fetch_or(1u << slot, std::memory_order_acq_rel);
     return slot;
@@ -38,6 +39,7 @@ void SessionRegistry::beginClose(int slot) {
 void SessionRegistry::clearBits(int slot) {
   closingMask_.fetch_and(~(1u << slot), std::memory_order_acq_rel);
   existsMask_.fetch_and(~(1u << slot), std::memory_order_acq_rel);
+  for (auto& mask : sourceMask_) mask.fetch_and(~(1u << slot), std::memory_order_acq_rel);
 }
 
 }  // namespace ftp

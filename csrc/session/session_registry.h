@@ -14,7 +14,7 @@ namespace ftp {
 class SessionRegistry {
  public:
   // Returns the slot; throws std::runtime_error when all are taken.
-  int create(ContextKind context, DataKind data);
+  int create(ContextKind context, DataKind data, TimeSource source = TimeSource::Tracer);
   void setActive(int slot, bool active);
   void beginClose(int slot);
   bool isActive(int slot) const { return slot >= 0 && slot < kMaxSessions && (activeMask() >> slot & 1u); }
@@ -31,6 +31,10 @@ class SessionRegistry {
   uint32_t activeMask() const { return activeMask_.load(std::memory_order_acquire); }
   uint32_t existsMask() const { return existsMask_.load(std::memory_order_acquire); }
   uint32_t closingMask() const { return closingMask_.load(std::memory_order_acquire); }
+  // The sessions whose kernel times come from `source`.
+  uint32_t sourceMask(TimeSource source) const {
+    return sourceMask_[int(source)].load(std::memory_order_acquire);
+  }
 
   // Calls f(slot, session) for each session in `mask`, in slot order.
   template <typename F>
@@ -49,6 +53,7 @@ class SessionRegistry {
   std::atomic<uint32_t> activeMask_{0};
   std::atomic<uint32_t> existsMask_{0};   // slots holding a session
   std::atomic<uint32_t> closingMask_{0};  // sessions being finalized
+  std::atomic<uint32_t> sourceMask_[kTimeSources] = {};
   std::atomic<uint32_t> nextUid_{1};
   std::mutex mutex_;  // create and remove
 };

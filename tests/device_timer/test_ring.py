@@ -52,6 +52,15 @@ def _kernel(slot, name, start, end, grid=(1, 1, 1), block=128, lanes=((0, 0, 0),
         T.device_timer_host_stamp(slot, lane, start + ds, end - de)
 
 
+@pytest.fixture(autouse=True)
+def timer_sourced_sessions(monkeypatch):
+    """The host ring stands in for the device_timer backend's CUDA ring; the interpreter
+    backend's sessions stand in for its sessions, so they take the device timer's records."""
+    from flagtree.profiler.backends.interpreter import InterpreterBackend
+
+    monkeypatch.setattr(InterpreterBackend, "time_source_kind", "device_timer")
+
+
 def _session(tmp_path, data="tree"):
     return profiler.start(str(tmp_path / "p"), backend="interpreter", data=data)
 
@@ -215,3 +224,23 @@ def test_without_deferral_metadata_published_after_the_allocator_misses_its_laun
     profiler.finalize(sid)
     tree = metrics_by_path(tmp_path / "p.hatchet")
     assert _node_of(tree, "add_kernel")["count"] == 1 and not any(k[-1] == "renamed_by_hook" for k in tree)
+
+
+def test_sessions_of_another_time_source_neither_see_nor_count_the_rings_launches(ring, allocator):
+    """A CUPTI session beside a device_timer session: each launch reaches each route once, so
+    each session counts only the launches of its own route (no double count, no false loss)."""
+    ring(16, 4)
+    tracer = _native.session_create(0, 0, int(_native.TimeSource.tracer))
+    timer = _native.session_create(0, 0, int(_native.TimeSource.device_timer))
+    try:
+        slot = _allocate()
+        _kernel(slot, "add_kernel", 10_000, 20_000)
+        T.launch(77, False)
+        T.record(77, "cupti_kernel", 10_000, 21_000, 0)
+        _native.device_timer_drain()
+        assert _native.session_stats(timer) == {"records": 1, "unattributed": 0}
+        assert _native.session_stats(tracer) == {"records": 1, "unattributed": 0}
+        assert _native.pending_launches(tracer) == 0 and _native.pending_launches(timer) == 0
+    finally:
+        _native.session_remove(tracer)
+        _native.session_remove(timer)

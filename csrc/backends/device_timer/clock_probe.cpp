@@ -79,22 +79,10 @@ $ftp_emit_done:
 
 constexpr unsigned kSamples = 32;
 constexpr unsigned kMapped = CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
-
-// Pinned, mapped host memory for one probe; freed on scope exit.
-struct Mapped {
-  Mapped(const CudaTimerApi& api, size_t bytes) : api(api) {
-    if (api.memHostAlloc(&host, bytes, kMapped) != CUDA_SUCCESS ||
-        api.memHostGetDevicePointer(&device, host, 0) != CUDA_SUCCESS)
-      throw std::runtime_error("backend 'device_timer': cannot map host memory for the clock probe");
-  }
-  ~Mapped() {
-    if (host) api.memFreeHost(host);
-  }
-  volatile uint64_t* words() { return static_cast<volatile uint64_t*>(host); }
-  const CudaTimerApi& api;
-  void* host = nullptr;
-  CUdeviceptr device = 0;
-};
+// The probe's mapped words, allocated once with the ring (mapping pinned memory costs about a
+// millisecond a call: per probe it was most of a session's start).
+constexpr size_t kHostClockWord = 0, kDeviceClockWord = 8, kStopWord = 16, kSamplesAt = 64;
+constexpr size_t kProbeBytes = kSamplesAt + kSamples * 24;
 
 void publish() { std::atomic_thread_fence(std::memory_order_seq_cst); }  // drains write-combining buffers
 
@@ -104,21 +92,30 @@ void CudaRingDevice::loadProbes() {
   check(api_.moduleLoadData(&probeModule_, kProbePtx), "cuModuleLoadData (clock probe)");
   check(api_.moduleGetFunction(&probeRead_, probeModule_, "ftp_clock_read"), "cuModuleGetFunction");
   check(api_.moduleGetFunction(&probeEmit_, probeModule_, "ftp_clock_emit"), "cuModuleGetFunction");
+  check(api_.memHostAlloc(&probeHost_, kProbeBytes, kMapped), "cuMemHostAlloc (clock probe)");
+  check(api_.memHostGetDevicePointer(&probeDevice_, probeHost_, 0), "cuMemHostGetDevicePointer (clock probe)");
+}
+
+volatile uint64_t* CudaRingDevice::probeWord(size_t offset) {
+  return reinterpret_cast<volatile uint64_t*>(static_cast<uint8_t*>(probeHost_) + offset);
 }
 
 int64_t CudaRingDevice::upperBound() {
-  Mapped word(api_, 64), samples(api_, kSamples * 24);
-  word.words()[0] = monotonicNs();
+  volatile uint64_t* word = probeWord(kHostClockWord);
+  volatile uint64_t* samples = probeWord(kSamplesAt);
+  for (unsigned i = 0; i < kSamples * 3; ++i) samples[i] = 0;
+  *word = monotonicNs();
   publish();
   std::atomic<bool> stop{false};
   std::thread writer([&] {  // the host clock, written as fast as this thread can
     while (!stop.load(std::memory_order_relaxed)) {
-      word.words()[0] = monotonicNs();
+      *word = monotonicNs();
       publish();
     }
   });
   unsigned n = kSamples;
-  void* params[] = {&samples.device, &word.device, &n};
+  CUdeviceptr samplesOnDevice = probeDevice_ + kSamplesAt, wordOnDevice = probeDevice_ + kHostClockWord;
+  void* params[] = {&samplesOnDevice, &wordOnDevice, &n};
   CUresult result = api_.launchKernel(probeRead_, 1, 1, 1, 1, 1, 1, 0, copy_, params, nullptr);
   if (result == CUDA_SUCCESS) result = api_.streamSynchronize(copy_);
   stop = true;
@@ -126,7 +123,7 @@ int64_t CudaRingDevice::upperBound() {
   check(result, "the clock probe (device reads host)");
   int64_t upper = std::numeric_limits<int64_t>::max();
   for (unsigned i = 0; i < kSamples; ++i) {
-    const uint64_t host = samples.words()[3 * i + 1], after = samples.words()[3 * i + 2];
+    const uint64_t host = samples[3 * i + 1], after = samples[3 * i + 2];
     if (host) upper = std::min(upper, int64_t(after) - int64_t(host));
   }
   if (upper == std::numeric_limits<int64_t>::max())
@@ -135,24 +132,25 @@ int64_t CudaRingDevice::upperBound() {
 }
 
 int64_t CudaRingDevice::lowerBound() {
-  Mapped words(api_, 64);  // [0] the device's timer, [1] stop
-  words.words()[0] = 0;
-  words.words()[1] = 0;
+  volatile uint64_t* timer = probeWord(kDeviceClockWord);
+  volatile uint64_t* stopFlag = probeWord(kStopWord);
+  *timer = 0;
+  *stopFlag = 0;
   publish();
-  CUdeviceptr timerWord = words.device, stopWord = words.device + 8;
+  CUdeviceptr timerWord = probeDevice_ + kDeviceClockWord, stopWord = probeDevice_ + kStopWord;
   void* params[] = {&timerWord, &stopWord};
   check(api_.launchKernel(probeEmit_, 1, 1, 1, 1, 1, 1, 0, copy_, params, nullptr), "the clock probe (host reads device)");
   int64_t lower = std::numeric_limits<int64_t>::min();
   const uint64_t deadline = monotonicNs() + 20'000'000;
   unsigned seen = 0;
   while (seen < kSamples && monotonicNs() < deadline) {
-    const uint64_t device = words.words()[0];
+    const uint64_t device = *timer;
     const uint64_t after = monotonicNs();
     if (!device) continue;
     lower = std::max(lower, int64_t(device) - int64_t(after));
     ++seen;
   }
-  words.words()[1] = 1;
+  *stopFlag = 1;
   publish();
   check(api_.streamSynchronize(copy_), "the clock probe (host reads device)");
   if (!seen) throw std::runtime_error("backend 'device_timer': the clock probe saw no device timer value");

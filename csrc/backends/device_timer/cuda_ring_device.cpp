@@ -91,6 +91,7 @@ CudaRingDevice::~CudaRingDevice() {
   for (CUevent e : freeEvents_) api_.eventDestroy(e);
   for (auto& [stream, e] : streamEvents_) api_.eventDestroy(e);
   if (probeModule_) api_.moduleUnload(probeModule_);
+  if (probeHost_) api_.memFreeHost(probeHost_);
   if (copy_) api_.streamDestroy(copy_);
   if (mirror_) api_.memFreeHost(mirror_);
   if (base_) api_.memFree(base_);

@@ -58,6 +58,7 @@ class CudaRingDevice : public RingDevice {
   void loadProbes();
   int64_t upperBound();  // the device reads the host clock
   int64_t lowerBound();  // the host reads the device clock
+  volatile uint64_t* probeWord(size_t offset);  // a word of the probe's mapped memory
   CUevent takeEvent();
 
   const CudaTimerApi& api_;
@@ -74,6 +75,8 @@ class CudaRingDevice : public RingDevice {
   CUmodule probeModule_ = nullptr;
   CUfunction probeRead_ = nullptr;  // the device reads the host's clock word
   CUfunction probeEmit_ = nullptr;  // the device writes its clock for the host to read
+  void* probeHost_ = nullptr;       // pinned, mapped write-combined: the probe's words
+  CUdeviceptr probeDevice_ = 0;     // the same memory as the device sees it
 };
 
 }  // namespace ftp

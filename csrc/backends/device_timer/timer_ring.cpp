@@ -46,7 +46,7 @@ thread_local Deferred deferred{0, 0, false};
 void TimerRing::launchDone() {
   if (!deferred.pending) return;
   deferred.pending = false;
-  Profiler::instance().onLaunch(deferred.correlation, false, deferred.launchNs);
+  Profiler::instance().onLaunch(deferred.correlation, false, deferred.launchNs, TimeSource::DeviceTimer);
 }
 
 uint32_t TimerRing::kernelId(const char* name, size_t size) {
@@ -123,7 +123,7 @@ uint64_t TimerRing::claim(uint64_t stream) {
   if (defer_.load(std::memory_order_relaxed)) {
     deferred = Deferred{correlation, now, true};  // a launch that never reached its exit hook is dropped
   } else {
-    Profiler::instance().onLaunch(correlation, false, now);
+    Profiler::instance().onLaunch(correlation, false, now, TimeSource::DeviceTimer);
   }
   return device_->deviceBase() + uint64_t(slot) * kTimerSlotBytes;
 }
@@ -270,7 +270,7 @@ void TimerRing::deliver(uint64_t first, uint64_t last) {
     }
     r.grid[0] = int32_t(meta[1]), r.grid[1] = int32_t(meta[2] & 0xFFFF), r.grid[2] = int32_t(meta[2] >> 16);
     r.block[0] = int32_t(meta[3]), r.block[1] = 1, r.block[2] = 1;
-    profiler.onRecord(r);
+    profiler.onRecord(r, TimeSource::DeviceTimer);
     ++delivered;
   }
   std::lock_guard<std::mutex> lock(mutex_);

@@ -111,7 +111,8 @@ def _start_locked(name, context, data, backend, mode, hook):
 
     paths = output_paths(base, data, shared_name=_name_kinds.get(base, data) != data)
     session = Session(_next_id[0], base, context, data, impl, options, hook, paths)
-    session.slot = native.session_create(native.ContextKind[context], native.DataKind[data])
+    session.slot = native.session_create(native.ContextKind[context], native.DataKind[data],
+                                         native.TimeSource[impl.time_source_kind])
     try:
         _acquire(impl, options, chosen_by_environment=backend is None and bool(_env.backend()))
     except BaseException:

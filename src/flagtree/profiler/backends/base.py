@@ -71,6 +71,10 @@ class Backend:
     #: the per-session state this backend keeps: a class whose no-argument instance becomes
     #: ``session.state`` at start (None: the backend keeps nothing per session)
     SessionState = None
+    #: where this backend's kernel times come from (the native TimeSource): a session takes only
+    #: the launches and records of its own source, so two routes open at once never count a
+    #: launch twice
+    time_source_kind = "tracer"
 
     def unavailable_reason(self):
         """None when this backend can run here, else a sentence saying what is missing.

@@ -73,6 +73,7 @@ def _native():
 class DeviceTimerBackend(Backend):
     name = "device_timer"
     SessionState = DeviceTimerState
+    time_source_kind = "device_timer"
 
     def __init__(self):
         self._lock = threading.RLock()
