@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|check|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|check|device-timer|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -44,6 +44,20 @@ if [ "$what" = instrumentation ]; then  # instrumentation alone: probe, its GPU 
 fi
 if [ "$what" = probe-instrumentation ]; then  # backend="instrumentation": the route end to end (dev/probe_instrumentation.py)
   timeout 500 python3 dev/probe_instrumentation.py 2>&1 | tee "$OUT/probe_instrumentation.log" | tail -60
+fi
+if [ "$what" = device-timer ]; then  # device_timer: stamp cost, clock in fresh processes, GPU tests, bench; PC-sampling first kernels
+  timeout 200 python3 dev/stamp_cost.py > "$OUT/stamp_cost.json" 2> "$OUT/stamp_cost.err"; python3 -c "import json;d=json.load(open('$OUT/stamp_cost.json'));print({k:v['kernel_us'] for k,v in d.items()})"; tail -2 "$OUT/stamp_cost.err"
+  timeout 150 python3 dev/clock_repeat.py 2>&1 | tail -4 | cut -c1-400
+  FLAGTREE_GPU_TESTS=1 timeout 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_device_timer_gpu.py 2>&1 | grep -E "^E +|passed|failed" | tail -6 | cut -c1-400
+  timeout 90 python3 bench/device_timer.py --reps 3 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -2 "$OUT/device_timer.err"; python3 - "$OUT/device_timer.log" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))["workloads"]
+for w, r in d.items():
+    for c in ("device_timer", "nvidia", "floor"):
+        x = r[c]; print(w, c, {k: round(x[k], 4) for k in ("ratio_with_start_finalize", "loop_ratio", "gpu_time_ratio", "start_median_s", "finalize_median_s")})
+    print(w, "agreement", {k: (v["count_device_timer"], v["count_cupti"], round(v["mean_ns_device_timer"]), round(v["mean_ns_cupti"]), round(v["diff_rel"], 4)) for k, v in r["agreement"].items()})
+PY
+  timeout 150 python3 dev/pcsampling_first.py 2>&1 | cut -c1-300
 fi
 if [ "$what" = probe-device-timer ]; then  # device_timer: timer step, clock against CUPTI, session cost
   timeout 200 python3 dev/probe_device_timer.py --out "$OUT" > "$OUT/probe_device_timer.log" 2>&1; tail -c 9000 "$OUT/probe_device_timer.log"

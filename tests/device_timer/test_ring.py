@@ -72,7 +72,7 @@ def test_records_reach_the_launch_context_with_the_earliest_start_and_latest_end
         slot = _allocate()
     # three blocks on three lanes: the launch spans the earliest start and the latest end
     _kernel(slot, "add_kernel", 10_000, 50_000, grid=(3, 2, 1),
-            lanes=((0, 5_000, 0), (3, 0, 7_000), (5, 2_000, 9_000)))
+            lanes=((0, 5_000, 0), (3, 0, 7_000), (31, 2_000, 9_000)))
     _native.device_timer_drain()
     profiler.finalize(sid)
     node = metrics_by_path(tmp_path / "p.hatchet")[("step", "add_kernel")]

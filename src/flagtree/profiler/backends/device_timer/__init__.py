@@ -24,8 +24,7 @@ from ...native_core import native as _native_module
 from ..base import Backend, BackendUnavailable, device_info_of
 from . import compiler_hook
 
-DEFAULT_SLOTS = 1 << 16
-LANES = 8  # the native ring's kTimerLanes
+DEFAULT_SLOTS = 1 << 14
 _MODE_KEYS = ("slots", "batch")
 
 
@@ -124,7 +123,7 @@ class DeviceTimerBackend(Backend):
         # nvidia backend): allocating it and its pinned mirror costs milliseconds. free() lets go.
         self.clock_at_start = native.device_timer_start(options.slots, options.batch_slots())
         self._undo.append(native.device_timer_drain)
-        compiler_hook.install(native, native.device_timer_plane_bytes(), LANES)
+        compiler_hook.install(native, native.device_timer_plane_bytes(), native.device_timer_layout()["lanes"])
         self._undo.append(compiler_hook.uninstall)
         previous = _allocation._profile_allocator.get()
         native.device_timer_set_fallback(previous)
