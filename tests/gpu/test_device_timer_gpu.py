@@ -136,16 +136,20 @@ def test_kernels_lie_inside_the_host_scope_that_launched_and_waited_for_them(tmp
 
 
 def test_times_agree_with_cupti_for_the_same_launches(tmp_path):
-    """Both routes open at once see the same launches, each session only its own route's:
-    device_timer's stamps and CUPTI's kernel records of each launch line up on the profile's
-    clock (the stamps start at the first instruction, after the grid's launch on the device)."""
+    """Both routes open at once see the same launches, each session only its own route's: each
+    launch's duration and its distance from the first launch agree with CUPTI's records of it
+    (the stamps start at the first instruction, ~1 us after CUPTI's grid start). Where each
+    route puts the launches on the host's clock is checked against host scopes, not against
+    CUPTI: its records, mapped through cuptiGetTimestamp, were seen 16-31 ms off in some
+    processes on the H200 (docs/reference/device-timer.md)."""
     x, y, out = _tensors(1 << 24)
     _launch(x, y, out)
     torch.cuda.synchronize()
     timer = profiler.start(str(tmp_path / "d"), backend="device_timer", data="trace")
     cupti = profiler.start(str(tmp_path / "c"), backend="nvidia", data="trace")
-    _launch(x, y, out, times=10)
-    torch.cuda.synchronize()
+    for _ in range(10):
+        _launch(x, y, out)
+        torch.cuda.synchronize()
     profiler.finalize(cupti)
     profiler.finalize(timer)
 
@@ -156,13 +160,9 @@ def test_times_agree_with_cupti_for_the_same_launches(tmp_path):
     ours, theirs = kernels("d"), kernels("c")
     assert len(ours) == len(theirs) == 10
     assert all(e["args"]["correlation"] >= 0xC0000000 for e in ours)
-    meta = json.load(open(tmp_path / "d.meta.json"))
-    slack_us = abs(meta["device_timer_clock_uncertainty_ns"]) / 1e3 + 1.0
     for a, b in zip(ours, theirs):
-        end_a, end_b = a["ts"] + a["dur"], b["ts"] + b["dur"]
-        assert abs(end_a - end_b) < slack_us
-        assert -slack_us < a["ts"] - b["ts"] < slack_us + 2.0
-        assert abs(a["dur"] - b["dur"]) < 0.05 * b["dur"] + 2.0
+        assert abs(a["dur"] - b["dur"]) < 0.03 * b["dur"] + 1.5
+        assert abs((a["ts"] - ours[0]["ts"]) - (b["ts"] - theirs[0]["ts"])) < 2.0
 
 
 def test_beside_torch_profiler_both_see_the_kernels(tmp_path):
