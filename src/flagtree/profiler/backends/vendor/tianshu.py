@@ -155,7 +155,8 @@ class TianshuBackend(Backend):
         device_timer = get_backend("device_timer")
         try:
             device_timer.acquire(device_timer.check_mode(None))
-        except (BackendUnavailable, RuntimeError) as error:
+        except (BackendUnavailable, RuntimeError, ValueError) as error:
+            device_timer.free()  # a ring that started before a later step failed (frees only when unused)
             if wanted == "device_timer":
                 raise BackendUnavailable(f"backend 'tianshu': time_source=device_timer: {error}") from None
             self.time_source_reason = f"the device_timer route cannot run here: {error}"
