@@ -8,6 +8,7 @@ on its name: the answer holds for a build that gains or lacks the pieces, and sa
 is missing. The ring device (the native ring over the CUDA driver API) is started by the
 backend; whether it starts is the last check, made at acquire().
 """
+import sys
 import threading
 import types
 from dataclasses import dataclass, field
@@ -51,7 +52,7 @@ def registered_stages(compiler_cls, target):
     """(stage names in order, whether add_stages called the stages inspection hook), from the
     compiler's own add_stages with default options: nothing is compiled."""
     import triton  # deferred: triton is heavy and optional
-    from triton.backends.compiler import Language
+    from triton.backends.compiler import Language  # deferred: triton is heavy and optional
 
     runtime = triton.knobs.runtime
     compiler = compiler_cls(target)
@@ -90,8 +91,6 @@ def _code_names(code):
 def launcher_passes_profile_scratch(driver_cls):
     """Whether the code of the driver's module (its launcher) asks Triton's profile allocator
     for the kernel's profile scratch pointer (``_allocation._profile_allocator``)."""
-    import sys
-
     module = sys.modules.get(driver_cls.__module__)
     for value in vars(module).values() if module else ():
         functions = []
