@@ -64,6 +64,9 @@ void registerSessionBindings(nb::module_& m) {
                                               static_cast<TimeSource>(source));
   }, nb::arg("context"), nb::arg("data"), nb::arg("source") = 0);
   m.def("session_set_active", [](int slot, bool active) { Profiler::instance().setActive(slot, active); });
+  m.def("session_set_time_source", [](int slot, int source) {
+    Profiler::instance().setTimeSource(slot, static_cast<TimeSource>(source));
+  });
   m.def("session_begin_close", [](int slot) { Profiler::instance().beginClose(slot); });
   m.def("session_is_active", [](int slot) { return Profiler::instance().isActive(slot); });
   m.def("session_remove", &removeSession);

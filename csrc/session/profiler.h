@@ -35,6 +35,7 @@ class Profiler {
     return sessions_.create(context, data, source);
   }
   void setActive(int slot, bool active) { sessions_.setActive(slot, active); }
+  void setTimeSource(int slot, TimeSource source) { sessions_.setSource(slot, source); }
   // Finalize's first step: the session takes no more launches but still receives the records
   // of its launches, and of launches nobody saw, until it is removed.
   void beginClose(int slot) { sessions_.beginClose(slot); }

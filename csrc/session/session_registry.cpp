@@ -22,6 +22,12 @@ int SessionRegistry::create(ContextKind context, DataKind data, TimeSource sourc
                            std::to_string(kMaxSessions) + ")");
 }
 
+void SessionRegistry::setSource(int slot, TimeSource source) {
+  if (!at(slot)) return;
+  for (auto& mask : sourceMask_) mask.fetch_and(~(1u << slot), std::memory_order_acq_rel);
+  sourceMask_[int(source)].fetch_or(1u << slot, std::memory_order_acq_rel);
+}
+
 void SessionRegistry::setActive(int slot, bool active) {
   if (!at(slot)) return;
   if (active)

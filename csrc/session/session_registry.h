@@ -16,6 +16,8 @@ class SessionRegistry {
   // Returns the slot; throws std::runtime_error when all are taken.
   int create(ContextKind context, DataKind data, TimeSource source = TimeSource::Tracer);
   void setActive(int slot, bool active);
+  // Moves the session to another time source (a backend that picks its source while starting).
+  void setSource(int slot, TimeSource source);
   void beginClose(int slot);
   bool isActive(int slot) const { return slot >= 0 && slot < kMaxSessions && (activeMask() >> slot & 1u); }
   Session* at(int slot) const {

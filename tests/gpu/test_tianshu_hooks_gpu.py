@@ -22,7 +22,7 @@ SCRIPT = textwrap.dedent(r'''
     import torch, triton, triton.language as tl
     import flagtree.profiler as profiler
 
-    OUT = sys.argv[1]
+    OUT, TIME_SOURCE = sys.argv[1], sys.argv[2]
 
     def meta(grid, metadata, args):
         return {"name": "add_%d" % args["n"], "flops32": args["n"]}
@@ -43,7 +43,7 @@ SCRIPT = textwrap.dedent(r'''
         for k in range(1, 13):
             f.write('"%d","%d","python","add_kernel","1","1","Occupancy","Achieved Occupancy","%d %%"\n'
                     % (k, os.getpid(), k))
-    profiler.start(os.path.join(OUT, "t"), backend="tianshu", hook="triton", mode="ixkn_import_path=" + csv)
+    profiler.start(os.path.join(OUT, "t"), backend="tianshu", hook="triton", mode="time_source=%s:ixkn_import_path=%s" % (TIME_SOURCE, csv))
     with profiler.scope("default_stream"):
         for _ in range(10):
             add_kernel[(4,)](x, out, 256, BLOCK=64)
@@ -56,13 +56,17 @@ SCRIPT = textwrap.dedent(r'''
 ''')
 
 
-def test_real_launch_hooks_record_each_launch_host_timed(tmp_path):
+def _run(tmp_path, time_source):
     script = tmp_path / "run.py"
     script.write_text(SCRIPT)
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, str(script), str(tmp_path)], env=env, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run([sys.executable, str(script), str(tmp_path), time_source], env=env, capture_output=True,
+                          text=True, timeout=600)
     assert done.returncode == 0, done.stderr
+
+
+def test_real_launch_hooks_record_each_launch_host_timed(tmp_path):
+    _run(tmp_path, "host")
     root = json.load(open(tmp_path / "t.hatchet"))[0]
     scopes = {c["frame"]["name"]: c for c in root["children"]}
     default = scopes["default_stream"]["children"][0]
@@ -75,3 +79,15 @@ def test_real_launch_hooks_record_each_launch_host_timed(tmp_path):
     meta = json.load(open(tmp_path / "t.meta.json"))
     assert meta["time_source"] == "host" and meta["host_timed_launches"] == 11
     assert meta["vendor_rows_by_rule"] == {"name_order": 11} and meta["vendor_rows_unmatched"] == 1
+
+
+def test_auto_takes_device_times_where_triton_supports_the_device_timer_route(tmp_path):
+    _run(tmp_path, "auto")  # NVIDIA's Triton supports the route (PTX stamps)
+    meta = json.load(open(tmp_path / "t.meta.json"))
+    assert meta["time_source"] == "device_timer" and "cuda:" in meta["time_source_reason"]
+    assert meta["device_timer_records"] == 11 and meta["device_timer_untimed"] == 0
+    root = json.load(open(tmp_path / "t.hatchet"))[0]
+    scopes = {c["frame"]["name"]: c for c in root["children"]}
+    m = scopes["default_stream"]["children"][0]["metrics"]
+    assert m["count"] == 10 and "host_timed_launches" not in m
+    assert scopes["side_stream"]["children"][0]["metrics"]["count"] == 1

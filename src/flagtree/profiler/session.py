@@ -118,6 +118,8 @@ def _start_locked(name, context, data, backend, mode, hook):
     except BaseException:
         native.session_remove(session.slot)
         raise
+    # A backend may pick its time source while starting (tianshu: the device timer or the host).
+    native.session_set_time_source(session.slot, native.TimeSource[impl.time_source_kind])
     try:
         impl.attach_session(session)
     except BaseException:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from ...hooks.triton_chain import _attach, _launch_hook_owner
 from ...native_core import native as _native_module
 from ..base import Backend, BackendUnavailable, device_info_of
-from . import compiler_hook
+from . import compiler_hook, route
 
 DEFAULT_SLOTS = 1 << 14
 _MODE_KEYS = ("slots", "batch")
@@ -69,6 +69,14 @@ def _native():
     return _native_module
 
 
+def start_cuda_ring(slots, batch):
+    """The ring on the current CUDA device (the CUDA driver API: also CoreX's libcuda); the
+    clock offset probed at start."""
+    if not _native().cuda_driver_version():
+        raise BackendUnavailable("backend 'device_timer' needs the CUDA driver (libcuda.so.1) and a GPU")
+    return _native().device_timer_start(slots, batch)
+
+
 class DeviceTimerBackend(Backend):
     name = "device_timer"
     SessionState = DeviceTimerState
@@ -82,6 +90,9 @@ class DeviceTimerBackend(Backend):
         self.clock_at_start = None
         self._hooked = []  # open sessions with hook="triton"
         self._undo_exit = None
+        self.support = None  # route.RouteSupport of the target, found at the first acquire
+        # (slots, batch) -> the clock probe's dict; a CPU test puts the host stand-in ring here
+        self.start_ring = start_cuda_ring
 
     def check_mode(self, mode):
         return parse_mode(mode)
@@ -103,9 +114,10 @@ class DeviceTimerBackend(Backend):
                 raise ValueError(f"backend 'device_timer': a session with mode {self._options.canonical()!r} is open; "
                                  f"kernels are stamped for one ring at a time (got {options.canonical()!r})")
             if self._users == 0:
-                compiler_hook.check_triton()
-                if not _native().cuda_driver_version():
-                    raise BackendUnavailable("backend 'device_timer' needs the CUDA driver (libcuda.so.1) and a GPU")
+                support = route.route_support()
+                if not support.supported:
+                    raise BackendUnavailable(f"backend 'device_timer' cannot run for this target: {support.reason}")
+                self.support = support
                 try:
                     self._install(options)
                 except BaseException:
@@ -121,9 +133,10 @@ class DeviceTimerBackend(Backend):
         self._options = options
         # The ring outlives the session (kept for the next one, as CUPTI stays attached for the
         # nvidia backend): allocating it and its pinned mirror costs milliseconds. free() lets go.
-        self.clock_at_start = native.device_timer_start(options.slots, options.batch_slots())
+        self.clock_at_start = self.start_ring(options.slots, options.batch_slots())
         self._undo.append(native.device_timer_drain)
-        compiler_hook.install(native, native.device_timer_plane_bytes(), native.device_timer_layout()["lanes"])
+        compiler_hook.install(native, native.device_timer_plane_bytes(), native.device_timer_layout()["lanes"],
+                              self.support.stamper)
         self._undo.append(compiler_hook.uninstall)
         previous = _allocation._profile_allocator.get()
         native.device_timer_set_fallback(previous)
@@ -198,7 +211,9 @@ class DeviceTimerBackend(Backend):
             stats = {"time_source": self.name,
                      "device_timer_covers": "Triton kernels launched in the session (stamped at compile time); "
                                             "other kernels and copies are not seen",
-                     "device_timer_options": self._options.canonical()}
+                     "device_timer_options": self._options.canonical(),
+                     "device_timer_stamps": f"{self.support.stamper.code_format} "
+                                            f"(stage {self.support.stamper.stage!r}, target {self.support.facts.get('target')})"}
             stats.update({f"device_timer_{k}": v - start.get(k, 0) for k, v in now.items()})
             stats["device_timer_kernels_stamped"] = compiler_hook.stats["stamped"] - session.state.stamped_at_start
             stats["device_timer_kernels_not_stamped"] = list(compiler_hook.stats["not_stamped_kernels"])

@@ -1,8 +1,9 @@
 """How kernels compiled while a device_timer session is open get their stamps.
 
 No pass of ours runs inside Triton's MLIR pipeline: Triton's stages inspection hook
-(``triton.knobs.runtime.add_stages_inspection_hook``) lets us wrap the "ptx" stage, and the wrapper
-inserts the stamps into the PTX text (ptx_stamps.py) and sets the kernel's metadata
+(``triton.knobs.runtime.add_stages_inspection_hook``) lets us wrap the stage whose text the
+target's stamper edits (stampers.py: "ptx" on NVIDIA, "llir" on CoreX), and the wrapper inserts
+the stamps into that text and sets the kernel's metadata
 ``profile_scratch_size`` / ``profile_scratch_align`` so that Triton's launcher asks the profile
 allocator (ours) for the slot pointer.
 
@@ -15,7 +16,7 @@ import threading
 import warnings
 
 from ..base import BackendUnavailable
-from . import ptx_stamps
+from . import stampers
 
 MODE_PREFIX = "flagtree-device-timer"
 SCRATCH_BYTES = 16
@@ -25,8 +26,9 @@ _installed = None  # the undo function while installed
 stats = {"stamped": 0, "not_stamped": 0, "not_stamped_kernels": []}
 
 
-def mode_string(plane_bytes, lanes):
-    return f"{MODE_PREFIX}:v2:lanes={lanes}:plane={plane_bytes}"
+def mode_string(plane_bytes, lanes, stamper=stampers.PTX):
+    suffix = "" if stamper == stampers.PTX else f":stamps={stamper.name}"
+    return f"{MODE_PREFIX}:v2:lanes={lanes}:plane={plane_bytes}{suffix}"
 
 
 def check_triton():
@@ -52,36 +54,90 @@ def check_triton():
                                  f"{triton.__version__} lacks {', '.join(missing)}")
 
 
-def stamp_stage(ptx_stage, native, plane_bytes, lanes):
-    """The "ptx" stage, followed by the stamps (a kernel we cannot stamp runs untimed, with a warning)."""
+def _not_stamped(name, reason):
+    stats["not_stamped"] += 1
+    if len(stats["not_stamped_kernels"]) < 32:
+        stats["not_stamped_kernels"].append(name)
+    warnings.warn(f"flagtree.profiler: backend 'device_timer' cannot time kernel {name}: {reason}",
+                  RuntimeWarning, stacklevel=3)
+
+
+def stamp_stage(stage_fn, native, plane_bytes, lanes, stamper=stampers.PTX, originals=None):
+    """`stamper.stage`, followed by the stamps (a kernel we cannot stamp runs untimed, with a
+    warning). `originals` (a dict) keeps each stamped text's unstamped form for the later stages'
+    guard (guard_stage)."""
 
     def stage(src, metadata):
-        ptx = ptx_stage(src, metadata)
-        name = metadata.get("name", "?")
+        text = stage_fn(src, metadata)
+        try:
+            name = stamper.kernel_name(text)
+        except stampers.NotStampable:
+            name = metadata.get("name", "?")
         if metadata.get("profile_scratch_size"):
             reason = "it already uses profile scratch memory (another instrumentation)"
         else:
             try:
-                stamped = ptx_stamps.stamp_ptx(ptx, native.device_timer_name_kernel(name), plane_bytes, lanes)
-            except ptx_stamps.NotStampable as error:
+                stamped = stamper.stamp(text, native.device_timer_name_kernel(name), plane_bytes, lanes)
+            except stampers.NotStampable as error:
                 reason = str(error)
             else:
                 metadata["profile_scratch_size"] = SCRATCH_BYTES
                 metadata["profile_scratch_align"] = native.device_timer_layout()["align_tag"]
                 stats["stamped"] += 1
+                if originals is not None:
+                    while len(originals) >= 16:  # a compile that failed between stages left its entry
+                        originals.pop(next(iter(originals)))
+                    originals[stamped] = (text, name)
                 return stamped
-        stats["not_stamped"] += 1
-        if len(stats["not_stamped_kernels"]) < 32:
-            stats["not_stamped_kernels"].append(name)
-        warnings.warn(f"flagtree.profiler: backend 'device_timer' cannot time kernel {name}: {reason}",
-                      RuntimeWarning, stacklevel=2)
-        return ptx
+        _not_stamped(name, reason)
+        return text
 
     return stage
 
 
-def install(native, plane_bytes, lanes):
-    """Kernels compiled from now on carry the stamps (until uninstall)."""
+def guard_stage(stage_fn, originals, last):
+    """A stage after the stamped one: if it rejects the stamped text (a toolchain that does not
+    take the stamps' instructions), the kernel is compiled from its unstamped text and runs
+    untimed, named in the metadata, instead of failing the user's compile."""
+
+    def stage(src, metadata):
+        original = originals.get(src) if isinstance(src, str) else None
+        try:
+            out = stage_fn(src, metadata)
+        except Exception as error:
+            if original is None:
+                raise
+            originals.pop(src, None)
+            text, name = original
+            metadata["profile_scratch_size"] = 0
+            metadata["profile_scratch_align"] = 1
+            stats["stamped"] -= 1
+            _not_stamped(name, f"the compiler rejected the stamped code ({type(error).__name__}: "
+                               f"{str(error)[:200]}); compiled without stamps")
+            return stage_fn(text, metadata)
+        if last and original is not None:
+            originals.pop(src, None)
+        return out
+
+    return stage
+
+
+def wrap_stages(stages, native, plane_bytes, lanes, stamper):
+    """Wraps `stamper.stage` in `stages` (Triton's ordered dict of stage functions) and guards
+    every stage after it. False when the compiler registers no such stage."""
+    names = list(stages)
+    if stamper.stage not in names:
+        return False
+    originals = {}
+    at = names.index(stamper.stage)
+    stages[stamper.stage] = stamp_stage(stages[stamper.stage], native, plane_bytes, lanes, stamper, originals)
+    for name in names[at + 1:]:
+        stages[name] = guard_stage(stages[name], originals, last=name == names[-1])
+    return True
+
+
+def install(native, plane_bytes, lanes, stamper=stampers.PTX):
+    """Kernels compiled from now on carry the stamps of `stamper` (until uninstall)."""
     global _installed
     import triton  # deferred: triton is heavy and optional
 
@@ -103,11 +159,10 @@ def install(native, plane_bytes, lanes):
             if previous_hook is not None:
                 previous_hook(*args, **kwargs)
             stages = kwargs["stages"] if "stages" in kwargs else args[1]
-            if "ptx" in stages:
-                stages["ptx"] = stamp_stage(stages["ptx"], native, plane_bytes, lanes)
+            wrap_stages(stages, native, plane_bytes, lanes, stamper)
 
         runtime.add_stages_inspection_hook = hook
-        compilation.instrumentation_mode = mode_string(plane_bytes, lanes)
+        compilation.instrumentation_mode = mode_string(plane_bytes, lanes, stamper)
 
         def undo():
             compilation.instrumentation_mode = previous_mode

@@ -1,22 +1,35 @@
 """backend="tianshu": Iluvatar CoreX ("Tianshu"), stand-in tested only (no Iluvatar hardware run).
 
-In process, each Triton launch is recorded with its context through Triton's launch hooks
-(enter: the start time, exit: the end time, then ``record_host_kernel`` with device type COREX).
-CoreX's device timestamps are not available in process, so every time this backend writes is a
-HOST time (the launch call's duration, not the kernel's): the metadata says
-``"time_source": "host"`` and every kernel node (and trace event) carries the metric
-``host_timed_launches`` (launches whose times are host times). Kernels run by Triton's
-interpreter (TRITON_INTERPRET=1, which calls no launch hooks) are recorded the same way.
+Kernel times come from one of two sources, chosen when the first session starts (``time_source``
+in the metadata, with ``time_source_reason``):
+
+* ``device_timer``: where Triton's build for the target supports the device_timer route (its
+  compiler calls the stages inspection hook, its launcher passes a profile scratch pointer, a
+  stamper exists for its code: device_timer/route.py) and the route's ring starts on the device,
+  Triton kernels carry global-timer stamps and their DEVICE times reach the session as on
+  backend="device_timer" (Triton kernels only).
+* ``host`` otherwise (as before): each Triton launch is recorded with its context through
+  Triton's launch hooks (enter: the start time, exit: the end time, then ``record_host_kernel``
+  with device type COREX). Every time is a HOST time (the launch call's duration, not the
+  kernel's) and every kernel node (and trace event) carries the metric ``host_timed_launches``.
+  Kernels run by Triton's interpreter (TRITON_INTERPRET=1, which calls no launch hooks) are
+  recorded the same way.
+
+``time_source=auto`` (the default) picks the first that works, ``time_source=device_timer``
+makes a session fail with the reason when the route cannot run, ``time_source=host`` keeps host
+times.
 
 Mode (vendor_mode.py grammar): ``vendor_metrics=launch_stats,occupancy,instruction,memory``
 (the ixKN sections wanted; the ``--ixkn`` wrapper passes them as ``--section``),
 ``ixkn_import_path=<csv or .ixkn-rep>`` (import an ixKN run's CSV into this session's kernel
 nodes at finalize), ``launch_log=on`` (write ``<name>.launches.json`` for an import after the run;
-the wrapper sets it), ``device_id=<n>``, ``kernel_scopes=on`` (kernel-side scopes through the
+the wrapper sets it), ``device_id=<n>``, ``time_source=auto|device_timer|host`` (above), ``kernel_scopes=on`` (kernel-side scopes through the
 instrumentation backend's compiler route; a clear error naming what Triton's build lacks).
 """
 import os
 import threading
+from dataclasses import dataclass
+from types import SimpleNamespace
 
 from ..base import Backend, BackendUnavailable, SharedUse
 from .corex import corex_detected
@@ -40,8 +53,25 @@ def _path(text):
     return text
 
 
+TIME_SOURCES = ("auto", "device_timer", "host")
+
+
+def _time_source(text):
+    value = str(text).strip().lower()
+    if value not in TIME_SOURCES:
+        raise ValueError(f"must be one of {', '.join(TIME_SOURCES)}, got {text!r}")
+    return value
+
+
 OPTIONS = {"ixkn_import_path": _path, "launch_log": lambda v: parse_bool(v, "launch_log"),
-           "device_id": int, "kernel_scopes": lambda v: parse_bool(v, "kernel_scopes")}
+           "device_id": int, "kernel_scopes": lambda v: parse_bool(v, "kernel_scopes"),
+           "time_source": _time_source}
+
+
+@dataclass
+class TianshuState:
+    """Per session: the device_timer backend's view of it, when kernels are device-timed."""
+    device_view: object = None
 
 
 def parse_mode(mode):
@@ -71,6 +101,7 @@ def kernel_scope_route():
 
 class TianshuBackend(Backend):
     name = "tianshu"
+    SessionState = TianshuState
 
     def __init__(self):
         self._use = SharedUse()
@@ -79,6 +110,14 @@ class TianshuBackend(Backend):
         self._streams = {}
         self.device_id = 0
         self._original_run = None
+        self.time_source = "host"
+        self.time_source_reason = ""
+        self._device_timer = None  # the device_timer backend, while kernels are device-timed
+
+    @property
+    def time_source_kind(self):
+        """Sessions take the device timer's launches while kernels are device-timed."""
+        return "device_timer" if self.time_source == "device_timer" else "tracer"
 
     def unavailable_reason(self):
         try:
@@ -96,11 +135,41 @@ class TianshuBackend(Backend):
 
     # -- recording launches --------------------------------------------------------------------
     def acquire(self, options):
+        wanted = (options or parse_mode(None)).options.get("time_source", "auto")
+
         def install():
             self.device_id = (options or parse_mode(None)).options.get("device_id", 0)
-            self._install()
+            self._choose_time_source(wanted)
+            if self.time_source == "host":
+                self._install()
 
-        self._use.acquire(install)
+        with self._use.lock:
+            if self._use.users and wanted not in ("auto", self.time_source):
+                raise ValueError(f"backend 'tianshu': time_source={wanted} asked for, but the open tianshu "
+                                 f"sessions take {self.time_source} times ({self.time_source_reason})")
+            self._use.acquire(install)
+
+    def _choose_time_source(self, wanted):
+        """Device times from the device_timer route where it runs, else host times (the reason kept)."""
+        self.time_source, self._device_timer = "host", None
+        if wanted == "host":
+            self.time_source_reason = "time_source=host was asked for"
+            return
+        from .. import get_backend  # deferred: the device_timer backend loads when asked for
+
+        device_timer = get_backend("device_timer")
+        try:
+            device_timer.acquire(device_timer.check_mode(None))
+        except (BackendUnavailable, RuntimeError, ValueError) as error:
+            device_timer.free()  # a ring that started before a later step failed (frees only when unused)
+            if wanted == "device_timer":
+                raise BackendUnavailable(f"backend 'tianshu': time_source=device_timer: {error}") from None
+            self.time_source_reason = f"the device_timer route cannot run here: {error}"
+            return
+        self.time_source, self._device_timer = "device_timer", device_timer
+        facts = device_timer.support.facts
+        self.time_source_reason = (f"Triton's build for target {facts.get('target')} supports the device_timer route "
+                                   f"(stamps in stage {facts.get('stamped_stage')!r})")
 
     def release(self):
         self._use.release(self._uninstall)
@@ -108,6 +177,13 @@ class TianshuBackend(Backend):
     def _uninstall(self):
         while self._undo:
             self._undo.pop()()
+        if self._device_timer is not None:
+            self._device_timer.release()
+            self._device_timer = None
+
+    def flush(self):
+        if self._device_timer is not None:
+            self._device_timer.flush()
 
     def _install(self):
         try:
@@ -183,8 +259,16 @@ class TianshuBackend(Backend):
     def attach_session(self, session):
         native.session_enable_extras(session.slot)  # the host-time label and imports join by correlation
         native.launch_log_enable(session.slot, True)
+        if self._device_timer is not None:
+            # The device_timer backend keeps its per-session counts in a state of its own.
+            view = SimpleNamespace(state=self._device_timer.SessionState(), hook=session.hook,
+                                   metadata_path=session.metadata_path, slot=session.slot, name=session.name)
+            session.state.device_view = view
+            self._device_timer.attach_session(view)
 
     def detach_session(self, session):
+        if session.state.device_view is not None and self._device_timer is not None:
+            self._device_timer.detach_session(session.state.device_view)
         try:
             native.launch_log_enable(session.slot, False)
         except ValueError:  # the slot is already freed
@@ -192,9 +276,13 @@ class TianshuBackend(Backend):
 
     def session_outputs(self, session):
         launches = session_launches(session.slot)
-        for launch in launches:
-            native.session_attach(session.slot, launch.correlation, [(HOST_TIMED, 1.0)])
-        stats = {"time_source": "host", HOST_TIMED: len(launches)}
+        if session.state.device_view is not None and self._device_timer is not None:
+            stats = self._device_timer.session_outputs(session.state.device_view)
+        else:
+            for launch in launches:
+                native.session_attach(session.slot, launch.correlation, [(HOST_TIMED, 1.0)])
+            stats = {"time_source": "host", HOST_TIMED: len(launches)}
+        stats["time_source_reason"] = self.time_source_reason
         mode = session.options or parse_mode(None)
         options = mode.options
         if options.get("launch_log"):
@@ -217,9 +305,14 @@ class TianshuBackend(Backend):
                                                 "memory_clock_rate": 0, "bus_width": 0}}}
 
     def describe(self):
-        return {"backend": self.name, "time_source": "host", "corex_detected": corex_detected(),
-                "note": "Iluvatar CoreX: kernel times are HOST times (launch call durations, from Triton's launch "
-                        "hooks); CoreX gives no device timestamps in process. Stand-in tested only."}
+        if self.time_source == "device_timer":
+            note = ("Iluvatar CoreX: kernel times are DEVICE times of Triton kernels, from global-timer stamps "
+                    "the device_timer route inserts at compile time (other kernels are not seen). Stand-in tested only.")
+        else:
+            note = ("Iluvatar CoreX: kernel times are HOST times (launch call durations, from Triton's launch "
+                    "hooks); CoreX gives no device timestamps in process. Stand-in tested only.")
+        return {"backend": self.name, "time_source": self.time_source, "corex_detected": corex_detected(),
+                "note": note}
 
 
 def write_launch_log(session):
