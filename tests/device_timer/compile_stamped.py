@@ -23,7 +23,7 @@ SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
 def compile_add(stamped):
     options = {}
     if stamped:
-        compiler_hook.install(_native, 1 << 20, 8)
+        compiler_hook.install(_native, 1 << 20, 8, 64)
         options["instrumentation_mode"] = triton.knobs.compilation.instrumentation_mode
     try:
         return triton.compile(triton.compiler.ASTSource(add_kernel, SIGNATURE, {"BLOCK": 1024}),

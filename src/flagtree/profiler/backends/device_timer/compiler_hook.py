@@ -25,8 +25,8 @@ _installed = None  # the undo function while installed
 stats = {"stamped": 0, "not_stamped": 0, "not_stamped_kernels": []}
 
 
-def mode_string(plane_bytes, lanes):
-    return f"{MODE_PREFIX}:v2:lanes={lanes}:plane={plane_bytes}"
+def mode_string(plane_bytes, lanes, records):
+    return f"{MODE_PREFIX}:v3:lanes={lanes}:plane={plane_bytes}:graph_records={records}"
 
 
 def check_triton():
@@ -52,7 +52,7 @@ def check_triton():
                                  f"{triton.__version__} lacks {', '.join(missing)}")
 
 
-def stamp_stage(ptx_stage, native, plane_bytes, lanes):
+def stamp_stage(ptx_stage, native, plane_bytes, lanes, records):
     """The "ptx" stage, followed by the stamps (a kernel we cannot stamp runs untimed, with a warning)."""
 
     def stage(src, metadata):
@@ -62,7 +62,7 @@ def stamp_stage(ptx_stage, native, plane_bytes, lanes):
             reason = "it already uses profile scratch memory (another instrumentation)"
         else:
             try:
-                stamped = ptx_stamps.stamp_ptx(ptx, native.device_timer_name_kernel(name), plane_bytes, lanes)
+                stamped = ptx_stamps.stamp_ptx(ptx, native.device_timer_name_kernel(name), plane_bytes, lanes, records)
             except ptx_stamps.NotStampable as error:
                 reason = str(error)
             else:
@@ -80,7 +80,7 @@ def stamp_stage(ptx_stage, native, plane_bytes, lanes):
     return stage
 
 
-def install(native, plane_bytes, lanes):
+def install(native, plane_bytes, lanes, records):
     """Kernels compiled from now on carry the stamps (until uninstall)."""
     global _installed
     import triton  # deferred: triton is heavy and optional
@@ -104,10 +104,10 @@ def install(native, plane_bytes, lanes):
                 previous_hook(*args, **kwargs)
             stages = kwargs["stages"] if "stages" in kwargs else args[1]
             if "ptx" in stages:
-                stages["ptx"] = stamp_stage(stages["ptx"], native, plane_bytes, lanes)
+                stages["ptx"] = stamp_stage(stages["ptx"], native, plane_bytes, lanes, records)
 
         runtime.add_stages_inspection_hook = hook
-        compilation.instrumentation_mode = mode_string(plane_bytes, lanes)
+        compilation.instrumentation_mode = mode_string(plane_bytes, lanes, records)
 
         def undo():
             compilation.instrumentation_mode = previous_mode
