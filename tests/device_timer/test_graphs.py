@@ -250,3 +250,24 @@ def test_deferred_captured_launches_take_the_capture_context_in_the_exit_hook(tm
     _native.device_timer_drain()
     profiler.finalize(sid)
     assert metrics_by_path(tmp_path / "p.hatchet")[("capture", "k")]["count"] == 1
+
+
+def test_lost_replays_and_put_off_readbacks_are_warned_about_with_their_counts():
+    import warnings
+
+    from flagtree.profiler.backends.device_timer import RingOptions, _warn_graph_losses
+
+    class Session:
+        metadata_path = "run.meta.json"
+
+    stats = {"device_timer_graph_replays_lost": 13, "device_timer_graph_readbacks_skipped": 2}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _warn_graph_losses(stats, RingOptions(graph_replays=8), Session())
+    texts = [str(w.message) for w in caught]
+    assert any("13 CUDA graph replays" in t and "more than 7 replays" in t and "run.meta.json" in t for t in texts)
+    assert any("2 readbacks" in t for t in texts)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _warn_graph_losses({"device_timer_graph_replays_lost": 0}, RingOptions(), Session())
+    assert not caught

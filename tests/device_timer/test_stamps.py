@@ -149,6 +149,7 @@ def test_a_real_compile_carries_the_stamps_and_a_separate_cache_entry(tmp_path):
     assert out["plain_scratch"][0] == 0 and not out["plain_has_stamps"]
     assert out["stamped_scratch"] == [16, out["align_tag"]]
     assert out["entry_stamps"] == 1 and out["exit_stamps"] == out["rets"] >= 1
+    assert out["graph_tickets"] == 1 + out["exit_stamps"]  # the tagged path assembles too
     assert out["assembles"], out["ptxas_errors"]
     assert not out["same_hash"]  # stamped and plain binaries never share a cache entry
     assert out["mode_restored"] and out["hook_restored"] and out["stamped_count"] == 1
