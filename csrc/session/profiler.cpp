@@ -70,6 +70,19 @@ void Profiler::onRecord(const DeviceRecord& record, TimeSource source) {
   if (found && !p.multi) delete p.meta;
 }
 
+void Profiler::onReplayRecord(const DeviceRecord& record) {
+  CapturedContext captured{};
+  const bool haveCaptured = graphs_.find(record.graphNodeId, captured);
+  const uint32_t receivers = (sessions_.activeMask() | sessions_.closingMask()) &
+                             sessions_.sourceMask(TimeSource::DeviceTimer);
+  sessions_.forEach(receivers, [&](int slot, Session& s) {
+    if (record.startNs < s.createdNs) return;  // replayed before the session began
+    const bool known = haveCaptured && (captured.mask >> slot & 1u) && captured.uid[slot] == s.uid;
+    const uint32_t node = known ? captured.node[slot] : s.graftCaptured(Tree::kRoot, Session::kUnknownCapture);
+    s.addRecord(node, known ? captured.state : 0, record, nullptr, record.startNs, 0);  // no host launch seen
+  });
+}
+
 void Profiler::onGraphNodeCreated(uint32_t correlation, uint64_t graphNode) {
   // One launch call normally creates one node; should it create more, they share the context.
   static thread_local uint32_t lastCorrelation = 0;

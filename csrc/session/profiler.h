@@ -70,6 +70,11 @@ class Profiler {
   // id are then put under the graph launch's context: launch -> <captured_at> -> capture path.
   void onGraphNodeCreated(uint32_t correlation, uint64_t graphNode);
   void onGraphNodeCloned(uint64_t graphNode, uint64_t original) { graphs_.clone(graphNode, original); }
+  // A record replayed from graph node `record.graphNodeId` whose graph launch nobody saw (the
+  // device timer sees replays, not graph launches): under the node's capture context in the
+  // sessions that saw the capture, under "<captured_at:unknown>" in the others; a session takes
+  // only replays that started after it did. Device-timer sessions only.
+  void onReplayRecord(const DeviceRecord& record);
   size_t capturedGraphNodes() { return graphs_.size(); }
 
   // Extras of one launch for the session in `slot` (see LaunchExtra, Session::attachExtra).

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/clock.h"
 #include "data/records.h"
 #include "data/store.h"
 
@@ -48,6 +49,7 @@ class Session {
   const uint32_t uid;
   const int slot;
   const ContextKind context;
+  const uint64_t createdNs = monotonicNs();  // host monotonic
   std::atomic<uint64_t> records{0};
   std::atomic<uint64_t> unattributed{0};  // records whose launch was not seen (attributed to ROOT)
 

@@ -17,9 +17,10 @@ from support.profiles import metrics_by_path
 T = _native.testing
 
 
-def _host_ring(slots, batch):
+def _host_ring(slots, batch, graph_records):
     """The device_timer ring over its host stand-in (no GPU): "device" memory is host memory."""
-    T.device_timer_host_ring(slots, batch, 0)
+    assert graph_records == 0  # the LLVM IR stamps have no graph path: captured launches get no slot
+    T.device_timer_host_ring(slots, batch, 0, graph_records=graph_records)
     return {"offset_ns": 0, "uncertainty_ns": 0, "realtime_minus_probe_ns": 0}
 
 

@@ -23,7 +23,7 @@ SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
 def compile_add(stamped):
     options = {}
     if stamped:
-        compiler_hook.install(_native, 1 << 20, 8)
+        compiler_hook.install(_native, 1 << 20, 8, 64)
         options["instrumentation_mode"] = triton.knobs.compilation.instrumentation_mode
     try:
         return triton.compile(triton.compiler.ASTSource(add_kernel, SIGNATURE, {"BLOCK": 1024}),
@@ -59,6 +59,7 @@ def main():
         "entry_stamps": stamped.asm["ptx"].count("device_timer: entry stamp"),
         "exit_stamps": stamped.asm["ptx"].count("device_timer: exit stamp"),
         "rets": stamped.asm["ptx"].count("ret;"),
+        "graph_tickets": stamped.asm["ptx"].count("atom.global.add.u64"),
         "kernel_id": str(_native.device_timer_kernel_id(stamped.metadata.name)),
         "assembles": ok, "ptxas_errors": errors,
         "same_hash": plain.hash == stamped.hash,

@@ -1,46 +1,17 @@
 """The device_timer ring through its host stand-in: slots handed out by Triton's profile
 allocator, stamps written as a kernel's blocks would, readback, wrap, backpressure, launches that
-never ran, graph capture, and the records reaching a session's tree under the launch's context."""
+never ran, and the records reaching a session's tree under the launch's context."""
 import threading
-
-import pytest
 
 import flagtree.profiler as profiler
 from flagtree.profiler import _native
 from support.profiles import metrics_by_path
 
+from support.device_timer_ring import allocate as _allocate
+
 T = _native.testing
 LAYOUT = _native.device_timer_layout()
 TAG = LAYOUT["align_tag"]
-
-
-@pytest.fixture
-def ring():
-    """A host ring of `slots` launches; stopped (drained) after the test."""
-    def start(slots, batch, offset_ns=0):
-        T.device_timer_host_ring(slots, batch, offset_ns)
-    yield start
-    if _native.device_timer_running():
-        T.device_timer_host_hold(False)
-        _native.device_timer_free()
-
-
-def _allocate(stream=0x5000):
-    from triton.runtime import _allocation
-
-    # What Triton's launcher does for a kernel whose metadata asks for profile scratch.
-    return _allocation._profile_allocator.get()(16, TAG, stream)
-
-
-@pytest.fixture
-def allocator():
-    from triton.runtime import _allocation
-
-    previous = _allocation._profile_allocator.get()
-    _native.device_timer_set_fallback(previous)
-    _allocation.set_profile_allocator(_native.device_timer_allocate)
-    yield
-    _allocation.set_profile_allocator(previous)
 
 
 def _kernel(slot, name, start, end, grid=(1, 1, 1), block=128, lanes=((0, 0, 0),)):
@@ -50,15 +21,6 @@ def _kernel(slot, name, start, end, grid=(1, 1, 1), block=128, lanes=((0, 0, 0),
     T.device_timer_host_meta(slot, kid, grid, block)
     for lane, ds, de in lanes:
         T.device_timer_host_stamp(slot, lane, start + ds, end - de)
-
-
-@pytest.fixture(autouse=True)
-def timer_sourced_sessions(monkeypatch):
-    """The host ring stands in for the device_timer backend's CUDA ring; the interpreter
-    backend's sessions stand in for its sessions, so they take the device timer's records."""
-    from flagtree.profiler.backends.interpreter import InterpreterBackend
-
-    monkeypatch.setattr(InterpreterBackend, "time_source_kind", "device_timer")
 
 
 def _session(tmp_path, data="tree"):
@@ -153,14 +115,6 @@ def test_another_threads_launch_in_flight_is_not_read_before_it_is_queued(tmp_pa
     tree = metrics_by_path(tmp_path / "p.hatchet")
     assert tree[("late",)]["count"] == 1 and tree[("late",)]["time (ns)"] == 400
     assert tree[("main",)]["count"] == 6 and _native.device_timer_stats()["untimed"] == 0
-
-
-def test_captured_launches_get_no_slot_and_are_counted(tmp_path, ring, allocator):
-    ring(8, 8)
-    T.device_timer_host_capturing(0x7777, True)
-    assert _allocate(stream=0x7777) == 0  # the kernel's stamps skip a null slot
-    assert _native.device_timer_stats()["captured_untimed"] == 1
-    assert _native.device_timer_stats()["launches"] == 0
 
 
 def test_other_profile_scratch_requests_go_to_the_previous_allocator(ring):

@@ -41,13 +41,82 @@ def test_the_last_parameter_is_the_slot_pointer():
 
 def test_one_entry_stamp_and_an_exit_stamp_before_every_ret():
     two_rets = PTX.replace("\tret;\n", "\t@%p1 bra $L1;\n\tret;\n$L1:\n\tret;\n")
-    out = stamp_ptx(two_rets, 77, 1 << 20, 8)
+    out = stamp_ptx(two_rets, 77, 1 << 20, 8, 64)
     assert out.count("entry stamp") == 1 and out.count("exit stamp") == 2
     assert "$ftp_exit_done1:" in out and "$ftp_exit_done2:" in out  # labels unique in the kernel
     assert "[k_param_3]" in out and "mov.u32 %ftp_r7, 77;" in out and "mul.wide.u32 %ftp_d2, %ftp_r1, 1048576;" in out
     body = out[out.index("{", out.index(".reqntid")):]
     assert body.index("entry stamp") < body.index("mov.u32 \t%r1, %tid.x")  # before the kernel's own code
     assert out.index("exit stamp") < out.index("ret;")
+
+
+def _executed(block, taken):
+    """The instructions of a stamp block a thread runs: the branches to the labels, or under the
+    predicates, in `taken` taken (a label outside the block ends it), every other branch not."""
+    lines = [line.strip() for line in block.splitlines() if line.strip() and not line.strip().startswith(("{", "}", ".reg"))]
+    labels = {line[:-1]: i for i, line in enumerate(lines) if line.endswith(":")}
+    out, i = [], 0
+    while i < len(lines):
+        line = lines[i]
+        target = line.split()[-1].rstrip(";") if " bra" in f" {line}" else None
+        if line.endswith(":"):
+            i += 1
+            continue
+        out.append(line)
+        if target is not None and (target in taken or line.split()[0] in taken):
+            if target not in labels:
+                break
+            i = labels[target]
+        else:
+            i += 1
+    return out
+
+
+def _stamp_blocks(out):
+    entry = out[out.index("entry stamp"):out.index("$ftp_entry_done:")]
+    exit_ = out[out.index("exit stamp"):out.index("$ftp_exit_done1:")]
+    return entry, exit_
+
+
+def test_the_ordinary_path_pays_one_and_and_one_branch_for_the_graph_tag():
+    entry, exit_ = _stamp_blocks(stamp_ptx(PTX, 77, 1 << 20, 8, 64))
+    plain_entry = _executed(entry, {"$ftp_entry_slot"})
+    plain_exit = _executed(exit_, {"$ftp_exit_slot1"})
+    for path in (plain_entry, plain_exit):
+        assert [line.split()[0] for line in path if "ftp_d0, 8" in line or "ftp_e0, 8" in line] == ["and.b64"]
+        assert not any(op in line for line in path for op in ("atom.", "div.", "st.global.v2"))
+        assert sum(line.startswith("red.global.max.u64") for line in path) == 1
+    # ticket-free: the slot path reads the timer and stamps, as before the graph path existed
+    assert sum("bra" in line for line in plain_entry) == 3 and sum("bra" in line for line in plain_exit) == 3
+
+
+def test_the_tagged_path_takes_a_ticket_and_stamps_the_replay_record():
+    entry, exit_ = _stamp_blocks(stamp_ptx(PTX, 77, 1 << 20, 8, 64))
+    graph_entry = _executed(entry, set())
+    assert "and.b64 %ftp_d0, %ftp_d0, -16;" in graph_entry  # the tag cleared
+    assert "atom.global.add.u64 %ftp_d3, [%ftp_d0], 1;" in graph_entry  # the entry ticket
+    assert "div.u64 %ftp_d3, %ftp_d3, %ftp_d4;" in graph_entry and "and.b64 %ftp_d3, %ftp_d3, 63;" in graph_entry
+    assert "mul.lo.u64 %ftp_d3, %ftp_d3, 144;" in graph_entry and "mul.wide.u32 %ftp_d2, %ftp_r1, 16;" in graph_entry
+    assert graph_entry.index("mov.u64 %ftp_d1, %globaltimer;") < graph_entry.index("atom.global.add.u64 %ftp_d3, [%ftp_d0], 1;")
+    graph_exit = _executed(exit_, set())  # the warp taking a replay's last ticket
+    assert "atom.global.add.u64 %ftp_e3, [%ftp_e0+8], 1;" in graph_exit
+    assert graph_exit.index("mov.u64 %ftp_e2, %globaltimer;") < graph_exit.index("atom.global.add.u64 %ftp_e3, [%ftp_e0+8], 1;")
+    assert "shr.u32 %ftp_s1, %ftp_s1, 5;" in graph_exit  # warps per block
+    assert sum(line.startswith("st.global.v2.u64 [%ftp_e6") for line in graph_exit) == 9  # the next record zeroed
+    other_warps = _executed(exit_, {"@!%ftp_q1"})
+    assert not any(line.startswith("st.global.v2.u64") for line in other_warps)
+
+
+def test_two_rets_get_two_exit_stamps_that_assemble(tmp_path):
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    two_rets = PTX.replace("\tret;\n", "\tsetp.eq.u32 %p1, %r1, 0;\n\t@%p1 bra $L1;\n\tret;\n$L1:\n\tret;\n")
+    two_rets = two_rets.replace(".reg .b32 \t%r<3>;", ".reg .b32 \t%r<3>;\n\t.reg .pred \t%p<2>;")
+    path = tmp_path / "k.ptx"
+    path.write_text(stamp_ptx(two_rets, 77, 1 << 20, 8, 64))
+    done = subprocess.run([get_ptxas(90).path, "-arch=sm_90a", str(path), "-o", str(path) + ".o"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.parametrize("ptx, why", [
@@ -57,14 +126,15 @@ def test_one_entry_stamp_and_an_exit_stamp_before_every_ret():
 ])
 def test_shapes_the_stamps_do_not_handle_are_refused(ptx, why):
     with pytest.raises(NotStampable, match=why):
-        stamp_ptx(ptx, 1, 1 << 20, 8)
+        stamp_ptx(ptx, 1, 1 << 20, 8, 64)
 
 
 def test_mode_names_the_ring_size():
     assert parse_mode(None) == RingOptions()
-    assert parse_mode("slots=4096:batch=512").canonical() == "slots=4096:batch=512"
+    assert parse_mode("slots=4096:batch=512").canonical() == "slots=4096:batch=512:graph_replays=256"
     assert parse_mode("slots=64").batch_slots() == 16
-    for bad in ("slots=1", "slots=8:batch=9", "lanes=4", "slots"):
+    assert parse_mode("graph_replays=16").graph_replays == 16
+    for bad in ("slots=1", "slots=8:batch=9", "lanes=4", "slots", "graph_replays=12", "graph_replays=1"):
         with pytest.raises(ValueError, match="device_timer"):
             parse_mode(bad)
 
@@ -79,6 +149,7 @@ def test_a_real_compile_carries_the_stamps_and_a_separate_cache_entry(tmp_path):
     assert out["plain_scratch"][0] == 0 and not out["plain_has_stamps"]
     assert out["stamped_scratch"] == [16, out["align_tag"]]
     assert out["entry_stamps"] == 1 and out["exit_stamps"] == out["rets"] >= 1
+    assert out["graph_tickets"] == 1 + out["exit_stamps"]  # the tagged path assembles too
     assert out["assembles"], out["ptxas_errors"]
     assert not out["same_hash"]  # stamped and plain binaries never share a cache entry
     assert out["mode_restored"] and out["hook_restored"] and out["stamped_count"] == 1

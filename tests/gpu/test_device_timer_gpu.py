@@ -1,6 +1,6 @@
 """backend="device_timer" on a GPU: every Triton launch timed by its own stamps, no CUPTI loaded,
 the ring's wrap and backpressure with real copies, the clock against host scopes, beside
-torch.profiler, and graph-captured launches counted (not timed)."""
+torch.profiler, and CUDA graph replays timed each under the capture context."""
 import json
 import os
 import subprocess
@@ -188,21 +188,47 @@ def test_beside_torch_profiler_both_see_the_kernels(tmp_path):
     assert _flat(tmp_path / "p.hatchet")[("add_kernel",)]["count"] == 8
 
 
-def test_graph_captured_launches_are_counted_not_mistimed(tmp_path):
+def test_graph_replays_are_timed_each_under_the_capture_context(tmp_path):
+    """Two launches captured into a graph, replayed 100 times: 200 records, each under the scope
+    the capture ran in (not where the replays ran), inside the replay loop's host window, with the
+    graph's results right; the metadata counts the replays."""
     x, y, out = _tensors(1 << 16)
-    _launch(x, y, out)  # compiled outside
-    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
-    _launch(x, y, out)  # the stamped binary compiles here, outside the capture
+    mid = torch.empty_like(x)
+    trace = profiler.start(str(tmp_path / "g"), backend="device_timer", data="trace")
+    tree = profiler.start(str(tmp_path / "t"), backend="device_timer")
+    _launch(x, y, mid)  # the stamped binary compiles here, outside the capture
     torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):
+    graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    with profiler.scope("capture"):
         with torch.cuda.graph(graph, stream=stream):
-            _launch(x, y, out, times=2)
-    for _ in range(5):
-        graph.replay()
-    torch.cuda.synchronize()
-    profiler.finalize(sid)
-    meta = json.load(open(tmp_path / "p.meta.json"))
-    assert meta["device_timer_captured_untimed"] == 2 and meta["device_timer_records"] == 1
-    assert torch.allclose(out, x + y)
+            _launch(x, y, mid)
+            _launch(mid, y, out)
+    mid.zero_()
+    out.zero_()
+    with profiler.scope("replays"):
+        for _ in range(100):
+            graph.replay()
+        torch.cuda.synchronize()
+    profiler.finalize(tree)
+    profiler.finalize(trace)
+    assert torch.allclose(out, x + 2 * y)  # the tagged stamps leave the graph's work alone
+    assert _flat(tmp_path / "t.hatchet")[("capture", "add_kernel")]["count"] == 200
+    assert not any(k[0] == "replays" for k in _flat(tmp_path / "t.hatchet"))
+    events = json.load(open(tmp_path / "g.chrome_trace"))["traceEvents"]
+    window = next(e for e in events if e.get("cat") == "scope" and e["name"] == "replays")
+    replays = [e for e in events if e.get("cat") == "kernel" and e["args"]["correlation"] >= 0xE0000000]
+    assert len(replays) == 200 and {e["args"]["context"] for e in replays} == {"capture"}
+    meta = json.load(open(tmp_path / "g.meta.json"))
+    slack_us = (abs(meta["device_timer_clock_uncertainty_ns"]) + abs(meta["device_timer_clock_drift_ns"])) / 1e3 + 1
+    for e in replays:
+        assert e["dur"] > 0
+        assert window["ts"] - slack_us <= e["ts"] and e["ts"] + e["dur"] <= window["ts"] + window["dur"] + slack_us
+    nodes = {}
+    for e in sorted(replays, key=lambda e: e["ts"]):
+        nodes.setdefault(e["args"]["correlation"], []).append(e)
+    assert sorted(len(v) for v in nodes.values()) == [100, 100]  # one record per replay per node
+    for node in nodes.values():  # replays of one graph exec never overlap
+        assert all(a["ts"] + a["dur"] <= b["ts"] + slack_us for a, b in zip(node, node[1:]))
+    assert meta["device_timer_graph_nodes"] == 2 and meta["device_timer_graph_replays_timed"] == 200
+    assert meta["device_timer_graph_replays_lost"] == 0 and meta["device_timer_captured_untimed"] == 0
+    assert meta["device_timer_records"] == 201 and meta["device_timer_untimed"] == 0

@@ -34,6 +34,10 @@ const CudaTimerApi& timerApi() {
                     {a.memsetD32, "MemsetD32_v2", Need::Required},
                     {a.memsetD2D32Async, "MemsetD2D32Async", Need::Required},
                     {a.memcpy2DAsync, "Memcpy2DAsync_v2", Need::Required},
+                    {a.memcpyDtoHAsync, "MemcpyDtoHAsync_v2", Need::Required},
+                    {a.memsetD32Async, "MemsetD32Async", Need::Required},
+                    {a.ctxSynchronize, "CtxSynchronize", Need::Required},
+                    {a.exchangeCaptureMode, "ThreadExchangeStreamCaptureMode", Need::Required},
                     {a.streamCreate, "StreamCreate", Need::Required},
                     {a.streamDestroy, "StreamDestroy_v2", Need::Required},
                     {a.streamSynchronize, "StreamSynchronize", Need::Required},
@@ -95,6 +99,8 @@ CudaRingDevice::~CudaRingDevice() {
   if (copy_) api_.streamDestroy(copy_);
   if (mirror_) api_.memFreeHost(mirror_);
   if (base_) api_.memFree(base_);
+  // The graph area is kept: graphs captured with its descriptors may still be replayed (their
+  // stamps then write into memory nobody reads; it goes with the context).
   api_.primaryRelease(device_);
 }
 
@@ -180,6 +186,42 @@ void CudaRingDevice::waitFence(void* fence) {
   }
   std::lock_guard<std::mutex> lock(eventsMutex_);
   freeEvents_.push_back(e);
+}
+
+// This thread may make calls that a capture in global mode forbids (any thread's capture), for
+// the scope of one call: allocating and zeroing a chunk of the graph area during a capture.
+class RelaxedCapture {
+ public:
+  explicit RelaxedCapture(const CudaTimerApi& api) : api_(api) { api_.exchangeCaptureMode(&mode_); }
+  ~RelaxedCapture() { api_.exchangeCaptureMode(&mode_); }
+
+ private:
+  const CudaTimerApi& api_;
+  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+};
+
+uint64_t CudaRingDevice::allocGraphChunk(uint64_t bytes) {
+  Current scope(api_, ctx_);
+  RelaxedCapture relaxed(api_);
+  CUdeviceptr chunk = 0;
+  if (api_.memAlloc(&chunk, bytes) != CUDA_SUCCESS) return 0;
+  // Zeroed on the copy stream (never captured), waited for: replays come after this call.
+  if (api_.memsetD32Async(chunk, 0, bytes / 4, copy_) != CUDA_SUCCESS || api_.streamSynchronize(copy_) != CUDA_SUCCESS) {
+    api_.memFree(chunk);
+    return 0;
+  }
+  return chunk;
+}
+
+bool CudaRingDevice::syncDevice() {
+  Current scope(api_, ctx_);
+  return api_.ctxSynchronize() == CUDA_SUCCESS;
+}
+
+void CudaRingDevice::readDevice(uint64_t address, void* host, uint64_t bytes) {
+  Current scope(api_, ctx_);
+  check(api_.memcpyDtoHAsync(host, CUdeviceptr(address), bytes, copy_), "cuMemcpyDtoHAsync (graph readback)");
+  check(api_.streamSynchronize(copy_), "cuStreamSynchronize (graph readback)");
 }
 
 }  // namespace ftp

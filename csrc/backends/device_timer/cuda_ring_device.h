@@ -44,6 +44,10 @@ class CudaRingDevice : public RingDevice {
   void waitForStreams(std::vector<uint64_t>& streams) override;
   void* copyAndZero(uint32_t first, uint32_t count) override;
   void waitFence(void* fence) override;
+  uint64_t allocGraphChunk(uint64_t bytes) override;
+  // cuCtxSynchronize: fails (and is skipped) while another thread captures in global mode.
+  bool syncDevice() override;
+  void readDevice(uint64_t address, void* host, uint64_t bytes) override;
 
   // Reads the device clock and the host clock against each other, both ways (two short
   // kernels, host memory mapped write-combined so neither side reads a cached copy); clock_probe.cpp.

@@ -24,6 +24,10 @@ struct CudaTimerApi {
   CUresult (*memsetD32)(CUdeviceptr, unsigned, size_t) = nullptr;
   CUresult (*memsetD2D32Async)(CUdeviceptr, size_t, unsigned, size_t, size_t, CUstream) = nullptr;
   CUresult (*memcpy2DAsync)(const CUDA_MEMCPY2D*, CUstream) = nullptr;
+  CUresult (*memcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream) = nullptr;
+  CUresult (*memsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream) = nullptr;
+  CUresult (*ctxSynchronize)() = nullptr;
+  CUresult (*exchangeCaptureMode)(CUstreamCaptureMode*) = nullptr;
   CUresult (*streamCreate)(CUstream*, unsigned) = nullptr;
   CUresult (*streamDestroy)(CUstream) = nullptr;
   CUresult (*streamSynchronize)(CUstream) = nullptr;

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "backends/device_timer/cuda_ring_device.h"
+#include "backends/device_timer/graph_area.h"
 #include "backends/device_timer/timer_ring.h"
 #include "bindings/bindings.h"
 #include "core/strings.h"
@@ -40,16 +41,22 @@ TimerRing& ringOrThrow() {
   return *ring;
 }
 
-nb::dict statsDict(const RingStats& s) {
+nb::dict statsDict(const RingStats& s, const GraphStats& g) {
   nb::dict d;
   d["launches"] = s.claimed;
-  d["records"] = s.delivered;
+  d["records"] = s.delivered + g.replays;
   d["untimed"] = s.untimed;
   d["backpressure_waits"] = s.backpressure;
   d["readbacks"] = s.readbacks;
   d["captured_untimed"] = s.captured;
   d["other_device_untimed"] = s.otherDevice;
-  d["unknown_kernels"] = s.unknownKernels;
+  d["unknown_kernels"] = s.unknownKernels + g.unknown;
+  d["graph_nodes"] = g.nodes;
+  d["graph_replays_timed"] = g.replays;
+  d["graph_replays_lost"] = g.lost;
+  d["graph_replays_untimed"] = g.untimed;
+  d["graph_readbacks"] = g.readbacks;
+  d["graph_readbacks_skipped"] = g.skipped;
   return d;
 }
 
@@ -71,11 +78,14 @@ ClockProbe probeNow() {
 }
 
 void startRing(std::unique_ptr<RingDevice> device, uint32_t slots, uint32_t batch, uint32_t deviceId,
-               int64_t offsetNs) {
+               int64_t offsetNs, GraphOptions graphs) {
   Route& r = route();
   if (r.ring) throw std::runtime_error("backend 'device_timer': the ring is already started");
   if (slots < 2 || batch < 1 || batch > slots) throw std::invalid_argument("device_timer: need 2 <= slots, 1 <= batch <= slots");
-  r.ring = std::make_unique<TimerRing>(std::move(device), slots, batch, deviceId, ClockMap{offsetNs});
+  // 0: no graph area (stamps without a graph path: captured launches get no slot, counted).
+  if (graphs.records == 1 || (graphs.records & (graphs.records - 1)))
+    throw std::invalid_argument("device_timer: graph replay records must be 0 or a power of two >= 2");
+  r.ring = std::make_unique<TimerRing>(std::move(device), slots, batch, deviceId, ClockMap{offsetNs}, graphs);
 }
 
 void freeRing() {
@@ -127,6 +137,9 @@ void registerDeviceTimerBindings(nb::module_& m) {
     nb::dict d;
     d["lanes"] = kTimerLanes;
     d["slot_bytes"] = kTimerSlotBytes;
+    d["graph_tag"] = kGraphTag;
+    d["graph_header_bytes"] = kGraphHeaderBytes;
+    d["graph_record_bytes"] = kGraphRecordBytes;
     d["align_tag"] = kTimerAlignTag;
     return d;
   });
@@ -138,13 +151,16 @@ void registerDeviceTimerBindings(nb::module_& m) {
   });
   // Starts the ring on the current CUDA device, or keeps the one a previous session left (same
   // size) and measures the clock again; returns {device, offset_ns, uncertainty_ns}.
-  m.def("device_timer_start", [](uint32_t slots, uint32_t batch) {
+  m.def("device_timer_start", [](uint32_t slots, uint32_t batch, uint32_t graphRecords) {
     Route& r = route();
-    if (!(r.ring && r.cuda && r.ring->slots() == slots && r.ring->batch() == batch)) {
+    if (!(r.ring && r.cuda && r.ring->slots() == slots && r.ring->batch() == batch &&
+          r.ring->graphRecords() == graphRecords)) {
       if (r.ring) freeRing();
       auto device = std::make_unique<CudaRingDevice>(slots);
       CudaRingDevice* cuda = device.get();
-      startRing(std::move(device), slots, batch, uint32_t(cuda->deviceOrdinal()), 0);
+      GraphOptions graphs;
+      graphs.records = graphRecords;
+      startRing(std::move(device), slots, batch, uint32_t(cuda->deviceOrdinal()), 0, graphs);
       r.cuda = cuda;
     }
     const ClockProbe probe = probeNow();
@@ -152,7 +168,7 @@ void registerDeviceTimerBindings(nb::module_& m) {
     nb::dict d = clockDict(probe);
     d["device"] = r.cuda->deviceOrdinal();
     return d;
-  }, nb::arg("slots"), nb::arg("batch"));
+  }, nb::arg("slots"), nb::arg("batch"), nb::arg("graph_records"));
   m.def("device_timer_set_thread_device", [](nb::object fn) { route().threadDevice = std::move(fn); });
   // The clock probed again (finalize's check of the mapping measured at start).
   m.def("device_timer_check_clock", [] {
@@ -172,7 +188,10 @@ void registerDeviceTimerBindings(nb::module_& m) {
     nb::gil_scoped_release unlocked;
     ringOrThrow().drain();
   });
-  m.def("device_timer_stats", [] { return statsDict(ringOrThrow().stats()); });
+  m.def("device_timer_stats", [] {
+    TimerRing& ring = ringOrThrow();
+    return statsDict(ring.stats(), ring.graphStats());
+  });
   m.def("device_timer_running", [] { return route().ring != nullptr; });
   // Drains and frees the ring (its device memory, pinned mirror, stream and worker).
   m.def("device_timer_free", [] { freeRing(); });
@@ -218,7 +237,19 @@ class HostRingDevice : public RingDevice {
     std::lock_guard<std::mutex> lock(mutex_);
     if (on) capturing_.insert(stream); else capturing_.erase(stream);
   }
-  uint64_t streamWaits_ = 0;
+  uint64_t allocGraphChunk(uint64_t bytes) override {
+    chunks_.emplace_back(new uint8_t[bytes + 256]());
+    return (reinterpret_cast<uint64_t>(chunks_.back().get()) + 255) & ~uint64_t(255);
+  }
+  bool syncDevice() override {
+    ++syncs_;
+    return !syncFails_;
+  }
+  void readDevice(uint64_t address, void* host, uint64_t bytes) override {
+    std::memcpy(host, reinterpret_cast<const void*>(address), bytes);
+  }
+  uint64_t streamWaits_ = 0, syncs_ = 0;
+  bool syncFails_ = false;
 
  private:
   uint64_t plane_;
@@ -227,17 +258,67 @@ class HostRingDevice : public RingDevice {
   std::condition_variable released_;
   bool held_ = false;
   std::set<uint64_t> capturing_;
+  std::vector<std::unique_ptr<uint8_t[]>> chunks_;
 };
+
+HostRingDevice& hostOrThrow() {
+  if (!route().host) throw std::runtime_error("no host ring");
+  return *static_cast<HostRingDevice*>(route().host);
+}
+
+// What a stamped kernel replayed from a graph does to its descriptor (the tagged pointer), as the
+// tagged path of ptx_stamps.py does it: one block leader's entry, one warp's exit.
+uint64_t* graphRecord(uint64_t tagged, uint64_t replay) {
+  const uint64_t records = ringOrThrow().graphRecords();
+  return reinterpret_cast<uint64_t*>((tagged & ~uint64_t(15)) + kGraphHeaderBytes + (replay & (records - 1)) * kGraphRecordBytes);
+}
+
+uint64_t blocksOf(std::tuple<uint32_t, uint32_t, uint32_t> grid) {
+  return uint64_t(std::get<0>(grid)) * std::get<1>(grid) * std::get<2>(grid);
+}
+
+void graphEntry(uint64_t tagged, uint32_t kernelId, std::tuple<uint32_t, uint32_t, uint32_t> grid, uint32_t block,
+                bool firstBlock, uint32_t lane, uint64_t start) {
+  if (!(tagged & kGraphTag)) throw std::invalid_argument("not a graph descriptor");
+  auto* tickets = reinterpret_cast<uint64_t*>(tagged & ~uint64_t(15));
+  const uint64_t replay = tickets[0]++ / blocksOf(grid);
+  uint64_t* record = graphRecord(tagged, replay);
+  uint64_t& word = record[2 * (1 + lane % kTimerLanes)];
+  if (~start > word) word = ~start;
+  if (firstBlock) {
+    uint32_t meta[4] = {kernelId, std::get<0>(grid), std::get<1>(grid) | std::get<2>(grid) << 16, block};
+    std::memcpy(record, meta, sizeof meta);
+  }
+}
+
+void graphExit(uint64_t tagged, std::tuple<uint32_t, uint32_t, uint32_t> grid, uint32_t block, uint32_t lane,
+               uint64_t end) {
+  auto* tickets = reinterpret_cast<uint64_t*>(tagged & ~uint64_t(15));
+  const uint64_t perReplay = blocksOf(grid) * ((block + 31) / 32);
+  const uint64_t ticket = tickets[1]++;
+  const uint64_t replay = ticket / perReplay;
+  uint64_t& word = graphRecord(tagged, replay)[2 * (1 + lane % kTimerLanes) + 1];
+  if (end > word) word = end;
+  if (ticket + 1 == (replay + 1) * perReplay) std::memset(graphRecord(tagged, replay + 1), 0, kGraphRecordBytes);
+}
 
 }  // namespace
 
 void registerDeviceTimerTesting(nb::module_& testing) {
-  testing.def("device_timer_host_ring", [](uint32_t slots, uint32_t batch, int64_t offsetNs) {
+  testing.def("device_timer_host_ring", [](uint32_t slots, uint32_t batch, int64_t offsetNs, uint32_t graphRecords,
+                                           uint32_t graphNodesPerChunk, uint32_t graphChunks) {
     auto device = std::make_unique<HostRingDevice>(slots);
     HostRingDevice* host = device.get();
-    startRing(std::move(device), slots, batch, 0, offsetNs);
+    startRing(std::move(device), slots, batch, 0, offsetNs, GraphOptions{graphRecords, graphNodesPerChunk, graphChunks});
     route().host = host;
-  }, nb::arg("slots"), nb::arg("batch"), nb::arg("offset_ns") = 0);
+  }, nb::arg("slots"), nb::arg("batch"), nb::arg("offset_ns") = 0, nb::arg("graph_records") = 256,
+     nb::arg("graph_nodes_per_chunk") = 64, nb::arg("graph_chunks") = 64);
+  testing.def("device_timer_host_graph_entry", &graphEntry, nb::arg("tagged"), nb::arg("kernel_id"), nb::arg("grid"),
+              nb::arg("block"), nb::arg("first_block"), nb::arg("lane"), nb::arg("start"));
+  testing.def("device_timer_host_graph_exit", &graphExit, nb::arg("tagged"), nb::arg("grid"), nb::arg("block"),
+              nb::arg("lane"), nb::arg("end"));
+  testing.def("device_timer_host_sync_fails", [](bool on) { hostOrThrow().syncFails_ = on; });
+  testing.def("device_timer_host_syncs", [] { return hostOrThrow().syncs_; });
   // What a stamped kernel's blocks do to its slot (plane 0 address): the leader of block (0,0,0)
   // stores the kernel id and geometry, block leaders and warps take the max of ~start and end.
   testing.def("device_timer_host_stamp", [](uint64_t slot, uint32_t lane, uint64_t start, uint64_t end) {
@@ -251,14 +332,8 @@ void registerDeviceTimerTesting(nb::module_& testing) {
     uint32_t meta[4] = {kernelId, std::get<0>(grid), std::get<1>(grid) | std::get<2>(grid) << 16, block};
     std::memcpy(reinterpret_cast<void*>(slot), meta, sizeof meta);
   });
-  testing.def("device_timer_host_hold", [](bool on) {
-    if (!route().host) throw std::runtime_error("no host ring");
-    static_cast<HostRingDevice*>(route().host)->hold(on);
-  });
-  testing.def("device_timer_host_capturing", [](uint64_t stream, bool on) {
-    if (!route().host) throw std::runtime_error("no host ring");
-    static_cast<HostRingDevice*>(route().host)->setCapturing(stream, on);
-  });
+  testing.def("device_timer_host_hold", [](bool on) { hostOrThrow().hold(on); });
+  testing.def("device_timer_host_capturing", [](uint64_t stream, bool on) { hostOrThrow().setCapturing(stream, on); });
   testing.def("device_timer_host_stream_waits", [] { return route().host ? static_cast<HostRingDevice*>(route().host)->streamWaits_ : 0; });
 }
 #endif  // FLAGTREE_PROFILER_TESTING

@@ -1,12 +1,12 @@
 #include "backends/device_timer/timer_ring.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstring>
+
+#include "backends/device_timer/graph_area.h"
+#include "backends/device_timer/slot_record.h"
 
 #include "context/thread_state.h"
 #include "core/clock.h"
-#include "core/strings.h"
 #include "data/records.h"
 #include "session/profiler.h"
 
@@ -16,30 +16,18 @@ namespace {
 
 // Correlation ids of timed launches: their own range, clear of CUPTI's and the host backends'.
 constexpr uint32_t kCorrelationBase = 0xC0000000u;
-constexpr uint32_t kCorrelationMask = 0x3FFFFFFFu;
+constexpr uint32_t kCorrelationMask = 0x1FFFFFFFu;  // 0xE0000000 and up: graph nodes (graph_area.h)
 // A thread whose latest claim is older than this has queued its launch (a launch call takes
 // microseconds); without it one thread that stopped launching would hold every readback back.
 constexpr uint64_t kQueuedAfterNs = 20'000'000;
-
-std::mutex namesMutex;
-std::unordered_map<uint32_t, uint32_t>& kernelNames() {
-  static auto* names = new std::unordered_map<uint32_t, uint32_t>();  // leaked: read by the worker at exit
-  return *names;
-}
-
-uint32_t lookupName(uint32_t id, bool& known) {
-  std::lock_guard<std::mutex> lock(namesMutex);
-  auto it = kernelNames().find(id);
-  known = it != kernelNames().end();
-  return known ? it->second : 0;
-}
 
 struct Deferred {
   uint32_t correlation;
   uint64_t launchNs;
   bool pending;
+  uint64_t graphNode;  // a captured launch: the node its replays carry, else 0
 };
-thread_local Deferred deferred{0, 0, false};
+thread_local Deferred deferred{0, 0, false, 0};
 
 }  // namespace
 
@@ -47,23 +35,15 @@ void TimerRing::launchDone() {
   if (!deferred.pending) return;
   deferred.pending = false;
   Profiler::instance().onLaunch(deferred.correlation, false, deferred.launchNs, TimeSource::DeviceTimer);
-}
-
-uint32_t TimerRing::kernelId(const char* name, size_t size) {
-  uint32_t h = 2166136261u;  // FNV-1a: stable across processes (kernels come from the disk cache)
-  for (size_t i = 0; i < size; ++i) h = (h ^ uint8_t(name[i])) * 16777619u;
-  return h ? h : 1;  // 0 marks a slot no kernel wrote
-}
-
-void TimerRing::nameKernel(uint32_t id, uint32_t internedName) {
-  std::lock_guard<std::mutex> lock(namesMutex);
-  kernelNames()[id] = internedName;
+  if (deferred.graphNode) Profiler::instance().onGraphNodeCreated(deferred.correlation, deferred.graphNode);
 }
 
 TimerRing::TimerRing(std::unique_ptr<RingDevice> device, uint32_t slots, uint32_t batch, uint32_t deviceId,
-                     ClockMap clock)
+                     ClockMap clock, GraphOptions graphs)
     : device_(std::move(device)), slots_(slots), batch_(batch ? batch : 1), deviceId_(deviceId), info_(slots),
-      clock_(clock) {
+      clock_(clock),
+      graphs_(graphs.records ? std::make_unique<GraphArea>(*device_, graphs.records, graphs.nodesPerChunk, graphs.maxChunks)
+                             : nullptr) {
   worker_ = std::thread([this] { work(); });
 }
 
@@ -96,12 +76,8 @@ uint64_t TimerRing::claim(uint64_t stream) {
     countOtherDevice();
     return 0;
   }
-  if (device_->capturing(stream)) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++stats_.captured;
-    return 0;
-  }
   const uint64_t now = monotonicNs();
+  if (device_->capturing(stream)) return claimCaptured(stream, now);
   std::unique_lock<std::mutex> lock(mutex_);
   const uint64_t seq = next_;
   if (seq - freed_ >= slots_) return kFull;
@@ -121,11 +97,33 @@ uint64_t TimerRing::claim(uint64_t stream) {
   // The context of the launch, resolved now on the launching thread (shadow, python, ...). Its
   // record cannot be read back before this: the slot is only read once this thread claims again.
   if (defer_.load(std::memory_order_relaxed)) {
-    deferred = Deferred{correlation, now, true};  // a launch that never reached its exit hook is dropped
+    deferred = Deferred{correlation, now, true, 0};  // a launch that never reached its exit hook is dropped
   } else {
     Profiler::instance().onLaunch(correlation, false, now, TimeSource::DeviceTimer);
   }
   return device_->deviceBase() + uint64_t(slot) * kTimerSlotBytes;
+}
+
+uint64_t TimerRing::claimCaptured(uint64_t stream, uint64_t now) {
+  // The pointer stays in the graph for every replay: a descriptor of its own, not a ring slot.
+  uint32_t index = 0;
+  const uint64_t tagged = graphs_ ? graphs_->claim(stream, index) : 0;  // no graph area: not timed
+  if (!tagged) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.captured;
+    return 0;
+  }
+  // The capture context, as for a CUPTI launch that creates a graph node: the launch's context
+  // goes to the node, and the replays find it there.
+  const uint32_t correlation = GraphArea::correlationOf(index);
+  const uint64_t node = GraphArea::nodeKeyOf(index);
+  if (defer_.load(std::memory_order_relaxed)) {
+    deferred = Deferred{correlation, now, true, node};
+  } else {
+    Profiler::instance().onLaunch(correlation, false, now, TimeSource::DeviceTimer);
+    Profiler::instance().onGraphNodeCreated(correlation, node);
+  }
+  return tagged;
 }
 
 uint64_t TimerRing::frontierLocked(uint64_t now, bool all) {
@@ -188,6 +186,9 @@ void TimerRing::drain() {
   for (auto& [tid, entry] : threads_) entry.pending = 0;
   const uint64_t target = scheduled_;
   freedCv_.wait(lock, [&] { return freed_ >= target; });
+  const ClockMap clock = clock_;
+  lock.unlock();
+  if (graphs_) graphs_->readBack(clock, deviceId_);
 }
 
 void TimerRing::countOtherDevice() {
@@ -199,6 +200,10 @@ RingStats TimerRing::stats() {
   std::lock_guard<std::mutex> lock(mutex_);
   return stats_;
 }
+
+GraphStats TimerRing::graphStats() { return graphs_ ? graphs_->stats() : GraphStats{}; }
+
+uint32_t TimerRing::graphRecords() const { return graphs_ ? graphs_->records() : 0; }
 
 void TimerRing::setClock(ClockMap clock) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -227,56 +232,30 @@ void TimerRing::work() {
 
 void TimerRing::deliver(uint64_t first, uint64_t last) {
   const uint8_t* mirror = device_->hostMirror();
-  const uint64_t plane = planeBytes();
   Profiler& profiler = Profiler::instance();
   ClockMap clock;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     clock = clock_;
   }
-  uint64_t delivered = 0, untimed = 0, unknown = 0;
+  SlotDecode counts;
   for (uint64_t seq = first; seq < last; ++seq) {
     const uint32_t slot = uint32_t(seq % slots_);
     const SlotInfo info = info_[slot];
-    uint32_t meta[4];
-    std::memcpy(meta, mirror + uint64_t(slot) * kTimerSlotBytes, sizeof meta);
-    uint64_t start = ~0ull, end = 0;
-    for (uint32_t lane = 0; lane < kTimerLanes; ++lane) {
-      uint64_t words[2];
-      std::memcpy(words, mirror + (1 + lane) * plane + uint64_t(slot) * kTimerSlotBytes, sizeof words);
-      if (words[0] && ~words[0] < start) start = ~words[0];
-      if (words[1] > end) end = words[1];
-    }
-    if (!meta[0] || start == ~0ull || end < start) {  // no stamps: the launch did not run
+    DeviceRecord r;
+    if (!decodeSlot(mirror + uint64_t(slot) * kTimerSlotBytes, planeBytes(), clock, r, counts)) {
       profiler.forgetLaunch(info.correlation);
-      ++untimed;
       continue;
     }
-    bool known = false;
-    DeviceRecord r;
-    r.kind = RecordKind::Kernel;
-    r.deviceType = DeviceType::CUDA;
     r.correlation = info.correlation;
     r.deviceId = deviceId_;
     r.streamId = info.stream;
-    r.startNs = uint64_t(int64_t(start) - clock.offsetNs);
-    r.endNs = uint64_t(int64_t(end) - clock.offsetNs);
-    r.name = lookupName(meta[0], known);
-    if (!known) {
-      char text[32];
-      std::snprintf(text, sizeof text, "<kernel %08x>", meta[0]);
-      r.name = intern(text);
-      ++unknown;
-    }
-    r.grid[0] = int32_t(meta[1]), r.grid[1] = int32_t(meta[2] & 0xFFFF), r.grid[2] = int32_t(meta[2] >> 16);
-    r.block[0] = int32_t(meta[3]), r.block[1] = 1, r.block[2] = 1;
     profiler.onRecord(r, TimeSource::DeviceTimer);
-    ++delivered;
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  stats_.delivered += delivered;
-  stats_.untimed += untimed;
-  stats_.unknownKernels += unknown;
+  stats_.delivered += counts.delivered;
+  stats_.untimed += counts.untimed;
+  stats_.unknownKernels += counts.unknown;
 }
 
 }  // namespace ftp

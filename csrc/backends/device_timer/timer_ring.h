@@ -15,7 +15,8 @@
 // `batch` slots are known to be queued on the device, the ring orders its copy stream after the
 // launch streams (events), copies the slots to pinned memory and zeroes them; a worker thread
 // waits for the copy and hands one DeviceRecord per launch to the profiler. A full ring waits
-// for the oldest readback (backpressure, counted); nothing is dropped.
+// for the oldest readback (backpressure, counted); nothing is dropped. Launches captured into
+// CUDA graphs are timed per replay through the graph area (graph_area.h).
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -57,6 +58,12 @@ class RingDevice {
   // zeroes them on the device; returns a fence to wait for.
   virtual void* copyAndZero(uint32_t first, uint32_t count) = 0;
   virtual void waitFence(void* fence) = 0;  // blocks until done; the fence is released
+  // The graph area (graph_area.h): `bytes` of zeroed device memory, 256-aligned, or 0 when there
+  // is none to have. Legal during a capture (the only call here that may happen in one).
+  virtual uint64_t allocGraphChunk(uint64_t bytes) = 0;
+  // Orders the caller after everything queued on the device so far; false when it cannot.
+  virtual bool syncDevice() = 0;
+  virtual void readDevice(uint64_t address, void* host, uint64_t bytes) = 0;  // a copy, waited for
 };
 
 // Device timestamps to the host monotonic clock: host = device - offset.
@@ -70,20 +77,30 @@ struct RingStats {
   uint64_t untimed = 0;        // slots read back without stamps (a launch that did not run)
   uint64_t backpressure = 0;   // claims that waited for a readback (ring full)
   uint64_t readbacks = 0;
-  uint64_t captured = 0;       // launches into a capturing stream, not timed
+  uint64_t captured = 0;       // captured launches the full graph area could not take, not timed
   uint64_t otherDevice = 0;    // launches on another device than the ring's, not timed
   uint64_t unknownKernels = 0; // records whose kernel id has no registered name
 };
 
+struct GraphOptions {
+  uint32_t records = 256;       // replay records per captured launch (R, a power of two)
+  uint32_t nodesPerChunk = 64;  // descriptors per chunk of the graph area
+  uint32_t maxChunks = 64;
+};
+class GraphArea;
+struct GraphStats;
+
 class TimerRing {
  public:
-  TimerRing(std::unique_ptr<RingDevice> device, uint32_t slots, uint32_t batch, uint32_t deviceId, ClockMap clock);
+  TimerRing(std::unique_ptr<RingDevice> device, uint32_t slots, uint32_t batch, uint32_t deviceId, ClockMap clock,
+            GraphOptions graphs = {});
   ~TimerRing();  // drains, then stops the worker
   TimerRing(const TimerRing&) = delete;
   TimerRing& operator=(const TimerRing&) = delete;
 
-  // The allocator: the device address of a fresh slot for a launch on `stream`, 0 when this
-  // launch cannot be timed (capture, another device), or kFull when the ring is full: then the
+  // The allocator: the device address of a fresh slot for a launch on `stream` (a tagged pointer
+  // to a graph descriptor when `stream` captures, graph_area.h), 0 when this launch cannot be
+  // timed (another device, the graph area full), or kFull when the ring is full: then the
   // caller waits in awaitRoom() (without the GIL) and claims again. On the launching thread.
   // kNoContext: the thread has no current context yet (its first launch: Triton makes one
   // current after the allocator); the caller finds the thread's device and claims again.
@@ -97,11 +114,14 @@ class TimerRing {
   // in claim() (Triton asks the allocator before it runs the enter hook).
   void deferLaunches(bool on) { defer_.store(on, std::memory_order_relaxed); }
   static void launchDone();
-  // Delivers every record of launches claimed so far (treats every claim as queued); waits.
+  // Delivers every record of launches claimed so far (treats every claim as queued), then the
+  // graph replays run so far (a device-wide sync when graphs were captured); waits.
   void drain();
   // A readback of what is known to be queued, without waiting (flush's cheap half).
   void kick();
   RingStats stats();
+  GraphStats graphStats();
+  uint32_t graphRecords() const;
   void countOtherDevice();  // a launch on another device than the ring's (not timed)
   void setClock(ClockMap clock);
   uint32_t slots() const { return slots_; }
@@ -130,6 +150,7 @@ class TimerRing {
   void scheduleLocked(uint64_t upTo);
   void markQueuedLocked();
   uint16_t streamIndexLocked(uint64_t stream);
+  uint64_t claimCaptured(uint64_t stream, uint64_t now);
   void work();
   void deliver(uint64_t first, uint64_t last);
 
@@ -149,6 +170,7 @@ class TimerRing {
   uint16_t lastStreamId_ = 0;
   RingStats stats_;
   ClockMap clock_;
+  std::unique_ptr<GraphArea> graphs_;
   std::thread worker_;
 };
 

@@ -25,23 +25,26 @@ from ..base import Backend, BackendUnavailable, device_info_of
 from . import compiler_hook, route
 
 DEFAULT_SLOTS = 1 << 14
-_MODE_KEYS = ("slots", "batch")
+DEFAULT_GRAPH_REPLAYS = 256
+_MODE_KEYS = ("slots", "batch", "graph_replays")
 
 
 @dataclass(frozen=True)
 class RingOptions:
     slots: int = DEFAULT_SLOTS
     batch: int = 0  # 0: a quarter of the ring
+    graph_replays: int = DEFAULT_GRAPH_REPLAYS  # records per captured launch (R - 1 replays fit)
 
     def batch_slots(self):
         return self.batch or max(1, self.slots // 4)
 
     def canonical(self):
-        return f"slots={self.slots}:batch={self.batch_slots()}"
+        return f"slots={self.slots}:batch={self.batch_slots()}:graph_replays={self.graph_replays}"
 
 
 def parse_mode(mode):
-    """None, or "slots=<n>[:batch=<n>]" (ring size in launches; launches per readback)."""
+    """None, or "slots=<n>[:batch=<n>][:graph_replays=<n>]" (ring size in launches; launches per
+    readback; replay records each launch captured into a CUDA graph has, a power of two)."""
     if mode is None:
         return RingOptions()
     values = {}
@@ -49,12 +52,17 @@ def parse_mode(mode):
         key, sep, value = part.partition("=")
         if not sep or key.strip() not in _MODE_KEYS or not value.strip().isdigit():
             raise ValueError(f"backend 'device_timer' does not support mode {mode!r}; supported: "
-                             f"'slots=<n>[:batch=<n>]' (launches the ring holds, launches per readback)")
+                             f"'slots=<n>[:batch=<n>][:graph_replays=<n>]' (launches the ring holds, "
+                             f"launches per readback, replay records per graph-captured launch)")
         values[key.strip()] = int(value)
     options = RingOptions(**values)
     if options.slots < 2 or options.slots > (1 << 24) or not 1 <= options.batch_slots() <= options.slots:
         raise ValueError(f"backend 'device_timer': mode {mode!r}: need 2 <= slots <= 16777216 and "
                          f"1 <= batch <= slots")
+    replays = options.graph_replays
+    if replays < 2 or replays > (1 << 16) or replays & (replays - 1):
+        raise ValueError(f"backend 'device_timer': mode {mode!r}: graph_replays must be a power of two "
+                         f"from 2 to 65536")
     return options
 
 
@@ -69,12 +77,12 @@ def _native():
     return _native_module
 
 
-def start_cuda_ring(slots, batch):
+def start_cuda_ring(slots, batch, graph_records):
     """The ring on the current CUDA device (the CUDA driver API: also CoreX's libcuda); the
-    clock offset probed at start."""
+    clock offset probed at start. `graph_records`: replay records per captured launch (0: none)."""
     if not _native().cuda_driver_version():
         raise BackendUnavailable("backend 'device_timer' needs the CUDA driver (libcuda.so.1) and a GPU")
-    return _native().device_timer_start(slots, batch)
+    return _native().device_timer_start(slots, batch, graph_records)
 
 
 class DeviceTimerBackend(Backend):
@@ -91,7 +99,8 @@ class DeviceTimerBackend(Backend):
         self._hooked = []  # open sessions with hook="triton"
         self._undo_exit = None
         self.support = None  # route.RouteSupport of the target, found at the first acquire
-        # (slots, batch) -> the clock probe's dict; a CPU test puts the host stand-in ring here
+        # (slots, batch, graph records) -> the clock probe's dict; a CPU test puts the host
+        # stand-in ring here
         self.start_ring = start_cuda_ring
 
     def check_mode(self, mode):
@@ -133,10 +142,13 @@ class DeviceTimerBackend(Backend):
         self._options = options
         # The ring outlives the session (kept for the next one, as CUPTI stays attached for the
         # nvidia backend): allocating it and its pinned mirror costs milliseconds. free() lets go.
-        self.clock_at_start = self.start_ring(options.slots, options.batch_slots())
+        # Replays of graph-captured launches are timed where the stamper handles tagged slot
+        # pointers (PTX); elsewhere a captured launch gets no slot and is counted.
+        graph_records = options.graph_replays if self.support.stamper.times_graph_replays else 0
+        self.clock_at_start = self.start_ring(options.slots, options.batch_slots(), graph_records)
         self._undo.append(native.device_timer_drain)
         compiler_hook.install(native, native.device_timer_plane_bytes(), native.device_timer_layout()["lanes"],
-                              self.support.stamper)
+                              graph_records, self.support.stamper)
         self._undo.append(compiler_hook.uninstall)
         previous = _allocation._profile_allocator.get()
         native.device_timer_set_fallback(previous)
@@ -219,11 +231,12 @@ class DeviceTimerBackend(Backend):
             stats["device_timer_kernels_not_stamped"] = list(compiler_hook.stats["not_stamped_kernels"])
             stats.update(self._clock_facts(native))
         lost = stats.get("device_timer_untimed", 0) + stats.get("device_timer_captured_untimed", 0) + \
-            stats.get("device_timer_other_device_untimed", 0)
+            stats.get("device_timer_other_device_untimed", 0) + stats.get("device_timer_graph_replays_untimed", 0)
         if lost:
             warnings.warn(f"flagtree.profiler: backend 'device_timer': {lost} launches have no device time "
-                          f"(graph capture, another device, or a launch that did not run; counts in "
-                          f"{session.metadata_path})", RuntimeWarning, stacklevel=4)
+                          f"(graph capture with the graph area full, another device, or a launch that did "
+                          f"not run; counts in {session.metadata_path})", RuntimeWarning, stacklevel=4)
+        _warn_graph_losses(stats, self._options, session)
         return stats
 
     def _clock_facts(self, native):
@@ -262,6 +275,20 @@ class DeviceTimerBackend(Backend):
             pass
         return {"backend": self.name, "time_source": self.name, "tracing_library": None,
                 "cuda_driver_version": native.cuda_driver_version(), "devices": devices}
+
+
+def _warn_graph_losses(stats, options, session):
+    lost = stats.get("device_timer_graph_replays_lost", 0)
+    if lost:
+        warnings.warn(f"flagtree.profiler: backend 'device_timer': {lost} CUDA graph replays were not timed: "
+                      f"more than {options.graph_replays - 1} replays of a captured launch between two "
+                      f"readbacks (flush() reads back; or raise mode 'graph_replays=<n>'); counts in "
+                      f"{session.metadata_path}", RuntimeWarning, stacklevel=5)
+    skipped = stats.get("device_timer_graph_readbacks_skipped", 0)
+    if skipped:
+        warnings.warn(f"flagtree.profiler: backend 'device_timer': {skipped} readbacks of CUDA graph replays "
+                      f"were put off while a capture was open (its replays are read at the next one)",
+                      RuntimeWarning, stacklevel=5)
 
 
 def _launch_done(metadata):

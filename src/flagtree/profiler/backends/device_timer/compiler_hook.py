@@ -26,9 +26,10 @@ _installed = None  # the undo function while installed
 stats = {"stamped": 0, "not_stamped": 0, "not_stamped_kernels": []}
 
 
-def mode_string(plane_bytes, lanes, stamper=stampers.PTX):
+def mode_string(plane_bytes, lanes, records, stamper=stampers.PTX):
+    """`records`: replay records per graph-captured launch baked into the stamps (0: none)."""
     suffix = "" if stamper == stampers.PTX else f":stamps={stamper.name}"
-    return f"{MODE_PREFIX}:v2:lanes={lanes}:plane={plane_bytes}{suffix}"
+    return f"{MODE_PREFIX}:v3:lanes={lanes}:plane={plane_bytes}:graph_records={records}{suffix}"
 
 
 def check_triton():
@@ -62,7 +63,7 @@ def _not_stamped(name, reason):
                   RuntimeWarning, stacklevel=3)
 
 
-def stamp_stage(stage_fn, native, plane_bytes, lanes, stamper=stampers.PTX, originals=None):
+def stamp_stage(stage_fn, native, plane_bytes, lanes, records, stamper=stampers.PTX, originals=None):
     """`stamper.stage`, followed by the stamps (a kernel we cannot stamp runs untimed, with a
     warning). `originals` (a dict) keeps each stamped text's unstamped form for the later stages'
     guard (guard_stage)."""
@@ -77,7 +78,7 @@ def stamp_stage(stage_fn, native, plane_bytes, lanes, stamper=stampers.PTX, orig
             reason = "it already uses profile scratch memory (another instrumentation)"
         else:
             try:
-                stamped = stamper.stamp(text, native.device_timer_name_kernel(name), plane_bytes, lanes)
+                stamped = stamper.stamp(text, native.device_timer_name_kernel(name), plane_bytes, lanes, records)
             except stampers.NotStampable as error:
                 reason = str(error)
             else:
@@ -122,7 +123,7 @@ def guard_stage(stage_fn, originals, last):
     return stage
 
 
-def wrap_stages(stages, native, plane_bytes, lanes, stamper):
+def wrap_stages(stages, native, plane_bytes, lanes, records, stamper):
     """Wraps `stamper.stage` in `stages` (Triton's ordered dict of stage functions) and guards
     every stage after it. False when the compiler registers no such stage."""
     names = list(stages)
@@ -130,13 +131,14 @@ def wrap_stages(stages, native, plane_bytes, lanes, stamper):
         return False
     originals = {}
     at = names.index(stamper.stage)
-    stages[stamper.stage] = stamp_stage(stages[stamper.stage], native, plane_bytes, lanes, stamper, originals)
+    stages[stamper.stage] = stamp_stage(stages[stamper.stage], native, plane_bytes, lanes, records, stamper,
+                                        originals)
     for name in names[at + 1:]:
         stages[name] = guard_stage(stages[name], originals, last=name == names[-1])
     return True
 
 
-def install(native, plane_bytes, lanes, stamper=stampers.PTX):
+def install(native, plane_bytes, lanes, records, stamper=stampers.PTX):
     """Kernels compiled from now on carry the stamps of `stamper` (until uninstall)."""
     global _installed
     import triton  # deferred: triton is heavy and optional
@@ -159,10 +161,10 @@ def install(native, plane_bytes, lanes, stamper=stampers.PTX):
             if previous_hook is not None:
                 previous_hook(*args, **kwargs)
             stages = kwargs["stages"] if "stages" in kwargs else args[1]
-            wrap_stages(stages, native, plane_bytes, lanes, stamper)
+            wrap_stages(stages, native, plane_bytes, lanes, records, stamper)
 
         runtime.add_stages_inspection_hook = hook
-        compilation.instrumentation_mode = mode_string(plane_bytes, lanes, stamper)
+        compilation.instrumentation_mode = mode_string(plane_bytes, lanes, records, stamper)
 
         def undo():
             compilation.instrumentation_mode = previous_mode

@@ -11,6 +11,13 @@ the launch's ring slot (plane 0); the stamps find the slot's lanes at fixed plan
 * before every ``ret``, lane 0 of every warp: atomic max of %globaltimer into its lane's word 1
   (per warp, not per block: no barrier is inserted, so early-exiting warps cannot deadlock).
 
+A launch captured into a CUDA graph keeps its pointer for every replay, so it gets a tagged
+pointer instead (bit 3 set; ring slots are 16-aligned) to a graph descriptor (graph_area.h):
+{entry tickets, exit tickets, R replay records laid out as a slot's planes in 16-byte rows}. The
+stamps test the tag (an ``and`` and a branch on the ordinary path); tagged, the block leader's
+entry ticket / blocks and the warp's exit ticket / (blocks x warps) give the replay r, the stamps
+go to record r % R, and the warp taking a replay's last exit ticket zeroes the next record.
+
 Only the stamping thread reads the timer (the others branch past the stamp at once), and every
 stamp is skipped for a null slot pointer, so the same binary launched without our allocator
 (pointer 0) runs as if unstamped. Registers live in nested blocks and labels start with
@@ -23,23 +30,57 @@ _PARAM = re.compile(r"\.param\s+[^,)]*?([A-Za-z_$][\w$]*)\s*(?:,|$)")
 _RET = re.compile(r"^(\s*)ret;\s*$", re.MULTILINE)
 _PREDICATED_RET = re.compile(r"@!?%\w+\s+ret;")
 
+# The native ring's layout (timer_ring.h, graph_area.h).
+SLOT_BYTES = 16
+GRAPH_TAG = 8
+GRAPH_HEADER_BYTES = 16
+
 
 class NotStampable(ValueError):
     """The PTX has a shape the stamps do not handle (the kernel then runs untimed)."""
 
 
-def _lane_address(reg_lane, reg_out, slot, plane_bytes, lanes):
+def _lane_address(reg_lane, reg_out, slot, stride, lanes):
     return (f"\tmov.u32 {reg_lane}, %smid;\n"
             f"\tand.b32 {reg_lane}, {reg_lane}, {lanes - 1};\n"
             f"\tadd.u32 {reg_lane}, {reg_lane}, 1;\n"
-            f"\tmul.wide.u32 {reg_out}, {reg_lane}, {plane_bytes};\n"
+            f"\tmul.wide.u32 {reg_out}, {reg_lane}, {stride};\n"
             f"\tadd.u64 {reg_out}, {slot}, {reg_out};\n")
 
 
-def entry_block(param, kernel_id, plane_bytes, lanes):
-    """Thread 0 of each block only (the others branch past it at once: no timer read for them)."""
+def _meta_store(address, kernel_id):
+    """Block (0,0,0) stores {kernel id, grid x, grid y | grid z << 16, block x} at `address`."""
+    return ("\tmov.u32 %ftp_r2, %ctaid.x;\n\tmov.u32 %ftp_r3, %ctaid.y;\n\tor.b32 %ftp_r2, %ftp_r2, %ftp_r3;\n"
+            "\tmov.u32 %ftp_r3, %ctaid.z;\n\tor.b32 %ftp_r2, %ftp_r2, %ftp_r3;\n"
+            "\tsetp.eq.u32 %ftp_p1, %ftp_r2, 0;\n"
+            "\tmov.u32 %ftp_r4, %nctaid.x;\n\tmov.u32 %ftp_r5, %nctaid.y;\n\tmov.u32 %ftp_r6, %nctaid.z;\n"
+            "\tshl.b32 %ftp_r6, %ftp_r6, 16;\n\tor.b32 %ftp_r5, %ftp_r5, %ftp_r6;\n"
+            "\tmov.u32 %ftp_r6, %ntid.x;\n"
+            f"\tmov.u32 %ftp_r7, {kernel_id};\n"
+            f"\t@%ftp_p1 st.global.v4.u32 [{address}], {{%ftp_r7, %ftp_r4, %ftp_r5, %ftp_r6}};\n")
+
+
+def _blocks(out, lo, hi, wide):
+    """`out` (u64) = %nctaid.x * %nctaid.y * %nctaid.z, through the u32 registers `lo`, `hi`."""
+    return (f"\tmov.u32 {lo}, %nctaid.x;\n\tmov.u32 {hi}, %nctaid.y;\n"
+            f"\tmul.wide.u32 {out}, {lo}, {hi};\n\tmov.u32 {lo}, %nctaid.z;\n"
+            f"\tcvt.u64.u32 {wide}, {lo};\n\tmul.lo.u64 {out}, {out}, {wide};\n")
+
+
+def _graph_record(out, replay, descriptor, records, lanes):
+    """`out` (not `descriptor`) = the record of replay `replay` (modulo `records`): a ring slot's
+    planes (plane 0, then the lanes) as contiguous rows."""
+    return (f"\tand.b64 {out}, {replay}, {records - 1};\n"
+            f"\tmul.lo.u64 {out}, {out}, {(1 + lanes) * SLOT_BYTES};\n"
+            f"\tadd.u64 {out}, {out}, {descriptor};\n"
+            f"\tadd.u64 {out}, {out}, {GRAPH_HEADER_BYTES};\n")
+
+
+def entry_block(param, kernel_id, plane_bytes, lanes, records):
+    """Thread 0 of each block only (the others branch past it at once: no timer read for them).
+    A tagged pointer (bit 3) is a graph descriptor: the block's entry ticket picks the record."""
     return ("\t{ // flagtree.profiler device_timer: entry stamp\n"
-            "\t.reg .pred %ftp_p<2>;\n\t.reg .b32 %ftp_r<8>;\n\t.reg .b64 %ftp_d<3>;\n"
+            "\t.reg .pred %ftp_p<2>;\n\t.reg .b32 %ftp_r<8>;\n\t.reg .b64 %ftp_d<6>;\n"
             "\tmov.u32 %ftp_r0, %tid.x;\n"
             "\tsetp.ne.u32 %ftp_p0, %ftp_r0, 0;\n"
             "\t@%ftp_p0 bra $ftp_entry_done;\n"
@@ -48,31 +89,69 @@ def entry_block(param, kernel_id, plane_bytes, lanes):
             "\t@%ftp_p0 bra $ftp_entry_done;\n"
             "\tmov.u64 %ftp_d1, %globaltimer;\n"
             "\tnot.b64 %ftp_d1, %ftp_d1;\n"
+            f"\tand.b64 %ftp_d2, %ftp_d0, {GRAPH_TAG};\n"
+            "\tsetp.eq.u64 %ftp_p0, %ftp_d2, 0;\n"
+            "\t@%ftp_p0 bra $ftp_entry_slot;\n"
+            # a graph replay: ticket / blocks = the replay's index
+            "\tand.b64 %ftp_d0, %ftp_d0, -16;\n"
+            "\tatom.global.add.u64 %ftp_d3, [%ftp_d0], 1;\n"
+            + _blocks("%ftp_d4", "%ftp_r4", "%ftp_r5", "%ftp_d5") +
+            "\tdiv.u64 %ftp_d3, %ftp_d3, %ftp_d4;\n"
+            + _graph_record("%ftp_d3", "%ftp_d3", "%ftp_d0", records, lanes)
+            + _lane_address("%ftp_r1", "%ftp_d2", "%ftp_d3", SLOT_BYTES, lanes) +
+            "\tred.global.max.u64 [%ftp_d2], %ftp_d1;\n"
+            + _meta_store("%ftp_d3", kernel_id) +
+            "\tbra.uni $ftp_entry_done;\n"
+            "$ftp_entry_slot:\n"
             + _lane_address("%ftp_r1", "%ftp_d2", "%ftp_d0", plane_bytes, lanes) +
             "\tred.global.max.u64 [%ftp_d2], %ftp_d1;\n"
-            "\tmov.u32 %ftp_r2, %ctaid.x;\n\tmov.u32 %ftp_r3, %ctaid.y;\n\tor.b32 %ftp_r2, %ftp_r2, %ftp_r3;\n"
-            "\tmov.u32 %ftp_r3, %ctaid.z;\n\tor.b32 %ftp_r2, %ftp_r2, %ftp_r3;\n"
-            "\tsetp.eq.u32 %ftp_p1, %ftp_r2, 0;\n"
-            "\tmov.u32 %ftp_r4, %nctaid.x;\n\tmov.u32 %ftp_r5, %nctaid.y;\n\tmov.u32 %ftp_r6, %nctaid.z;\n"
-            "\tshl.b32 %ftp_r6, %ftp_r6, 16;\n\tor.b32 %ftp_r5, %ftp_r5, %ftp_r6;\n"
-            "\tmov.u32 %ftp_r6, %ntid.x;\n"
-            f"\tmov.u32 %ftp_r7, {kernel_id};\n"
-            "\t@%ftp_p1 st.global.v4.u32 [%ftp_d0], {%ftp_r7, %ftp_r4, %ftp_r5, %ftp_r6};\n"
+            + _meta_store("%ftp_d0", kernel_id) +
             "$ftp_entry_done:\n"
             "\t}\n")
 
 
-def exit_block(param, plane_bytes, lanes, indent, index):
-    """Lane 0 of each warp only; `index` makes the block's label unique in the kernel."""
-    done = f"$ftp_exit_done{index}"
+def _graph_exit(records, lanes, done):
+    """Lane 0 of a warp of a graph replay, %ftp_e0 the tagged pointer and %ftp_e2 the time: the
+    exit ticket / (blocks x warps per block) is the replay's index; the warp taking the replay's
+    last ticket zeroes the next replay's record."""
+    return ("\tand.b64 %ftp_e0, %ftp_e0, -16;\n"
+            "\tatom.global.add.u64 %ftp_e3, [%ftp_e0+8], 1;\n"
+            "\tmov.u32 %ftp_s1, %ntid.x;\n\tmov.u32 %ftp_s2, %ntid.y;\n\tmul.lo.u32 %ftp_s1, %ftp_s1, %ftp_s2;\n"
+            "\tmov.u32 %ftp_s2, %ntid.z;\n\tmul.lo.u32 %ftp_s1, %ftp_s1, %ftp_s2;\n"
+            "\tadd.u32 %ftp_s1, %ftp_s1, 31;\n\tshr.u32 %ftp_s1, %ftp_s1, 5;\n"
+            + _blocks("%ftp_e4", "%ftp_s2", "%ftp_s3", "%ftp_e5") +
+            "\tcvt.u64.u32 %ftp_e5, %ftp_s1;\n\tmul.lo.u64 %ftp_e4, %ftp_e4, %ftp_e5;\n"
+            "\tdiv.u64 %ftp_e5, %ftp_e3, %ftp_e4;\n"
+            "\tadd.u64 %ftp_e6, %ftp_e5, 1;\n\tmul.lo.u64 %ftp_e7, %ftp_e6, %ftp_e4;\n"
+            "\tadd.u64 %ftp_e3, %ftp_e3, 1;\n\tsetp.eq.u64 %ftp_q1, %ftp_e3, %ftp_e7;\n"
+            + _graph_record("%ftp_e5", "%ftp_e5", "%ftp_e0", records, lanes)
+            + _lane_address("%ftp_s1", "%ftp_e1", "%ftp_e5", SLOT_BYTES, lanes) +
+            "\tred.global.max.u64 [%ftp_e1+8], %ftp_e2;\n"
+            f"\t@!%ftp_q1 bra {done};\n"
+            + _graph_record("%ftp_e6", "%ftp_e6", "%ftp_e0", records, lanes) +
+            "\tmov.u64 %ftp_e7, 0;\n"
+            + "".join(f"\tst.global.v2.u64 [%ftp_e6+{row * SLOT_BYTES}], {{%ftp_e7, %ftp_e7}};\n"
+                      for row in range(1 + lanes)) +
+            f"\tbra.uni {done};\n")
+
+
+def exit_block(param, plane_bytes, lanes, records, indent, index):
+    """Lane 0 of each warp only; `index` makes the block's labels unique in the kernel."""
+    done, slot = f"$ftp_exit_done{index}", f"$ftp_exit_slot{index}"
     return (f"{indent}{{ // flagtree.profiler device_timer: exit stamp\n"
-            "\t.reg .pred %ftp_q0;\n\t.reg .b32 %ftp_s<2>;\n\t.reg .b64 %ftp_e<3>;\n"
+            "\t.reg .pred %ftp_q<2>;\n\t.reg .b32 %ftp_s<4>;\n\t.reg .b64 %ftp_e<8>;\n"
             "\tmov.u32 %ftp_s0, %laneid;\n"
             "\tsetp.ne.u32 %ftp_q0, %ftp_s0, 0;\n"
             f"\t@%ftp_q0 bra {done};\n"
             f"\tld.param.u64 %ftp_e0, [{param}];\n"
             "\tsetp.eq.u64 %ftp_q0, %ftp_e0, 0;\n"
             f"\t@%ftp_q0 bra {done};\n"
+            f"\tand.b64 %ftp_e3, %ftp_e0, {GRAPH_TAG};\n"
+            "\tsetp.eq.u64 %ftp_q0, %ftp_e3, 0;\n"
+            f"\t@%ftp_q0 bra {slot};\n"
+            "\tmov.u64 %ftp_e2, %globaltimer;\n"
+            + _graph_exit(records, lanes, done) +
+            f"{slot}:\n"
             + _lane_address("%ftp_s1", "%ftp_e1", "%ftp_e0", plane_bytes, lanes) +
             "\tmov.u64 %ftp_e2, %globaltimer;\n"
             "\tred.global.max.u64 [%ftp_e1+8], %ftp_e2;\n"
@@ -107,10 +186,11 @@ def kernel_entry(ptx):
     return entry.group(1), params[-1], body, _matching_brace(ptx, body)
 
 
-def stamp_ptx(ptx, kernel_id, plane_bytes, lanes):
-    """`ptx` with the entry and exit stamps; NotStampable when its shape is not handled."""
-    if lanes & (lanes - 1):
-        raise ValueError("lanes must be a power of two")
+def stamp_ptx(ptx, kernel_id, plane_bytes, lanes, records):
+    """`ptx` with the entry and exit stamps; NotStampable when its shape is not handled.
+    `records`: replay records per graph descriptor (a power of two)."""
+    if lanes & (lanes - 1) or records < 2 or records & (records - 1):
+        raise ValueError("lanes and records must be powers of two (records >= 2)")
     name, param, start, end = kernel_entry(ptx)
     body = ptx[start + 1:end]
     if _PREDICATED_RET.search(body):
@@ -120,9 +200,9 @@ def stamp_ptx(ptx, kernel_id, plane_bytes, lanes):
     def stamp_exit(match):
         nonlocal exits
         exits += 1
-        return exit_block(param, plane_bytes, lanes, match.group(1), exits) + match.group(0)
+        return exit_block(param, plane_bytes, lanes, records, match.group(1), exits) + match.group(0)
 
     body = _RET.sub(stamp_exit, body)
     if not exits:
         raise NotStampable("no ret in the kernel body")
-    return ptx[:start + 1] + "\n" + entry_block(param, kernel_id, plane_bytes, lanes) + body + ptx[end:]
+    return ptx[:start + 1] + "\n" + entry_block(param, kernel_id, plane_bytes, lanes, records) + body + ptx[end:]

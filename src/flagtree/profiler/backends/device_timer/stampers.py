@@ -18,12 +18,13 @@ class PtxStamper:
     name: str = "ptx"
     stage: str = "ptx"
     code_format: str = "PTX"
+    times_graph_replays: bool = True  # tagged slot pointers of graph-captured launches
 
     def kernel_name(self, text):
         return ptx_stamps.kernel_entry(text)[0]
 
-    def stamp(self, text, kernel_id, plane_bytes, lanes):
-        return ptx_stamps.stamp_ptx(text, kernel_id, plane_bytes, lanes)
+    def stamp(self, text, kernel_id, plane_bytes, lanes, records):
+        return ptx_stamps.stamp_ptx(text, kernel_id, plane_bytes, lanes, records)
 
 
 @dataclass(frozen=True)
@@ -35,11 +36,13 @@ class NvvmLlirStamper:
     name: str = "nvvm-llir"
     stage: str = "llir"
     code_format: str = "LLVM IR (NVVM intrinsics)"
+    # No tagged-pointer path in these stamps: graph-captured launches get no slot (counted).
+    times_graph_replays: bool = False
 
     def kernel_name(self, text):
         return llir_stamps.kernel_entry(text)[0]
 
-    def stamp(self, text, kernel_id, plane_bytes, lanes):
+    def stamp(self, text, kernel_id, plane_bytes, lanes, records=0):
         return llir_stamps.stamp_llir(text, kernel_id, plane_bytes, lanes, self.warp_size, self.timer_asm)
 
 

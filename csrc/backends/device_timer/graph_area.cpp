@@ -1,0 +1,109 @@
+#include "backends/device_timer/graph_area.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backends/device_timer/slot_record.h"
+#include "session/profiler.h"
+
+namespace ftp {
+
+GraphArea::GraphArea(RingDevice& device, uint32_t records, uint32_t nodesPerChunk, uint32_t maxChunks)
+    : device_(device), records_(records), perChunk_(nodesPerChunk ? nodesPerChunk : 1), maxChunks_(maxChunks) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  growLocked();  // ahead of any capture: a first capture allocates nothing
+}
+
+bool GraphArea::growLocked() {
+  if (chunks_.size() >= maxChunks_) return false;
+  const uint64_t base = device_.allocGraphChunk(perChunk_ * descriptorBytes());
+  if (!base) return false;
+  chunks_.push_back(Chunk{base, 0});
+  return true;
+}
+
+uint64_t GraphArea::claim(uint64_t stream, uint32_t& index) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (std::find(capturing_.begin(), capturing_.end(), stream) == capturing_.end()) capturing_.push_back(stream);
+  if ((chunks_.empty() || chunks_.back().used == perChunk_) && !growLocked()) {
+    ++stats_.noRoom;
+    return 0;
+  }
+  Chunk& chunk = chunks_.back();
+  index = uint32_t((chunks_.size() - 1) * perChunk_ + chunk.used);
+  const uint64_t descriptor = chunk.base + chunk.used * descriptorBytes();
+  ++chunk.used;
+  read_.push_back(0);
+  ++stats_.nodes;
+  return descriptor | kGraphTag;
+}
+
+void GraphArea::readBack(const ClockMap& clock, uint32_t deviceId) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (read_.empty()) return;
+  if (captureOpenLocked() || !device_.syncDevice()) {
+    ++stats_.skipped;
+    return;
+  }
+  ++stats_.readbacks;
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    const Chunk& chunk = chunks_[c];
+    if (!chunk.used) continue;
+    host_.resize(chunk.used * descriptorBytes());
+    device_.readDevice(chunk.base, host_.data(), host_.size());
+    for (uint32_t n = 0; n < chunk.used; ++n)
+      readNodeLocked(uint32_t(c * perChunk_ + n), host_.data() + n * descriptorBytes(), clock, deviceId);
+  }
+  // Room for the next captures, allocated now rather than during one.
+  if (chunks_.back().used * 2 >= perChunk_) growLocked();
+}
+
+bool GraphArea::captureOpenLocked() {
+  capturing_.erase(std::remove_if(capturing_.begin(), capturing_.end(), [&](uint64_t s) { return !device_.capturing(s); }),
+                   capturing_.end());
+  return !capturing_.empty();
+}
+
+void GraphArea::readNodeLocked(uint32_t index, const uint8_t* descriptor, const ClockMap& clock, uint32_t deviceId) {
+  uint64_t tickets[2];  // entry, exit
+  std::memcpy(tickets, descriptor, sizeof tickets);
+  if (!tickets[0]) return;  // never replayed
+  const uint8_t* records = descriptor + kGraphHeaderBytes;
+  // The launch geometry (the same in every replay) gives the tickets one replay takes.
+  uint32_t meta[4] = {0, 0, 0, 0};
+  for (uint32_t i = 0; i < records_ && !meta[0]; ++i) std::memcpy(meta, records + i * kGraphRecordBytes, sizeof meta);
+  if (!meta[0]) return;  // the first replay is under way
+  const uint64_t blocks = uint64_t(meta[1]) * (meta[2] & 0xFFFF) * (meta[2] >> 16);
+  const uint64_t perExit = blocks * ((uint64_t(meta[3]) + 31) / 32);
+  if (!blocks || !perExit) return;
+  const uint64_t done = std::min(tickets[0] / blocks, tickets[1] / perExit);
+  // A replay launched after the sync may be running: its last warp zeroes the oldest record.
+  const bool running = tickets[0] % blocks || tickets[1] % perExit || tickets[0] / blocks != tickets[1] / perExit;
+  uint64_t& read = read_[index];
+  if (done <= read) return;
+  const uint64_t fresh = done - read;
+  const uint64_t kept = std::min<uint64_t>(fresh, records_ - 1 - (running ? 1 : 0));
+  stats_.lost += fresh - kept;
+  SlotDecode counts;
+  Profiler& profiler = Profiler::instance();
+  for (uint64_t q = done - kept; q < done; ++q) {
+    DeviceRecord r;
+    if (!decodeSlot(records + (q % records_) * kGraphRecordBytes, kTimerSlotBytes, clock, r, counts)) continue;
+    r.correlation = correlationOf(index);
+    r.graphNodeId = nodeKeyOf(index);
+    r.deviceId = deviceId;
+    r.streamId = kGraphReplayStream;
+    profiler.onReplayRecord(r);
+  }
+  read = done;
+  stats_.replays += counts.delivered;
+  stats_.untimed += counts.untimed;
+  stats_.unknown += counts.unknown;
+}
+
+GraphStats GraphArea::stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+}  // namespace ftp
