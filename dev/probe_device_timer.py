@@ -121,7 +121,7 @@ def session_cost(tmp):
         starts.append(t1 - t0)
         finals.append(t3 - t2)
     t0 = time.perf_counter()
-    _native.device_timer_start(1 << 16, 1 << 14, 256)
+    _native.device_timer_start(1 << 14, 1 << 12, 256)
     natives.append(("device_timer_start", time.perf_counter() - t0))
     t0 = time.perf_counter()
     _native.device_timer_check_clock()
