@@ -27,6 +27,9 @@ CONFIGS = {  # name -> start() keyword arguments
     "shadow/trace": dict(context="shadow", data="trace"),
     "hook=triton": dict(context="shadow", data="tree", hook="triton"),
 }
+OURS_ONLY = {  # configs Proton has no counterpart for
+    "device_timer/tree": dict(context="shadow", data="tree", backend="device_timer"),
+}
 
 
 def null_scope(name):
@@ -40,7 +43,9 @@ class Family:
         self.name, self.outdir, self.count = name, outdir, 0
 
     def configs(self):
-        if self.name in ("ours", "proton"):
+        if self.name == "ours":
+            return list(CONFIGS) + list(OURS_ONLY)
+        if self.name == "proton":
             return list(CONFIGS)
         if self.name == "torch":
             return ["torch.profiler"]
@@ -52,7 +57,7 @@ class Family:
         if self.name == "ours":
             import flagtree.profiler as prof
 
-            prof.start(base, **CONFIGS[config])
+            prof.start(base, **{**CONFIGS, **OURS_ONLY}[config])
             return prof.scope
         if self.name == "proton":
             import triton.profiler as prof
