@@ -44,6 +44,8 @@ class Profiler {
   Session* removeSession(int slot);
   Session* session(int slot) const { return sessions_.at(slot); }
   uint32_t activeMask() const { return sessions_.activeMask(); }
+  // The active sessions whose kernel times come from `source`.
+  uint32_t activeMask(TimeSource source) const { return sessions_.activeMask() & sessions_.sourceMask(source); }
 
   // Launch path: called on the launching thread just before a launch. `multiRecord` marks
   // launches that produce several records under one correlation id (graph launches).

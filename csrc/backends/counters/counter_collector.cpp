@@ -278,7 +278,8 @@ void CounterCollector::onLaunchEnter(uint32_t correlation, uint32_t cbid, const 
   const auto* cb = static_cast<const CUpti_CallbackData*>(cbData);
   // The tracer also reports copies, sets and graph launches: only single kernels make one range.
   if (!cb || !isKernelLaunchApi(cb->functionName)) return;
-  onLaunchEnter(contextOf(cb), correlation, cb->symbolName, Profiler::instance().activeMask());
+  // Counters are joined to CUPTI's launches: only the sessions that take CUPTI's records.
+  onLaunchEnter(contextOf(cb), correlation, cb->symbolName, Profiler::instance().activeMask(TimeSource::Tracer));
 }
 
 void CounterCollector::onLaunchExit(uint32_t correlation, uint32_t cbid, const void* cbData) {
