@@ -4,22 +4,18 @@ Triton's own LLVM and assembles it with Triton's ptxas: the stamped text is LLVM
 parses, verifies and compiles. Prints JSON. Run as a subprocess without TRITON_INTERPRET."""
 import json
 import os
-import subprocess
 import sys
-import tempfile
 
 import triton
 from triton._C.libtriton import llvm
 from triton.backends.compiler import GPUTarget
-from triton.backends.nvidia.compiler import get_ptxas
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                 "examples"))
 from triton_kernels import add_kernel  # noqa: E402
 
+from compile_stamped import SIGNATURE, assembles  # noqa: E402  (this folder: the script's own)
 from flagtree.profiler.backends.device_timer.llir_stamps import stamp_llir  # noqa: E402
-
-SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
 
 
 def to_ptx(llir):
@@ -36,15 +32,10 @@ def main():
                             target=GPUTarget("cuda", 90, 32))
     llir = kernel.asm["llir"]
     ptx = to_ptx(stamp_llir(llir, 0xDEADBEEF, 1 << 20, 8, warp_size=32))
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "k.ptx")
-        with open(path, "w") as f:
-            f.write(ptx)
-        done = subprocess.run([get_ptxas(90).path, "-arch=sm_90a", path, "-o", path + ".o"],
-                              capture_output=True, text=True)
+    ok, errors = assembles(ptx)
     print(json.dumps({"rets": llir.count("ret void"), "timer_reads": ptx.count("%globaltimer"),
                       "atomic_max": ptx.count(".global.max.u64"), "meta_store": "st.global.v4" in ptx,
-                      "assembles": done.returncode == 0, "ptxas_errors": done.stderr}))
+                      "assembles": ok, "ptxas_errors": errors}))
 
 
 if __name__ == "__main__":
