@@ -3,6 +3,7 @@ and reading the slices back (a drain) into session results. Imported once the ba
 numpy is needed for the decoding, not for importing flagtree.profiler."""
 import dataclasses
 import threading
+import time
 
 import numpy as np
 
@@ -15,8 +16,9 @@ class Launch:
     piece: object  # pool.Slice
     function: int  # CUfunction handle (Triton's launch metadata "function")
     name: str
-    correlation: int  # CUPTI correlation id of the launch, 0 if unknown
+    correlation: int  # the launch's correlation id (CUPTI's, or the device timer's), 0 if unknown
     sessions: tuple  # the sessions (session.Session) that were collecting when it launched
+    stream: int = 0  # Triton's launch metadata "stream"
 
 
 @dataclasses.dataclass
@@ -80,20 +82,23 @@ class Collector:
         if previous is not None:  # the launch that took it failed before its exit hook
             self.totals.unclaimed_buffers += 1
         self._pending.piece = piece
+        self._pending.launch_ns = time.monotonic_ns()  # CLOCK_MONOTONIC, the profile's clock
         return piece
 
-    def on_launch_exit(self, metadata, correlation):
-        """Triton's launch-exit hook, on the launching thread: pairs the slice with its kernel."""
+    def on_launch_exit(self, metadata, correlate):
+        """Triton's launch-exit hook, on the launching thread: pairs the slice with its kernel;
+        `correlate(launch_ns)` names the launch (called only for instrumented kernels)."""
         piece = getattr(self._pending, "piece", None)
         if piece is None:
             return  # not an instrumented kernel
         self._pending.piece = None
         data = getattr(metadata, "data", None) or {}
+        correlation = correlate(self._pending.launch_ns)
         with self._lock:
             if not correlation:
                 self.totals.uncorrelated += 1
             self.launches.append(Launch(piece, data.get("function"), data.get("name", "?"), correlation,
-                                        self.sessions()))
+                                        self.sessions(), int(data.get("stream") or 0)))
             self.totals.launches += 1
 
     def drain(self):

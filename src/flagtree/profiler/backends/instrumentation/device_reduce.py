@@ -22,6 +22,7 @@ import torch
 
 from . import layout as L
 
+_NO_START = (1 << 63) - 1
 SCOPE_IDS = 256  # 8 bits of scope id in a record's tag word
 CHUNK_ELEMENTS = 1 << 23  # record slots decoded per step (~0.5 GB of int64 temporaries at most)
 
@@ -34,6 +35,16 @@ class LaunchSummary:
     unmatched_records: int = 0
     bad_blocks: int = 0
     good_blocks: int = 0
+    stamped_blocks: int = 0  # good blocks whose header has its globaltimer stamps
+    start_ns: int = 0  # earliest block start stamp (globaltimer), over the stamped blocks
+    end_ns: int = 0  # latest stamp after a block's final copy
+
+    def device_time(self):
+        """(start, end) on the global timer when every block ran and stamped its header, else
+        None (a short header, a block without the preamble, a launch that did not run)."""
+        if self.bad_blocks or not self.good_blocks or self.stamped_blocks != self.good_blocks:
+            return None
+        return self.start_ns, self.end_ns
 
     def as_summary(self):
         """layout.summarize's shape: {scope id: {"cycles", "count", "units", "normalized_cycles"}}."""
@@ -61,6 +72,14 @@ def summarize_launches(words, slices, layout):
     totals.add("dropped", rows.launch, ((counts - kept) // 2).clamp(min=0).sum(dim=1))
     totals.add("bad", rows.launch, (~good).long())
     totals.add("good", rows.launch, good.long())
+    if layout.header_words >= L.LONG_HEADER_WORDS:
+        # words 4-5: the block's start; 8-9: after its final copy (layout.py)
+        start = meta[:, 4] | (meta[:, 5] << 32)
+        end = meta[:, 8] | (meta[:, 9] << 32)
+        stamped = good & (start > 0) & (end >= start)
+        totals.add("stamped", rows.launch, stamped.long())
+        totals.reduce("start", rows.launch, torch.where(stamped, start, _NO_START), "amin")
+        totals.reduce("end", rows.launch, torch.where(stamped, end, 0), "amax")
     entries = int(kept.max()) // 2 if kept.numel() else 0
     if entries:
         step = max(1, CHUNK_ELEMENTS // (layout.num_segments * entries))
@@ -96,12 +115,16 @@ class _Totals:
     def __init__(self, launches, device):
         self.device = device
         self.per_launch = {k: torch.zeros(launches, dtype=torch.int64, device=device)
-                           for k in ("dropped", "bad", "good", "records", "intervals")}
+                           for k in ("dropped", "bad", "good", "records", "intervals", "stamped", "end")}
+        self.per_launch["start"] = torch.full((launches,), _NO_START, dtype=torch.int64, device=device)
         self.per_scope = {k: torch.zeros(launches * SCOPE_IDS, dtype=torch.int64, device=device)
                           for k in ("cycles", "count", "units")}
 
     def add(self, key, index, values):
         self.per_launch[key].index_add_(0, index, values)
+
+    def reduce(self, key, index, values, how):
+        self.per_launch[key].scatter_reduce_(0, index, values, how)
 
     def add_scope(self, key, index, values):
         self.per_scope[key].index_add_(0, index, values)
@@ -124,7 +147,9 @@ class _Totals:
                     scopes[scope] = (float(tables["cycles"][j]), tables["count"][j], tables["units"][j])
             result.append(LaunchSummary(scopes, dropped_records=tables["dropped"][i],
                                         unmatched_records=tables["records"][i] - 2 * tables["intervals"][i],
-                                        bad_blocks=tables["bad"][i], good_blocks=tables["good"][i]))
+                                        bad_blocks=tables["bad"][i], good_blocks=tables["good"][i],
+                                        stamped_blocks=tables["stamped"][i], start_ns=tables["start"][i],
+                                        end_ns=tables["end"][i]))
         return result
 
 

@@ -46,12 +46,27 @@ class InstrumentationOptions:
         """The string put in triton.knobs.compilation.instrumentation_mode: part of every kernel's
         cache key, so instrumented and plain binaries (and different options) never share an entry.
         Only options that change the binary are in it; no commas (Triton splits modes on them)."""
-        return (f"flagtree-instrumentation:granularity={self.granularity}:buffer_type={self.buffer_type}"
+        return (f"{COMPILER_MODE_PREFIX}granularity={self.granularity}:buffer_type={self.buffer_type}"
                 f":buffer_strategy={self.buffer_strategy}:buffer_size={self.buffer_size}"
                 f":clock={self.clock}:triton={'on' if self.triton else 'off'}")
 
     def canonical(self):
         return (self.compiler_mode().split(":", 1)[1] + f":pool_mb={self.pool_mb}")
+
+
+COMPILER_MODE_PREFIX = "flagtree-instrumentation:"
+# Joins our compiler mode to another route's in one instrumentation_mode string (the device
+# timer's stamps beside the scopes): no comma, no colon.
+MODE_JOINER = "+"
+
+
+def options_from_compiler_mode(mode):
+    """The options a kernel was compiled with, from its metadata's instrumentation_mode (ours
+    alone, or ours joined to the device timer's), or None when the scopes were not compiled in."""
+    ours = (mode or "").split(MODE_JOINER, 1)[0]
+    if not ours.startswith(COMPILER_MODE_PREFIX):
+        return None
+    return parse_mode(ours[len(COMPILER_MODE_PREFIX):])
 
 
 def _fail(message):
