@@ -131,10 +131,12 @@ def test_shapes_the_stamps_do_not_handle_are_refused(ptx, why):
 
 def test_mode_names_the_ring_size():
     assert parse_mode(None) == RingOptions()
-    assert parse_mode("slots=4096:batch=512").canonical() == "slots=4096:batch=512:graph_replays=256"
+    assert parse_mode("slots=4096:batch=512").canonical() == "slots=4096:batch=512:graph_replays=256:scopes=on"
     assert parse_mode("slots=64").batch_slots() == 16
     assert parse_mode("graph_replays=16").graph_replays == 16
-    for bad in ("slots=1", "slots=8:batch=9", "lanes=4", "slots", "graph_replays=12", "graph_replays=1"):
+    assert parse_mode("scopes=off").scopes is False and parse_mode(None).scopes is True
+    for bad in ("slots=1", "slots=8:batch=9", "lanes=4", "slots", "graph_replays=12", "graph_replays=1",
+                "scopes=maybe", "scopes=1"):
         with pytest.raises(ValueError, match="device_timer"):
             parse_mode(bad)
 

@@ -14,9 +14,11 @@
 
 #include "backends/device_timer/cuda_ring_device.h"
 #include "backends/device_timer/graph_area.h"
+#include "backends/device_timer/scoped_launches.h"
 #include "backends/device_timer/timer_ring.h"
 #include "bindings/bindings.h"
 #include "core/strings.h"
+#include "session/profiler.h"
 
 namespace ftp {
 namespace {
@@ -192,6 +194,19 @@ void registerDeviceTimerBindings(nb::module_& m) {
     TimerRing& ring = ringOrThrow();
     return statsDict(ring.stats(), ring.graphStats());
   });
+  // Launches of kernels with kernel-side scopes (scoped_launches.h): the id at launch exit, the
+  // record at the scopes' drain, from the blocks' header stamps.
+  m.def("device_timer_scoped_launch", &scopedLaunch, nb::arg("launch_ns"));
+  m.def("device_timer_scoped_record", [](uint32_t correlation, const std::string& name, uint64_t start, uint64_t end,
+                                         std::tuple<int32_t, int32_t, int32_t> grid,
+                                         std::tuple<int32_t, int32_t, int32_t> block, uint64_t stream) {
+    ScopedTimes t{correlation, intern(name), start, end,
+                  {std::get<0>(grid), std::get<1>(grid), std::get<2>(grid)},
+                  {std::get<0>(block), std::get<1>(block), std::get<2>(block)}, stream};
+    scopedRecord(ringOrThrow(), t);
+  }, nb::arg("correlation"), nb::arg("name"), nb::arg("start"), nb::arg("end"), nb::arg("grid"), nb::arg("block"),
+     nb::arg("stream"));
+  m.def("device_timer_forget_launch", [](uint32_t correlation) { Profiler::instance().forgetLaunch(correlation); });
   m.def("device_timer_running", [] { return route().ring != nullptr; });
   // Drains and frees the ring (its device memory, pinned mirror, stream and worker).
   m.def("device_timer_free", [] { freeRing(); });

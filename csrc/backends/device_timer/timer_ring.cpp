@@ -16,7 +16,10 @@ namespace {
 
 // Correlation ids of timed launches: their own range, clear of CUPTI's and the host backends'.
 constexpr uint32_t kCorrelationBase = 0xC0000000u;
-constexpr uint32_t kCorrelationMask = 0x1FFFFFFFu;  // 0xE0000000 and up: graph nodes (graph_area.h)
+// 0xD0000000 and up: launches with kernel-side scopes (scoped_launches.h), 0xE0000000 and up:
+// graph nodes (graph_area.h). Ids only need to be unique among launches awaiting their record
+// (at most `slots`, <= 2^24).
+constexpr uint32_t kCorrelationMask = 0x0FFFFFFFu;
 // A thread whose latest claim is older than this has queued its launch (a launch call takes
 // microseconds); without it one thread that stopped launching would hold every readback back.
 constexpr uint64_t kQueuedAfterNs = 20'000'000;
@@ -208,6 +211,16 @@ uint32_t TimerRing::graphRecords() const { return graphs_ ? graphs_->records() :
 void TimerRing::setClock(ClockMap clock) {
   std::lock_guard<std::mutex> lock(mutex_);
   clock_ = clock;
+}
+
+uint16_t TimerRing::streamIndex(uint64_t stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return streamIndexLocked(stream);
+}
+
+ClockMap TimerRing::clock() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return clock_;
 }
 
 void TimerRing::work() {

@@ -124,6 +124,10 @@ class TimerRing {
   uint32_t graphRecords() const;
   void countOtherDevice();  // a launch on another device than the ring's (not timed)
   void setClock(ClockMap clock);
+  ClockMap clock();
+  // The record's stream id of `stream` (the ring's numbering; its readbacks then wait for it too).
+  uint16_t streamIndex(uint64_t stream);
+  uint32_t deviceId() const { return deviceId_; }
   uint32_t slots() const { return slots_; }
   uint32_t batch() const { return batch_; }
   uint64_t planeBytes() const { return uint64_t(slots_) * kTimerSlotBytes; }

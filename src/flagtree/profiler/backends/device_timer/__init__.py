@@ -12,6 +12,10 @@ are mapped onto the profile's monotonic clock with an offset probed at start (th
 the host's clock and the host reading the device's, through write-combined mapped memory) and
 probed again at finalize (the drift is in the metadata).
 
+Kernels with kernel-side scopes (``flagtree.profiler.language``) get their scopes as with
+backend="instrumentation", and their device time from their scope buffers' own header stamps
+(scopes.py); mode ``scopes=off`` compiles no scopes.
+
 Covers Triton kernels only: torch's own kernels, library kernels (cuBLAS) and copies are not
 seen (docs/reference/device-timer.md).
 """
@@ -23,10 +27,12 @@ from ...hooks.triton_chain import _attach, _launch_hook_owner
 from ...native_core import native as _native_module
 from ..base import Backend, BackendUnavailable, device_info_of
 from . import compiler_hook, route
+from . import scopes as kernel_scopes
 
 DEFAULT_SLOTS = 1 << 14
 DEFAULT_GRAPH_REPLAYS = 256
 _MODE_KEYS = ("slots", "batch", "graph_replays")
+_SWITCH = {"on": True, "off": False}
 
 
 @dataclass(frozen=True)
@@ -34,27 +40,34 @@ class RingOptions:
     slots: int = DEFAULT_SLOTS
     batch: int = 0  # 0: a quarter of the ring
     graph_replays: int = DEFAULT_GRAPH_REPLAYS  # records per captured launch (R - 1 replays fit)
+    scopes: bool = True  # kernel-side scopes compiled in (scopes.py)
 
     def batch_slots(self):
         return self.batch or max(1, self.slots // 4)
 
     def canonical(self):
-        return f"slots={self.slots}:batch={self.batch_slots()}:graph_replays={self.graph_replays}"
+        return (f"slots={self.slots}:batch={self.batch_slots()}:graph_replays={self.graph_replays}"
+                f":scopes={'on' if self.scopes else 'off'}")
 
 
 def parse_mode(mode):
-    """None, or "slots=<n>[:batch=<n>][:graph_replays=<n>]" (ring size in launches; launches per
-    readback; replay records each launch captured into a CUDA graph has, a power of two)."""
+    """None, or "slots=<n>[:batch=<n>][:graph_replays=<n>][:scopes=on|off]" (ring size in
+    launches; launches per readback; replay records each launch captured into a CUDA graph has, a
+    power of two; whether kernel-side scopes are compiled in)."""
     if mode is None:
         return RingOptions()
     values = {}
     for part in str(mode).replace(",", ":").split(":"):
-        key, sep, value = part.partition("=")
-        if not sep or key.strip() not in _MODE_KEYS or not value.strip().isdigit():
+        key, sep, value = (t.strip() for t in part.partition("="))
+        if sep and key == "scopes" and value.lower() in _SWITCH:
+            values[key] = _SWITCH[value.lower()]
+            continue
+        if not sep or key not in _MODE_KEYS or not value.isdigit():
             raise ValueError(f"backend 'device_timer' does not support mode {mode!r}; supported: "
-                             f"'slots=<n>[:batch=<n>][:graph_replays=<n>]' (launches the ring holds, "
-                             f"launches per readback, replay records per graph-captured launch)")
-        values[key.strip()] = int(value)
+                             f"'slots=<n>[:batch=<n>][:graph_replays=<n>][:scopes=on|off]' (launches the "
+                             f"ring holds, launches per readback, replay records per graph-captured "
+                             f"launch, kernel-side scopes)")
+        values[key] = int(value)
     options = RingOptions(**values)
     if options.slots < 2 or options.slots > (1 << 24) or not 1 <= options.batch_slots() <= options.slots:
         raise ValueError(f"backend 'device_timer': mode {mode!r}: need 2 <= slots <= 16777216 and "
@@ -71,6 +84,7 @@ class DeviceTimerState:
     """Per session: the ring's counts when it started (its metadata counts the difference)."""
     counts_at_start: dict = field(default_factory=dict)
     stamped_at_start: int = 0
+    scoped_at_start: dict = field(default_factory=dict)  # the scopes' counts (scopes.py)
 
 
 def _native():
@@ -102,6 +116,8 @@ class DeviceTimerBackend(Backend):
         # (slots, batch, graph records) -> the clock probe's dict; a CPU test puts the host
         # stand-in ring here
         self.start_ring = start_cuda_ring
+        self.scopes = None  # scopes.DeviceTimerScopes while kernel-side scopes are compiled in
+        self.scopes_state = "off"  # "on", "off", or "off: <why>" (the metadata's device_timer_scopes)
 
     def check_mode(self, mode):
         return parse_mode(mode)
@@ -147,9 +163,6 @@ class DeviceTimerBackend(Backend):
         graph_records = options.graph_replays if self.support.stamper.times_graph_replays else 0
         self.clock_at_start = self.start_ring(options.slots, options.batch_slots(), graph_records)
         self._undo.append(native.device_timer_drain)
-        compiler_hook.install(native, native.device_timer_plane_bytes(), native.device_timer_layout()["lanes"],
-                              graph_records, self.support.stamper)
-        self._undo.append(compiler_hook.uninstall)
         previous = _allocation._profile_allocator.get()
         native.device_timer_set_fallback(previous)
         from triton.runtime import driver  # deferred: triton is heavy and optional
@@ -157,7 +170,33 @@ class DeviceTimerBackend(Backend):
         native.device_timer_set_thread_device(driver.active.get_current_device)
         _allocation.set_profile_allocator(native.device_timer_allocate)
         self._undo.append(lambda: _allocation.set_profile_allocator(previous))
+        self._install_scopes(options)
+        compiler_hook.install(native, native.device_timer_plane_bytes(), native.device_timer_layout()["lanes"],
+                              graph_records, self.support.stamper, beside=self.scopes.mode if self.scopes else None)
+        self._undo.append(compiler_hook.uninstall)
         self._undo.append(_attach(triton.knobs.runtime, "kernel_load_end_hook", _kernel_loaded))
+
+    def _install_scopes(self, options):
+        """Kernel-side scopes beside the stamps, where Triton's proton passes lower them (the PTX
+        stamper's targets); their collector sits behind the ring's allocator."""
+        self.scopes_state = "off"
+        if not options.scopes:
+            return
+        why_not = kernel_scopes.unavailable_reason()
+        if why_not is None and self.support.stamper.stage != "ptx":
+            why_not = f"Triton's proton lowering is NVIDIA's; stamps here are {self.support.stamper.code_format}"
+        if why_not is not None:
+            self.scopes_state = f"off: {why_not}"
+            return
+        scopes = kernel_scopes.DeviceTimerScopes()
+        scopes.install(kernel_scopes.scope_options())
+        self.scopes, self.scopes_state = scopes, "on"
+
+        def undo():
+            self.scopes = None
+            scopes.stop()
+
+        self._undo.append(undo)
 
     def _uninstall(self):
         while self._undo:
@@ -181,11 +220,16 @@ class DeviceTimerBackend(Backend):
         with self._lock:
             session.state.counts_at_start = dict(_native().device_timer_stats())
             session.state.stamped_at_start = compiler_hook.stats["stamped"]
+            if self.scopes is not None:
+                self.scopes.scopes.attach_session(session)
+                session.state.scoped_at_start = self.scopes.snapshot() | {"kernels": compiler_hook.stats["scoped"]}
             if session.hook == "triton":
                 self._hook_triton(session, True)
 
     def detach_session(self, session):
         with self._lock:
+            if self.scopes is not None:
+                self.scopes.scopes.detach_session(session)
             if session in self._hooked:
                 self._hook_triton(session, False)
 
@@ -210,6 +254,8 @@ class DeviceTimerBackend(Backend):
     def flush(self):
         with self._lock:
             if self._users:
+                if self.scopes is not None:
+                    self.scopes.scopes.drain()
                 _native().device_timer_drain()
 
     def session_outputs(self, session):
@@ -217,6 +263,7 @@ class DeviceTimerBackend(Backend):
         with self._lock:
             if not self._users:
                 return {"time_source": self.name}
+            scope_stats = self._scope_stats(session)
             native.device_timer_drain()
             now = native.device_timer_stats()
             start = session.state.counts_at_start
@@ -229,14 +276,30 @@ class DeviceTimerBackend(Backend):
             stats.update({f"device_timer_{k}": v - start.get(k, 0) for k, v in now.items()})
             stats["device_timer_kernels_stamped"] = compiler_hook.stats["stamped"] - session.state.stamped_at_start
             stats["device_timer_kernels_not_stamped"] = list(compiler_hook.stats["not_stamped_kernels"])
+            stats.update(scope_stats)
             stats.update(self._clock_facts(native))
         lost = stats.get("device_timer_untimed", 0) + stats.get("device_timer_captured_untimed", 0) + \
-            stats.get("device_timer_other_device_untimed", 0) + stats.get("device_timer_graph_replays_untimed", 0)
+            stats.get("device_timer_other_device_untimed", 0) + stats.get("device_timer_graph_replays_untimed", 0) + \
+            stats.get("device_timer_scoped_launches_untimed", 0)
         if lost:
             warnings.warn(f"flagtree.profiler: backend 'device_timer': {lost} launches have no device time "
-                          f"(graph capture with the graph area full, another device, or a launch that did "
-                          f"not run; counts in {session.metadata_path})", RuntimeWarning, stacklevel=4)
+                          f"(graph capture with the graph area full, another device, a launch that did "
+                          f"not run, or a scoped kernel whose buffers lack their stamps; counts in "
+                          f"{session.metadata_path})", RuntimeWarning, stacklevel=4)
         _warn_graph_losses(stats, self._options, session)
+        return stats
+
+    def _scope_stats(self, session):
+        """The kernel-side scopes' part of the metadata (drains them: their kernel records go
+        to the sessions before the ring's readback is waited for)."""
+        stats = {"device_timer_scopes": self.scopes_state}
+        if self.scopes is None:
+            return stats
+        stats.update(self.scopes.scopes.session_stats(session))
+        start = session.state.scoped_at_start
+        now = self.scopes.snapshot()
+        stats.update({f"device_timer_{k}": v - start.get(k, 0) for k, v in now.items()})
+        stats["device_timer_kernels_scoped"] = compiler_hook.stats["scoped"] - start.get("kernels", 0)
         return stats
 
     def _clock_facts(self, native):

@@ -16,6 +16,7 @@ import threading
 import warnings
 
 from ..base import BackendUnavailable
+from ..instrumentation.options import MODE_JOINER
 from . import stampers
 
 MODE_PREFIX = "flagtree-device-timer"
@@ -23,7 +24,9 @@ SCRATCH_BYTES = 16
 
 _lock = threading.Lock()
 _installed = None  # the undo function while installed
-stats = {"stamped": 0, "not_stamped": 0, "not_stamped_kernels": []}
+# "scoped": kernels compiled with kernel-side scopes beside the stamps (timed by their scope
+# buffers' header stamps, not stamped)
+stats = {"stamped": 0, "not_stamped": 0, "not_stamped_kernels": [], "scoped": 0}
 
 
 def mode_string(plane_bytes, lanes, records, stamper=stampers.PTX):
@@ -63,10 +66,12 @@ def _not_stamped(name, reason):
                   RuntimeWarning, stacklevel=3)
 
 
-def stamp_stage(stage_fn, native, plane_bytes, lanes, records, stamper=stampers.PTX, originals=None):
+def stamp_stage(stage_fn, native, plane_bytes, lanes, records, stamper=stampers.PTX, originals=None,
+                scoped=False):
     """`stamper.stage`, followed by the stamps (a kernel we cannot stamp runs untimed, with a
     warning). `originals` (a dict) keeps each stamped text's unstamped form for the later stages'
-    guard (guard_stage)."""
+    guard (guard_stage). `scoped`: kernel-side scopes are compiled in beside the stamps, so a
+    kernel that already has profile scratch is a scoped kernel (timed from its scope buffers)."""
 
     def stage(src, metadata):
         text = stage_fn(src, metadata)
@@ -74,6 +79,9 @@ def stamp_stage(stage_fn, native, plane_bytes, lanes, records, stamper=stampers.
             name = stamper.kernel_name(text)
         except stampers.NotStampable:
             name = metadata.get("name", "?")
+        if scoped and metadata.get("profile_scratch_size"):
+            stats["scoped"] += 1
+            return text
         if metadata.get("profile_scratch_size"):
             reason = "it already uses profile scratch memory (another instrumentation)"
         else:
@@ -123,7 +131,7 @@ def guard_stage(stage_fn, originals, last):
     return stage
 
 
-def wrap_stages(stages, native, plane_bytes, lanes, records, stamper):
+def wrap_stages(stages, native, plane_bytes, lanes, records, stamper, scoped=False):
     """Wraps `stamper.stage` in `stages` (Triton's ordered dict of stage functions) and guards
     every stage after it. False when the compiler registers no such stage."""
     names = list(stages)
@@ -132,14 +140,16 @@ def wrap_stages(stages, native, plane_bytes, lanes, records, stamper):
     originals = {}
     at = names.index(stamper.stage)
     stages[stamper.stage] = stamp_stage(stages[stamper.stage], native, plane_bytes, lanes, records, stamper,
-                                        originals)
+                                        originals, scoped)
     for name in names[at + 1:]:
         stages[name] = guard_stage(stages[name], originals, last=name == names[-1])
     return True
 
 
-def install(native, plane_bytes, lanes, records, stamper=stampers.PTX):
-    """Kernels compiled from now on carry the stamps of `stamper` (until uninstall)."""
+def install(native, plane_bytes, lanes, records, stamper=stampers.PTX, beside=None):
+    """Kernels compiled from now on carry the stamps of `stamper` (until uninstall). `beside`:
+    the instrumentation_mode of the kernel-side scopes' compiler hook, installed just before by
+    the same backend; the two modes are joined into one (the cache key changes with either)."""
     global _installed
     import triton  # deferred: triton is heavy and optional
 
@@ -148,7 +158,7 @@ def install(native, plane_bytes, lanes, records, stamper=stampers.PTX):
             raise RuntimeError("backend 'device_timer': the compiler hook is already installed")
         compilation = triton.knobs.compilation
         previous_mode = compilation.instrumentation_mode
-        if previous_mode:
+        if previous_mode and previous_mode != beside:
             raise RuntimeError(f"backend 'device_timer': Triton's instrumentation_mode is already "
                                f"{previous_mode!r} (Triton's proton profiler, or backend='instrumentation'?); "
                                f"stop it first: one instrumentation at a time")
@@ -161,10 +171,11 @@ def install(native, plane_bytes, lanes, records, stamper=stampers.PTX):
             if previous_hook is not None:
                 previous_hook(*args, **kwargs)
             stages = kwargs["stages"] if "stages" in kwargs else args[1]
-            wrap_stages(stages, native, plane_bytes, lanes, records, stamper)
+            wrap_stages(stages, native, plane_bytes, lanes, records, stamper, scoped=bool(beside))
 
         runtime.add_stages_inspection_hook = hook
-        compilation.instrumentation_mode = mode_string(plane_bytes, lanes, records, stamper)
+        own = mode_string(plane_bytes, lanes, records, stamper)
+        compilation.instrumentation_mode = f"{beside}{MODE_JOINER}{own}" if beside else own
 
         def undo():
             compilation.instrumentation_mode = previous_mode

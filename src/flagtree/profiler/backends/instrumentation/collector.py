@@ -69,6 +69,7 @@ class Collector:
         self.launches = []
         self.totals = Totals()
         self.sessions = tuple  # () -> the sessions collecting now
+        self.unread = None  # unread(launch): a launch whose kernel is unknown (never delivered)
         self._pending = threading.local()
         self._lock = threading.RLock()
 
@@ -121,6 +122,8 @@ class Collector:
             info = self.registry.get(launch.function)
             if info is None:
                 self.totals.unknown_kernels += 1
+                if self.unread is not None:
+                    self.unread(launch)
                 continue
             source = self.pool.source(launch.piece)
             groups.setdefault((id(info), id(source)), (info, source, []))[2].append(launch)

@@ -40,14 +40,16 @@ class ScopeSessionState:
 
 
 class KernelScopes:
-    def __init__(self, owner, correlate, before_attach=None, new_buffer=None, synchronize=None):
+    def __init__(self, owner, correlate, before_attach=None, on_unread=None, new_buffer=None, synchronize=None):
         """`correlate(launch_ns)`: the launch's correlation id, on the launching thread at launch
         exit (0 if unknown). `before_attach(launch, info, summary)`: called at each launch's
-        delivery, before its scope children. `new_buffer(nbytes)`, `synchronize()`: device memory
+        delivery, before its scope children; `on_unread(launch)` for a launch whose kernel is
+        unknown (its buffers cannot be read). `new_buffer(nbytes)`, `synchronize()`: device memory
         and the drain's sync (default: torch CUDA)."""
         self.owner = owner
         self._correlate = correlate
         self._before_attach = before_attach
+        self._on_unread = on_unread
         self._new_buffer = new_buffer
         self._synchronize = synchronize
         self.lock = threading.RLock()
@@ -76,6 +78,7 @@ class KernelScopes:
             self.collector = Collector(ProfileBufferPool(options.pool_mb << 20, new_buffer), self.registry,
                                        self._deliver, self._synchronize or torch.cuda.synchronize)
             self.collector.sessions = self._active_sessions
+            self.collector.unread = self._on_unread
             compiler_hook.install(options)
             self._undo.append(compiler_hook.uninstall)
             self._undo.append(place_collector(self.collector))
