@@ -170,13 +170,13 @@ class DeviceTimerBackend(Backend):
         native.device_timer_set_thread_device(driver.active.get_current_device)
         _allocation.set_profile_allocator(native.device_timer_allocate)
         self._undo.append(lambda: _allocation.set_profile_allocator(previous))
-        self._install_scopes(options)
+        self._install_scopes(options, previous)
         compiler_hook.install(native, native.device_timer_plane_bytes(), native.device_timer_layout()["lanes"],
                               graph_records, self.support.stamper, beside=self.scopes.mode if self.scopes else None)
         self._undo.append(compiler_hook.uninstall)
         self._undo.append(_attach(triton.knobs.runtime, "kernel_load_end_hook", _kernel_loaded))
 
-    def _install_scopes(self, options):
+    def _install_scopes(self, options, fallback):
         """Kernel-side scopes beside the stamps, where Triton's proton passes lower them (the PTX
         stamper's targets); their collector sits behind the ring's allocator."""
         self.scopes_state = "off"
@@ -189,7 +189,7 @@ class DeviceTimerBackend(Backend):
             self.scopes_state = f"off: {why_not}"
             return
         scopes = kernel_scopes.DeviceTimerScopes()
-        scopes.install(kernel_scopes.scope_options())
+        scopes.install(kernel_scopes.scope_options(), fallback)
         self.scopes, self.scopes_state = scopes, "on"
 
         def undo():

@@ -64,17 +64,16 @@ class DeviceTimerScopes:
         """The scopes' instrumentation_mode, while installed."""
         return self.scopes.options.compiler_mode() if self.scopes.options else None
 
-    def install(self, options):
+    def install(self, options, fallback):
         """Compiles scopes in; the collector becomes the device timer allocator's fallback (the
-        allocator keeps ring slots for stamped kernels and forwards every other request)."""
-        self.scopes.install(options, self._behind_ring_allocator)
+        allocator keeps ring slots for stamped kernels and forwards every other request) in
+        place of `fallback` (the profile allocator before the ring's), put back on stop."""
 
-    def _behind_ring_allocator(self, collector):
-        from triton.runtime import _allocation  # deferred: triton is heavy and optional
+        def behind_ring_allocator(collector):
+            self.native.device_timer_set_fallback(collector)
+            return lambda: self.native.device_timer_set_fallback(fallback)
 
-        previous = _allocation._profile_allocator.get()
-        self.native.device_timer_set_fallback(collector)
-        return lambda: self.native.device_timer_set_fallback(previous)
+        self.scopes.install(options, behind_ring_allocator)
 
     def _correlate(self, launch_ns):
         return self.native.device_timer_scoped_launch(launch_ns)
