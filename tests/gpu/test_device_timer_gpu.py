@@ -232,3 +232,62 @@ def test_graph_replays_are_timed_each_under_the_capture_context(tmp_path):
     assert meta["device_timer_graph_nodes"] == 2 and meta["device_timer_graph_replays_timed"] == 200
     assert meta["device_timer_graph_replays_lost"] == 0 and meta["device_timer_captured_untimed"] == 0
     assert meta["device_timer_records"] == 201 and meta["device_timer_untimed"] == 0
+
+
+SCOPED_SCRIPT = '''
+import json, sys
+import torch, triton, triton.language as tl
+import flagtree.profiler as p
+import flagtree.profiler.language as pl
+sys.path.insert(0, EXAMPLES)
+from triton_kernels import add_kernel
+
+
+@triton.jit
+def scaled_sum(x, out, n, BLOCK: tl.constexpr, STEPS: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    pl.enter_scope("loop")
+    for i in range(STEPS):
+        acc += tl.load(x + offsets, mask=mask) * (i + 1)
+    pl.exit_scope("loop")
+    tl.store(out + offsets, acc, mask=mask)
+
+
+n = 1 << 16
+x = torch.rand(n, device="cuda"); out = torch.empty_like(x); plain = torch.empty_like(x)
+s = p.start(NAME, backend="device_timer")
+with p.scope("step"):
+    for _ in range(5):
+        scaled_sum[(n // 1024,)](x, out, n, BLOCK=1024, STEPS=4)
+    for _ in range(3):
+        add_kernel[(n // 1024,)](x, x, plain, n, BLOCK=1024)
+torch.cuda.synchronize()
+p.finalize(s)
+maps = open("/proc/self/maps").read()
+print(json.dumps({"cupti_mapped": "libcupti" in maps, "scoped_right": bool(torch.allclose(out, x * 10)),
+                  "plain_right": bool(torch.allclose(plain, x + x))}))
+'''
+
+
+def test_kernel_side_scopes_on_top_of_device_times_without_cupti(tmp_path):
+    script = tmp_path / "scoped.py"  # a file: Triton reads a kernel's source
+    script.write_text(f"EXAMPLES = {os.path.dirname(SRC) + '/examples'!r}\nNAME = {str(tmp_path / 's')!r}\n"
+                      + SCOPED_SCRIPT)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert facts == {"cupti_mapped": False, "scoped_right": True, "plain_right": True}
+    flat = _flat(tmp_path / "s.hatchet")
+    scoped, loop = flat[("step", "scaled_sum")], flat[("step", "scaled_sum", "loop")]
+    assert scoped["count"] == 5 and scoped["time (ns)"] > 0  # from the blocks' header stamps
+    assert loop["count"] > 0 and loop["cycles"] > 0 and loop["normalized_cycles"] > 0
+    stamped = flat[("step", "add_kernel")]  # no scopes: the PTX stamps, in the same session
+    assert stamped["count"] == 3 and stamped["time (ns)"] > 0
+    meta = json.load(open(tmp_path / "s.meta.json"))
+    assert meta["device_timer_scopes"] == "on" and meta["time_source"] == "device_timer"
+    assert meta["device_timer_scoped_launches_timed"] == 5 and meta["device_timer_scoped_launches_untimed"] == 0
+    assert meta["device_timer_records"] == 3 and meta["device_timer_untimed"] == 0
+    assert meta["device_timer_kernels_scoped"] >= 1 and "scaled_sum" not in meta["device_timer_kernels_not_stamped"]
+    assert meta["instrumentation_launches"] == 5 and meta["instrumentation_bad_blocks"] == 0
