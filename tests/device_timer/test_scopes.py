@@ -151,6 +151,8 @@ def test_launches_without_header_stamps_or_with_bad_blocks_are_counted_untimed(t
     root, _ = load_tree(tmp_path / "p.hatchet")
     assert find(root, "short_header") is None and find(root, "unknown_kernel") is None  # no made-up time
     assert find(root, "add_two_scopes")["metrics"]["count"] == 1
+    kept = find(root, "<unmatched launch>", "load")  # the untimed launches' scopes are not lost
+    assert kept["metrics"]["count"] == 2 * 8 * info.layout.num_warps - info.layout.num_warps  # block 3 bad
 
 
 def test_both_compiler_hooks_share_one_mode_and_each_kernel_gets_its_own(tmp_path):
