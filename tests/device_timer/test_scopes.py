@@ -14,6 +14,7 @@ import torch
 
 import flagtree.profiler as profiler
 from flagtree.profiler import _native, session as sessions
+from flagtree.profiler.backends.device_timer import DeviceTimerState
 from flagtree.profiler.backends.device_timer.scopes import DeviceTimerScopes, scope_options
 from flagtree.profiler.backends.instrumentation.kernel_info import KernelInfo
 from flagtree.profiler.backends.instrumentation.layout import BlockLayout, SHORT_HEADER_WORDS
@@ -63,7 +64,9 @@ def scopes(ring, allocator, monkeypatch):
 
 def session(tmp_path, scopes, data="tree"):
     sid = profiler.start(str(tmp_path / "p"), backend="interpreter", data=data)
-    scopes.scopes.attach_session(sessions._sessions[sid])
+    opened = sessions._sessions[sid]
+    opened.state = DeviceTimerState()  # what a device_timer session holds (this one stands in for it)
+    scopes.scopes.attach_session(opened)
     return sid
 
 

@@ -28,6 +28,7 @@ from ...native_core import native as _native_module
 from ..base import Backend, BackendUnavailable, device_info_of
 from . import compiler_hook, route
 from . import scopes as kernel_scopes
+from ..instrumentation.kernel_scopes import InstrumentationState
 
 DEFAULT_SLOTS = 1 << 14
 DEFAULT_GRAPH_REPLAYS = 256
@@ -85,6 +86,7 @@ class DeviceTimerState:
     counts_at_start: dict = field(default_factory=dict)
     stamped_at_start: int = 0
     scoped_at_start: dict = field(default_factory=dict)  # the scopes' counts (scopes.py)
+    scopes: InstrumentationState = field(default_factory=InstrumentationState)  # kernel_scopes.py's
 
 
 def _native():

@@ -54,8 +54,8 @@ class DeviceTimerScopes:
     def __init__(self, native=None, **kernel_scopes):
         """`kernel_scopes`: KernelScopes' new_buffer/synchronize (the CPU tests' host memory)."""
         self.native = native or _native
-        self.scopes = KernelScopes("device_timer", self._correlate, before_attach=self._record,
-                                   on_unread=self._untimed, **kernel_scopes)
+        self.scopes = KernelScopes("device_timer", self._correlate, lambda session: session.state.scopes,
+                                   before_attach=self._record, on_unread=self._untimed, **kernel_scopes)
         self.counts = ScopedCounts()
         self._lock = threading.Lock()
 

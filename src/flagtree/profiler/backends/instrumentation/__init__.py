@@ -11,7 +11,7 @@ per-block, per-warp intervals go to ``<name>.device_scopes.json`` (Chrome trace 
 from ..base import BackendUnavailable, SharedUse
 from ..nvidia.backend import NvidiaBackend
 from . import compiler_hook
-from .kernel_scopes import KernelScopes, _new_device_buffer
+from .kernel_scopes import InstrumentationState, KernelScopes, _new_device_buffer
 from .options import FORMS, parse_mode
 from ...native_core import native
 
@@ -19,6 +19,7 @@ from ...native_core import native
 class InstrumentationBackend(NvidiaBackend):
     name = "instrumentation"
     modes = FORMS
+    SessionState = InstrumentationState
 
     def __init__(self):
         super().__init__()
@@ -27,7 +28,7 @@ class InstrumentationBackend(NvidiaBackend):
         # Kernel nodes come from CUPTI: a launch is named by the correlation id its launch
         # callback gave (read on the launching thread, right after the launch call).
         self.scopes = KernelScopes(self.name, lambda launch_ns: native.instrumentation_take_correlation(),
-                                   new_buffer=lambda n: _new_device_buffer(n))
+                                   lambda session: session.state, new_buffer=lambda n: _new_device_buffer(n))
 
     @property
     def collector(self):

@@ -30,24 +30,27 @@ MEAN_METRICS = ["normalized_cycles"]  # averaged, not summed, when launches merg
 
 
 @dataclass
-class ScopeSessionState:
-    """Per session: the collector's totals when it started (its metadata counts the difference)
-    and, for data="trace", the device-scope events gathered for ``<name>.device_scopes.json``."""
-    session: object
+class InstrumentationState:
+    """Per session (kept in the session's state, see `state_of`): the collector's totals when it
+    started (its metadata counts the difference) and, for data="trace", the device-scope events
+    gathered for ``<name>.device_scopes.json``."""
     totals_at_start: dict = field(default_factory=dict)
     trace_events: list = None  # None for data="tree"
     blocks_left_out: int = 0
 
 
 class KernelScopes:
-    def __init__(self, owner, correlate, before_attach=None, on_unread=None, new_buffer=None, synchronize=None):
+    def __init__(self, owner, correlate, state_of, before_attach=None, on_unread=None, new_buffer=None,
+                 synchronize=None):
         """`correlate(launch_ns)`: the launch's correlation id, on the launching thread at launch
-        exit (0 if unknown). `before_attach(launch, info, summary)`: called at each launch's
+        exit (0 if unknown). `state_of(session)`: the session's InstrumentationState (a part of
+        its backend's session state). `before_attach(launch, info, summary)`: called at each launch's
         delivery, before its scope children; `on_unread(launch)` for a launch whose kernel is
         unknown (its buffers cannot be read). `new_buffer(nbytes)`, `synchronize()`: device memory
         and the drain's sync (default: torch CUDA)."""
         self.owner = owner
         self._correlate = correlate
+        self._state_of = state_of
         self._before_attach = before_attach
         self._on_unread = on_unread
         self._new_buffer = new_buffer
@@ -56,7 +59,7 @@ class KernelScopes:
         self.options = None
         self.registry = {}  # CUfunction handle -> KernelInfo, for every instrumented kernel loaded
         self.collector = None
-        self._sessions = {}  # session id -> ScopeSessionState
+        self._sessions = {}  # session id -> session (open sessions)
         self._undo = []
 
     # -- installing --------------------------------------------------------------------------
@@ -108,10 +111,11 @@ class KernelScopes:
         native.session_enable_extras(session.slot)
         native.session_set_mean_metrics(session.slot, MEAN_METRICS)
         with self.lock:
-            state = ScopeSessionState(session, dict(self.collector.totals.as_stats()))
+            state = self._state_of(session)
+            state.totals_at_start = dict(self.collector.totals.as_stats())
             if session.data in ("trace", "perfetto"):
                 state.trace_events = []
-            self._sessions[session.id] = state
+            self._sessions[session.id] = session
 
     def detach_session(self, session):
         with self.lock:
@@ -119,7 +123,7 @@ class KernelScopes:
 
     def _active_sessions(self):
         open_now = tuple(self._sessions.values())  # one snapshot: sessions may open and close meanwhile
-        return tuple(s.session for s in open_now if native.session_is_active(s.session.slot))
+        return tuple(s for s in open_now if native.session_is_active(s.slot))
 
     # -- Triton hooks ------------------------------------------------------------------------
     def kernel_loaded(self, module, function, name, metadata_group, hash_):
@@ -153,9 +157,9 @@ class KernelScopes:
         metrics = [("dropped_scope_records", float(summary.dropped_records))] if summary.dropped_records else []
         records = None
         for session in launch.sessions:
-            state = self._sessions.get(session.id)
-            if state is None or state.session is not session:
+            if self._sessions.get(session.id) is not session:
                 continue  # closed since the launch
+            state = self._state_of(session)
             if launch.correlation:
                 native.session_attach(session.slot, launch.correlation, metrics, children)
             if state.trace_events is not None:
@@ -179,13 +183,13 @@ class KernelScopes:
         with self.lock:
             if self.collector is not None:
                 self.collector.drain()
-            state = self._sessions.get(session.id)
+            state = self._state_of(session)
             now = self.collector.totals.as_stats() if self.collector else {}
-            start = state.totals_at_start if state else {}
+            start = state.totals_at_start
             stats = {k: v - start.get(k, 0) for k, v in now.items()}
             stats["instrumentation_options"] = self.options.canonical() if self.options else ""
             stats["instrumentation_route"] = compiler_hook.route()
-            if state is not None and state.trace_events is not None:
+            if state.trace_events is not None:
                 path = side_file(session.name, "device_scopes")
                 write_device_scopes(path, state.trace_events, self.clock_ghz())
                 stats["device_scope_trace"] = path
