@@ -111,7 +111,6 @@ def test_scoped_kernel_time_spans_its_blocks_and_carries_its_scopes(tmp_path, sc
     plain = find(root, "step", "plain_kernel")
     assert plain["metrics"]["count"] == 1 and plain["metrics"]["time (ns)"] == 700
     assert scopes.snapshot() == {"scoped_launches_timed": 3, "scoped_launches_untimed": 0}
-    assert "libcupti" not in open("/proc/self/maps").read()
 
 
 def test_scoped_kernel_starts_on_the_profile_clock_through_the_ring_offset(tmp_path, scopes):

@@ -265,7 +265,8 @@ with p.scope("step"):
         add_kernel[(n // 1024,)](x, x, plain, n, BLOCK=1024)
 torch.cuda.synchronize()
 p.finalize(s)
-maps = open("/proc/self/maps").read()
+with open("/proc/self/maps") as f:
+    maps = f.read()
 print(json.dumps({"cupti_mapped": "libcupti" in maps, "scoped_right": bool(torch.allclose(out, x * 10)),
                   "plain_right": bool(torch.allclose(plain, x + x))}))
 '''
