@@ -138,3 +138,16 @@ def test_time_source_values_are_checked():
     with pytest.raises(ValueError, match="time_source"):
         get_backend("tianshu").check_mode("time_source=device")
     assert "time_source=device_timer" in get_backend("tianshu").check_mode("time_source=device_timer").canonical()
+
+
+def test_the_route_answer_for_a_target_is_kept_between_session_starts(corex, monkeypatch):
+    from flagtree.profiler.backends.device_timer import route
+
+    corex()
+    calls = []
+    real = corex_triton.StandinCorexCompiler.add_stages
+    monkeypatch.setattr(corex_triton.StandinCorexCompiler, "add_stages",
+                        lambda self, *args: calls.append(1) or real(self, *args))
+    first, second = route.route_support(), route.route_support()
+    assert first.supported and second is first
+    assert len(calls) <= 1  # inspected at most once (a cached answer from an earlier test needs none)

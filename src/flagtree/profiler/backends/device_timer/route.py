@@ -18,6 +18,7 @@ from ..interpreter import interpreter_active
 from . import compiler_hook, stampers
 
 _lock = threading.Lock()
+_answers = {}  # (target, compiler class, driver class) -> RouteSupport
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,9 @@ def launcher_passes_profile_scratch(driver_cls):
 
 
 def route_support(target=None):
-    """RouteSupport for `target` (default: Triton's current target)."""
+    """RouteSupport for `target` (default: Triton's current target). The answer for a target and
+    its compiler and driver classes is kept: they do not change in a process, and inspecting them
+    (the compiler's add_stages, the launcher's code) would otherwise run at every session start."""
     facts = {}
     if interpreter_active():
         return RouteSupport(reason="Triton's interpreter (TRITON_INTERPRET=1) runs kernels on the host: "
@@ -116,11 +119,24 @@ def route_support(target=None):
         facts["target_kind"] = stampers.target_kind(target)
         name, backend = compiler_backend(target)
         facts["compiler_backend"] = name
+        key = (repr(target), backend.compiler, backend.driver)
+        with _lock:
+            known = _answers.get(key)
+        if known is not None:
+            return known
         stages, hooked = registered_stages(backend.compiler, target)
     except BackendUnavailable as error:
         return RouteSupport(reason=str(error), facts=facts)
     except Exception as error:  # a vendor build's compiler or driver that cannot answer here
         return RouteSupport(reason=f"cannot inspect Triton's target: {type(error).__name__}: {error}", facts=facts)
+    answer = _judge(name, backend, target, stages, hooked, facts)
+    with _lock:
+        _answers[key] = answer
+    return answer
+
+
+def _judge(name, backend, target, stages, hooked, facts):
+    """The RouteSupport of an inspected target: the first missing piece, or its stamper."""
     facts["stages"] = stages
     facts["launcher_profile_scratch"] = launcher_passes_profile_scratch(backend.driver)
     if not hooked:
