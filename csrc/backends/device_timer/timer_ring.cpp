@@ -32,13 +32,27 @@ struct Deferred {
 };
 thread_local Deferred deferred{0, 0, false, 0};
 
+// The launch's context, resolved on the launching thread (shadow, python, ...); a captured
+// launch's context goes to its graph node, where the replays find it.
+void announce(uint32_t correlation, uint64_t launchNs, uint64_t graphNode) {
+  Profiler::instance().onLaunch(correlation, false, launchNs, TimeSource::DeviceTimer);
+  if (graphNode) Profiler::instance().onGraphNodeCreated(correlation, graphNode);
+}
+
 }  // namespace
 
 void TimerRing::launchDone() {
   if (!deferred.pending) return;
   deferred.pending = false;
-  Profiler::instance().onLaunch(deferred.correlation, false, deferred.launchNs, TimeSource::DeviceTimer);
-  if (deferred.graphNode) Profiler::instance().onGraphNodeCreated(deferred.correlation, deferred.graphNode);
+  announce(deferred.correlation, deferred.launchNs, deferred.graphNode);
+}
+
+void TimerRing::announceOrDefer(uint32_t correlation, uint64_t launchNs, uint64_t graphNode) {
+  if (defer_.load(std::memory_order_relaxed)) {
+    deferred = Deferred{correlation, launchNs, true, graphNode};  // a launch that never reached its exit hook is dropped
+  } else {
+    announce(correlation, launchNs, graphNode);
+  }
 }
 
 TimerRing::TimerRing(std::unique_ptr<RingDevice> device, uint32_t slots, uint32_t batch, uint32_t deviceId,
@@ -97,13 +111,8 @@ uint64_t TimerRing::claim(uint64_t stream) {
     if (upTo >= scheduled_ + batch_) scheduleLocked(upTo);
   }
   lock.unlock();
-  // The context of the launch, resolved now on the launching thread (shadow, python, ...). Its
-  // record cannot be read back before this: the slot is only read once this thread claims again.
-  if (defer_.load(std::memory_order_relaxed)) {
-    deferred = Deferred{correlation, now, true, 0};  // a launch that never reached its exit hook is dropped
-  } else {
-    Profiler::instance().onLaunch(correlation, false, now, TimeSource::DeviceTimer);
-  }
+  // Its record cannot be read back before this: the slot is only read once this thread claims again.
+  announceOrDefer(correlation, now, 0);
   return device_->deviceBase() + uint64_t(slot) * kTimerSlotBytes;
 }
 
@@ -116,16 +125,8 @@ uint64_t TimerRing::claimCaptured(uint64_t stream, uint64_t now) {
     ++stats_.captured;
     return 0;
   }
-  // The capture context, as for a CUPTI launch that creates a graph node: the launch's context
-  // goes to the node, and the replays find it there.
-  const uint32_t correlation = GraphArea::correlationOf(index);
-  const uint64_t node = GraphArea::nodeKeyOf(index);
-  if (defer_.load(std::memory_order_relaxed)) {
-    deferred = Deferred{correlation, now, true, node};
-  } else {
-    Profiler::instance().onLaunch(correlation, false, now, TimeSource::DeviceTimer);
-    Profiler::instance().onGraphNodeCreated(correlation, node);
-  }
+  // The capture context, as for a CUPTI launch that creates a graph node.
+  announceOrDefer(GraphArea::correlationOf(index), now, GraphArea::nodeKeyOf(index));
   return tagged;
 }
 

@@ -150,6 +150,8 @@ class TimerRing {
     std::vector<void*> fences;
   };
 
+  // Registers the launch now, or at Triton's launch-exit hook when launches are deferred.
+  void announceOrDefer(uint32_t correlation, uint64_t launchNs, uint64_t graphNode);
   uint64_t frontierLocked(uint64_t now, bool all);
   void scheduleLocked(uint64_t upTo);
   void markQueuedLocked();
