@@ -151,3 +151,31 @@ def test_the_route_answer_for_a_target_is_kept_between_session_starts(corex, mon
     first, second = route.route_support(), route.route_support()
     assert first.supported and second is first
     assert len(calls) <= 1  # inspected at most once (a cached answer from an earlier test needs none)
+
+
+
+def test_a_device_timed_session_with_kernel_side_scopes_is_attached_to_them(tmp_path, corex, monkeypatch):
+    """Where kernel-side scopes are compiled in beside the stamps (PTX targets: NVIDIA's cuda
+    through tianshu's auto), the tianshu session is attached to the scopes too; they see the
+    same session (its data kind, id, slot) with the device timer's state."""
+    import torch
+
+    from flagtree.profiler.backends.device_timer import DeviceTimerBackend
+    from flagtree.profiler.backends.device_timer.scopes import DeviceTimerScopes, scope_options
+
+    def scopes_in_host_memory(self, options, fallback):
+        made = DeviceTimerScopes(new_buffer=lambda n: torch.zeros(n, dtype=torch.uint8), synchronize=lambda: None)
+        made.install(scope_options(), fallback)
+        self.scopes, self.scopes_state = made, "on"
+        self._undo.append(lambda: (setattr(self, "scopes", None), made.stop()))
+
+    monkeypatch.setattr(DeviceTimerBackend, "_install_scopes", scopes_in_host_memory)
+    active = corex()
+    sid = profiler.start(str(tmp_path / "t"), backend="tianshu", data="trace")
+    with profiler.scope("step"):
+        _run_stamped_launch(active, 2_000_000, 2_040_000)
+    profiler.finalize(sid)
+    meta = json.load(open(tmp_path / "t.meta.json"))
+    assert meta["time_source"] == "device_timer" and meta["device_timer_scopes"] == "on"
+    events = [e for e in json.load(open(tmp_path / "t.chrome_trace"))["traceEvents"] if e.get("name") == "add_kernel"]
+    assert len(events) == 1 and events[0]["dur"] == pytest.approx(40.0)

@@ -29,7 +29,6 @@ instrumentation backend's compiler route; a clear error naming what Triton's bui
 import os
 import threading
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 from ..base import Backend, BackendUnavailable, SharedUse
 from .corex import corex_detected
@@ -72,6 +71,18 @@ OPTIONS = {"ixkn_import_path": _path, "launch_log": lambda v: parse_bool(v, "lau
 class TianshuState:
     """Per session: the device_timer backend's view of it, when kernels are device-timed."""
     device_view: object = None
+
+
+class DeviceTimerView:
+    """A tianshu session as the device_timer backend sees it: the same session (name, slot,
+    data kind, hook, ...), with the device timer's own per-session state in place of tianshu's."""
+
+    def __init__(self, session, state):
+        self._session = session
+        self.state = state
+
+    def __getattr__(self, name):
+        return getattr(self._session, name)
 
 
 def parse_mode(mode):
@@ -261,8 +272,7 @@ class TianshuBackend(Backend):
         native.launch_log_enable(session.slot, True)
         if self._device_timer is not None:
             # The device_timer backend keeps its per-session counts in a state of its own.
-            view = SimpleNamespace(state=self._device_timer.SessionState(), hook=session.hook,
-                                   metadata_path=session.metadata_path, slot=session.slot, name=session.name)
+            view = DeviceTimerView(session, self._device_timer.SessionState())
             session.state.device_view = view
             self._device_timer.attach_session(view)
 
