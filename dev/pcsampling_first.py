@@ -65,7 +65,9 @@ meta = json.load(open(base + ".meta.json"))
 print(json.dumps({"samples": sum(paths.values()), "paths": paths,
                   "cupti_total": meta.get("pcsampling_total_samples"),
                   "dropped": meta.get("pcsampling_dropped_samples"),
-                  "unattributed": meta.get("pcsampling_unattributed_samples")}))
+                  "unattributed": meta.get("pcsampling_unattributed_samples"),
+                  "non_user": meta.get("pcsampling_non_user_samples"),
+                  "sampled_launches": meta.get("pcsampling_sampled_launches")}))
 '''
 
 PROTON = COMMON + r'''
@@ -83,7 +85,11 @@ print(json.dumps({"samples": sum(paths.values()), "paths": paths}))
 
 
 def run(script, args):
-    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=120)
+    """Runs `script` in a fresh process, from a file (Triton's @jit needs its source file)."""
+    path = os.path.join(os.path.dirname(args[0]), "probe_%d.py" % (hash(script) & 0xFFFF))
+    with open(path, "w") as f:
+        f.write(script)
+    done = subprocess.run([sys.executable, path, *args], capture_output=True, text=True, timeout=120)
     return (done.stdout.strip().splitlines() or [done.stderr[-300:]])[-1]
 
 
