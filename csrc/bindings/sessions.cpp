@@ -53,6 +53,9 @@ nb::dict sessionStats(int slot) {
   nb::dict d;
   d["records"] = s.records.load();
   d["unattributed"] = s.unattributed.load();
+  const int64_t lead = s.maxLaunchLeadNs.load();
+  if (lead == Session::kNoLead) d["max_launch_lead_ns"] = nb::none();
+  else d["max_launch_lead_ns"] = lead;
   return d;
 }
 

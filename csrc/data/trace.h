@@ -46,6 +46,7 @@ class ChunkedVector {
   }
   size_t size() const { return size_; }
   const T& operator[](size_t i) const { return chunks_[i / kChunk][i % kChunk]; }
+  T& operator[](size_t i) { return chunks_[i / kChunk][i % kChunk]; }
   void clear() {
     chunks_.clear();
     chunks_.shrink_to_fit();

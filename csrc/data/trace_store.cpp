@@ -92,11 +92,24 @@ std::unordered_map<uint32_t, Metrics> TraceStore::extrasToWrite() const {
   return out;
 }
 
+// Brings the device events' added shift to `toNs` (a later write may ask for a larger one).
+void TraceStore::shiftDeviceEvents(int64_t toNs) {
+  const int64_t delta = toNs - shiftedNs_;
+  if (!delta) return;
+  for (size_t i = 0; i < device_.size(); ++i) {
+    DeviceEvent& e = device_[i];
+    e.startNs = uint64_t(int64_t(e.startNs) + delta);
+    e.endNs = uint64_t(int64_t(e.endNs) + delta);
+  }
+  shiftedNs_ = toNs;
+}
+
 uint64_t TraceStore::write(const OutputRequest& request) {
   AtomicOutFile file(request.path);
   uint64_t written;
   {
     std::lock_guard<std::mutex> lock(mutex());
+    shiftDeviceEvents(request.deviceShiftNs);
     const std::unordered_map<uint32_t, Metrics> extras = extrasToWrite();
     ChromeTraceInput input{device_, scopes_, tree_, extras};
     written = format_ == Format::PerfettoProto ? writePerfettoTrace(input, request, file)
@@ -111,6 +124,7 @@ uint64_t TraceStore::write(const OutputRequest& request) {
 void TraceStore::clearEvents() {
   device_.clear();
   scopes_.clear();
+  shiftedNs_ = 0;  // events from now on hold no shift
 }
 
 void TraceStore::release() {

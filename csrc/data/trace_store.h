@@ -31,6 +31,9 @@ class TraceStore final : public DataStore {
   // Extras per correlation, written with its event: metrics as written (means divided out).
   std::unordered_map<uint32_t, Metrics> extrasToWrite() const;
   void clearEvents();
+  void shiftDeviceEvents(int64_t toNs);
+
+  int64_t shiftedNs_ = 0;  // what the device events' times hold added (under mutex())
 
   const Format format_;
   // Under mutex():

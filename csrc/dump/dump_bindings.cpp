@@ -14,14 +14,14 @@ void registerDumpBindings(nb::module_& m) {
   m.def(
       "session_write",
       [](int slot, const std::string& path, const std::string& deviceInfo, const std::string& otherData,
-         uint64_t originNs, int pid, bool part) {
+         uint64_t originNs, int pid, bool part, int64_t deviceShiftNs) {
         Session* s = Profiler::instance().session(slot);
         if (!s) throw nb::value_error("no profiling session in this slot");
-        OutputRequest request{path, deviceInfo, otherData, originNs, pid, part};
+        OutputRequest request{path, deviceInfo, otherData, originNs, pid, part, deviceShiftNs};
         return s->store().write(request);
       },
       nb::arg("slot"), nb::arg("path"), nb::arg("device_info") = "{}", nb::arg("other_data") = "{}",
-      nb::arg("origin_ns") = 0, nb::arg("pid") = 0, nb::arg("part") = false,
+      nb::arg("origin_ns") = 0, nb::arg("pid") = 0, nb::arg("part") = false, nb::arg("device_shift_ns") = 0,
       nb::call_guard<nb::gil_scoped_release>());
 }
 

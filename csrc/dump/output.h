@@ -14,6 +14,8 @@ struct OutputRequest {
   // A periodic part: the tree leaves out empty nodes and zeroes its metrics once written, the
   // trace empties its event store, so the next part holds only what arrives after.
   bool part = false;
+  // trace: added to every device event's start and end (the tracer's clock found off the host's)
+  int64_t deviceShiftNs = 0;
 };
 
 }  // namespace ftp

@@ -56,8 +56,13 @@ void Profiler::onRecord(const DeviceRecord& record, TimeSource source) {
   const bool fromGraph = found && p.multi && record.graphNodeId != 0 && p.mask;
   CapturedContext captured{};
   const bool haveCaptured = fromGraph && graphs_.find(record.graphNodeId, captured);
+  // A tracer's launch time is taken in the launch call, before the kernel can run; the device
+  // timer's may be taken after the call returned (hook="triton"), so only tracers are checked.
+  const bool checkClock = found && source == TimeSource::Tracer;
+  const int64_t lead = int64_t(p.launchNs) - int64_t(record.startNs);
   sessions_.forEach(p.mask, [&](int slot, Session& s) {
     if (!found) s.unattributed.fetch_add(1, std::memory_order_relaxed);
+    if (checkClock) s.noteLaunchLead(lead);
     uint32_t node = p.node[slot];
     uint32_t state = p.state;
     if (fromGraph) {

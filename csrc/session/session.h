@@ -52,6 +52,16 @@ class Session {
   const uint64_t createdNs = monotonicNs();  // host monotonic
   std::atomic<uint64_t> records{0};
   std::atomic<uint64_t> unattributed{0};  // records whose launch was not seen (attributed to ROOT)
+  // The most a tracer's record started before its launch call (host clock), over the session's
+  // records; kNoLead: none seen. A kernel cannot start before the call that launches it, so a
+  // positive value is the tracer's clock disagreeing with the host's by at least that much.
+  static constexpr int64_t kNoLead = INT64_MIN;
+  std::atomic<int64_t> maxLaunchLeadNs{kNoLead};
+  void noteLaunchLead(int64_t leadNs) {
+    int64_t seen = maxLaunchLeadNs.load(std::memory_order_relaxed);
+    while (leadNs > seen && !maxLaunchLeadNs.compare_exchange_weak(seen, leadNs, std::memory_order_relaxed)) {
+    }
+  }
 
  private:
   std::unique_ptr<DataStore> store_;

@@ -1,11 +1,13 @@
-"""CUPTI kept attached between sessions (backends/cupti_attach.py, DialectTracer park/resume), on
-the CPU: the real nvidia backend, native tracer and writers against
-tests/standins/cupti_activity_standin.c, a libcupti stand-in with the documented one-subscriber
-rule, callbacks and activity buffers. Only the CUDA driver is faked (no GPU here)."""
+"""CUPTI kept attached between sessions (backends/cupti_attach.py, DialectTracer park/resume), and
+records on a clock off the host's, on the CPU: the real nvidia backend, native tracer and writers
+against tests/standins/cupti_activity_standin.c, a libcupti stand-in with the documented
+one-subscriber rule, callbacks and activity buffers. Only the CUDA driver is faked (no GPU here)."""
 import ctypes
+import json
 import subprocess
 import sys
 import time
+import warnings
 
 import pytest
 
@@ -26,6 +28,7 @@ def standin(tmp_path_factory):
     lib.standin_launch.restype = ctypes.c_uint32
     lib.standin_launch_running.restype = ctypes.c_uint32
     lib.standin_count.argtypes = [ctypes.c_char_p]
+    lib.standin_record_clock_offset.argtypes = [ctypes.c_longlong]
     lib.path = path
     return lib
 
@@ -38,6 +41,7 @@ def nvidia_on_standin(standin, monkeypatch):
     profiler.finalize()
     profiler.release()
     standin.standin_hold_slot(0)
+    standin.standin_record_clock_offset(0)
     # The process-wide backend remembers the library it traced with (counters use it): not ours
     # for the next test module.
     get_backend("nvidia")._library = None
@@ -265,3 +269,58 @@ os.waitpid(pid, 0)
     assert out.returncode == 0, out.stderr
     assert "child finalized 0" in out.stdout
     assert "parent finalized 1" in out.stdout
+
+
+def trace_events(base):
+    with open(str(base) + ".chrome_trace") as f:
+        events = json.load(f)["traceEvents"]
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    launches = [e for e in events if e.get("cat") == "launch" and e.get("ph") == "X"]
+    return kernels, launches
+
+
+@pytest.mark.parametrize("offset_ms", [-31.2, -0.5])
+def test_records_on_a_clock_behind_the_host_s_are_moved_after_their_launch_calls(standin, tmp_path, offset_ms):
+    standin.standin_record_clock_offset(int(offset_ms * 1e6))
+    base = tmp_path / "early"
+    profiler.start(name=str(base), backend="nvidia", data="trace")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            standin.standin_launch()
+        profiler.finalize()
+    meta = load_meta(base)
+    # The stand-in stamps each kernel 1 us after its launch call on the host's clock, plus the offset.
+    assert meta["device_clock_shift_ns"] == pytest.approx(-offset_ms * 1e6 - 1000, abs=200_000)
+    kernels, launches = trace_events(base)
+    assert len(kernels) == 3 and len(launches) == 3
+    for kernel, launch in zip(sorted(kernels, key=lambda e: e["ts"]), sorted(launches, key=lambda e: e["ts"])):
+        assert kernel["dur"] == pytest.approx(5.0)
+        assert 0 <= kernel["ts"] - launch["ts"] < 200  # us: after the call, as launched
+    said = [str(w.message) for w in caught if "clock is off" in str(w.message)]
+    assert len(said) == (1 if offset_ms <= -1 else 0), said
+
+
+def test_records_on_the_host_s_clock_are_left_where_they_are(standin, tmp_path):
+    base = tmp_path / "aligned"
+    profiler.start(name=str(base), backend="nvidia", data="trace")
+    for _ in range(3):
+        standin.standin_launch()
+    profiler.finalize()
+    assert "device_clock_shift_ns" not in load_meta(base)
+    kernels, launches = trace_events(base)
+    assert len(kernels) == 3
+    for kernel, launch in zip(sorted(kernels, key=lambda e: e["ts"]), sorted(launches, key=lambda e: e["ts"])):
+        assert 0 <= kernel["ts"] - launch["ts"] < 200  # us: 1 us after the call, as stamped
+
+
+def test_a_tree_keeps_durations_and_says_the_shift_without_a_warning(standin, tmp_path):
+    standin.standin_record_clock_offset(-20_000_000)
+    base = tmp_path / "tree"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a tree holds no absolute times: nothing to warn of
+        meta = session(standin, base, 2)
+    assert meta["device_clock_shift_ns"] > 19_000_000
+    root, _ = load_tree(base)
+    ((_, node),) = list(kernels(root))
+    assert node["metrics"]["time (ns)"] == 2 * 5000

@@ -161,14 +161,15 @@ def test_kernels_that_overlap_on_a_stream_get_lanes_and_none_is_dropped(tmp_path
     # it (a concurrent-kernel buffer need not be in start order) and starts where a ends.
     kernels = [("a", 1000, 2000), ("b", 1500, 2500), ("c", 1600, 1700), ("d", 3000, 4000), ("e", 2000, 2100)]
     session_pair(tmp_path)
+    base = _native.monotonic_ns() + 1_000_000  # after the launch calls, as a kernel runs
     with profiler.scope("overlap"):
         for corr, (name, start, end) in enumerate(kernels, 100):
             _native.testing.launch(corr, False)
-            _native.testing.record(corr, name, start, end, 0)
+            _native.testing.record(corr, name, base + start, base + end, 0)
     profiler.finalize()
     tracks, events = decode(tmp_path / "pf.pftrace")
     shown = displayed_slices(events)
-    got = sorted((k["name"], k["ts"], k["ts"] + d) for k, d in shown if k["cat"] == ["kernel"])
+    got = sorted((k["name"], k["ts"] - base, k["ts"] + d - base) for k, d in shown if k["cat"] == ["kernel"])
     assert got == sorted(kernels)
     on_track = {}
     for k, d in shown:

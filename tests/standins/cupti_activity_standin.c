@@ -11,7 +11,9 @@
  *   - records wait in a buffer from the buffer-request callback until a forced flush hands it back;
  *   - a kernel may still run after its launch returns (standin_launch_running): its record
  *     is written when it ends (standin_finish_running);
- *   - cuptiFinalize detaches everything (callbacks, activity kinds, buffers' owner).
+ *   - cuptiFinalize detaches everything (callbacks, activity kinds, buffers' owner);
+ *   - records may run on a clock off cuptiGetTimestamp's (standin_record_clock_offset), as CUPTI's
+ *     did on the H200 in some processes: kernel records 16-31 ms before their launch calls.
  * Test-only counters (standin_*) tell how often each call was made. Single-threaded use only. */
 #include <cupti_activity.h>
 #include <cupti_callbacks.h>
@@ -36,6 +38,7 @@ static uint32_t g_next_corr = 100;
 static size_t g_dropped;
 static int g_subscribes, g_unsubscribes, g_finalizes, g_kind_enables, g_callback_toggles, g_callbacks;
 static char g_context;
+static int64_t g_record_offset;
 static const char* const kKernelName = "standin_kernel";
 
 static uint64_t now_ns(void) {
@@ -67,7 +70,7 @@ static void write_kernel(uint32_t corr) {
   CUpti_ActivityKernel9 k;
   memset(&k, 0, sizeof k);
   k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.start = now_ns() + 1000;
+  k.start = (uint64_t)((int64_t)now_ns() + 1000 + g_record_offset);
   k.end = k.start + 5000;
   k.correlationId = corr;
   k.gridX = k.gridY = k.gridZ = k.blockX = k.blockY = k.blockZ = 1;
@@ -192,6 +195,8 @@ EXPORT void standin_finish_running(void) {
 /* The next `n` records are lost for lack of buffer space (counted as dropped). */
 EXPORT void standin_drop(int n) { g_dropped += (size_t)n; }
 EXPORT void standin_hold_slot(int held) { g_held_by_other = held; }
+/* Records from now on are stamped `ns` off the clock cuptiGetTimestamp reads. */
+EXPORT void standin_record_clock_offset(long long ns) { g_record_offset = ns; }
 EXPORT int standin_subscribed(void) { return g_subscribed; }
 EXPORT int standin_kernel_kind_enabled(void) { return g_kernel_kind; }
 EXPORT int standin_launch_callback_enabled(void) { return g_launch_enabled; }

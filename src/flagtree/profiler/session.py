@@ -30,7 +30,7 @@ from .session_record import Session
 from .viewer.safe_text import safe
 from .writers.atomic import remove
 from .writers.metadata import build_metadata, write_metadata
-from .writers.profile import write_profile
+from .writers.profile import device_clock_shift, write_profile
 from .native_core import native
 
 CONTEXTS = ("shadow", "python")
@@ -277,6 +277,9 @@ def _write_outputs(s):
         "lost_launches": native.pending_launches(s.slot),
         "dropped_records": s.backend.dropped_records() - s.dropped_at_start,
     }
+    shift = device_clock_shift(s, counts)
+    if shift:  # durations stand; a trace's device events are moved (writers/profile.py)
+        stats["device_clock_shift_ns"] = shift
     unmatched = native.session_settle_extras(s.slot)
     if unmatched:  # extras (counters, samples) whose launch never got a record
         stats["unmatched_extras"] = unmatched
@@ -296,6 +299,11 @@ def _write_outputs(s):
     s.written.append(s.metadata_path)
     # A dropped record leaves its launch without a record, so the two counts overlap: the
     # larger one is the loss.
+    if shift >= 1_000_000 and s.data != "tree":  # a tree holds durations only: nothing is off there
+        warnings.warn(f"flagtree.profiler: in session {s.id} kernel records started up to {shift / 1e6:.1f} ms "
+                      f"before the calls that launched them: the tracer's clock is off the host's; the trace "
+                      f"moves kernels later by that much (durations are unaffected; metadata: "
+                      f"device_clock_shift_ns)", stacklevel=4)
     lost = max(stats["dropped_records"], stats["lost_launches"])
     if lost:
         warnings.warn(f"flagtree.profiler: {lost} kernel records were lost in session {s.id} "
