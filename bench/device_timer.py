@@ -72,8 +72,8 @@ class Config:
 
         self.count += 1
         self.last_base = os.path.join(self.outdir, f"{self.name.replace('/', '_')}{self.count}")
-        if self.name == "device_timer":
-            prof.start(self.last_base, backend="device_timer")
+        if self.name.startswith("device_timer"):  # "device_timer" or "device_timer/<mode>"
+            prof.start(self.last_base, backend="device_timer", mode=self.name.partition("/")[2] or None)
             return prof.scope
         if self.name == "nvidia":
             prof.start(self.last_base, backend="nvidia")
@@ -88,7 +88,7 @@ class Config:
     def stop(self):
         import flagtree.profiler as prof
 
-        if self.name in ("device_timer", "nvidia"):
+        if self.name.startswith("device_timer") or self.name == "nvidia":
             prof.finalize()
             prof.release()
         else:
@@ -112,6 +112,16 @@ def kernel_times(base):
                 out[name] = (int(m["count"]), m["time (ns)"] / m["count"])
             stack.append((child, name))
     return out
+
+
+def session_facts(config):
+    """What the last session's metadata says of how its kernels were timed (device_timer's counts)."""
+    if config.last_base is None or not os.path.exists(config.last_base + ".meta.json"):
+        return None
+    with open(config.last_base + ".meta.json") as f:
+        meta = json.load(f)
+    return {k: v for k, v in meta.items() if k.startswith(("device_timer_", "time_source"))
+            and isinstance(v, (int, float, str)) and k != "device_timer_stamps"}
 
 
 def measure(config_names, reps, outdir):
@@ -163,7 +173,7 @@ def measure(config_names, reps, outdir):
                               "finalize_median_s": statistics.median(finals[c.name]),
                               "per_launch_extra_ns": (statistics.median(loops[c.name]) - 1) * before[0]
                               / LAUNCHES[w] * 1e9,
-                              "kernels": agreement.get(c.name)} for c in configs}
+                              "kernels": agreement.get(c.name), "facts": session_facts(c)} for c in configs}
         result[w]["none_median_s"] = before[0]
     return result
 

@@ -31,6 +31,7 @@ def rows(b):
     return [(k["ts"] - sc[k["args"]["context"]]["ts"], sc[k["args"]["context"]]["ts"] + sc[k["args"]["context"]]["dur"] - k["ts"] - k["dur"])
             for k in ks]
 out = {b: [round(statistics.median(r[i] for r in rows(b)), 1) for i in (0, 1)] for b in backends}
+out["nvidia_device_clock_shift_us"] = json.load(open(os.path.join(tmp, "nvidia.meta.json"))).get("device_clock_shift_ns", 0) / 1e3
 if "device_timer" in backends:
     meta = json.load(open(os.path.join(tmp, "device_timer.meta.json")))
     out["realtime_minus_probe_us"] = meta["device_timer_clock_realtime_minus_probe_ns"] / 1e3
@@ -39,7 +40,7 @@ print(json.dumps(out))
 
 with tempfile.TemporaryDirectory() as tmp:
     for order in ("timer first", "nvidia first", "nvidia only"):
-        for rep in range(2):
+        for rep in range(int(sys.argv[1]) if sys.argv[1:] else 2):
             done = subprocess.run([sys.executable, "-c", SCRIPT, tmp, order], capture_output=True, text=True, timeout=120)
             line = (done.stdout.strip().splitlines() or [done.stderr[-300:]])[-1]
             print(order, "(per route: kernel start after scope begin, scope end after kernel end; us):", line)

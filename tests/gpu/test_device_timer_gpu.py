@@ -267,6 +267,12 @@ with p.scope("step"):
         add_kernel[(n // 1024,)](x, x, plain, n, BLOCK=1024)
 torch.cuda.synchronize()
 p.finalize(s)
+s = p.start(NAME + "2", backend="device_timer")  # the kernels come from Triton's cache now, not loaded again
+with p.scope("again"):
+    for _ in range(2):
+        scaled_sum[(n // 1024,)](x, out, n, BLOCK=1024, STEPS=4)
+torch.cuda.synchronize()
+p.finalize(s)
 after = _native.loaded_library_path("libcupti.so")
 print(json.dumps({"cupti_loaded_by_session": after != before, "scoped_right": bool(torch.allclose(out, x * 10)),
                   "plain_right": bool(torch.allclose(plain, x + x))}))
@@ -293,3 +299,8 @@ def test_kernel_side_scopes_on_top_of_device_times_without_cupti(tmp_path):
     assert meta["device_timer_records"] == 3 and meta["device_timer_untimed"] == 0
     assert meta["device_timer_kernels_scoped"] >= 1 and "scaled_sum" not in meta["device_timer_kernels_not_stamped"]
     assert meta["instrumentation_launches"] == 5 and meta["instrumentation_bad_blocks"] == 0
+    # A later session knows the scoped kernel it did not see load.
+    again = _flat(tmp_path / "s2.hatchet")[("again", "scaled_sum")]
+    assert again["count"] == 2 and again["time (ns)"] > 0
+    meta = json.load(open(tmp_path / "s2.meta.json"))
+    assert meta["device_timer_scoped_launches_timed"] == 2 and meta["device_timer_scoped_launches_untimed"] == 0

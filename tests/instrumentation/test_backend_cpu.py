@@ -140,6 +140,27 @@ def test_hook_and_allocator_are_restored_after_the_last_session(tmp_path, cpu_de
     assert triton.knobs.runtime.launch_exit_hook.calls == hooks_before
 
 
+def test_the_launch_exit_hook_goes_in_once_an_instrumented_kernel_is_known(tmp_path, cpu_device, compiled,
+                                                                           monkeypatch):
+    """The exit hook costs every launch a call: a session whose kernels carry no scopes has none."""
+    import triton
+
+    chain = triton.knobs.runtime.launch_exit_hook
+    backend = get_backend("instrumentation")
+    monkeypatch.setattr(backend.scopes, "registry", {})  # no kernel known from earlier tests
+    sid = profiler.start(str(tmp_path / "a"), backend="instrumentation", mode="triton=on")
+    assert backend.scopes.launch_exit not in chain.calls
+    load_kernel(backend, compiled)
+    assert backend.scopes.launch_exit in chain.calls
+    profiler.finalize(sid)
+    assert backend.scopes.launch_exit not in chain.calls
+    # A later session: Triton's cache launches the kernel without loading it again.
+    sid = profiler.start(str(tmp_path / "b"), backend="instrumentation", mode="triton=on")
+    assert backend.scopes.launch_exit in chain.calls
+    profiler.finalize(sid)
+    assert backend.scopes.launch_exit not in chain.calls
+
+
 def test_bad_mode_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="supported forms"):
         profiler.start(str(tmp_path / "x"), backend="instrumentation", mode="granularity=cta")

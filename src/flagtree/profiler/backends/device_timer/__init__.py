@@ -120,6 +120,7 @@ class DeviceTimerBackend(Backend):
         self.start_ring = start_cuda_ring
         self.scopes = None  # scopes.DeviceTimerScopes while kernel-side scopes are compiled in
         self.scopes_state = "off"  # "on", "off", or "off: <why>" (the metadata's device_timer_scopes)
+        self._kept_scopes = None  # the scopes installed for every session that compiles them in
 
     def check_mode(self, mode):
         return parse_mode(mode)
@@ -190,7 +191,11 @@ class DeviceTimerBackend(Backend):
         if why_not is not None:
             self.scopes_state = f"off: {why_not}"
             return
-        scopes = kernel_scopes.DeviceTimerScopes()
+        # One for the backend's life: its registry of scoped kernels outlives a session, as
+        # Triton's cache keeps the compiled kernels, which a later session launches unloaded.
+        if self._kept_scopes is None:
+            self._kept_scopes = kernel_scopes.DeviceTimerScopes()
+        scopes = self._kept_scopes
         scopes.install(kernel_scopes.scope_options(), fallback)
         self.scopes, self.scopes_state = scopes, "on"
 
