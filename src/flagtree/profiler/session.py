@@ -293,17 +293,17 @@ def _write_outputs(s):
         stats["parts"] = list(s.parts)
     metadata = build_metadata(s, s.backend.metadata_facts(), stats)
     if not s.parts:
-        write_profile(s, s.output_path, other_data=metadata)
+        write_profile(s, s.output_path, other_data=metadata, device_shift_ns=shift)
         s.written.append(s.output_path)
     write_metadata(s.metadata_path, metadata)
     s.written.append(s.metadata_path)
-    # A dropped record leaves its launch without a record, so the two counts overlap: the
-    # larger one is the loss.
     if shift >= 1_000_000 and s.data != "tree":  # a tree holds durations only: nothing is off there
         warnings.warn(f"flagtree.profiler: in session {s.id} kernel records started up to {shift / 1e6:.1f} ms "
                       f"before the calls that launched them: the tracer's clock is off the host's; the trace "
                       f"moves kernels later by that much (durations are unaffected; metadata: "
                       f"device_clock_shift_ns)", stacklevel=4)
+    # A dropped record leaves its launch without a record, so the two counts overlap: the
+    # larger one is the loss.
     lost = max(stats["dropped_records"], stats["lost_launches"])
     if lost:
         warnings.warn(f"flagtree.profiler: {lost} kernel records were lost in session {s.id} "

@@ -10,8 +10,8 @@ from ..native_core import native
 
 
 # A kernel cannot start before the call that launched it. A tracer's record that does, by more
-# than this, says the tracer's clock is off the host's by at least that much (CUPTI's records were
-# seen 16-31 ms early on the H200 in some processes): a trace then moves its device events by it.
+# than this, says the tracer's clock is off the host's by at least that much (seen with CUPTI:
+# docs/reference/outputs.md): a trace then moves its device events by it.
 CLOCK_SLACK_NS = 20_000
 
 
@@ -22,22 +22,23 @@ def device_clock_shift(session, counts=None):
     return lead if lead is not None and lead > CLOCK_SLACK_NS else 0
 
 
-def _tree_request(session, other_data):
+def _tree_request(session, other_data, device_shift_ns):
     return {"device_info": strict_json(session.backend.device_info(), separators=(",", ":"))}
 
 
-def _trace_request(session, other_data):
+def _trace_request(session, other_data, device_shift_ns):
     return {"other_data": strict_json(other_data if other_data is not None else {}, sort_keys=True),
             "origin_ns": session.start_monotonic_ns, "pid": os.getpid(),
-            "device_shift_ns": device_clock_shift(session)}
+            "device_shift_ns": device_clock_shift(session) if device_shift_ns is None else device_shift_ns}
 
 
 # What each kind of data hands its native writer.
 _REQUESTS = {"tree": _tree_request, "trace": _trace_request, "perfetto": _trace_request}
 
 
-def write_profile(session, path, *, part=False, other_data=None):
+def write_profile(session, path, *, part=False, other_data=None, device_shift_ns=None):
     """Writes the session's data to `path`; with `part`, frees what was written (periodic parts:
-    a tree leaves out its empty nodes and zeroes its metrics, a trace empties its events)."""
-    request = _REQUESTS[session.data](session, other_data)
+    a tree leaves out its empty nodes and zeroes its metrics, a trace empties its events).
+    `device_shift_ns`: what a trace adds to its device times (None: device_clock_shift now)."""
+    request = _REQUESTS[session.data](session, other_data, device_shift_ns)
     return native.session_write(session.slot, os.fspath(path), part=part, **request)

@@ -105,8 +105,8 @@ class KernelScopes:
 
     def _hook_launch_exit(self):
         """Puts launch_exit into Triton's launch-exit hook, which pairs an instrumented kernel's
-        buffer slice with its launch. Every launch pays for a hook in the chain (a Python call:
-        +1.2 us per launch on the H200 with the device timer), so it goes in only once an
+        buffer slice with its launch. Every launch pays for a hook in the chain (a Python call
+        per launch: docs/reference/device-timer.md measures it), so it goes in only once an
         instrumented kernel is known: at its load, which Triton runs before that first launch
         reads the hook. Called under self.lock."""
         if self._installed and self._unhook_exit is None:
