@@ -7,9 +7,10 @@ own totals (attributed + non-user + unattributed == total when nothing is lost).
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
+
+from fresh_process import run_script
 
 COMMON = r'''
 import json, sys, torch, triton, triton.language as tl
@@ -81,18 +82,9 @@ print(json.dumps({"kernel_ms": round(kernel_ms, 4), "sms": SMS, "samples": kerne
 '''
 
 
-def run(script, args):
-    """Runs `script` in a fresh process, from a file (Triton's @jit needs its source file)."""
-    path = os.path.join(os.path.dirname(args[0]), "count_%d.py" % (hash(script) & 0xFFFF))
-    with open(path, "w") as f:
-        f.write(script)
-    done = subprocess.run([sys.executable, path, *args], capture_output=True, text=True, timeout=150)
-    return (done.stdout.strip().splitlines() or [done.stderr[-400:]])[-1]
-
-
 with tempfile.TemporaryDirectory() as tmp:
     for rep in range(2):
         for mode in ("pcsampling", "pcsampling:range=launch"):
             print(json.dumps({"profiler": "ours", "mode": mode, "rep": rep,
-                              "result": run(OURS, [os.path.join(tmp, "o"), mode])}), flush=True)
-        print(json.dumps({"profiler": "proton", "rep": rep, "result": run(PROTON, [os.path.join(tmp, "p")])}), flush=True)
+                              "result": run_script(OURS, [os.path.join(tmp, "o"), mode])}), flush=True)
+        print(json.dumps({"profiler": "proton", "rep": rep, "result": run_script(PROTON, [os.path.join(tmp, "p")])}), flush=True)

@@ -11,9 +11,10 @@ JSON lines: the samples under the scope, per node path, and CUPTI's own totals w
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
+
+from fresh_process import run_script
 
 COMMON = r'''
 import json, sys, torch, triton, triton.language as tl
@@ -84,25 +85,16 @@ print(json.dumps({"samples": sum(paths.values()), "paths": paths}))
 '''
 
 
-def run(script, args):
-    """Runs `script` in a fresh process, from a file (Triton's @jit needs its source file)."""
-    path = os.path.join(os.path.dirname(args[0]), "probe_%d.py" % (hash(script) & 0xFFFF))
-    with open(path, "w") as f:
-        f.write(script)
-    done = subprocess.run([sys.executable, path, *args], capture_output=True, text=True, timeout=120)
-    return (done.stdout.strip().splitlines() or [done.stderr[-300:]])[-1]
-
-
 with tempfile.TemporaryDirectory() as tmp:
     if sys.argv[1:] == ["--proton"]:
         for kind in ("pair", "ones", "triton"):
             for order in ("context first", "session first"):
                 for rep in range(2):
-                    line = run(PROTON, [os.path.join(tmp, f"p{rep}"), order, kind])
+                    line = run_script(PROTON, [os.path.join(tmp, f"p{rep}"), order, kind])
                     print(json.dumps({"profiler": "proton", "kind": kind, "order": order, "rep": rep, "result": line}))
         sys.exit(0)
     for mode in sys.argv[1:] or ["pcsampling", "pcsampling:interval=6"]:
         for order in ("context first", "session first"):
             for rep in range(2):
-                line = run(OURS, [os.path.join(tmp, f"r{rep}"), order, mode, "pair"])
+                line = run_script(OURS, [os.path.join(tmp, f"r{rep}"), order, mode, "pair"])
                 print(json.dumps({"mode": mode, "order": order, "rep": rep, "result": line}))
