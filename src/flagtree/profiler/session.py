@@ -30,7 +30,7 @@ from .session_record import Session
 from .viewer.safe_text import safe
 from .writers.atomic import remove
 from .writers.metadata import build_metadata, write_metadata
-from .writers.profile import device_clock_shift, write_profile
+from .writers.profile import CLOCK_WARN_NS, device_clock_shift, write_profile
 from .native_core import native
 
 CONTEXTS = ("shadow", "python")
@@ -297,7 +297,7 @@ def _write_outputs(s):
         s.written.append(s.output_path)
     write_metadata(s.metadata_path, metadata)
     s.written.append(s.metadata_path)
-    if shift >= 1_000_000 and s.data != "tree":  # a tree holds durations only: nothing is off there
+    if shift >= CLOCK_WARN_NS and s.data != "tree":  # a tree holds durations only: nothing is off there
         warnings.warn(f"flagtree.profiler: in session {s.id} kernel records started up to {shift / 1e6:.1f} ms "
                       f"before the calls that launched them: the tracer's clock is off the host's; the trace "
                       f"moves kernels later by that much (durations are unaffected; metadata: "

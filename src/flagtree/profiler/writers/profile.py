@@ -13,6 +13,7 @@ from ..native_core import native
 # than this, says the tracer's clock is off the host's by at least that much (seen with CUPTI:
 # docs/reference/outputs.md): a trace then moves its device events by it.
 CLOCK_SLACK_NS = 20_000
+CLOCK_WARN_NS = 1_000_000  # a shift a trace's reader is told of at finalize
 
 
 def device_clock_shift(session, counts=None):
