@@ -191,9 +191,11 @@ def _write_parts_locked(sessions):
     return [_write_part(s) for s in sessions]
 
 
-def _write_part(s):
+def _write_part(s, device_shift_ns=None):
+    """`device_shift_ns`: what the metadata states (finalize's last part); None: as found now."""
     path = s.part_path(len(s.parts) + 1)
-    write_profile(s, path, part=True, other_data={"name": s.name, "part": len(s.parts) + 1, "session": s.id})
+    write_profile(s, path, part=True, other_data={"name": s.name, "part": len(s.parts) + 1, "session": s.id},
+                  device_shift_ns=device_shift_ns)
     s.parts.append(path)
     return path
 
@@ -289,7 +291,7 @@ def _write_outputs(s):
     # beside the metadata of another run.
     remove(s.metadata_path)
     if s.parts:  # the rest becomes the last part; no whole-run file is written
-        s.written.append(_write_part(s))
+        s.written.append(_write_part(s, shift))
         stats["parts"] = list(s.parts)
     metadata = build_metadata(s, s.backend.metadata_facts(), stats)
     if not s.parts:
