@@ -21,6 +21,7 @@ def mspti_lib(tmp_path_factory):
     lib.standin_memcpy.argtypes = [u32, u64, u32, u64]
     lib.standin_memcpy.restype = u64
     lib.standin_memset.argtypes = [u64, u32, u64]
+    lib.standin_memset.restype = u64
     lib.standin_api_record.argtypes = [u32]
     lib.standin_now.restype = u64
     lib.standin_state.restype = u64

@@ -48,6 +48,7 @@ def vendor(request, monkeypatch):
         lib = request.getfixturevalue("mspti_lib")
         monkeypatch.delenv("LD_PRELOAD", raising=False)
         monkeypatch.delenv("PROFILING_MODE", raising=False)
+        monkeypatch.setenv("TRITON_ENABLE_TASKQUEUE", "0")  # triton_launch: the launch runs inside the hooks
         v = Vendor("cann", lib, "FLAGTREE_PROFILER_MSPTI_PATH", 3, lib.standin_unknown_time_next,
                    "unknown_timestamp_records", "msprof, torch_npu's profiler")
     else:

@@ -272,6 +272,12 @@ static void stamp(uint64_t* start, uint64_t* end, uint64_t duration) {
   pthread_mutex_unlock(&g_lock);
 }
 
+/* The host call lasts at least `duration` ns from `start` (a copy's record spans the call). */
+static void host_span(uint64_t start, uint64_t duration) {
+  while (vendor_now() < start + duration) {
+  }
+}
+
 /* ---- MSPTI ---- */
 EXPORT int msptiSubscribe(void** handle, callback_fn cb, void* arg) {
   int rc = MSPTI_SUCCESS;
@@ -432,29 +438,37 @@ EXPORT uint64_t standin_launch(const char* name, uint32_t cbid, uint32_t stream,
 EXPORT uint64_t standin_rt_launch(const char* name, uint32_t stream, uint64_t duration) {
   return run_kernel(name, stream, duration);
 }
+/* aclrtMemcpyAsync as MSPTI reports it: the task track (and its mapping, to whatever the external
+ * stack holds then) comes before the ENTER callback, and the record's times are host times around
+ * the whole call (CLOCK_REALTIME), not the copy's time on the device. */
 EXPORT uint64_t standin_memcpy(uint32_t copy_kind, uint64_t bytes, uint32_t stream, uint64_t duration) {
-  callback(24, "aclrtMemcpyAsync", 0);
+  uint64_t start = vendor_now();
   uint64_t corr = task_track();
+  host_span(start, duration / 2);  /* the call's own work around the callbacks */
+  callback(24, "aclrtMemcpyAsync", 0);
+  callback(24, "aclrtMemcpyAsync", 1);
+  host_span(vendor_now(), duration / 2);
   memcpy_record m;
   memset(&m, 0, sizeof m);
   m.kind = KIND_MEMCPY, m.copyKind = copy_kind, m.bytes = bytes, m.deviceId = 0, m.streamId = stream;
-  uint64_t start, end;
-  stamp(&start, &end, duration);
-  m.start = start, m.end = end;
+  m.start = start, m.end = vendor_now();
   m.correlationId = corr, m.isAsync = 1;
   write_record(&m, sizeof m, KIND_MEMCPY);
-  callback(24, "aclrtMemcpyAsync", 1);
   return corr;
 }
-/* aclrtMemsetAsync: MSPTI documents the memset record's correlation id as not yet filled in. */
-EXPORT void standin_memset(uint64_t bytes, uint32_t stream, uint64_t duration) {
+/* aclrtMemsetAsync: no callback is enabled for it; the record carries a correlation id (though
+ * MSPTI's documentation says it is not filled in yet) and host times around the call. */
+EXPORT uint64_t standin_memset(uint64_t bytes, uint32_t stream, uint64_t duration) {
+  uint64_t start = vendor_now();
+  uint64_t corr = task_track();
+  host_span(start, duration);
   memset_record m;
   memset(&m, 0, sizeof m);
   m.kind = KIND_MEMSET, m.bytes = bytes, m.deviceId = 0xFFFFFFFFu, m.streamId = stream;
-  uint64_t start, end;
-  stamp(&start, &end, duration);
-  m.start = start, m.end = end;
+  m.start = start, m.end = vendor_now();
+  m.correlationId = corr;
   write_record(&m, sizeof m, KIND_MEMSET);
+  return corr;
 }
 /* A record of kind `kind` (e.g. ACL_API 10 of newer versions) in the host buffer, as though enabled. */
 EXPORT void standin_api_record(uint32_t kind) {

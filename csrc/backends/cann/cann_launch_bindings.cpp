@@ -24,6 +24,12 @@ void registerCannLaunchBindings(nb::module_& m) {
     return id;
   });
   m.def("mspti_launch_exit", []() { MsptiDialect::external().exit(true); });
+  // A launch triton-ascend puts on its task queue: no window (external_join.h), joined by name.
+  m.def("mspti_launch_queued", [](const std::string& kernelName, uint64_t stream) {
+    const uint32_t id = MsptiDialect::external().enterQueued(kernelName, stream);
+    if (id) Profiler::instance().onLaunch(id, false);
+    return id;
+  });
   m.def("mspti_join_stats", []() {
     const ExternalJoin& join = MsptiDialect::external();
     nb::dict d;
@@ -33,6 +39,15 @@ void registerCannLaunchBindings(nb::module_& m) {
     d["unmatched_records"] = join.unmatched();
     d["unserialized_launches"] = join.unserialized();
     d["resubscribe_failures"] = MsptiTracer::instance().resubscribeFailures();
+    d["queued_launches"] = join.queuedLaunches();
+    nb::dict byKind;  // every record each rule joined, and every one left unjoined, per kind
+    for (size_t kind = 0; kind < ExternalJoin::kKindNames.size(); ++kind) {
+      nb::dict rules;
+      for (size_t rule = 0; rule < ExternalJoin::kRules; ++rule)
+        rules[ExternalJoin::kRuleNames[rule]] = join.count(kind, ExternalJoin::Rule(rule));
+      byKind[ExternalJoin::kKindNames[kind]] = rules;
+    }
+    d["records_by_kind"] = byKind;
     return d;
   });
   m.def("mspti_callback_refusal", []() {

@@ -13,12 +13,15 @@ struct OpenLaunch {
   int depth = 0;
   bool fromHook = false;
   bool serialised = false;  // holds ExternalJoin::serial_
+  uint32_t id = 0;
 };
 thread_local OpenLaunch openLaunch;
 
+bool isCopy(const DeviceRecord& r) { return r.kind == RecordKind::Memcpy || r.kind == RecordKind::Memset; }
+
 }  // namespace
 
-uint32_t ExternalJoin::enter(bool fromHook) {
+uint32_t ExternalJoin::enter(bool fromHook, bool copy) {
   if (!ready()) return 0;
   if (fromHook && openLaunch.depth > 0 && openLaunch.fromHook) {  // the last hook launch lost its exit
     openLaunch.depth = 1;
@@ -29,9 +32,10 @@ uint32_t ExternalJoin::enter(bool fromHook) {
   openLaunch.serialised = serial_.try_lock_for(std::chrono::milliseconds(kSerialWaitMs));
   if (!openLaunch.serialised) unserialized_.fetch_add(1, std::memory_order_relaxed);
   const uint32_t id = nextId_.fetch_add(1, std::memory_order_relaxed) + 1;
+  openLaunch.id = id;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (windows_.size() < kMaxWindows) windows_.push_back({id, monotonicNs()});
+    if (windows_.size() < kMaxWindows) windows_.push_back({id, monotonicNs(), 0, copy});
   }
   push_(kExternalKind, id);
   return id;
@@ -41,9 +45,25 @@ void ExternalJoin::exit(bool fromHook) {
   if (openLaunch.depth == 0 || --openLaunch.depth > 0) return;
   uint64_t last = 0;
   pop_(kExternalKind, &last);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto w = windows_.rbegin(); w != windows_.rend(); ++w)  // its own window is near the end
+      if (w->id == openLaunch.id) {
+        w->exitNs = monotonicNs();
+        break;
+      }
+  }
   if (openLaunch.serialised) serial_.unlock();
   openLaunch = OpenLaunch{};
   (void)fromHook;
+}
+
+uint32_t ExternalJoin::enterQueued(std::string_view kernelName, uint64_t stream) {
+  if (!ready()) return 0;
+  const uint32_t id = nextId_.fetch_add(1, std::memory_order_relaxed) + 1;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (queued_.add(id, kernelName, stream, monotonicNs())) queuedLaunches_.fetch_add(1, std::memory_order_relaxed);
+  return id;
 }
 
 void ExternalJoin::map(uint64_t externalId, uint64_t correlationId) {
@@ -57,9 +77,13 @@ bool ExternalJoin::translate(DeviceRecord& r) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = external_.find(r.correlation);
   if (it == external_.end()) return false;
+  if (isCopy(r)) {  // a copy's mapping is made before its window opens: it names another launch
+    external_.erase(it);
+    return false;
+  }
   r.correlation = it->second;
   external_.erase(it);  // one device record per MSPTI correlation id
-  joined_.fetch_add(1, std::memory_order_relaxed);
+  counted(r, kByExternalId);
   return true;
 }
 
@@ -70,42 +94,71 @@ void ExternalJoin::hold(const DeviceRecord& r) {
 
 std::vector<DeviceRecord> ExternalJoin::resolveHeld(bool final, uint64_t beganNs) {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<DeviceRecord> done, orphans;
+  std::vector<DeviceRecord> done, kernels, copies;
   for (DeviceRecord& r : held_) {  // a mapping may have come in a later buffer than its record
-    auto it = external_.find(r.correlation);
+    auto it = isCopy(r) ? external_.end() : external_.find(r.correlation);
     if (it != external_.end()) {
       r.correlation = it->second;
       external_.erase(it);
-      joined_.fetch_add(1, std::memory_order_relaxed);
+      counted(r, kByExternalId);
       done.push_back(r);
     } else {
-      orphans.push_back(r);
+      (isCopy(r) ? copies : kernels).push_back(r);
     }
   }
   held_.clear();
-  std::vector<Window> open, later;  // launches before the drain without a mapping; launches since
+  queued_.join(kernels, done, [this](const DeviceRecord& r, bool joined) { counted(r, joined ? kByQueueOrder : kUnjoined); });
+  joinByLaunchOrder(kernels, beganNs, done);
+  joinCopies(copies, beganNs, done);
+  std::vector<Window> later;  // launches since the drain began may still get their records
   for (const Window& w : windows_) {
     if (w.enterNs >= beganNs) later.push_back(w);
-    else if (!mapped_.count(w.id)) open.push_back(w);
+    else mapped_.erase(w.id);
   }
-  std::sort(orphans.begin(), orphans.end(),
-            [](const DeviceRecord& a, const DeviceRecord& b) { return a.startNs < b.startNs; });
-  bool fits = !orphans.empty() && orphans.size() == open.size();  // windows_ is in id (host) order
-  for (size_t i = 0; fits && i < orphans.size(); ++i) fits = orphans[i].startNs >= open[i].enterNs;
-  for (size_t i = 0; i < orphans.size(); ++i) {
-    orphans[i].correlation = fits ? open[i].id : 0;  // 0: no launch, the record stays unattributed
-    (fits ? fallbackJoined_ : unmatched_).fetch_add(1, std::memory_order_relaxed);
-    done.push_back(orphans[i]);
-  }
-  for (const Window& w : windows_)
-    if (w.enterNs < beganNs) mapped_.erase(w.id);
   windows_.swap(later);
   if (final) {
     external_.clear();
     mapped_.clear();
     windows_.clear();
+    queued_.clear();
   }
   return done;
+}
+
+void ExternalJoin::joinByLaunchOrder(std::vector<DeviceRecord>& orphans, uint64_t beganNs,
+                                     std::vector<DeviceRecord>& done) {
+  std::vector<Window> open;  // kernel launches before the drain without a mapping, in id (host) order
+  for (const Window& w : windows_)
+    if (w.enterNs < beganNs && !w.copy && !mapped_.count(w.id)) open.push_back(w);
+  std::sort(orphans.begin(), orphans.end(),
+            [](const DeviceRecord& a, const DeviceRecord& b) { return a.startNs < b.startNs; });
+  bool fits = !orphans.empty() && orphans.size() == open.size();
+  for (size_t i = 0; fits && i < orphans.size(); ++i) fits = orphans[i].startNs >= open[i].enterNs;
+  for (size_t i = 0; i < orphans.size(); ++i) {
+    orphans[i].correlation = fits ? open[i].id : 0;  // 0: no launch, the record stays unattributed
+    counted(orphans[i], fits ? kByLaunchOrder : kUnjoined);
+    done.push_back(orphans[i]);
+  }
+}
+
+void ExternalJoin::joinCopies(std::vector<DeviceRecord>& copies, uint64_t beganNs, std::vector<DeviceRecord>& done) {
+  std::vector<const Window*> windows;  // closed copy windows made before the drain
+  for (const Window& w : windows_)
+    if (w.copy && w.exitNs && w.enterNs < beganNs) windows.push_back(&w);
+  auto inside = [](const Window& w, const DeviceRecord& r) { return r.startNs <= w.enterNs && w.exitNs <= r.endNs; };
+  for (DeviceRecord& r : copies) {
+    const Window* only = nullptr;
+    size_t fits = 0;
+    for (const Window* w : windows)
+      if (inside(*w, r)) only = w, ++fits;
+    size_t owners = 0;  // the window must lie inside this record's span alone
+    for (const DeviceRecord& other : copies)
+      if (only && inside(*only, other)) ++owners;
+    const bool joined = fits == 1 && owners == 1;
+    r.correlation = joined ? only->id : 0;
+    counted(r, joined ? kByHostSpan : kUnjoined);
+    done.push_back(r);
+  }
 }
 
 void ExternalJoin::reset() {
@@ -114,6 +167,7 @@ void ExternalJoin::reset() {
   external_.clear();
   mapped_.clear();
   windows_.clear();
+  queued_.clear();
 }
 
 }  // namespace ftp

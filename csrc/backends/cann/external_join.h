@@ -9,19 +9,30 @@
 // without any sign in the records. A thread that waits more than kSerialWaitMs for another's
 // launch goes on unserialised (counted) rather than hang behind a launch whose exit never came.
 //
-// Records with no mapping are held until the end of the drain that delivered them (MSPTI hands
-// over device records when unsubscribed: see DialectTracer::drain), and joined by the fallback:
-// in start-time order to the launches made before the drain that got no mapping, in host order,
-// only when the counts agree and no kernel starts before its launch began. Otherwise they stay
-// unattributed. Both outcomes are counted; nothing is joined silently by a weaker rule.
+// Launches that cannot take a window (backends/cann/queued_join.h):
+// - Triton launches on triton-ascend's task queue (enterQueued): the runtime launches on the
+//   queue's thread later, so a window around the hook would bracket only the enqueue and hand its
+//   id to whatever the queue thread runs meanwhile. No id is pushed; their kernel records join by
+//   kernel name in queue order (the queue runs tasks first in, first out);
+// - copies: MSPTI reports aclrtMemcpyAsync's mapping before the ENTER callback and stamps the
+//   MEMCPY record with host times around the call, so a copy's record joins the one copy window
+//   that lies inside its host span, when that is unique both ways.
+// Kernel records with no mapping and no queued launch of their name are held until the end of
+// the drain that delivered them, and joined in start-time order to the kernel launches (made
+// before the drain) that got no mapping, in host order, only when the counts agree and no
+// kernel starts before its launch began. Otherwise they stay unattributed. Every outcome is
+// counted per record kind; nothing is joined silently by a weaker rule.
 #pragma once
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "backends/cann/queued_join.h"
 #include "data/records.h"
 
 namespace ftp {
@@ -33,6 +44,11 @@ class ExternalJoin {
   static constexpr uint32_t kExternalKind = 2;  // MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0
   static constexpr int kSerialWaitMs = 1000;
   static constexpr size_t kMaxWindows = 1u << 20;  // launch windows kept for the fallback
+  // The rules a record can be joined by, and "none" (left unattributed): per record kind.
+  enum Rule : size_t { kByExternalId = 0, kByLaunchOrder, kByQueueOrder, kByHostSpan, kUnjoined, kRules };
+  static constexpr std::array<const char*, kRules> kRuleNames = {"external_id", "launch_order", "queue_order",
+                                                                 "host_span", "unjoined"};
+  static constexpr std::array<const char*, 3> kKindNames = {"kernel", "memcpy", "memset"};
 
   void setCalls(Push push, Pop pop) { push_ = push, pop_ = pop; }
   bool ready() const { return push_ && pop_; }
@@ -40,9 +56,12 @@ class ExternalJoin {
   // Launch path, on the launching thread. enter returns the launch's id, or 0 inside a launch
   // already entered on this thread (a library launch inside a Triton launch: the kernel belongs
   // to the outer one). `fromHook`: Triton's launch hook, which never nests; an open hook launch
-  // found at the next hook enter lost its exit (the launch raised) and is closed first.
-  uint32_t enter(bool fromHook);
+  // found at the next hook enter lost its exit (the launch raised) and is closed first. `copy`:
+  // a copy's callback (its record joins by host span, see above).
+  uint32_t enter(bool fromHook, bool copy = false);
   void exit(bool fromHook);
+  // A Triton launch put on a task queue: an id without a window (see above).
+  uint32_t enterQueued(std::string_view kernelName, uint64_t stream);
 
   // Record path (the library's buffer thread).
   void map(uint64_t externalId, uint64_t correlationId);
@@ -58,18 +77,28 @@ class ExternalJoin {
   }
   void reset();
 
-  uint64_t joined() const { return joined_.load(); }
-  uint64_t fallbackJoined() const { return fallbackJoined_.load(); }
-  uint64_t unmatched() const { return unmatched_.load(); }
+  uint64_t joined() const { return total(kByExternalId); }
+  uint64_t fallbackJoined() const { return total(kByLaunchOrder); }
+  uint64_t unmatched() const { return total(kUnjoined); }
   uint64_t unserialized() const { return unserialized_.load(); }
   uint64_t mappings() const { return mappings_.load(); }
+  uint64_t queuedLaunches() const { return queuedLaunches_.load(); }
+  uint64_t count(size_t kind, Rule rule) const { return counts_[kind][rule].load(); }
+  uint64_t total(Rule rule) const { return count(0, rule) + count(1, rule) + count(2, rule); }
 
  private:
   struct Window {
     uint32_t id;
     uint64_t enterNs;
+    uint64_t exitNs;  // 0 while open
+    bool copy;
   };
   std::vector<DeviceRecord> resolveHeld(bool final, uint64_t beganNs);
+  void joinByLaunchOrder(std::vector<DeviceRecord>& orphans, uint64_t beganNs, std::vector<DeviceRecord>& done);
+  void joinCopies(std::vector<DeviceRecord>& copies, uint64_t beganNs, std::vector<DeviceRecord>& done);
+  void counted(const DeviceRecord& r, Rule rule) {
+    counts_[size_t(r.kind) < 3 ? size_t(r.kind) : 0][rule].fetch_add(1, std::memory_order_relaxed);
+  }
 
   Push push_ = nullptr;
   Pop pop_ = nullptr;
@@ -80,7 +109,9 @@ class ExternalJoin {
   std::unordered_set<uint32_t> mapped_;              // our ids that got a mapping
   std::vector<Window> windows_;
   std::vector<DeviceRecord> held_;
-  std::atomic<uint64_t> joined_{0}, fallbackJoined_{0}, unmatched_{0}, unserialized_{0}, mappings_{0};
+  QueuedLaunches queued_;
+  std::array<std::array<std::atomic<uint64_t>, kRules>, 3> counts_{};
+  std::atomic<uint64_t> unserialized_{0}, mappings_{0}, queuedLaunches_{0};
 };
 
 }  // namespace ftp

@@ -81,12 +81,13 @@ struct MsptiDialect {
   static Context currentContext() { return nullptr; }
   // The one join of the process (MSPTI allows one subscriber); mspti_tracer.cpp.
   static ExternalJoin& external();
-  static uint32_t launchEnter() { return external().enter(false); }
+  // A copy's window joins its record by host span (external_join.h).
+  static uint32_t launchEnter(uint32_t cbid) { return external().enter(false, cbid == MSPTI_CBID_RUNTIME_MEMCPY_ASYNC); }
   static void launchExit() { external().exit(false); }
-  // A record without a correlation id (MSPTI leaves memset's empty) goes on unattributed; one
-  // whose mapping has not come is held for the stop.
+  // A record whose mapping has not come, and every copy (its mapping names another launch), is
+  // held for the end of the drain (external_join.h).
   static bool joinRecord(DeviceRecord& r) {
-    if (r.correlation == 0 || external().translate(r)) return true;
+    if (external().translate(r)) return true;
     external().hold(r);
     return false;
   }

@@ -42,7 +42,9 @@ void DialectTracer<D>::onApi(void* userdata, typename D::Domain domain, typename
   }
   // Dialects whose callbacks carry no usable correlation id key launches on ids of their own
   // (0: inside a launch already entered through Triton's hook, which the kernel belongs to).
-  const uint32_t correlation = D::kExternalCorrelation ? D::launchEnter() : D::correlation(cb);
+  uint32_t correlation = 0;
+  if constexpr (D::kExternalCorrelation) correlation = D::launchEnter(uint32_t(cbid));
+  else correlation = D::correlation(cb);
   ts.apiCorrelation = correlation;
   if (D::kExternalCorrelation && correlation == 0) return;
   if constexpr (D::kKeepAttached) {

@@ -48,6 +48,7 @@ import os
 import sys
 import warnings
 
+from .cann_queue import describe as describe_join, launch_hooks, task_queue_on
 from .dialect import DialectBackend
 from .mode_options import parse_bool
 from ...native_core import native
@@ -150,6 +151,7 @@ class CannBackend(DialectBackend):
         self._told_preload = False
         self._users = 0
         self._hook_error = None
+        self._queued = False
 
     def install_dirs(self):
         home = os.environ.get("ASCEND_TOOLKIT_HOME", "").strip()
@@ -187,12 +189,8 @@ class CannBackend(DialectBackend):
             self._hook_error = str(error)
             return
 
-        def enter(metadata):
-            native.mspti_launch_enter()
-
-        def exit(metadata):
-            native.mspti_launch_exit()
-
+        self._queued = task_queue_on()
+        enter, exit = launch_hooks(native, self._queued)
         # Last in the enter chain (after hook="triton" has set the launch's metadata), first in the
         # exit chain (the id is popped right after the launch).
         self._undo_hooks.append(_attach(owner, "launch_enter_hook", enter, order="last"))
@@ -249,6 +247,9 @@ class CannBackend(DialectBackend):
         info = super().describe()
         info[f"{self.prefix}_records"]["drop_count"] = "not reported by MSPTI"
         info["mspti_join"] = dict(native.mspti_join_stats())
+        if self._hook_error is None:
+            info["triton_launch_join"] = describe_join(self._queued)
+        info["copy_times"] = "host: MSPTI stamps MEMCPY and MEMSET records around the host call"
         refusal = native.mspti_callback_refusal()
         info["mspti_callbacks"] = "enabled" if not refusal else f"refused: {refusal}"
         info["launch_source"] = ("Triton's launch hook" + ("" if refusal else " and MSPTI's runtime callbacks")
