@@ -359,7 +359,7 @@ SCENARIOS = textwrap.dedent(r'''
 
 
     def scenario_gpu_class_attributes():
-        # Triton 3.2/3.3 keep the launch hooks as CompiledKernel class attributes.
+        # Triton 3.1-3.3 keep the launch hooks as CompiledKernel class attributes.
         class CompiledKernel:
             launch_enter_hook = None
             launch_exit_hook = None
@@ -380,7 +380,7 @@ SCENARIOS = textwrap.dedent(r'''
 
 
     def scenario_old_triton():
-        triton.__version__ = "3.1.0"
+        triton.__version__ = "3.0.0"
         try:
             hook.install(FakeGpuBackend())
         except RuntimeError as error:
@@ -618,7 +618,7 @@ def test_gpu_class_attribute_hooks_of_triton_3_2(run):
 
 def test_too_old_triton_is_a_clear_error(run):
     result = run("old_triton")
-    assert "3.1.0" in result["error"] and "3.2" in result["error"]
+    assert "3.0.0" in result["error"] and "3.1" in result["error"]
     assert result["installed"] == {}
 
 

@@ -4,12 +4,13 @@ is already installed. Used by hook="triton" (hooks/triton.py) and the instrument
 Triton >= 3.4 keeps them in ``triton.knobs.runtime`` (``launch_enter_hook`` / ``launch_exit_hook``);
 where the knob is a hook chain (an object with ``add``/``remove``, Triton 3.6 and later) our hook is
 added to it, otherwise (3.4/3.5, or a plain callable put there by someone else) our hook replaces
-the value and calls the previous one first. Triton 3.2/3.3 keep them as
-``triton.compiler.CompiledKernel`` class attributes, handled the same way. The undo function
+the value and calls the previous one first. Triton 3.1-3.3 keep them as
+``triton.compiler.CompiledKernel`` class attributes, handled the same way (3.1 is what FlagTree
+ships its iluvatar and mthreads backends on: its launchers call both hooks). The undo function
 restores exactly what was installed before."""
 import re
 
-_MINIMUM_TRITON = (3, 2)
+_MINIMUM_TRITON = (3, 1)
 
 
 def _version_tuple(text):
@@ -26,7 +27,7 @@ def _launch_hook_owner():
     version = getattr(triton, "__version__", "unknown")
     parsed = _version_tuple(version)
     if parsed is not None and parsed < _MINIMUM_TRITON:
-        raise RuntimeError(f"hook='triton' needs Triton >= 3.2 for launch hooks; this is Triton {version}")
+        raise RuntimeError(f"hook='triton' needs Triton >= 3.1 for launch hooks; this is Triton {version}")
     try:
         from triton import knobs  # deferred: triton is heavy and optional
 
@@ -39,12 +40,12 @@ def _launch_hook_owner():
         from triton.compiler import CompiledKernel  # deferred: triton is heavy and optional
 
         if hasattr(CompiledKernel, "launch_enter_hook") and hasattr(CompiledKernel, "launch_exit_hook"):
-            return CompiledKernel  # Triton 3.2 / 3.3
+            return CompiledKernel  # Triton 3.1 - 3.3
     except Exception:
         pass
     raise RuntimeError(f"hook='triton' found no launch hooks in Triton {version} (neither "
                        f"triton.knobs.runtime.launch_enter_hook nor CompiledKernel.launch_enter_hook); "
-                       f"it needs Triton >= 3.2")
+                       f"it needs Triton >= 3.1")
 
 
 def _is_chain(value):
