@@ -46,6 +46,7 @@ def mupti_lib(tmp_path_factory):
     lib.standin_memset.argtypes = [u64, u32, u64]
     lib.standin_state.restype = u64
     lib.standin_truncate_next_delivery.argtypes = [ctypes.c_size_t]
+    lib.standin_clock_rate_ppm.argtypes = [ctypes.c_int64]
     lib.standin_unknown_record.argtypes = [u32]
     lib.standin_graph_launch.argtypes = [ctypes.c_char_p, ctypes.c_int, u32, u64]
     lib.standin_define_function.argtypes = [ctypes.c_char_p] + [ctypes.c_int] * 4

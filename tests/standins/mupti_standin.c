@@ -10,7 +10,8 @@
  * a buffer obtained from the registered buffer-request callback; full buffers, and every buffer
  * at a forced flush, go back through the buffer-complete callback. Record times are on a clock
  * of their own (host monotonic + 1000 s). The documented MUSA 4.3 hazards can be switched on:
- * records with zero timestamps, a non-forced flush that does nothing (it would spin), one
+ * records with zero timestamps (as a forced flush can hand over kernels it has no time for), a
+ * vendor clock at another rate than the host's, a non-forced flush that delivers, one
  * subscriber per process, and a missing driver export table. As reported for MUSA 4.3's MUPTI by
  * hardware-tested prior art: a second forced flush with no API call since the last one blocks
  * (for MUPTI_STANDIN_BLOCK_S seconds, default 30, counted; the real one can wait forever), and a
@@ -150,10 +151,21 @@ static char g_context_storage;
 #define CONTEXT ((void*)&g_context_storage)
 #define VENDOR_CLOCK_OFFSET 1000000000000ull
 
-static uint64_t vendor_now(void) {
+/* The vendor clock may run at another rate than the host's (standin_clock_rate_ppm): from the
+ * moment that is set, it gains `ppm` ns per ms of host time. */
+static int64_t g_rate_ppm;
+static uint64_t g_rate_since;
+
+static uint64_t host_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + VENDOR_CLOCK_OFFSET;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t vendor_now(void) {
+  uint64_t now = host_now();
+  int64_t gained = g_rate_ppm ? (int64_t)(now - g_rate_since) / 1000000 * g_rate_ppm : 0;
+  return now + VENDOR_CLOCK_OFFSET + (uint64_t)gained;
 }
 
 /* Hands a buffer taken out under the lock back to the profiler (called without the lock). */
@@ -338,10 +350,11 @@ EXPORT int muptiActivityGetNumDroppedRecords(void* context, uint32_t stream, siz
   return MUPTI_SUCCESS;
 }
 EXPORT int muptiActivityFlushAll(uint32_t flag) {
-  if (!(flag & FLUSH_FORCED)) { /* MUSA 4.3: a non-forced flush can spin; here it does nothing */
+  if (!(flag & FLUSH_FORCED)) { /* delivers the buffers as a forced one does (counted: never made) */
     pthread_mutex_lock(&g_lock);
     ++g_unforced_flushes;
     pthread_mutex_unlock(&g_lock);
+    deliver();
     return MUPTI_SUCCESS;
   }
   pthread_mutex_lock(&g_lock);
@@ -524,6 +537,7 @@ EXPORT void standin_unknown_record(uint32_t kind) {
   pthread_mutex_unlock(&g_lock);
   hand_back(full, complete);
 }
+EXPORT void standin_clock_rate_ppm(int64_t ppm) { g_rate_since = host_now(), g_rate_ppm = ppm; }
 EXPORT void standin_zero_next(int n) { pthread_mutex_lock(&g_lock); g_zero_next = n; pthread_mutex_unlock(&g_lock); }
 EXPORT void standin_drop_next(int n) { pthread_mutex_lock(&g_lock); g_drop_next = n; pthread_mutex_unlock(&g_lock); }
 EXPORT void standin_hold_subscriber(int held) { g_held_by_other = held; }

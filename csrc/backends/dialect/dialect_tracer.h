@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/dialect/clock_fit.h"
 #include "backends/dialect/tracer_observer.h"
 #include "core/clock.h"
 #include "data/kernel_names.h"
@@ -46,6 +47,7 @@ struct DecodeContext {
   KernelNames& names;
   DialectCounters& counters;
   const uint8_t* end;  // one past the buffer's valid bytes: a record must end at or before it
+  const ClockFit& fit;  // dialects with D::kClockFit convert through it (clock_fit.h)
 };
 
 // Whether a record of `size` bytes at `record` lies within the buffer (decoders check it before
@@ -153,6 +155,7 @@ class DialectTracer {
   void start();
   void enableKinds();
   int64_t measureClockOffset();
+  bool sampleClock(uint64_t& vendor, uint64_t& host, uint64_t& width);
   void stop();
   void park();
   void resume();
@@ -204,6 +207,7 @@ class DialectTracer {
   typename D::Subscriber subscriber_{};
   uint32_t version_ = 0;
   int64_t clockOffset_ = 0;  // vendor timestamp minus host monotonic time
+  ClockFit clockFit_;
   std::atomic<uint64_t> dropped_{0};
   bool parked_ = false;  // see release()
   typename D::Result callbackRefusal_ = D::kSuccess;

@@ -159,21 +159,30 @@ void DialectTracer<D>::start() {
 }
 
 template <typename D>
-int64_t DialectTracer<D>::measureClockOffset() {
-  // Vendor timestamp minus host monotonic time: the vendor clock read between two monotonic
-  // reads, taken against their midpoint. MSPTI has no timestamp call: its records are
-  // CLOCK_REALTIME ns (D::kRealtimeClock). Without either, the vendor clock is the host's.
+bool DialectTracer<D>::sampleClock(uint64_t& vendor, uint64_t& host, uint64_t& width) {
+  // The vendor clock read between two monotonic reads, taken against their midpoint. MSPTI has
+  // no timestamp call: its records are CLOCK_REALTIME ns (D::kRealtimeClock).
   const uint64_t before = monotonicNs();
-  uint64_t vendorNow = 0;
   bool known = false;
   if constexpr (D::kRealtimeClock) {
-    vendorNow = realtimeNs();
+    vendor = realtimeNs();
     known = true;
   } else {
-    known = api_.getTimestamp && api_.getTimestamp(&vendorNow) == D::kSuccess;
+    known = api_.getTimestamp && api_.getTimestamp(&vendor) == D::kSuccess;
   }
   const uint64_t after = monotonicNs();
-  return known ? int64_t(vendorNow) - int64_t(before + (after - before) / 2) : 0;
+  host = before + (after - before) / 2;
+  width = after - before;
+  return known;
+}
+
+template <typename D>
+int64_t DialectTracer<D>::measureClockOffset() {
+  // Vendor timestamp minus host monotonic time; without a vendor clock, the host's.
+  uint64_t vendor = 0, host = 0, width = 0;
+  if (!sampleClock(vendor, host, width)) return 0;
+  clockFit_.first(vendor, host, width);
+  return int64_t(vendor) - int64_t(host);
 }
 
 template <typename D>
@@ -277,6 +286,10 @@ void DialectTracer<D>::flushLocked() {
     contexts = contexts_;
   }
   D::synchronize(contexts);
+  if constexpr (FitsClock<D>::value) {  // the line's second point, before this flush's records are read
+    uint64_t vendor = 0, host = 0, width = 0;
+    if (sampleClock(vendor, host, width)) clockFit_.second(vendor, host, width);
+  }
   // MUPTI: a forced flush with nothing launched since the last one is not made (it can block in
   // MUSA 4.3); the last one delivered everything, the device having been waited for first.
   const bool launched = launchedSinceFlush_.exchange(false);

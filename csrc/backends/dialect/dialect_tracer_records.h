@@ -27,6 +27,7 @@ void DialectTracer<D>::onApi(void* userdata, typename D::Domain domain, typename
     if (ts.apiDepth > 0 && --ts.apiDepth == 0) {
       const uint32_t correlation = ts.apiCorrelation;
       ts.apiCorrelation = 0;
+      if constexpr (NotesCallbackTimes<D>::value) D::noteExit(correlation);
       if constexpr (D::kExternalCorrelation) D::launchExit();
       if (self->hasObservers())
         self->notifyObservers([&](TracerObserver& o) { o.onLaunchExit(correlation, uint32_t(cbid), cb); });
@@ -56,6 +57,7 @@ void DialectTracer<D>::onApi(void* userdata, typename D::Domain domain, typename
   }
   const auto& graph = domain == D::kDriverDomain ? self->multiDriver_ : self->multiRuntime_;
   const bool multi = size_t(cbid) < graph.size() && graph[cbid];
+  if constexpr (NotesCallbackTimes<D>::value) D::noteEnter(correlation);
   Profiler::instance().onLaunch(correlation, multi);
   self->noteContext(D::context(cb));
   if (self->hasObservers())
@@ -114,7 +116,7 @@ template <typename D>
 void DialectTracer<D>::handleBuffer(uint8_t* buffer, size_t validSize) {
   Profiler& profiler = Profiler::instance();
   typename D::Record* record = nullptr;
-  DecodeContext context{clockOffset_, kernelNames_, counters_, buffer + validSize};
+  DecodeContext context{clockOffset_, kernelNames_, counters_, buffer + validSize, clockFit_};
   while (api_.getNextRecord(buffer, validSize, &record) == D::kSuccess) {
     DeviceRecord out;
     out.deviceType = deviceType_;

@@ -1,6 +1,10 @@
 // The MUPTI (Moore Threads) dialect of the shared activity tracer. MUPTI mirrors CUPTI, so
 // this is CUPTI's dialect with MUPTI's table and types, plus the documented MUSA 4.3 hazards:
-// - activity records may carry zero timestamps: they are discarded and counted;
+// - activity records may carry zero timestamps (a forced flush can hand over kernels it has no
+//   time for): they take their launch callback's host times (callback_times.h), counted as
+//   callback-timed, or are discarded and counted when those are gone;
+// - MUPTI's clock is mapped to the host's by a line through samples at start and at each flush
+//   (clock_fit.h), not one offset;
 // - a non-forced flush can spin: every flush is forced (as the shared tracer does anyway);
 // - the library can double-free when torn down: it is never dlclosed, and never finalized
 //   (stop only unsubscribes, which frees the subscriber slot for the next session or tool).
@@ -10,6 +14,7 @@
 #include <vector>
 
 #include "backends/dialect/dialect_tracer.h"
+#include "backends/mthreads/callback_times.h"
 #include "backends/mthreads/mupti_api.h"
 #include "backends/mthreads/musa_driver.h"
 #include "core/strings.h"
@@ -45,9 +50,11 @@ struct MuptiDialect {
   static constexpr bool kExternalCorrelation = false;
   static constexpr bool kRealtimeClock = false;
   static constexpr bool kUnsubscribeBeforeFlush = false;
-  enum Counter : size_t { kZeroTimestamps = 0, kUnknownKinds = 1, kTruncated = 2 };
-  static constexpr std::array<const char*, 3> kCounterNames = {"zero_timestamp_records", "unknown_kind_records",
-                                                               "truncated_records"};
+  static constexpr bool kClockFit = true;
+  static constexpr bool kCallbackTimes = true;
+  enum Counter : size_t { kZeroTimestamps = 0, kUnknownKinds = 1, kTruncated = 2, kCallbackTimed = 3 };
+  static constexpr std::array<const char*, 4> kCounterNames = {"zero_timestamp_records", "unknown_kind_records",
+                                                               "truncated_records", "callback_timed_records"};
   // Callback ids scanned for launch/copy/set names in each of the driver and runtime domains.
   static constexpr uint32_t kMaxCallbackId = 2048;
 
@@ -70,6 +77,9 @@ struct MuptiDialect {
   static Context currentContext() { return MusaDriver::instance().currentContext(); }
   static uint32_t launchEnter() { return 0; }
   static void launchExit() {}
+  static CallbackTimes& callbackTimes();  // mupti_tracer.cpp
+  static void noteEnter(uint32_t correlation) { callbackTimes().enter(correlation); }
+  static void noteExit(uint32_t correlation) { callbackTimes().exit(correlation); }
   static bool joinRecord(DeviceRecord&) { return true; }
   template <typename F>
   static void finishRecords(F&&, bool, uint64_t) {}
@@ -98,13 +108,11 @@ struct MuptiDialect {
       case MUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const auto* k = reinterpret_cast<const MUpti_ActivityKernel6*>(record);
         if (truncated(record, sizeof(*k), c)) return Decoded::Discard;
-        if (zeroTime(k->start, k->end, c)) return Decoded::Discard;
         out.kind = RecordKind::Kernel;
         out.correlation = k->correlationId;
+        if (!times(k->start, k->end, out, c)) return Decoded::Discard;
         out.deviceId = k->deviceId;
         out.streamId = k->streamId;
-        out.startNs = k->start - c.clockOffset;
-        out.endNs = k->end - c.clockOffset;
         out.grid[0] = k->gridX, out.grid[1] = k->gridY, out.grid[2] = k->gridZ;
         out.block[0] = k->blockX, out.block[1] = k->blockY, out.block[2] = k->blockZ;
         out.registers = k->registersPerThread;
@@ -131,21 +139,29 @@ struct MuptiDialect {
     }
   }
 
-  static bool zeroTime(uint64_t start, uint64_t end, DecodeContext& c) {
-    if (start != 0 && end != 0) return false;
+  // The record's times on the host clock (out.correlation set): MUPTI's own, else its launch
+  // call's host times; false when neither is known (counted).
+  static bool times(uint64_t start, uint64_t end, DeviceRecord& out, DecodeContext& c) {
+    if (start != 0 && end != 0) {
+      out.startNs = c.fit.toHost(start, c.clockOffset);
+      out.endNs = out.startNs + (end - start);  // the vendor's duration (clock_fit.h)
+      return true;
+    }
+    if (callbackTimes().find(out.correlation, out.startNs, out.endNs)) {
+      c.counters[kCallbackTimed].fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
     c.counters[kZeroTimestamps].fetch_add(1, std::memory_order_relaxed);
-    return true;
+    return false;
   }
 
   template <typename Transfer>
   static Decoded transfer(const Transfer& m, RecordKind kind, uint32_t name, DeviceRecord& out, DecodeContext& c) {
-    if (zeroTime(m.start, m.end, c)) return Decoded::Discard;
     out.kind = kind;
     out.correlation = m.correlationId;
+    if (!times(m.start, m.end, out, c)) return Decoded::Discard;
     out.deviceId = m.deviceId;
     out.streamId = m.streamId;
-    out.startNs = m.start - c.clockOffset;
-    out.endNs = m.end - c.clockOffset;
     out.bytes = m.bytes;
     out.name = name;
     return Decoded::Record;

@@ -43,6 +43,11 @@ FTP_SAME_OFFSET(MUpti_CallbackData, CUpti_CallbackData, correlationId);
 
 template class DialectTracer<MuptiDialect>;
 
+CallbackTimes& MuptiDialect::callbackTimes() {
+  static CallbackTimes* times = new CallbackTimes;  // leaked: read from the library's threads until exit
+  return *times;
+}
+
 void MuptiDialect::selectCallbacks(const Api& api, std::vector<TracedCallback<Domain, CallbackId>>& out) {
   for (Domain domain : {MUPTI_CB_DOMAIN_DRIVER_API, MUPTI_CB_DOMAIN_RUNTIME_API}) {
     for (uint32_t cbid = 1; cbid < kMaxCallbackId; ++cbid) {

@@ -136,4 +136,6 @@ class MthreadsBackend(DialectBackend):
             info["musa_driver_error"] = self._driver_error
         info["devices"] = [{"index": d["index"], "name": d["name"], "arch": d["arch"]} for d in self._devices()]
         info["occupancy_launches_measured"] = int(native.mupti_metrics_measured())
+        info["kernel_times"] = ("MUPTI's records (clock fitted at start and at each flush); records without timestamps "
+                                "take their launch call's host times (mupti_records.callback_timed_records)")
         return info
