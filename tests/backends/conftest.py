@@ -23,6 +23,7 @@ def mspti_lib(tmp_path_factory):
     lib.standin_memset.argtypes = [u64, u32, u64]
     lib.standin_memset.restype = u64
     lib.standin_api_record.argtypes = [u32]
+    lib.standin_launch_at_unsubscribe.argtypes = [ctypes.c_char_p]
     lib.standin_now.restype = u64
     lib.standin_state.restype = u64
     lib.mstxRangeStartA.argtypes = [ctypes.c_char_p, ctypes.c_void_p]

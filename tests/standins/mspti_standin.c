@@ -9,9 +9,11 @@
  *   MSPTI_ERROR_WITHOUT_LD_PRELOAD (6) unless LD_PRELOAD names libmspti.so;
  * - record times are CLOCK_REALTIME ns; there is no msptiGetTimestamp and no
  *   msptiActivityGetNumDroppedRecords (a record with no buffer is lost without a count);
- * - device records (KERNEL, MEMCPY, MEMSET) reach the buffers only when msptiUnsubscribe drains
- *   the device; a flush while subscribed hands over host records only (EXTERNAL_CORRELATION,
- *   MARKER); disabling a kind stops its parser: its records still on the device are lost;
+ * - device records (KERNEL, MEMCPY, MEMSET) are reported by a thread of the library every 20 ms,
+ *   subscribed or not, and the EXTERNAL_CORRELATION mappings after them on that thread; a flush
+ *   hands over what has been reported (and host records: MARKER); msptiUnsubscribe drains
+ *   nothing and stops profiling: launches and mstx ranges while unsubscribed make no records
+ *   (counted for the tests); disabling a kind stops its parser: its unreported records are lost;
  * - the external correlation ids are one stack per process (not per thread): each launch's
  *   correlation id is reported, when EXTERNAL_CORRELATION is enabled, as one record per kind with
  *   a non-empty stack, carrying the stack's top;
@@ -111,9 +113,17 @@ static void* g_cb_arg;
 static int g_subscribed, g_held_by_other;
 static uint8_t g_enabled_cb[64];
 static int g_kinds[KIND_COUNT];
-/* Device records waiting for msptiUnsubscribe (the device channels), in order. */
-static uint8_t* g_device;
-static size_t g_device_used, g_device_size;
+/* Device records, then mappings, waiting for the reporter thread, each in order. */
+typedef struct {
+  uint8_t* data;
+  size_t used, size;
+} pending_records;
+static pending_records g_device, g_mappings;
+static pthread_t g_reporter;
+static int g_reporter_started;
+static uint64_t g_unprofiled;          /* launches and ranges made while unsubscribed */
+static const char* g_launch_at_unsubscribe; /* a kernel another thread launches right then */
+uint64_t standin_rt_launch(const char* name, uint32_t stream, uint64_t duration);
 /* The process's external correlation stacks, one per kind. */
 static uint64_t g_external[EXTERNAL_KINDS][64];
 static int g_external_depth[EXTERNAL_KINDS];
@@ -192,40 +202,54 @@ static void buffer_record(const void* record, size_t size) {
   hand_back(full, complete);
 }
 
-/* A host record goes to the buffers at once, a device record waits for the device's drain. */
-static void write_record(const void* record, size_t size, uint32_t kind) {
-  pthread_mutex_lock(&g_lock);
-  int enabled = kind < KIND_COUNT && g_kinds[kind];
-  int device = kind == KIND_KERNEL || kind == KIND_MEMCPY || kind == KIND_MEMSET;
-  if (enabled && device) {
-    if (g_device_used + size > g_device_size) {
-      g_device_size = g_device_size ? 2 * g_device_size : 1 << 16;
-      g_device = realloc(g_device, g_device_size);
-    }
-    memcpy(g_device + g_device_used, record, size);
-    g_device_used += size;
+static void pend(pending_records* p, const void* record, size_t size) {
+  if (p->used + size > p->size) {
+    p->size = p->size ? 2 * p->size : 1 << 16;
+    p->data = realloc(p->data, p->size);
   }
-  pthread_mutex_unlock(&g_lock);
-  if (enabled && !device) buffer_record(record, size);
+  memcpy(p->data + p->used, record, size);
+  p->used += size;
 }
 
-/* msptiUnsubscribe: the device's records go to the buffers (kinds still enabled only). */
-static void drain_device(void) {
+/* A host record goes to the buffers at once; device records and mappings wait for the reporter.
+ * Nothing is recorded while unsubscribed (profiling is stopped). */
+static void write_record(const void* record, size_t size, uint32_t kind) {
   pthread_mutex_lock(&g_lock);
-  uint8_t* records = g_device;
-  size_t used = g_device_used;
-  g_device = NULL, g_device_used = g_device_size = 0;
+  int enabled = kind < KIND_COUNT && g_kinds[kind] && g_subscribed;
+  int device = kind == KIND_KERNEL || kind == KIND_MEMCPY || kind == KIND_MEMSET;
+  if (!g_subscribed && kind != KIND_EXTERNAL_CORRELATION) ++g_unprofiled;
+  if (enabled && device) pend(&g_device, record, size);
+  if (enabled && kind == KIND_EXTERNAL_CORRELATION) pend(&g_mappings, record, size);
   pthread_mutex_unlock(&g_lock);
-  for (size_t at = 0; at < used;) {
-    uint32_t kind = *(uint32_t*)(records + at);
+  if (enabled && !device && kind != KIND_EXTERNAL_CORRELATION) buffer_record(record, size);
+}
+
+static void report(pending_records* p) {
+  pthread_mutex_lock(&g_lock);
+  pending_records taken = *p;
+  memset(p, 0, sizeof *p);
+  pthread_mutex_unlock(&g_lock);
+  for (size_t at = 0; at < taken.used;) {
+    uint32_t kind = *(uint32_t*)(taken.data + at);
     size_t size = record_size(kind);
     pthread_mutex_lock(&g_lock);
     int enabled = g_kinds[kind];
     pthread_mutex_unlock(&g_lock);
-    if (enabled) buffer_record(records + at, size);
+    if (enabled) buffer_record(taken.data + at, size);
     at += size;
   }
-  free(records);
+  free(taken.data);
+}
+
+/* The library's reporting thread: device records, then the mappings, every 20 ms. */
+static void* reporter(void* arg) {
+  for (;;) {
+    struct timespec tick = {0, 20 * 1000 * 1000};
+    nanosleep(&tick, NULL);
+    report(&g_device);
+    report(&g_mappings);
+  }
+  return arg;
 }
 
 /* The runtime's task track of one launch: a new correlation id, reported to the external
@@ -286,6 +310,7 @@ EXPORT int msptiSubscribe(void** handle, callback_fn cb, void* arg) {
   else {
     g_subscribed = 1, g_cb = cb, g_cb_arg = arg;
     *handle = (void*)&g_subscribed;
+    if (!g_reporter_started) g_reporter_started = pthread_create(&g_reporter, NULL, reporter, NULL) == 0;
   }
   pthread_mutex_unlock(&g_lock);
   return rc;
@@ -295,8 +320,9 @@ EXPORT int msptiUnsubscribe(void* handle) {
   int was = g_subscribed;
   g_subscribed = 0, g_cb = NULL;
   memset(g_enabled_cb, 0, sizeof g_enabled_cb);
+  const char* gap = was ? g_launch_at_unsubscribe : NULL;
   pthread_mutex_unlock(&g_lock);
-  if (was) drain_device();
+  if (gap) standin_rt_launch(gap, 3, 10);  /* another thread's launch, while profiling is stopped */
   return MSPTI_SUCCESS;
 }
 EXPORT int msptiEnableCallback(uint32_t enable, void* handle, uint32_t domain, uint32_t cbid) {
@@ -360,7 +386,7 @@ EXPORT int msptiActivityGetNextRecord(uint8_t* buffer, size_t valid, void** reco
   *record = next;
   return MSPTI_SUCCESS;
 }
-/* Hands over what the buffers hold; device records only after msptiUnsubscribe drained them. */
+/* Hands over what the buffers hold: device records the reporter thread has reported. */
 EXPORT int msptiActivityFlushAll(uint32_t flag) { deliver(); return MSPTI_SUCCESS; }
 EXPORT int msptiActivityFlushPeriod(uint32_t ms) { return MSPTI_SUCCESS; }
 
@@ -481,11 +507,17 @@ EXPORT void standin_api_record(uint32_t kind) {
 EXPORT uint64_t standin_now(void) { return vendor_now(); }
 EXPORT void standin_unknown_time_next(int n) { pthread_mutex_lock(&g_lock); g_unknown_next = n; pthread_mutex_unlock(&g_lock); }
 EXPORT void standin_drop_next(int n) { pthread_mutex_lock(&g_lock); g_drop_next = n; pthread_mutex_unlock(&g_lock); }
+EXPORT void standin_launch_at_unsubscribe(const char* name) {
+  pthread_mutex_lock(&g_lock);
+  g_launch_at_unsubscribe = name ? keep(name) : NULL;
+  pthread_mutex_unlock(&g_lock);
+}
 EXPORT void standin_hold_subscriber(int held) { g_held_by_other = held; }
 EXPORT void standin_external_records(int on) { pthread_mutex_lock(&g_lock); g_external_records = on; pthread_mutex_unlock(&g_lock); }
 /* 0 subscribed, 1 records in the buffer, 2 device syncs, 3 buffers delivered, 4 mstx ranges open,
  * 5 kernel kind enabled, 6 marker kind enabled, 7 device records not yet drained, 8 records lost
- * (no buffer; MSPTI counts none), 9 external ids on the stacks */
+ * (no buffer; MSPTI counts none), 9 external ids on the stacks, 10 launches and ranges while
+ * unsubscribed (no records) */
 EXPORT uint64_t standin_state(int what) {
   switch (what) {
     case 0: return (uint64_t)g_subscribed;
@@ -497,9 +529,12 @@ EXPORT uint64_t standin_state(int what) {
     case 6: return (uint64_t)g_kinds[KIND_MARKER];
     case 7: {
       uint64_t n = 0;
-      for (size_t at = 0; at < g_device_used; at += record_size(*(uint32_t*)(g_device + at))) ++n;
+      pthread_mutex_lock(&g_lock);
+      for (size_t at = 0; at < g_device.used; at += record_size(*(uint32_t*)(g_device.data + at))) ++n;
+      pthread_mutex_unlock(&g_lock);
       return n;
     }
+    case 10: return g_unprofiled;
     case 8: return g_lost;
     case 9: {
       uint64_t n = 0;

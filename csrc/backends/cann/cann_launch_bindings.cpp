@@ -38,7 +38,6 @@ void registerCannLaunchBindings(nb::module_& m) {
     d["joined_by_launch_order"] = join.fallbackJoined();
     d["unmatched_records"] = join.unmatched();
     d["unserialized_launches"] = join.unserialized();
-    d["resubscribe_failures"] = MsptiTracer::instance().resubscribeFailures();
     d["queued_launches"] = join.queuedLaunches();
     nb::dict byKind;  // every record each rule joined, and every one left unjoined, per kind
     for (size_t kind = 0; kind < ExternalJoin::kKindNames.size(); ++kind) {

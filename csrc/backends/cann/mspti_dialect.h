@@ -7,7 +7,9 @@
 //   other libraries' aclrtLaunchKernel* calls, and only with libmspti.so in LD_PRELOAD;
 // - record times are CLOCK_REALTIME ns and there is no timestamp call (kRealtimeClock);
 // - there is no dropped-record count; records of unknown kinds are skipped and counted;
-// - stop unsubscribes, then flushes (the vendor's own order: unsubscribing drains the device);
+// - device records are reported continuously, every 20 ms; unsubscribing stops profiling, so
+//   a flush while sessions go on stays subscribed and waits one report period (kReportWaitMs);
+//   stop unsubscribes, waits, then flushes;
 // - the buffer-complete callback carries no context or stream; correlation ids are 64-bit (the
 //   low 32 bits are used on both paths); kernels with start == end == 0 have no known time
 //   and are discarded and counted; MARKER records (mstx ranges) are counted, not reported.
@@ -56,6 +58,9 @@ struct MsptiDialect {
   static constexpr bool kExternalCorrelation = true;
   static constexpr bool kRealtimeClock = true;
   static constexpr bool kUnsubscribeBeforeFlush = true;
+  // MSPTI reports device records every 20 ms on its own threads: a flush waits this long after
+  // the device is idle (Huawei's own monitor waits 50 ms between unsubscribing and flushing).
+  static constexpr int kReportWaitMs = 50;
   static constexpr bool kFlushOnceAtStop = false;
   enum Counter : size_t { kUnknownTimes = 0, kMarkers = 1, kScopeMarkers = 2, kUnknownKinds = 3 };
   static constexpr std::array<const char*, 4> kCounterNames = {"unknown_timestamp_records", "marker_records",

@@ -51,6 +51,10 @@ struct FitsClock : std::false_type {};
 template <typename D>
 struct FitsClock<D, std::void_t<decltype(D::kClockFit)>> : std::bool_constant<D::kClockFit> {};
 template <typename D, typename = void>
+struct ReportWaitMs : std::integral_constant<int, 0> {};
+template <typename D>
+struct ReportWaitMs<D, std::void_t<decltype(D::kReportWaitMs)>> : std::integral_constant<int, D::kReportWaitMs> {};
+template <typename D, typename = void>
 struct NotesCallbackTimes : std::false_type {};
 template <typename D>
 struct NotesCallbackTimes<D, std::void_t<decltype(D::kCallbackTimes)>> : std::bool_constant<D::kCallbackTimes> {};

@@ -137,9 +137,6 @@ class DialectTracer {
   // Buffers handed back after the stop's flush, not read (D::kFlushOnceAtStop: MUSA 4.3 can
   // corrupt a buffer it retains through teardown).
   uint64_t buffersAfterTeardown() const { return afterTeardown_.load(); }
-  // Flushes after which the library refused a fresh subscription (D::kUnsubscribeBeforeFlush).
-  uint64_t resubscribeFailures() const { return resubscribeFailures_.load(); }
-
   // Observers get the launch (and, where the dialect has them, module and context) callbacks
   // (see tracer_observer.h). They may be added before or while tracing; the caller keeps them
   // alive until removed.
@@ -162,7 +159,7 @@ class DialectTracer {
   void setApiCallbacks(uint32_t enable);
   bool keepRecord(uint32_t correlation);
   void flushLocked();
-  void drain(bool resubscribe);  // D::kUnsubscribeBeforeFlush
+  void drain(bool final);  // D::kUnsubscribeBeforeFlush
   void collectDropped();
   void enableApiCallbacks();
   void handleBuffer(uint8_t* buffer, size_t validSize);
@@ -217,7 +214,6 @@ class DialectTracer {
   std::atomic<bool> launchedSinceFlush_{false};
   std::atomic<bool> tornDown_{false};  // between the stop's flush and the next start
   std::atomic<uint64_t> afterTeardown_{0};
-  std::atomic<uint64_t> resubscribeFailures_{0};
   std::array<uint64_t, 5> startPhasesNs_{};
   // Records with a smaller correlation id are discarded: kMaxCorrelation while parked (and after
   // a resume until the first traced launch, whose id it then takes), 0 after a fresh start.

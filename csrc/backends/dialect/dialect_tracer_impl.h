@@ -3,7 +3,9 @@
 #pragma once
 #include "core/errors.h"
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 #include "backends/dialect/dialect_tracer.h"
 #include "backends/dialect/dialect_tracer_records.h"
@@ -220,7 +222,7 @@ void DialectTracer<D>::enableApiCallbacks() {
 template <typename D>
 void DialectTracer<D>::stop() {
   if constexpr (D::kUnsubscribeBeforeFlush) {
-    drain(false);  // disabling a kind first would stop its parser and lose its last records
+    drain(true);  // disabling a kind first would stop its parser and lose its last records
     for (Kind kind : D::kActivityKinds) api_.disable(kind);
   } else {
     flushLocked();
@@ -251,33 +253,29 @@ void DialectTracer<D>::flush() {
 }
 
 template <typename D>
-void DialectTracer<D>::drain(bool resubscribe) {
-  // MSPTI hands over device records only once unsubscribing has drained the device channels, so
-  // a flush is Ascend's own stop (unsubscribe, then a forced flush) followed, while sessions go
-  // on, by a fresh subscription with the launch callbacks and activity kinds enabled again.
-  // Records still without a launch are then joined or given up (backends/cann/external_join.h).
+void DialectTracer<D>::drain(bool final) {
+  // MSPTI reports device records on its own threads every few tens of milliseconds, whether
+  // subscribed or not, and unsubscribing stops profiling (launches until a new subscription get
+  // no records): so a flush while sessions go on stays subscribed, waits for the device and one
+  // report period (D::kReportWaitMs, as Huawei's own monitor waits between unsubscribing and
+  // flushing), then flushes. The stop does the same around its unsubscribe. Records still
+  // without a launch are then joined or given up (backends/cann/external_join.h).
   const uint64_t began = monotonicNs();
   D::synchronize({});
-  api_.unsubscribe(subscriber_);
-  subscriber_ = {};
+  if (final) {
+    api_.unsubscribe(subscriber_);
+    subscriber_ = {};
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(ReportWaitMs<D>::value));
   api_.flushAll(D::kFlushForced);
   collectDropped();
-  D::finishRecords([](const DeviceRecord& r) { Profiler::instance().onRecord(r); }, !resubscribe, began);
-  if (!resubscribe) return;
-  if (api_.subscribe(&subscriber_, &DialectTracer::onApi, this) != D::kSuccess) {
-    subscriber_ = {};
-    resubscribeFailures_.fetch_add(1);
-    return;  // the activity kinds stay enabled: records still come, launches of other libraries do not
-  }
-  setApiCallbacks(1);
-  for (Kind kind : D::kActivityKinds)
-    if (std::find(refusedKinds_.begin(), refusedKinds_.end(), kind) == refusedKinds_.end()) api_.enable(kind);
+  D::finishRecords([](const DeviceRecord& r) { Profiler::instance().onRecord(r); }, final, began);
 }
 
 template <typename D>
 void DialectTracer<D>::flushLocked() {
   if constexpr (D::kUnsubscribeBeforeFlush) {
-    drain(true);
+    drain(false);
     return;
   }
   std::vector<Context> contexts;
