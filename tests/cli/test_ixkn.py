@@ -62,7 +62,9 @@ def _kernels(workdir):
     return {c["frame"]["name"]: c["metrics"] for c in work["children"]}, root
 
 
-def test_csv_from_stdout_folds_per_launch_in_name_order(workdir):
+def test_the_saved_report_folds_per_launch_in_name_order(workdir):
+    # ixkn-cli prints no CSV when it saves a report (-o), --csv or not: the rows come from the
+    # saved report's re-import.
     done = _run(workdir, target_args=("3",))
     assert done.returncode == 3, done.stderr
     assert "target says hello" in done.stdout and "Kernel ID" not in done.stdout  # CSV kept, not echoed
@@ -78,6 +80,7 @@ def test_csv_from_stdout_folds_per_launch_in_name_order(workdir):
     assert held["children"][0]["children"][0]["frame"]["name"] == "phantom_kernel"
     vendor = json.load(open(workdir / "run.vendor.json"))
     assert vendor["summary"]["by_rule"] == {"name_order": 4} and vendor["summary"]["unmatched_rows"] == 1
+    assert vendor["raw_inputs"] == ["run.ixkn-rep"]
     assert vendor["metric_rows"] == 5 * 5 and len(vendor["malformed_lines"]) == 1
     assert {m["level"] for m in vendor["messages"]} == {"INF", "WRN"}
     meta = json.load(open(workdir / "run.meta.json"))
@@ -88,7 +91,7 @@ def test_csv_from_stdout_folds_per_launch_in_name_order(workdir):
 
 
 def test_report_only_ixkn_is_reimported(workdir):
-    done = _run(workdir, "--ixkn-section", "SpeedOfLight", IXKN_STANDIN_OUTPUT="report")
+    done = _run(workdir, "--ixkn-section", "SpeedOfLight")
     assert done.returncode == 0, done.stderr
     assert os.path.isfile(workdir / "run.ixkn-rep")
     kernels, _ = _kernels(workdir)

@@ -9,9 +9,9 @@ sections asked for with --section (default Launch Statistics and Occupancy), val
 tied to k, an INF and a WRN message row on a kernel's first launch; Process Name is quoted the
 way ixKN gets wrong; one line is broken. Filters: --kernel-name, --launch-skip, --launch-count.
 
-IXKN_STANDIN_OUTPUT: "stdout" (default) prints the CSV also with --export-profile; "report"
-behaves as documented for -o: writes <f>.ixkn-rep and prints nothing. ``-i <report> --csv``
-prints a saved report's CSV. Exit status: the app's (128+N when signal N ended it).
+With -o/--export-profile it writes <f>.ixkn-rep and prints nothing, --csv or not (as the tool
+does: only the re-import reads that run's rows). ``-i <report> --csv`` prints a saved report's
+CSV. Exit status: the app's (128+N when signal N ended it).
 
 As ixKN does: ``--section`` takes section identifiers (LaunchStats, Occupancy, Instruction, Memory,
 SpeedOfLight, or all), as one comma-separated value; a display name ("Launch Statistics") is an
@@ -145,7 +145,7 @@ def main(argv):
     if export:
         with open(report_path(export), "w") as out:
             out.write(text)
-    if options.get("csv") and not (export and os.environ.get("IXKN_STANDIN_OUTPUT") == "report"):
+    if options.get("csv") and not export:
         sys.stdout.write(text)
     sys.stdout.flush()
     return code
