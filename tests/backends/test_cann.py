@@ -279,7 +279,10 @@ u32, u64 = ctypes.c_uint32, ctypes.c_uint64
 lib.standin_launch.argtypes = [ctypes.c_char_p, u32, u32, u64]
 lib.standin_rt_launch.argtypes = [ctypes.c_char_p, u32, u64]
 lib.standin_memcpy.argtypes = [u32, u64, u32, u64]
-print("LD_PRELOAD", os.environ.get("LD_PRELOAD"), flush=True)
+import subprocess
+mapped = any({path!r} in line for line in open("/proc/self/maps"))
+print("MAPPED", mapped, "LD_PRELOAD", os.environ.get("LD_PRELOAD"), flush=True)
+subprocess.run([sys.executable, "-c", "import os; print('CHILD', os.environ.get('LD_PRELOAD'), flush=True)"])
 with profiler.scope("ops"):
     lib.standin_launch(b"aclnn_kernel", {aiv}, 3, 100)
     lib.standin_memcpy({htod}, 4096, 3, 300)
@@ -288,14 +291,18 @@ with profiler.scope("ops"):
 
 
 def test_the_command_line_preloads_mspti_so_library_launches_are_seen(standin, tmp_path):
+    # MSPTI reads LD_PRELOAD once (MSPTI_STANDIN_READ_ONCE): once the session started, processes
+    # the program starts no longer get libmspti.so preloaded.
     (tmp_path / "target.py").write_text(PRELOADED_TARGET.format(backends=os.path.join(TESTS, "backends"), path=standin.path, aiv=AIV_LAUNCH,
                                                                 htod=HTOD))
-    env = dict(os.environ, FLAGTREE_PROFILER_MSPTI_PATH=standin.path, PYTHONPATH=os.pathsep.join([PACKAGE_ROOT, TESTS]))
+    env = dict(os.environ, FLAGTREE_PROFILER_MSPTI_PATH=standin.path, PYTHONPATH=os.pathsep.join([PACKAGE_ROOT, TESTS]),
+               MSPTI_STANDIN_READ_ONCE="1")
     env.pop("LD_PRELOAD", None)
     done = subprocess.run([sys.executable, "-m", "flagtree.profiler.cli", "-b", "cann", "-n", "run", "target.py"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert f"LD_PRELOAD {standin.path}" in done.stdout and "WITHOUT_LD_PRELOAD" not in done.stderr
+    assert "MAPPED True LD_PRELOAD None" in done.stdout and "CHILD None" in done.stdout
+    assert "WITHOUT_LD_PRELOAD" not in done.stderr
     root = load_tree(tmp_path / "run")[0]
     assert find(root, "ops", "aclnn_kernel")["metrics"]["count"] == 1
     assert find(root, "ops", "add_kernel")["metrics"]["count"] == 1
@@ -305,6 +312,27 @@ def test_the_command_line_preloads_mspti_so_library_launches_are_seen(standin, t
     # The copy's mapping comes before its callback: it joins by host span (test_cann_launch_paths.py).
     assert meta["mspti_join"]["joined_by_external_id"] == 2
     assert meta["mspti_join"]["records_by_kind"]["memcpy"]["host_span"] == 1
+
+
+def test_the_command_line_says_when_it_finds_no_mspti_to_preload(tmp_path):
+    (tmp_path / "target.py").write_text("print('ran')\n")
+    env = dict(os.environ, FLAGTREE_PROFILER_MSPTI_PATH=str(tmp_path / "none"), ASCEND_HOME_PATH=str(tmp_path),
+               ASCEND_TOOLKIT_HOME=str(tmp_path), HOME=str(tmp_path), PYTHONPATH=PACKAGE_ROOT)
+    env.pop("LD_PRELOAD", None)
+    done = subprocess.run([sys.executable, "-m", "flagtree.profiler.cli", "-b", "cann", "-n", "run", "target.py"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert "no libmspti.so found to preload" in done.stderr
+
+
+def test_the_command_preloads_where_cann_would_be_chosen(tmp_path, monkeypatch):
+    from flagtree.profiler.backends.vendor.cann_preload import wanted
+
+    assert wanted("cann") and not wanted("nvidia")
+    assert not wanted(None)  # no torch_npu, no triton-ascend here
+    (tmp_path / "torch_npu").mkdir()
+    (tmp_path / "torch_npu" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert wanted(None) and not wanted("nvidia")
 
 
 def test_mstx_ranges_mirror_scopes_in_our_domain(standin, tmp_path):
@@ -403,13 +431,15 @@ def test_running_under_msprof_is_detected_and_the_program_goes_on(standin, tmp_p
 
 
 def test_library_search_order(standin, tmp_path, monkeypatch):
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(tmp_path / "home"))
     monkeypatch.setenv("ASCEND_TOOLKIT_HOME", str(tmp_path / "toolkit"))
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
     monkeypatch.setenv("FLAGTREE_PROFILER_MSPTI_PATH", str(tmp_path / "x" / "libmspti.so"))
-    toolkit, latest = tmp_path / "toolkit", "/usr/local/Ascend/ascend-toolkit/latest"
-    assert get_backend("cann").candidates() == [
-        ("FLAGTREE_PROFILER_MSPTI_PATH", str(tmp_path / "x" / "libmspti.so")), ("already loaded", standin.path),
-        ("${ASCEND_TOOLKIT_HOME}/lib64", str(toolkit / "lib64" / "libmspti.so")),
-        ("${ASCEND_TOOLKIT_HOME}/tools/mspti/lib64", str(toolkit / "tools" / "mspti" / "lib64" / "libmspti.so")),
-        (f"{latest}/lib64", f"{latest}/lib64/libmspti.so"),
-        (f"{latest}/tools/mspti/lib64", f"{latest}/tools/mspti/lib64/libmspti.so"),
-        ("loader path", "libmspti.so")]
+    found = [("FLAGTREE_PROFILER_MSPTI_PATH", str(tmp_path / "x" / "libmspti.so")), ("already loaded", standin.path)]
+    for where, root in (("${ASCEND_HOME_PATH}", str(tmp_path / "home")), ("${ASCEND_TOOLKIT_HOME}", str(tmp_path / "toolkit")),
+                        ("/usr/local/Ascend/cann", "/usr/local/Ascend/cann"),
+                        ("${HOME}/Ascend/cann", str(tmp_path / "user" / "Ascend" / "cann")),
+                        ("/usr/local/Ascend/ascend-toolkit/latest", "/usr/local/Ascend/ascend-toolkit/latest")):
+        found += [(f"{where}/lib64", f"{root}/lib64/libmspti.so"),
+                  (f"{where}/tools/mspti/lib64", f"{root}/tools/mspti/lib64/libmspti.so")]
+    assert get_backend("cann").candidates() == found + [("loader path", "libmspti.so")]

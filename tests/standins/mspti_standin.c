@@ -155,9 +155,15 @@ static uint64_t vendor_now(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* MSPTI reads LD_PRELOAD once, at its first enable call (a static); with MSPTI_STANDIN_READ_ONCE
+ * set the stand-in does so too (in-process tests change the variable between sessions). */
 static int preloaded(void) {
+  static int once = -1;
   const char* ld = getenv("LD_PRELOAD");
-  return ld && strstr(ld, "libmspti.so") != NULL;
+  int now = ld && strstr(ld, "libmspti.so") != NULL;
+  if (!getenv("MSPTI_STANDIN_READ_ONCE")) return now;
+  if (once < 0) once = now;
+  return once;
 }
 
 /* Hands a buffer taken out under the lock back to the profiler (called without the lock). */

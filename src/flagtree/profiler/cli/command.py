@@ -24,6 +24,7 @@ from ..backends import KNOWN_BACKENDS, BackendUnavailable, implemented_backends
 from ..native_core import native
 from ..paths import part_stem
 from ..backends.nvidia.counters import list_metrics
+from ..backends.vendor.cann_preload import wanted as _cann_preload_wanted
 from ..distributed.ranks import current as current_rank
 from ..viewer.safe_text import safe
 
@@ -345,9 +346,8 @@ def main(argv=None):
         return done.code or 0
     if _ixkn.requested(options):
         return _ixkn.main(options, kind, target, args, _default_name, _say)
-    if argv_given is None and (options.backend or _env.backend()) == "cann":
-        from ..backends.vendor.cann import restart_with_preload  # deferred: -b cann only
-
+    if argv_given is None and _cann_preload_wanted(options.backend or _env.backend()):
+        from ..backends.vendor.cann import restart_with_preload  # deferred: cann runs only
         restart_with_preload()  # MSPTI's callbacks need libmspti.so in LD_PRELOAD from the start
     if kind == "list-metrics":
         return _list_metrics(options)

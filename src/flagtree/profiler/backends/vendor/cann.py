@@ -23,9 +23,10 @@ not store are not counted by it (``mspti_records.drop_count``).
 Which libmspti.so is loaded, in this order (the first that loads wins; never dlclosed):
   1. FLAGTREE_PROFILER_MSPTI_PATH (the library file, or a folder holding it)
   2. a copy already loaded in this process (e.g. through LD_PRELOAD, as Ascend's samples do)
-  3. ${ASCEND_TOOLKIT_HOME}/lib64, then ${ASCEND_TOOLKIT_HOME}/tools/mspti/lib64 (CANN 8.0.RC3)
-  4. /usr/local/Ascend/ascend-toolkit/latest/lib64, then its tools/mspti/lib64
-  5. the system loader path
+  3. lib64, then tools/mspti/lib64, under ${ASCEND_HOME_PATH}, ${ASCEND_TOOLKIT_HOME},
+     /usr/local/Ascend/cann (MSPTI's default install), ${HOME}/Ascend/cann and
+     /usr/local/Ascend/ascend-toolkit/latest, in that order (cann_preload.py)
+  4. the system loader path
 
 Mode (the public FlagTree Profiler's grammar, backends/vendor/mode_options.py), e.g.
 ``"runtime_base:device_id=0:mstx_enabled=true"``:
@@ -48,6 +49,7 @@ import os
 import sys
 import warnings
 
+from .cann_preload import install_dirs, keep_from_children, restart
 from .cann_queue import describe as describe_join, launch_hooks, task_queue_on
 from .dialect import DialectBackend
 from .mode_options import parse_bool
@@ -104,23 +106,16 @@ def other_profilers():
 
 
 def restart_with_preload():
-    """For ``flagtree-profiler -b cann``: starts this command again (os.execve) with the libmspti.so
-    the backend would load first in LD_PRELOAD, so that MSPTI gives its runtime callbacks and
-    MEMCPY/MEMSET records. Returns (does nothing) when it is there already (so after the restart),
-    or when no file named libmspti.so* is found (the session then says what it lacks)."""
+    """For ``flagtree-profiler`` (cann_preload.py): starts this command again with the libmspti.so the
+    backend would load first in LD_PRELOAD, so that MSPTI gives its runtime callbacks and MEMCPY/MEMSET
+    records. Does nothing when it is there already (so after the restart)."""
     if "libmspti.so" in os.environ.get("LD_PRELOAD", ""):
         return
     from .. import get_backend  # deferred: the registry imports this module
 
     path = next((p for _, p in get_backend("cann").candidates()
                  if p and os.path.isfile(p) and "libmspti.so" in os.path.basename(p)), None)
-    if path is None:
-        return
-    env = dict(os.environ)
-    env["LD_PRELOAD"] = ":".join(filter(None, [os.path.abspath(path), env.get("LD_PRELOAD", "")]))
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
+    restart(path, lambda line: print(line, file=sys.stderr))
 
 
 def preload_message(refusal):
@@ -154,13 +149,7 @@ class CannBackend(DialectBackend):
         self._queued = False
 
     def install_dirs(self):
-        home = os.environ.get("ASCEND_TOOLKIT_HOME", "").strip()
-        default = "/usr/local/Ascend/ascend-toolkit/latest"
-        return [("${ASCEND_TOOLKIT_HOME}/lib64", os.path.join(home, "lib64") if home else None),
-                ("${ASCEND_TOOLKIT_HOME}/tools/mspti/lib64", os.path.join(home, "tools", "mspti", "lib64") if home
-                 else None),
-                (f"{default}/lib64", f"{default}/lib64"),
-                (f"{default}/tools/mspti/lib64", f"{default}/tools/mspti/lib64")]
+        return install_dirs()
 
     def check_mode(self, mode):
         parsed = super().check_mode(mode)
@@ -175,6 +164,7 @@ class CannBackend(DialectBackend):
     def after_acquire(self):
         if not self._undo_hooks:
             self._install_launch_hooks()
+        keep_from_children()  # MSPTI has read LD_PRELOAD by now
         refusal = native.mspti_callback_refusal()
         if refusal and not self._told_preload:
             self._told_preload = True
