@@ -5,16 +5,19 @@ target "npu" (triton-ascend, torch_npu).
 
 Where launches come from. triton-ascend's launcher calls rtKernelLaunch, which MSPTI does not
 interpose, so Triton launches are seen through Triton's launch hook: the enter hook records the
-launch with its context and pushes an id of ours as MSPTI's external correlation id, the exit
-hook pops it. MSPTI's EXTERNAL_CORRELATION records map those ids to its correlation ids, which
-its KERNEL records carry (MSPTI's callbacks never fill their correlationId). MSPTI's runtime
+launch with its context. Launched inside the hooks (TRITON_ENABLE_TASKQUEUE off), it pushes an
+id of ours as MSPTI's external correlation id, the exit hook pops it, and MSPTI's
+EXTERNAL_CORRELATION records map those ids to its correlation ids, which its KERNEL records carry
+(MSPTI's callbacks never fill their correlationId). On triton-ascend's task queue (its default)
+the launch happens later on the queue's thread: nothing is pushed, and the kernel joins its
+launch by name in queue order (cann_queue.py). MSPTI's runtime
 callbacks (aclrtLaunchKernel*, aclrtMemcpyAsync) add the launches of other libraries (torch_npu
 ops), but MSPTI gives callbacks, and MEMCPY/MEMSET records, only to a process started with
 libmspti.so in LD_PRELOAD: ``flagtree-profiler -b cann ...`` starts the target so; an API session
 in a process started without it says once what it cannot see. Records that no mapping joins are
 joined by launch order when that is unambiguous, else left unattributed, counted either way
-(``mspti_join`` in the metadata). MSPTI delivers device records when the tracer stops (its
-unsubscribe drains the device): a periodic part written before that has no kernels.
+(``mspti_join`` in the metadata, per rule and record kind). MSPTI reports device records
+continuously; a flush waits for the device and one report period, staying subscribed.
 
 Record times are CLOCK_REALTIME ns (there is no msptiGetTimestamp), converted to the profile's
 clock with an offset measured at start. MSPTI reports no dropped-record count: records it could
