@@ -26,9 +26,12 @@ def mspti_lib(tmp_path_factory):
     lib.standin_launch_at_unsubscribe.argtypes = [ctypes.c_char_p]
     lib.standin_now.restype = u64
     lib.standin_state.restype = u64
-    lib.mstxRangeStartA.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
-    lib.mstxRangeStartA.restype = u64
-    lib.mstxRangeEnd.argtypes = [u64]
+    # mstx is CANN's libms_tools_ext.so, not MSPTI's: loaded after it (it calls into it).
+    mstx = load_standin(build_standin("mstx_standin.c", tmp_path_factory.mktemp("mstx"), "libms_tools_ext.so"))
+    mstx.mstxRangeStartA.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+    mstx.mstxRangeStartA.restype = u64
+    mstx.mstxRangeEnd.argtypes = [u64]
+    lib.mstx = mstx
     lib.path = path
     return lib
 

@@ -1,10 +1,11 @@
-"""The cann backend's in-process path on the CPU, through a stand-in libmspti.so (with the mstx and
-aclrt entry points used) built from tests/standins/mspti_standin.c, which behaves as Ascend's
-open-source MSPTI implementation does: callbacks without a correlation id and only under
-LD_PRELOAD, CLOCK_REALTIME record times, device records only after unsubscribe + flush, external
-correlation records from one process-wide stack. Real native core (the shared CUPTI-dialect
-tracer with MSPTI's table), real Python API and writers. What cann shares with mthreads is
-tested over both in test_dialect_backends.py."""
+"""The cann backend's in-process path on the CPU, through a stand-in libmspti.so (with the aclrt
+entry points used; mstx in a stand-in libms_tools_ext.so) built from tests/standins/mspti_standin.c,
+which behaves as Ascend's open-source MSPTI implementation does: callbacks without a correlation id
+and only under LD_PRELOAD, CLOCK_REALTIME record times, device records reported every 20 ms and an
+unsubscribe that stops profiling, external correlation records from one process-wide stack. Real
+native core (the shared CUPTI-dialect tracer with MSPTI's table), real Python API and writers. What
+cann shares with mthreads is tested over both in test_dialect_backends.py; triton-ascend's task
+queue and copies in test_cann_launch_paths.py."""
 import json
 import os
 import stat
@@ -336,14 +337,15 @@ def test_the_command_preloads_where_cann_would_be_chosen(tmp_path, monkeypatch):
 
 
 def test_mstx_ranges_mirror_scopes_in_our_domain(standin, tmp_path):
+    assert not hasattr(standin, "mstxDomainCreateA")  # MSPTI has none: they are libms_tools_ext.so's
     base = tmp_path / "mstx"
     stats = _native.mspti_stats()
     start(base, mode="mstx_enabled=true")
     with profiler.scope("outer"):
         with profiler.scope("inner"):
             triton_launch(standin, "add_kernel")
-        user = standin.mstxRangeStartA(b"users_own", None)  # another domain: counted apart
-        standin.mstxRangeEnd(user)
+        user = standin.mstx.mstxRangeStartA(b"users_own", None)  # another domain: counted apart
+        standin.mstx.mstxRangeEnd(user)
         assert standin.standin_state(STATE_RANGES_OPEN) == 1  # "outer" is still open
     assert standin.standin_state(STATE_RANGES_OPEN) == 0
     profiler.finalize()

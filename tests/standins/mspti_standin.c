@@ -1,5 +1,6 @@
-/* A stand-in for libmspti.so (Huawei Ascend), with the mstx entry points and the two aclrt
- * calls the cann backend makes, built by the tests (tests/standins/build.py).
+/* A stand-in for libmspti.so (Huawei Ascend), with the two aclrt calls the cann backend makes,
+ * built by the tests (tests/standins/build.py). Like MSPTI it exports no mstx* symbols: those are
+ * libms_tools_ext.so's (tests/standins/mstx_standin.c), whose ranges it records.
  *
  * It exports the MSPTI functions with the signatures of mspti_activity.h / mspti_callback.h and
  * writes records in their documented packed, 8-byte aligned layouts, and it behaves as Ascend's
@@ -133,7 +134,6 @@ static request_fn g_request;
 static complete_fn g_complete;
 static activity_buffer g_buffer;
 static uint64_t g_next_corr = (1ull << 32) + 7000;
-static uint64_t g_next_range = 1;
 static int g_unknown_next, g_drop_next;
 static uint64_t g_lost, g_syncs, g_ranges_open;
 
@@ -396,42 +396,18 @@ EXPORT int msptiActivityGetNextRecord(uint8_t* buffer, size_t valid, void** reco
 EXPORT int msptiActivityFlushAll(uint32_t flag) { deliver(); return MSPTI_SUCCESS; }
 EXPORT int msptiActivityFlushPeriod(uint32_t ms) { return MSPTI_SUCCESS; }
 
-/* ---- mstx ---- */
-typedef struct { const char* name; } mstx_domain;
-static void marker(const char* domain, const char* message, uint32_t flag, uint64_t id) {
+/* ---- what libms_tools_ext.so's mstx calls reach (tests/standins/mstx_standin.c) ---- */
+/* MSPTI exports no mstx* symbols: mstx lives in libms_tools_ext.so, whose ranges MSPTI records as
+ * MARKER records. `delta`: +1 a range opened, -1 closed. */
+EXPORT void standin_mspti_marker(const char* domain, const char* message, uint32_t flag, uint64_t id, int delta) {
   marker_record m;
   memset(&m, 0, sizeof m);
   m.kind = KIND_MARKER, m.flag = flag, m.timestamp = vendor_now(), m.id = id;
-  m.name = keep(message), m.domain = domain;
+  m.name = keep(message), m.domain = keep(domain);
+  pthread_mutex_lock(&g_lock);
+  g_ranges_open += (uint64_t)(int64_t)delta;
+  pthread_mutex_unlock(&g_lock);
   write_record(&m, sizeof m, KIND_MARKER);
-}
-EXPORT void* mstxDomainCreateA(const char* name) {
-  mstx_domain* d = malloc(sizeof *d);
-  d->name = keep(name);
-  return d;
-}
-EXPORT void mstxDomainDestroy(void* domain) { free(domain); }
-EXPORT uint64_t mstxDomainRangeStartA(void* domain, const char* message, void* stream) {
-  pthread_mutex_lock(&g_lock);
-  uint64_t id = g_next_range++;
-  ++g_ranges_open;
-  pthread_mutex_unlock(&g_lock);
-  marker(((mstx_domain*)domain)->name, message, FLAG_START, id);
-  return id;
-}
-EXPORT void mstxDomainRangeEnd(void* domain, uint64_t id) {
-  pthread_mutex_lock(&g_lock);
-  --g_ranges_open;
-  pthread_mutex_unlock(&g_lock);
-  marker(((mstx_domain*)domain)->name, NULL, FLAG_END, id);
-}
-EXPORT uint64_t mstxRangeStartA(const char* message, void* stream) {
-  static mstx_domain global = {"default"};
-  return mstxDomainRangeStartA(&global, message, stream);
-}
-EXPORT void mstxRangeEnd(uint64_t id) {
-  static mstx_domain global = {"default"};
-  mstxDomainRangeEnd(&global, id);
 }
 
 /* ---- aclrt ---- */
