@@ -173,3 +173,31 @@ def test_queued_kernels_of_one_name_on_several_streams_are_not_guessed(mspti_lib
     assert find(root, "kernel_a")["metrics"]["count"] == 2
     _, kinds = join_since(before)
     assert (kinds["kernel"]["queue_order"], kinds["kernel"]["unjoined"]) == (1, 2)
+
+
+def test_copies_whose_spans_hold_several_copy_calls_are_not_guessed(mspti_lib, monkeypatch, tmp_path):
+    # A long copy on one thread holds another thread's whole copy call in its host span: which
+    # window is whose cannot be told from the spans, so neither record is joined.
+    import threading
+    import time
+
+    monkeypatch.setenv("LD_PRELOAD", "libmspti.so")
+    base = tmp_path / "overlap"
+    before = dict(_native.mspti_join_stats())
+    start(base)
+
+    def long_copy():
+        with profiler.scope("long"):
+            mspti_lib.standin_memcpy(HTOD, 1, 3, 300_000_000)  # 150 ms before its callbacks, 150 after
+
+    thread = threading.Thread(target=long_copy)
+    thread.start()
+    time.sleep(0.05)
+    with profiler.scope("short"):
+        mspti_lib.standin_memcpy(HTOD, 2, 4, 20_000_000)
+    thread.join()
+    with pytest.warns(UserWarning, match="2 kernel records were lost"):  # the two copy calls' records
+        profiler.finalize()
+    _, kinds = join_since(before)
+    assert (kinds["memcpy"]["host_span"], kinds["memcpy"]["unjoined"]) == (0, 2)
+    assert find(load_tree(base)[0], "memcpy HtoD")["metrics"]["count"] == 2  # both under ROOT

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 
 #include "core/clock.h"
 
@@ -142,22 +143,27 @@ void ExternalJoin::joinByLaunchOrder(std::vector<DeviceRecord>& orphans, uint64_
 }
 
 void ExternalJoin::joinCopies(std::vector<DeviceRecord>& copies, uint64_t beganNs, std::vector<DeviceRecord>& done) {
-  std::vector<const Window*> windows;  // closed copy windows made before the drain
+  std::vector<const Window*> windows;  // closed copy windows made before the drain, by enter time
   for (const Window& w : windows_)
     if (w.copy && w.exitNs && w.enterNs < beganNs) windows.push_back(&w);
-  auto inside = [](const Window& w, const DeviceRecord& r) { return r.startNs <= w.enterNs && w.exitNs <= r.endNs; };
-  for (DeviceRecord& r : copies) {
-    const Window* only = nullptr;
-    size_t fits = 0;
-    for (const Window* w : windows)
-      if (inside(*w, r)) only = w, ++fits;
-    size_t owners = 0;  // the window must lie inside this record's span alone
-    for (const DeviceRecord& other : copies)
-      if (only && inside(*only, other)) ++owners;
-    const bool joined = fits == 1 && owners == 1;
-    r.correlation = joined ? only->id : 0;
-    counted(r, joined ? kByHostSpan : kUnjoined);
-    done.push_back(r);
+  std::sort(windows.begin(), windows.end(), [](const Window* a, const Window* b) { return a->enterNs < b->enterNs; });
+  // Per record: the windows inside its span (found by enter time), and per window how many
+  // records' spans hold it. A record joins when it holds one window that no other record holds.
+  std::vector<size_t> only(copies.size(), SIZE_MAX), fits(copies.size(), 0), owners(windows.size(), 0);
+  for (size_t r = 0; r < copies.size(); ++r) {
+    auto it = std::lower_bound(windows.begin(), windows.end(), copies[r].startNs,
+                               [](const Window* w, uint64_t t) { return w->enterNs < t; });
+    for (; it != windows.end() && (*it)->enterNs <= copies[r].endNs; ++it) {
+      if ((*it)->exitNs > copies[r].endNs) continue;
+      const size_t index = size_t(it - windows.begin());
+      ++owners[index], ++fits[r], only[r] = index;
+    }
+  }
+  for (size_t r = 0; r < copies.size(); ++r) {
+    const bool joined = fits[r] == 1 && owners[only[r]] == 1;
+    copies[r].correlation = joined ? windows[only[r]]->id : 0;
+    counted(copies[r], joined ? kByHostSpan : kUnjoined);
+    done.push_back(copies[r]);
   }
 }
 
