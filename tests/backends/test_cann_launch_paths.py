@@ -201,3 +201,42 @@ def test_copies_whose_spans_hold_several_copy_calls_are_not_guessed(mspti_lib, m
     _, kinds = join_since(before)
     assert (kinds["memcpy"]["host_span"], kinds["memcpy"]["unjoined"]) == (0, 2)
     assert find(load_tree(base)[0], "memcpy HtoD")["metrics"]["count"] == 2  # both under ROOT
+
+
+def test_a_launch_mapped_before_its_callback_keeps_its_own_window(mspti_lib, monkeypatch, tmp_path):
+    # MSPTI maps an aclrtLaunchKernel's correlation id before its ENTER callback too, to whatever
+    # window is open then (here another thread's Triton launch); the mapping made inside its own
+    # window comes later and is the one kept.
+    import threading
+    import time
+
+    from triton import knobs  # deferred: the hook chain the session installs
+
+    monkeypatch.setenv("LD_PRELOAD", "libmspti.so")
+    monkeypatch.setenv("TRITON_ENABLE_TASKQUEUE", "0")
+    base = tmp_path / "premap"
+    before = dict(_native.mspti_join_stats())
+    start(base)
+    opened = threading.Event()
+
+    def operator():
+        opened.wait()
+        with profiler.scope("op"):
+            mspti_lib.standin_launch(b"aclnn_kernel", 10, 3, 40)  # waits for the Triton window to close
+
+    thread = threading.Thread(target=operator)
+    thread.start()
+    with profiler.scope("triton"):
+        meta = type("M", (), {"data": {"name": "add_kernel", "stream": 3}})()
+        knobs.runtime.launch_enter_hook(meta)
+        opened.set()
+        time.sleep(0.05)
+        mspti_lib.standin_rt_launch(b"add_kernel", 3, 30)
+        knobs.runtime.launch_exit_hook(meta)
+    thread.join()
+    profiler.finalize()
+    root = load_tree(base)[0]
+    assert find(root, "triton", "add_kernel")["metrics"]["time (ns)"] == 30
+    assert find(root, "op", "aclnn_kernel")["metrics"]["time (ns)"] == 40
+    after, kinds = join_since(before)
+    assert kinds["kernel"]["external_id"] == 2 and after["mapping_records"] - before["mapping_records"] == 3

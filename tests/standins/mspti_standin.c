@@ -260,11 +260,11 @@ static void* reporter(void* arg) {
 
 /* The runtime's task track of one launch: a new correlation id, reported to the external
  * correlation stacks' tops (as ContextManager::UpdateAndReportCorrelationId does). */
-static uint64_t task_track(void) {
+/* The mappings of correlation id `corr` to the tops of the external correlation stacks now. */
+static void report_mappings(uint64_t corr) {
   external_record reports[EXTERNAL_KINDS];
   int count = 0;
   pthread_mutex_lock(&g_lock);
-  uint64_t corr = g_next_corr++;
   for (int kind = 0; kind < EXTERNAL_KINDS; ++kind) {
     if (!g_external_depth[kind] || !g_external_records) continue;
     external_record* r = &reports[count++];
@@ -274,8 +274,23 @@ static uint64_t task_track(void) {
   }
   pthread_mutex_unlock(&g_lock);
   for (int i = 0; i < count; ++i) write_record(&reports[i], sizeof reports[i], KIND_EXTERNAL_CORRELATION);
+}
+
+static uint64_t new_correlation(void) {
+  pthread_mutex_lock(&g_lock);
+  uint64_t corr = g_next_corr++;
+  pthread_mutex_unlock(&g_lock);
   return corr;
 }
+
+/* The runtime's task track of one launch (`corr`, or a new id when 0): reported to the external
+ * correlation stacks' tops (as ContextManager::UpdateAndReportCorrelationId does). */
+static uint64_t task_track_as(uint64_t corr) {
+  if (!corr) corr = new_correlation();
+  report_mappings(corr);
+  return corr;
+}
+static uint64_t task_track(void) { return task_track_as(0); }
 
 static void callback(uint32_t cbid, const char* function, uint32_t site) {
   callback_data d;
@@ -422,8 +437,8 @@ EXPORT const char* aclrtGetSocName(void) { return "Ascend910B (stand-in)"; }
 
 /* ---- test-only control ---- */
 /* The runtime side of a launch of kernel `name` on `stream`: task track, then the kernel record. */
-static uint64_t run_kernel(const char* name, uint32_t stream, uint64_t duration) {
-  uint64_t corr = task_track();
+static uint64_t run_kernel_as(uint64_t corr, const char* name, uint32_t stream, uint64_t duration) {
+  corr = task_track_as(corr);
   kernel_record k;
   memset(&k, 0, sizeof k);
   k.kind = KIND_KERNEL;
@@ -435,10 +450,17 @@ static uint64_t run_kernel(const char* name, uint32_t stream, uint64_t duration)
   write_record(&k, sizeof k, KIND_KERNEL);
   return corr;
 }
-/* aclrtLaunchKernel* (callback id `cbid`, e.g. 10 LAUNCH or 13 AIV_LAUNCH): interposed by MSPTI. */
+static uint64_t run_kernel(const char* name, uint32_t stream, uint64_t duration) {
+  return run_kernel_as(0, name, stream, duration);
+}
+/* aclrtLaunchKernel* (callback id `cbid`, e.g. 10 LAUNCH or 13 AIV_LAUNCH): interposed by MSPTI,
+ * which also maps the launch's correlation id before the ENTER callback, to whatever the stacks
+ * hold then (another thread's window), and again inside it. */
 EXPORT uint64_t standin_launch(const char* name, uint32_t cbid, uint32_t stream, uint64_t duration) {
+  uint64_t corr = new_correlation();
+  report_mappings(corr);
   callback(cbid, "aclrtLaunchKernel", 0);
-  uint64_t corr = run_kernel(name, stream, duration);
+  run_kernel_as(corr, name, stream, duration);
   callback(cbid, "aclrtLaunchKernel", 1);
   return corr;
 }

@@ -30,10 +30,15 @@ uint32_t ExternalJoin::enter(bool fromHook, bool copy) {
   }
   if (openLaunch.depth++ > 0) return 0;
   openLaunch.fromHook = fromHook;
+  if (const uint32_t holder = fromHook ? 0 : openWindow_.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> lock(mutex_);  // MSPTI may have mapped this launch to it already
+    contested_.insert(holder);
+  }
   openLaunch.serialised = serial_.try_lock_for(std::chrono::milliseconds(kSerialWaitMs));
   if (!openLaunch.serialised) unserialized_.fetch_add(1, std::memory_order_relaxed);
   const uint32_t id = nextId_.fetch_add(1, std::memory_order_relaxed) + 1;
   openLaunch.id = id;
+  if (openLaunch.serialised) openWindow_.store(id, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (windows_.size() < kMaxWindows) windows_.push_back({id, monotonicNs(), 0, copy});
@@ -54,7 +59,10 @@ void ExternalJoin::exit(bool fromHook) {
         break;
       }
   }
-  if (openLaunch.serialised) serial_.unlock();
+  if (openLaunch.serialised) {
+    openWindow_.store(0, std::memory_order_relaxed);
+    serial_.unlock();
+  }
   openLaunch = OpenLaunch{};
   (void)fromHook;
 }
@@ -82,6 +90,7 @@ bool ExternalJoin::translate(DeviceRecord& r) {
     external_.erase(it);
     return false;
   }
+  if (contested_.count(it->second)) return false;  // held: a later mapping may name its own window
   r.correlation = it->second;
   external_.erase(it);  // one device record per MSPTI correlation id
   counted(r, kByExternalId);
@@ -114,13 +123,14 @@ std::vector<DeviceRecord> ExternalJoin::resolveHeld(bool final, uint64_t beganNs
   std::vector<Window> later;  // launches since the drain began may still get their records
   for (const Window& w : windows_) {
     if (w.enterNs >= beganNs) later.push_back(w);
-    else mapped_.erase(w.id);
+    else mapped_.erase(w.id), contested_.erase(w.id);
   }
   windows_.swap(later);
   if (final) {
     external_.clear();
     mapped_.clear();
     windows_.clear();
+    contested_.clear();
     queued_.clear();
   }
   return done;
@@ -172,6 +182,7 @@ void ExternalJoin::reset() {
   held_.clear();
   external_.clear();
   mapped_.clear();
+  contested_.clear();
   windows_.clear();
   queued_.clear();
 }

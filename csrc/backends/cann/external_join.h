@@ -17,6 +17,10 @@
 // - copies: MSPTI reports aclrtMemcpyAsync's mapping before the ENTER callback and stamps the
 //   MEMCPY record with host times around the call, so a copy's record joins the one copy window
 //   that lies inside its host span, when that is unique both ways.
+// MSPTI also maps an aclrtLaunchKernel's correlation id before its ENTER callback, to whatever
+// window is open then (another thread's, which this callback then waits for); the mapping made in
+// the launch's own window comes later. So a window that a callback found open when it arrived is
+// contested: records mapped to it are held until the drain's end, when the last mapping decides.
 // Kernel records with no mapping and no queued launch of their name are held until the end of
 // the drain that delivered them, and joined in start-time order to the kernel launches (made
 // before the drain) that got no mapping, in host order, only when the counts agree and no
@@ -107,6 +111,8 @@ class ExternalJoin {
   std::mutex mutex_;         // the maps below
   std::unordered_map<uint32_t, uint32_t> external_;  // MSPTI correlation id -> our id
   std::unordered_set<uint32_t> mapped_;              // our ids that got a mapping
+  std::unordered_set<uint32_t> contested_;           // windows a callback found open (see above)
+  std::atomic<uint32_t> openWindow_{0};              // the window holding serial_
   std::vector<Window> windows_;
   std::vector<DeviceRecord> held_;
   QueuedLaunches queued_;
