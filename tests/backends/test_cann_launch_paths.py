@@ -2,6 +2,7 @@
 and a stand-in of triton-ascend's generated launcher (tests/standins/ascend_launcher.py): Triton
 launches on torch_npu's task queue, copies whose mapping MSPTI reports before the ENTER callback
 with host times, memsets with a correlation id. Real native core, Python API and writers."""
+import json
 import os
 import warnings
 
@@ -240,3 +241,26 @@ def test_a_launch_mapped_before_its_callback_keeps_its_own_window(mspti_lib, mon
     assert find(root, "op", "aclnn_kernel")["metrics"]["time (ns)"] == 40
     after, kinds = join_since(before)
     assert kinds["kernel"]["external_id"] == 2 and after["mapping_records"] - before["mapping_records"] == 3
+
+
+def test_a_walk_ended_by_an_unknown_kind_does_not_spoil_the_next_buffer(mspti_lib, monkeypatch, tmp_path):
+    # msptiActivityGetNextRecord keeps its position per thread and resets it only at a buffer's
+    # end: after a walk that stopped on a kind MSPTI does not know, it must be put back.
+    import time
+
+    monkeypatch.setenv("TRITON_ENABLE_TASKQUEUE", "0")
+    base = tmp_path / "cursor"
+    start(base)
+    with profiler.scope("first"):
+        triton_launch(mspti_lib, "add_kernel", ns=10)
+    time.sleep(0.06)  # reported into the buffer
+    mspti_lib.standin_api_record(99)  # a kind no MSPTI knows: the walk of this buffer ends there
+    (part,) = profiler.flush_part()
+    with profiler.scope("second"):
+        triton_launch(mspti_lib, "softmax_kernel", ns=20)
+    profiler.finalize()
+    with open(part) as f:
+        assert find(json.load(f)[0], "first", "add_kernel")["metrics"]["time (ns)"] == 10
+    (last,) = [p for p in tmp_path.glob("*.hatchet") if str(p) != part]
+    with open(last) as f:
+        assert find(json.load(f)[0], "second", "softmax_kernel")["metrics"]["time (ns)"] == 20

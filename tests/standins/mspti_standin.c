@@ -19,7 +19,7 @@
  *   correlation id is reported, when EXTERNAL_CORRELATION is enabled, as one record per kind with
  *   a non-empty stack, carrying the stack's top;
  * - msptiActivityGetNextRecord knows the newer kinds (ACL_API 10, NODE_API 11, RUNTIME_API 12)
- *   and fails with MSPTI_ERROR_INNER on a kind it does not know.
+ *   and fails with MSPTI_ERROR_INNER on a kind it does not know; its position is per thread;
  * Test-only functions (standin_*) play the CANN runtime: standin_launch is an aclrtLaunchKernel
  * (interposed: callbacks on enter and exit), standin_rt_launch an rtKernelLaunch (what
  * triton-ascend's launcher calls: no callbacks); both make the runtime's task track (a new 64-bit
@@ -396,15 +396,20 @@ EXPORT int msptiActivityPopExternalCorrelationId(uint32_t kind, uint64_t* last) 
 }
 EXPORT int msptiActivityEnableMarkerDomain(const char* name) { return MSPTI_SUCCESS; }
 EXPORT int msptiActivityDisableMarkerDomain(const char* name) { return MSPTI_SUCCESS; }
+/* As ActivityManager::GetNextRecord: the position is one per thread (`*record` is not read), and
+ * goes back to 0 only when a walk reaches the end of a buffer; a walk that ends on a kind it does
+ * not know leaves it where it stopped, for the thread's next buffer. */
 EXPORT int msptiActivityGetNextRecord(uint8_t* buffer, size_t valid, void** record) {
-  uint8_t* next = buffer;
-  if (*record) {
-    size_t size = record_size(*(uint32_t*)*record);
-    next = (uint8_t*)*record + ((size + 7) & ~(size_t)7);
+  static __thread size_t pos;
+  if (!buffer) return MSPTI_ERROR_INVALID_PARAMETER;
+  if (pos >= valid) {
+    pos = 0;
+    return MSPTI_ERROR_MAX_LIMIT_REACHED;
   }
-  if (next >= buffer + valid) return MSPTI_ERROR_MAX_LIMIT_REACHED;
-  if (!record_size(*(uint32_t*)next)) return MSPTI_ERROR_INNER;  /* "invalid kind": the walk ends */
-  *record = next;
+  size_t size = record_size(*(uint32_t*)(buffer + pos));
+  if (!size) return MSPTI_ERROR_INNER;  /* "invalid kind": the walk ends */
+  *record = buffer + pos;
+  pos += (size + 7) & ~(size_t)7;
   return MSPTI_SUCCESS;
 }
 /* Hands over what the buffers hold: device records the reporter thread has reported. */

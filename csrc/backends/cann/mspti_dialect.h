@@ -61,6 +61,9 @@ struct MsptiDialect {
   // MSPTI reports device records every 20 ms on its own threads: a flush waits this long after
   // the device is idle (Huawei's own monitor waits 50 ms between unsubscribing and flushing).
   static constexpr int kReportWaitMs = 50;
+  // msptiActivityGetNextRecord keeps its position per thread and resets it only at a buffer's end.
+  static constexpr bool kThreadCursor = true;
+  static constexpr Result kEndOfBuffer = MSPTI_ERROR_MAX_LIMIT_REACHED;
   static constexpr bool kFlushOnceAtStop = false;
   enum Counter : size_t { kUnknownTimes = 0, kMarkers = 1, kScopeMarkers = 2, kUnknownKinds = 3 };
   static constexpr std::array<const char*, 4> kCounterNames = {"unknown_timestamp_records", "marker_records",

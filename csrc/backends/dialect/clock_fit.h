@@ -10,7 +10,6 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
-#include <type_traits>
 
 namespace ftp {
 
@@ -44,19 +43,5 @@ class ClockFit {
   std::atomic<uint64_t> vendor1_{0}, host1_{0};
   std::atomic<bool> two_{false};
 };
-
-// Optional dialect traits, false where a dialect does not declare them.
-template <typename D, typename = void>
-struct FitsClock : std::false_type {};
-template <typename D>
-struct FitsClock<D, std::void_t<decltype(D::kClockFit)>> : std::bool_constant<D::kClockFit> {};
-template <typename D, typename = void>
-struct ReportWaitMs : std::integral_constant<int, 0> {};
-template <typename D>
-struct ReportWaitMs<D, std::void_t<decltype(D::kReportWaitMs)>> : std::integral_constant<int, D::kReportWaitMs> {};
-template <typename D, typename = void>
-struct NotesCallbackTimes : std::false_type {};
-template <typename D>
-struct NotesCallbackTimes<D, std::void_t<decltype(D::kCallbackTimes)>> : std::bool_constant<D::kCallbackTimes> {};
 
 }  // namespace ftp

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "backends/dialect/clock_fit.h"
+#include "backends/dialect/dialect_traits.h"
 #include "backends/dialect/tracer_observer.h"
 #include "core/clock.h"
 #include "data/kernel_names.h"

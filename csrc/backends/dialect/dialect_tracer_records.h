@@ -117,7 +117,8 @@ void DialectTracer<D>::handleBuffer(uint8_t* buffer, size_t validSize) {
   Profiler& profiler = Profiler::instance();
   typename D::Record* record = nullptr;
   DecodeContext context{clockOffset_, kernelNames_, counters_, buffer + validSize, clockFit_};
-  while (api_.getNextRecord(buffer, validSize, &record) == D::kSuccess) {
+  typename D::Result rc;
+  while ((rc = api_.getNextRecord(buffer, validSize, &record)) == D::kSuccess) {
     DeviceRecord out;
     out.deviceType = deviceType_;
     if (D::decode(record, out, context) != Decoded::Record) continue;
@@ -128,6 +129,11 @@ void DialectTracer<D>::handleBuffer(uint8_t* buffer, size_t validSize) {
       if (!D::joinRecord(out)) continue;  // held until the stop (see backends/cann/external_join.h)
     }
     profiler.onRecord(out);
+  }
+  if constexpr (ThreadCursor<D>::value) {
+    // A walk that ended early (a kind the library does not know) left the library's per-thread
+    // position mid-buffer; a walk over no bytes puts it back to the start.
+    if (rc != D::kEndOfBuffer) api_.getNextRecord(buffer, 0, &record);
   }
 }
 
