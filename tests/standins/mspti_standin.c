@@ -19,7 +19,7 @@
  *   correlation id is reported, when EXTERNAL_CORRELATION is enabled, as one record per kind with
  *   a non-empty stack, carrying the stack's top;
  * - msptiActivityGetNextRecord knows the newer kinds (ACL_API 10, NODE_API 11, RUNTIME_API 12)
- *   and fails with MSPTI_ERROR_INNER on a kind it does not know; its position is per thread;
+ *   and fails with MSPTI_ERROR_INNER on a kind it does not know; its position is per thread.
  * Test-only functions (standin_*) play the CANN runtime: standin_launch is an aclrtLaunchKernel
  * (interposed: callbacks on enter and exit), standin_rt_launch an rtKernelLaunch (what
  * triton-ascend's launcher calls: no callbacks); both make the runtime's task track (a new 64-bit
