@@ -349,11 +349,11 @@ def test_mode_grammar_errors():
     backend = get_backend("cann")
     with pytest.raises(ValueError, match="unknown vendor metric 'occupancy'.*valid: aicore, bandwidth"):
         backend.check_mode("vendor_metrics=occupancy")
-    with pytest.raises(ValueError, match="unknown option 'devices'.*device_id=<value>:mstx_enabled=<value>"):
+    with pytest.raises(ValueError, match=r"unknown option 'devices'.*device_id=<n>:mstx_enabled=on\|off"):
         backend.check_mode("devices=0")
-    with pytest.raises(ValueError, match="bad mstx_enabled .* must be on or off"):
+    with pytest.raises(ValueError, match="mstx_enabled must be on or off"):
         backend.check_mode("mstx_enabled=maybe")
-    with pytest.raises(ValueError, match="bad device_id"):
+    with pytest.raises(ValueError, match="device_id must be between 0 and"):
         backend.check_mode("device_id=-1")
     assert backend.check_mode("mstx_enabled=true:device_id=0").canonical() == "runtime_base=on:device_id=0:mstx_enabled=true"
 
@@ -399,7 +399,7 @@ def test_library_search_order(standin, tmp_path, monkeypatch):
     monkeypatch.setenv("ASCEND_TOOLKIT_HOME", str(tmp_path / "toolkit"))
     monkeypatch.setenv("FLAGTREE_PROFILER_MSPTI_PATH", str(tmp_path / "x" / "libmspti.so"))
     toolkit, latest = tmp_path / "toolkit", "/usr/local/Ascend/ascend-toolkit/latest"
-    assert get_backend("cann").candidates() == [
+    assert get_backend("cann").library_candidates() == [
         ("FLAGTREE_PROFILER_MSPTI_PATH", str(tmp_path / "x" / "libmspti.so")), ("already loaded", standin.path),
         ("${ASCEND_TOOLKIT_HOME}/lib64", str(toolkit / "lib64" / "libmspti.so")),
         ("${ASCEND_TOOLKIT_HOME}/tools/mspti/lib64", str(toolkit / "tools" / "mspti" / "lib64" / "libmspti.so")),

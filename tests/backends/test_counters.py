@@ -109,7 +109,7 @@ def test_check_mode_forms_and_errors():
             == f"metrics={BYTES_READ},{BYTES_WRITE},{DURATION}")
     with pytest.raises(ValueError, match="empty metric name"):
         nvidia.check_mode("metrics=a,,b")
-    with pytest.raises(ValueError, match=r"supported modes: \"metrics\""):
+    with pytest.raises(ValueError, match=r"unknown word 'pcsampling'; supported forms: metrics\[="):
         nvidia.check_mode("pcsampling")
 
 

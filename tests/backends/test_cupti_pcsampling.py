@@ -270,11 +270,11 @@ def test_a_second_sampling_session_is_refused_and_the_first_keeps_going(backend,
 
 @pytest.mark.parametrize("mode, message", [
     ("pcsampling:interval=3", "between 5 and 31"),
-    ("pcsampling:collection=fast", "continuous or serialized"),
-    ("pcsampling:range=kernel", "range must be session or launch"),
-    ("pcsampling:speed=2", "bad PC-sampling option"),
-    ("pcsampling:drain_every=4", "bad PC-sampling option"),  # gone: every launch is drained when it returns
-    ("metrics", "not supported by the cupti backend"),
+    ("pcsampling:collection=fast", "collection must be one of continuous, serialized"),
+    ("pcsampling:range=kernel", "range must be one of session, launch"),
+    ("pcsampling:speed=2", "unknown option 'speed'"),
+    ("pcsampling:drain_every=4", "unknown option 'drain_every'"),  # gone: every launch is drained when it returns
+    ("metrics", "does not support mode 'metrics': unknown word 'metrics'; supported forms: pcsampling\\[:interval=<5..31>,"),
 ])
 def test_bad_modes_say_what_is_supported(mode, message):
     with pytest.raises(ValueError, match=message):

@@ -87,8 +87,8 @@ def test_the_scripts_bad_start_calls_are_errors_under_the_command(workdir):
     assert errors == ["ERROR TypeError: flagtree.profiler.start: name must be a path string (the output path "
                       "without extension), got 123 (int)",
                       "ERROR ValueError: unknown context 'stack'; supported: shadow, python",
-                      "ERROR ValueError: backend 'interpreter' does not support mode 'fast'; supported modes: "
-                      "none yet (leave mode unset)"]
+                      "ERROR ValueError: backend 'interpreter' does not support mode 'fast': unknown word 'fast'; "
+                      "supported forms: none (leave mode unset)"]
     assert kernel_count(workdir / "bad.hatchet") == 2
 
 

@@ -135,8 +135,10 @@ def test_mode_names_the_ring_size():
     assert parse_mode("slots=64").batch_slots() == 16
     assert parse_mode("graph_replays=16").graph_replays == 16
     assert parse_mode("scopes=off").scopes is False and parse_mode(None).scopes is True
+    assert parse_mode("scopes=no").scopes is False  # the grammar's one set of switch words
+    assert parse_mode("slots=8,batch=2") == parse_mode("slots=8:batch=2")
     for bad in ("slots=1", "slots=8:batch=9", "lanes=4", "slots", "graph_replays=12", "graph_replays=1",
-                "scopes=maybe", "scopes=1"):
+                "scopes=maybe", "batch=-1"):
         with pytest.raises(ValueError, match="device_timer"):
             parse_mode(bad)
 

@@ -10,9 +10,9 @@ import pytest
 
 import flagtree.profiler as profiler
 from flagtree.profiler import session as session_module
-from flagtree.profiler.backends import BackendUnavailable
-from flagtree.profiler.backends.vendor.cann_metrics import CannVendorMetrics
-from flagtree.profiler.backends.vendor.mode_options import parse_vendor_mode
+from flagtree.profiler.backends import BackendUnavailable, get_backend
+from flagtree.profiler.backends.cann.metrics import CannVendorMetrics
+from flagtree.profiler.backends.mode import vendor_mode
 from flagtree.profiler.vendor_import import UNMATCHED_HOLDER, session_launches
 from support.kernels import launch_add, launch_copy, tensors
 from standins import build_standin
@@ -35,7 +35,7 @@ def toolkit(tmp_path, monkeypatch):
 
 
 def _mode(text):
-    return parse_vendor_mode(text, "cann", ("aicore", "bandwidth"), {"device_id": int})
+    return vendor_mode(get_backend("cann").mode_grammar.parse(text, "cann"))
 
 
 def _render_fixtures(out_dir, launches, offset_ns):

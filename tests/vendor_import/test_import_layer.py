@@ -9,7 +9,8 @@ from flagtree.profiler import _native
 from flagtree.profiler.vendor_import import (IXKN_RULES, MSPROF_RULES, Launch, VendorRow, match_rows,
                                              number_and_unit, session_launches)
 from flagtree.profiler.writers.atomic import write_json
-from flagtree.profiler.vendor_import import ixkn_csv, msprof_csv
+from flagtree.profiler.backends.cann import msprof_csv
+from flagtree.profiler.backends.tianshu import ixkn_csv
 from support.threads import run_threads
 
 MS = 1_000_000

@@ -19,21 +19,25 @@ backend="instrumentation", and their device time from their scope buffers' own h
 Covers Triton kernels only: torch's own kernels, library kernels (cuBLAS) and copies are not
 seen (docs/reference/device-timer.md).
 """
-import threading
 import warnings
 from dataclasses import dataclass, field
 
 from ...hooks.triton_chain import _attach, _launch_hook_owner
 from ...native_core import native as _native_module
-from ..base import Backend, BackendUnavailable, device_info_of
+from ..base import Backend, BackendUnavailable, SharedUse, device_info_of
+from ..mode import ModeGrammar, Option
 from . import compiler_hook, route
 from . import scopes as kernel_scopes
 from ..instrumentation.kernel_scopes import InstrumentationState
 
 DEFAULT_SLOTS = 1 << 14
 DEFAULT_GRAPH_REPLAYS = 256
-_MODE_KEYS = ("slots", "batch", "graph_replays")
-_SWITCH = {"on": True, "off": False}
+# ring size in launches; launches per readback (0: a quarter of the ring); replay records each
+# launch captured into a CUDA graph has (a power of two); whether kernel-side scopes are compiled in
+MODE_GRAMMAR = ModeGrammar((Option("slots", "int", default=DEFAULT_SLOTS, low=2, high=1 << 24),
+                            Option("batch", "int", default=0, low=0),
+                            Option("graph_replays", "int", default=DEFAULT_GRAPH_REPLAYS, low=2, high=1 << 16),
+                            Option("scopes", "switch", default=True)))
 
 
 @dataclass(frozen=True)
@@ -47,37 +51,24 @@ class RingOptions:
         return self.batch or max(1, self.slots // 4)
 
     def canonical(self):
-        return (f"slots={self.slots}:batch={self.batch_slots()}:graph_replays={self.graph_replays}"
-                f":scopes={'on' if self.scopes else 'off'}")
+        return MODE_GRAMMAR.canonical({"slots": self.slots, "batch": self.batch_slots(),
+                                       "graph_replays": self.graph_replays, "scopes": self.scopes})
+
+
+def ring_options(parsed):
+    """RingOptions from MODE_GRAMMAR's ParsedMode; the checks across options."""
+    options = RingOptions(**parsed.values)
+    if options.batch_slots() > options.slots:
+        raise MODE_GRAMMAR.error("device_timer", parsed.text, "batch must be at most slots")
+    replays = options.graph_replays
+    if replays & (replays - 1):
+        raise MODE_GRAMMAR.error("device_timer", parsed.text, "graph_replays must be a power of two")
+    return options
 
 
 def parse_mode(mode):
-    """None, or "slots=<n>[:batch=<n>][:graph_replays=<n>][:scopes=on|off]" (ring size in
-    launches; launches per readback; replay records each launch captured into a CUDA graph has, a
-    power of two; whether kernel-side scopes are compiled in)."""
-    if mode is None:
-        return RingOptions()
-    values = {}
-    for part in str(mode).replace(",", ":").split(":"):
-        key, sep, value = (t.strip() for t in part.partition("="))
-        if sep and key == "scopes" and value.lower() in _SWITCH:
-            values[key] = _SWITCH[value.lower()]
-            continue
-        if not sep or key not in _MODE_KEYS or not value.isdigit():
-            raise ValueError(f"backend 'device_timer' does not support mode {mode!r}; supported: "
-                             f"'slots=<n>[:batch=<n>][:graph_replays=<n>][:scopes=on|off]' (launches the "
-                             f"ring holds, launches per readback, replay records per graph-captured "
-                             f"launch, kernel-side scopes)")
-        values[key] = int(value)
-    options = RingOptions(**values)
-    if options.slots < 2 or options.slots > (1 << 24) or not 1 <= options.batch_slots() <= options.slots:
-        raise ValueError(f"backend 'device_timer': mode {mode!r}: need 2 <= slots <= 16777216 and "
-                         f"1 <= batch <= slots")
-    replays = options.graph_replays
-    if replays < 2 or replays > (1 << 16) or replays & (replays - 1):
-        raise ValueError(f"backend 'device_timer': mode {mode!r}: graph_replays must be a power of two "
-                         f"from 2 to 65536")
-    return options
+    """RingOptions from None or "slots=<n>[:batch=<n>][:graph_replays=<n>][:scopes=on|off]"."""
+    return ring_options(MODE_GRAMMAR.parse(mode, "device_timer"))
 
 
 @dataclass
@@ -107,8 +98,8 @@ class DeviceTimerBackend(Backend):
     time_source_kind = "device_timer"
 
     def __init__(self):
-        self._lock = threading.RLock()
-        self._users = 0
+        self._use = SharedUse()
+        self._lock = self._use.lock  # also guards the ring's sessions and scopes
         self._options = None
         self._undo = []
         self.clock_at_start = None
@@ -122,8 +113,10 @@ class DeviceTimerBackend(Backend):
         self.scopes_state = "off"  # "on", "off", or "off: <why>" (the metadata's device_timer_scopes)
         self._kept_scopes = None  # the scopes installed for every session that compiles them in
 
-    def check_mode(self, mode):
-        return parse_mode(mode)
+    mode_grammar = MODE_GRAMMAR
+
+    def options_from(self, parsed):
+        return ring_options(parsed)
 
     def unavailable_reason(self):
         try:
@@ -138,20 +131,21 @@ class DeviceTimerBackend(Backend):
     def acquire(self, options):
         options = options or RingOptions()
         with self._lock:
-            if self._users and options != self._options:
+            if self._use.users and options != self._options:
                 raise ValueError(f"backend 'device_timer': a session with mode {self._options.canonical()!r} is open; "
                                  f"kernels are stamped for one ring at a time (got {options.canonical()!r})")
-            if self._users == 0:
-                support = route.route_support()
-                if not support.supported:
-                    raise BackendUnavailable(f"backend 'device_timer' cannot run for this target: {support.reason}")
-                self.support = support
-                try:
-                    self._install(options)
-                except BaseException:
-                    self._uninstall()
-                    raise
-            self._users += 1
+            self._use.acquire(lambda: self._start(options))
+
+    def _start(self, options):
+        support = route.route_support()
+        if not support.supported:
+            raise BackendUnavailable(f"backend 'device_timer' cannot run for this target: {support.reason}")
+        self.support = support
+        try:
+            self._install(options)
+        except BaseException:
+            self._uninstall()
+            raise
 
     def _install(self, options):
         import triton  # deferred: triton is heavy and optional
@@ -210,17 +204,12 @@ class DeviceTimerBackend(Backend):
             self._undo.pop()()
 
     def release(self):
-        with self._lock:
-            if self._users == 0:
-                return
-            self._users -= 1
-            if self._users == 0:
-                self._uninstall()
+        self._use.release(self._uninstall)
 
     def free(self):
         """Frees the ring a finished session kept (device memory, pinned mirror, stream, worker)."""
         with self._lock:
-            if self._users == 0:
+            if self._use.users == 0:
                 _native().device_timer_free()
 
     def attach_session(self, session):
@@ -260,7 +249,7 @@ class DeviceTimerBackend(Backend):
     # -- results ----------------------------------------------------------------------------
     def flush(self):
         with self._lock:
-            if self._users:
+            if self._use.users:
                 if self.scopes is not None:
                     self.scopes.scopes.drain()
                 _native().device_timer_drain()
@@ -268,7 +257,7 @@ class DeviceTimerBackend(Backend):
     def session_outputs(self, session):
         native = _native()
         with self._lock:
-            if not self._users:
+            if not self._use.users:
                 return {"time_source": self.name}
             scope_stats = self._scope_stats(session)
             native.device_timer_drain()

@@ -12,13 +12,13 @@ from ..base import BackendUnavailable, SharedUse
 from ..nvidia.backend import NvidiaBackend
 from . import compiler_hook
 from .kernel_scopes import InstrumentationState, KernelScopes, _new_device_buffer
-from .options import FORMS, parse_mode
+from . import options as mode_options
 from ...native_core import native
 
 
 class InstrumentationBackend(NvidiaBackend):
     name = "instrumentation"
-    modes = FORMS
+    mode_grammar = mode_options.MODE_GRAMMAR
     SessionState = InstrumentationState
 
     def __init__(self):
@@ -44,8 +44,8 @@ class InstrumentationBackend(NvidiaBackend):
     def _launch_exit(self, metadata):
         self.scopes.launch_exit(metadata)
 
-    def check_mode(self, mode):
-        return parse_mode(mode)
+    def options_from(self, parsed):
+        return mode_options.options_from(parsed)
 
     def unavailable_reason(self):
         try:

@@ -18,18 +18,25 @@ An empty mode (None or "") means every default. Keys:
 import dataclasses
 
 from ... import _env
+from ..mode import ModeGrammar, Option
 
 # What Triton's proton lowering compiles (others exist in its enums but fail in the pass).
 GRANULARITIES = ("warp",)
 BUFFER_TYPES = ("shared", "global")
 BUFFER_STRATEGIES = ("circular",)
 
-_SWITCH = {"on": True, "1": True, "true": True, "yes": True, "off": False, "0": False, "false": False,
-           "no": False}
-
-FORMS = ("granularity=" + "|".join(GRANULARITIES), "buffer_type=" + "|".join(BUFFER_TYPES),
-         "buffer_strategy=" + "|".join(BUFFER_STRATEGIES), "buffer_size=<bytes>", "clock=64|32",
-         "triton=on|off", "pool_mb=<MiB>")
+# The options that change the binary, in the order the compiler mode spells them.
+COMPILED_OPTIONS = (Option("granularity", "choice", default="warp", choices=GRANULARITIES),
+                    Option("buffer_type", "choice", default="shared", choices=BUFFER_TYPES),
+                    Option("buffer_strategy", "choice", default="circular", choices=BUFFER_STRATEGIES),
+                    Option("buffer_size", "int", default=1024, low=0, high=1 << 30, form="buffer_size=<bytes>"),
+                    Option("clock", "int", default=64, choices=(64, 32)),
+                    Option("triton", "switch", default=False))
+COMPILED_GRAMMAR = ModeGrammar(COMPILED_OPTIONS)
+# "triton" left out of a mode takes FLAGTREE_PROFILER_INSTRUMENT_TRITON (options_from fills it in)
+MODE_GRAMMAR = ModeGrammar(COMPILED_OPTIONS + (Option("pool_mb", "int", default=1024, low=1, high=1 << 16,
+                                                      form="pool_mb=<MiB>"),),
+                           words=("instrumentation",), lower=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,12 +53,10 @@ class InstrumentationOptions:
         """The string put in triton.knobs.compilation.instrumentation_mode: part of every kernel's
         cache key, so instrumented and plain binaries (and different options) never share an entry.
         Only options that change the binary are in it; no commas (Triton splits modes on them)."""
-        return (f"{COMPILER_MODE_PREFIX}granularity={self.granularity}:buffer_type={self.buffer_type}"
-                f":buffer_strategy={self.buffer_strategy}:buffer_size={self.buffer_size}"
-                f":clock={self.clock}:triton={'on' if self.triton else 'off'}")
+        return COMPILER_MODE_PREFIX + COMPILED_GRAMMAR.canonical(dataclasses.asdict(self))
 
     def canonical(self):
-        return (self.compiler_mode().split(":", 1)[1] + f":pool_mb={self.pool_mb}")
+        return MODE_GRAMMAR.canonical(dataclasses.asdict(self))
 
 
 COMPILER_MODE_PREFIX = "flagtree-instrumentation:"
@@ -69,54 +74,15 @@ def options_from_compiler_mode(mode):
     return parse_mode(ours[len(COMPILER_MODE_PREFIX):])
 
 
-def _fail(message):
-    raise ValueError(f"instrumentation mode: {message}; supported forms (joined with ':'): "
-                     + ", ".join(FORMS))
-
-
-def _choice(key, value, allowed):
-    if value not in allowed:
-        _fail(f"{key}={value!r} is not one of {', '.join(allowed)}")
-    return value
-
-
-def _integer(key, value, low, high):
-    try:
-        number = int(value, 0)
-    except ValueError:
-        _fail(f"{key}={value!r} is not an integer")
-    if not low <= number <= high:
-        _fail(f"{key}={number} is outside [{low}, {high}]")
-    return number
+def options_from(parsed):
+    """InstrumentationOptions from MODE_GRAMMAR's ParsedMode."""
+    values = dict(parsed.values)
+    env_triton = _env.instrument_triton()
+    if "triton" not in parsed.given and env_triton is not None:
+        values["triton"] = env_triton
+    return InstrumentationOptions(**values)
 
 
 def parse_mode(mode):
     """InstrumentationOptions from a mode string; ValueError naming the bad part and the forms."""
-    values = {}
-    env_triton = _env.instrument_triton()
-    if env_triton is not None:
-        values["triton"] = env_triton
-    for part in (mode or "").split(":"):
-        part = part.strip()
-        if not part or part == "instrumentation":
-            continue
-        if "=" not in part:
-            _fail(f"{part!r} is not key=value")
-        key, value = (s.strip().lower() for s in part.split("=", 1))
-        if key == "granularity":
-            values[key] = _choice(key, value, GRANULARITIES)
-        elif key == "buffer_type":
-            values[key] = _choice(key, value, BUFFER_TYPES)
-        elif key == "buffer_strategy":
-            values[key] = _choice(key, value, BUFFER_STRATEGIES)
-        elif key == "buffer_size":
-            values[key] = _integer(key, value, 0, 1 << 30)
-        elif key == "clock":
-            values[key] = int(_choice(key, value, ("64", "32")))
-        elif key == "triton":
-            values[key] = _SWITCH.get(_choice(key, value, tuple(_SWITCH)))
-        elif key == "pool_mb":
-            values[key] = _integer(key, value, 1, 1 << 16)
-        else:
-            _fail(f"unknown option {key!r}")
-    return InstrumentationOptions(**values)
+    return options_from(MODE_GRAMMAR.parse(mode, "instrumentation"))

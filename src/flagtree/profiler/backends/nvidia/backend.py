@@ -27,7 +27,7 @@ import warnings
 from ... import _env
 from . import counters, cupti_attach
 from ..base import Backend, BackendUnavailable, device_info_of
-from ..libraries import could_load, loaded_library
+from ..libraries import acquire_first, could_load, loaded_library
 from ...native_core import native
 
 SUPPORTED_CUDA_MAJORS = (12, 13)
@@ -185,19 +185,22 @@ class CounterState:
 class NvidiaBackend(Backend):
     name = "nvidia"
     SessionState = CounterState
+    library = "libcupti.so"
+    env_path = "FLAGTREE_PROFILER_CUPTI_PATH"
 
     def __init__(self):
         self._library = None
 
-    def check_mode(self, mode):
+    mode_grammar = counters.MODE_GRAMMAR
+
+    def options_from(self, parsed):
         """None, or a CounterMode for "metrics" or "metrics=<a>,<b>,..." (hardware counters, see
-        backends/counters.py)."""
-        if mode is None:
+        backends/nvidia/counters.py)."""
+        if parsed.text is None:
             return None
-        metrics = counters.parse_mode(mode) if isinstance(mode, str) else None
+        metrics = counters.metrics_of(parsed)
         if metrics is None:
-            raise ValueError(f"backend 'nvidia' does not support mode {mode!r}; supported modes: "
-                             f"{counters.MODE_FORMS}")
+            raise self.mode_error(parsed.text, "it names no metrics")
         return counters.CounterMode(metrics)
 
     def attach_session(self, session):
@@ -228,15 +231,18 @@ class NvidiaBackend(Backend):
         driver_major = version // 1000 if version else None
         if self._library and _path_major(self._library) in (None, driver_major):
             return self._library
-        failures = []
-        for path in cupti_candidates(driver_major, proton_first=False):
-            try:
-                native.counters_load(path)
-                return path
-            except native.LibraryNotFound as error:
-                failures.append(str(error))
+        found = []
+
+        def load(path):
+            native.counters_load(path)
+            found.append(path)
+
+        candidates = [("candidate", path) for path in cupti_candidates(driver_major, proton_first=False)]
+        tried = acquire_first(candidates, load, native.LibraryNotFound)
+        if tried is None:
+            return found[0]
         raise RuntimeError("flagtree.profiler: no libcupti with the Range Profiler API (CUPTI 12.6+) found; "
-                           "set FLAGTREE_PROFILER_CUPTI_PATH. Tried:\n  " + "\n  ".join(failures))
+                           f"set {self.env_path}. Tried:\n  " + "\n  ".join(tried))
 
     def unavailable_reason(self):
         if not native.cuda_driver_version():
@@ -259,7 +265,6 @@ class NvidiaBackend(Backend):
         driver_major = self._driver_major()
         buffer_bytes = _env.buffer_size()
         native.cupti_set_buffer_limit(_env.buffer_limit())
-        failures = []
         cupti_attach.before_acquire()
         # Hardware counters need the libcupti of the driver's major; plain tracing takes Triton's
         # copy first, so that Proton and torch.profiler can follow in this process.
@@ -270,23 +275,16 @@ class NvidiaBackend(Backend):
         used = native.cupti_library() or None  # the tracer's, whichever backend took it
         if used and counting and _path_major(used) not in (None, driver_major):
             used = None
-        for path in iter_cupti_candidates(driver_major, proton_first=not counting, used=used):
-            try:
-                native.cupti_acquire(path, buffer_bytes)
-            except native.LibraryNotFound as error:  # cannot load, or too old: try the next
-                failures.append(str(error))
-                continue
-            except RuntimeError as error:  # keeps the type (SubscriberTaken: another tool)
-                raise type(error)(f"flagtree.profiler: {error}") from None
-            self._library = native.cupti_library()
-            self._check_version(native.cupti_version())
-            if counting:
-                self._check_counters_major(driver_major)
-            _device_facts.prefetch()  # answered while the session runs; written at finalize
-            return
-        raise BackendUnavailable(
-            "no usable libcupti found for the nvidia backend; set FLAGTREE_PROFILER_CUPTI_PATH or install "
-            "the nvidia-cuda-cupti wheel. Tried:\n  " + "\n  ".join(failures))
+        # A libcupti that cannot load, or is too old, raises LibraryNotFound: the next is tried.
+        candidates = (("candidate", path) for path in iter_cupti_candidates(driver_major, proton_first=not counting,
+                                                                          used=used))
+        self.load_library(lambda path: native.cupti_acquire(path, buffer_bytes), native.LibraryNotFound,
+                          candidates, hint=f"set {self.env_path} or install the nvidia-cuda-cupti wheel")
+        self._library = native.cupti_library()
+        self._check_version(native.cupti_version())
+        if counting:
+            self._check_counters_major(driver_major)
+        _device_facts.prefetch()  # answered while the session runs; written at finalize
 
     def _check_counters_major(self, driver_major):
         major = _api_major(native.cupti_version())

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ... import _env
 from .. import get_backend
+from ..mode import ModeGrammar, Option
 from ...native_core import native
 
 # mode="metrics" alone: enough for the derived metrics (occupancy, DRAM bandwidth and its use).
@@ -22,32 +23,23 @@ DEFAULT_METRICS = (
 # record's duration a different run): added when both DRAM byte counts are asked for.
 DURATION_METRIC = "gpu__time_duration.sum"
 DERIVED_METRICS = ("achieved_occupancy (%)", "dram_bandwidth (GB/s)", "dram_bandwidth_util (%)")
-MODE_FORMS = '"metrics" (a default set) or "metrics=<name>,<name>,..."'
+# mode "metrics" (a default set) or "metrics=<name>,<name>,..."
+MODE_GRAMMAR = ModeGrammar((Option("metrics", "list", bare=DEFAULT_METRICS, label="metric name"),))
 LIST_HINT = "list the valid names with flagtree.profiler.list_metrics() or `flagtree-profiler --list-metrics`"
 
 
 
 
-def parse_mode(mode):
-    """The metric names of a "metrics[=a,b]" mode (a tuple), or None for any other mode."""
-    if mode is None:
+def metrics_of(parsed):
+    """The metric names a "metrics[=a,b]" mode asked for (a tuple), from MODE_GRAMMAR's
+    ParsedMode, or None when it named no metrics."""
+    names = parsed["metrics"]
+    if names is None:
         return None
-    text = mode.strip()
-    if text == "metrics":
-        return DEFAULT_METRICS
-    if not text.startswith("metrics="):
-        return None
-    names = [n.strip() for n in text[len("metrics="):].split(",")]
-    if not all(names):
-        raise ValueError(f"mode {mode!r} has an empty metric name; use {MODE_FORMS}")
-    names = list(dict.fromkeys(names))
+    names = list(names)
     if "dram__bytes_read.sum" in names and "dram__bytes_write.sum" in names and DURATION_METRIC not in names:
         names.append(DURATION_METRIC)
     return tuple(names)
-
-
-def normalized_mode(metrics):
-    return "metrics=" + ",".join(metrics)
 
 
 @dataclass(frozen=True)
@@ -56,7 +48,7 @@ class CounterMode:
     metrics: tuple
 
     def canonical(self):
-        return normalized_mode(self.metrics)
+        return MODE_GRAMMAR.canonical({"metrics": self.metrics})
 
 
 def dram_peaks_gbps(devices):

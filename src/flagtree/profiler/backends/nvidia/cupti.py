@@ -18,10 +18,14 @@ from dataclasses import dataclass
 
 from ... import _env
 from .backend import NvidiaBackend
+from ..mode import ModeGrammar, Option
 from ...native_core import native
 
-MODE_FORM = "pcsampling[:interval=<5..31>,collection=continuous|serialized,range=session|launch]"
-CHOICES = {"collection": ("continuous", "serialized"), "range": ("session", "launch")}
+# interval and collection default to their environment variables (options_from fills them in)
+MODE_GRAMMAR = ModeGrammar((Option("interval", "int", low=5, high=31),
+                            Option("collection", "choice", choices=("continuous", "serialized")),
+                            Option("range", "choice", default="session", choices=("session", "launch"))),
+                           head="pcsampling", separator=",")
 SCRATCH_BYTES = 16 << 20  # CUPTI's decoded-record buffer (Proton's size, seen to work on the H200)
 # The device buffer samples land in (CUPTI's default is 512 MiB, Proton's 128 MiB). Its size is
 # paid at every Start: 122 / 73 / 61 ms for 128 / 32 / 8 MiB on the H200, none of them dropping
@@ -40,7 +44,7 @@ class PcSamplingMode:
     range: str
 
     def canonical(self):
-        return f"pcsampling:interval={self.interval},collection={self.collection},range={self.range}"
+        return MODE_GRAMMAR.canonical({"interval": self.interval, "collection": self.collection, "range": self.range})
 
 
 @dataclass
@@ -49,30 +53,22 @@ class SamplingState:
     sampling: bool = False
 
 
+def pcsampling_mode(parsed):
+    """A PcSamplingMode from MODE_GRAMMAR's ParsedMode: options the mode left out take their
+    environment variable's value (_env checks it)."""
+    values = dict(parsed.values)
+    environment = {"interval": _env.pcsampling_interval, "collection": _env.pcsampling_collection}
+    for name, read in environment.items():
+        if name not in parsed.given:
+            values[name] = read()
+    return PcSamplingMode(**values)
+
+
 def parse_pcsampling_mode(mode):
     """(normalised mode string, options dict) for a ``pcsampling[:...]`` mode; ValueError otherwise."""
-    head, _, rest = mode.partition(":")
-    if head.strip() != "pcsampling":
-        raise ValueError(f"mode {mode!r} is not supported by the cupti backend; supported: {MODE_FORM}")
-    options = {"interval": _env.pcsampling_interval(), "collection": _env.pcsampling_collection(),
-               "range": "session"}
-    for item in filter(None, (part.strip() for part in rest.split(","))):
-        key, eq, value = item.partition("=")
-        key, value = key.strip(), value.strip()
-        if not eq or key not in options:
-            raise ValueError(f"bad PC-sampling option {item!r} in mode {mode!r}; form: {MODE_FORM}")
-        if key in CHOICES:
-            if value not in CHOICES[key]:
-                raise ValueError(f"{key} must be {' or '.join(CHOICES[key])}, got {value!r} in mode {mode!r}")
-            options[key] = value
-            continue
-        try:
-            options[key] = int(value, 0)
-        except ValueError:
-            raise ValueError(f"{key} must be an integer, got {value!r} in mode {mode!r}") from None
-    if not 5 <= options["interval"] <= 31:
-        raise ValueError(f"interval must be between 5 and 31 (log2 of cycles), got {options['interval']} in mode {mode!r}")
-    return PcSamplingMode(**options).canonical(), options
+    options = pcsampling_mode(MODE_GRAMMAR.parse(mode, "cupti"))
+    return options.canonical(), {"interval": options.interval, "collection": options.collection,
+                                 "range": options.range}
 
 
 def loaded_triton_cubins():
@@ -95,8 +91,7 @@ def loaded_triton_cubins():
 
 class CuptiBackend(NvidiaBackend):
     name = "cupti"
-    modes = ("pcsampling",)
-    default_mode = None
+    mode_grammar = MODE_GRAMMAR
     SessionState = SamplingState
     #: the PC-sampling library: "" is the libcupti the tracer loaded (tests point it at a stand-in)
     pcsampling_library = ""
@@ -107,14 +102,8 @@ class CuptiBackend(NvidiaBackend):
         # there (cuBLAS's, torch's) is not searched again at every finalize.
         self._searched_crcs = set()
 
-    def check_mode(self, mode):
-        if mode is None:
-            mode = self.default_mode
-        if mode is None:
-            return None
-        if not isinstance(mode, str):
-            raise ValueError(f"mode must be a string, got {mode!r}; supported: {MODE_FORM}")
-        return PcSamplingMode(**parse_pcsampling_mode(mode)[1])
+    def options_from(self, parsed):
+        return None if parsed.text is None else pcsampling_mode(parsed)
 
     def attach_session(self, session):
         options = session.options

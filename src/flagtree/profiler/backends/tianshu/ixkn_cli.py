@@ -1,7 +1,7 @@
 """``flagtree-profiler --ixkn [--ixkn-* options] script.py ...``: the target under Iluvatar's
 kernel profiler ixkn-cli, from startup (ixKN replays kernels, so it must own the process), with
 the profiler's own session (backend tianshu) inside the child; afterwards ixKN's CSV goes into the
-profile's kernel nodes (vendor_import/ixkn_import.py) and ``<name>.vendor.json``.
+profile's kernel nodes (ixkn_import.py) and ``<name>.vendor.json``.
 
 The child is ``ixkn-cli <ixkn options> --export-profile <name> -f [--csv] python -m
 flagtree.profiler.cli <the same options> -b tianshu -m ...:launch_log=on <target>``. The CSV is
@@ -22,12 +22,15 @@ import sys
 import threading
 import time
 
-from .. import _env
-from ..paths import IXKN_REPORT, output_paths, profile_file, side_file
-from ..writers.atomic import write_json, write_text
+from ... import _env
+from ...paths import IXKN_REPORT, output_paths, profile_file, side_file
+from ...writers.atomic import write_json, write_text
 
-VALUE_OPTIONS = {"--ixkn-cli", "--ixkn-devices", "--ixkn-section", "--ixkn-kernel-name", "--ixkn-launch-count",
-                 "--ixkn-launch-skip", "--ixkn-export-profile"}
+# The extension of `flagtree-profiler` (cli/extension.py says what each name is).
+OPTION = "--ixkn"
+NEEDS_TARGET = True
+VALUE_OPTIONS = frozenset({"--ixkn-cli", "--ixkn-devices", "--ixkn-section", "--ixkn-kernel-name",
+                           "--ixkn-launch-count", "--ixkn-launch-skip", "--ixkn-export-profile"})
 
 
 def add_options(parser):
@@ -58,23 +61,23 @@ def requested(options):
     return bool(options.ixkn or _given(options))
 
 
-def main(options, kind, target, args, default_name, say):
-    problem = usage_problem(options, kind)
+def main(invocation):
+    """The --ixkn command (an extension.Invocation); returns the exit status."""
+    options = invocation.options
+    problem = usage_problem(options)
     if problem:
-        say(f"error: {problem}")
+        invocation.say(f"error: {problem}")
         return 2
-    return run(options, kind, target, args, options.name or default_name(kind, target), say)
+    return run(options, invocation.kind, invocation.target, invocation.args, invocation.name, invocation.say)
 
 
-def usage_problem(options, kind):
+def usage_problem(options):
     """A sentence saying why the options make no sense together, or None."""
     given = _given(options)
     if not options.ixkn:
         return f"{', '.join(given)} needs --ixkn" if given else None
     if options.backend and options.backend != "tianshu":
         return f"--ixkn profiles with backend tianshu; it cannot run with --backend {options.backend}"
-    if kind == "list-metrics":
-        return "--ixkn cannot be combined with --list-metrics"
     for name in ("ixkn_launch_count", "ixkn_launch_skip"):
         value = getattr(options, name)
         if value is not None and value < (1 if name == "ixkn_launch_count" else 0):
@@ -94,7 +97,7 @@ def find_cli(options):
 # --- the child command ------------------------------------------------------------------------
 
 def _ixkn_arguments(options, report):
-    from ..vendor_import.ixkn_import import section_value  # deferred: the import layer loads for --ixkn runs only
+    from .ixkn_import import section_value  # deferred: the import layer loads for --ixkn runs only
 
     args = []
     if options.ixkn_devices:
@@ -117,7 +120,7 @@ def _ixkn_arguments(options, report):
 
 
 def _metrics(options):
-    from ..backends.vendor.tianshu import parse_mode  # deferred: the tianshu backend loads for --ixkn runs only
+    from .backend import parse_mode  # deferred: the tianshu backend loads for --ixkn runs only
 
     return parse_mode(options.mode).vendor_metrics
 
@@ -263,7 +266,8 @@ def _report_file(report, started):
 
 
 def _import(options, cli, name, report, csv_text, started):
-    from ..vendor_import import attach_to_hatchet, attach_to_trace, ixkn_import  # deferred: as SECTIONS above
+    from ...vendor_import import attach_to_hatchet, attach_to_trace  # deferred: the import layer loads for --ixkn runs only
+    from . import ixkn_import  # deferred: the import layer loads for --ixkn runs only
 
     reasons, raw_inputs = [], []
     saved = _report_file(report, started)
@@ -300,7 +304,7 @@ def _keep_csv(name, text):
 
 
 def _child_launches(name, reasons):
-    from ..vendor_import import launches_from_log  # deferred: as SECTIONS above
+    from ...vendor_import import launches_from_log  # deferred: the import layer loads for --ixkn runs only
 
     path = side_file(name, "launch_log")
     try:

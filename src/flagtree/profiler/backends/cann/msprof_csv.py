@@ -13,7 +13,7 @@ import glob
 import os
 import re
 
-from .rows import VendorRow, kernel_key, number_and_unit, to_int
+from ...vendor_import.rows import VendorRow, kernel_key, number_and_unit, to_int
 
 KINDS = (("op_summary", "msprof.op_summary"), ("task_time", "msprof.task_time"),
          ("bandwidth", "msprof.bandwidth"), ("kernel_details", "torch_npu.kernel_details"))

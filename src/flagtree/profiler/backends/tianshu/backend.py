@@ -19,7 +19,7 @@ in the metadata, with ``time_source_reason``):
 makes a session fail with the reason when the route cannot run, ``time_source=host`` keeps host
 times.
 
-Mode (vendor_mode.py grammar): ``vendor_metrics=launch_stats,occupancy,instruction,memory``
+Mode (the vendor grammar, backends/mode.py): ``vendor_metrics=launch_stats,occupancy,instruction,memory``
 (the ixKN sections wanted; the ``--ixkn`` wrapper passes them as ``--section``),
 ``ixkn_import_path=<csv or .ixkn-rep>`` (import an ixKN run's CSV into this session's kernel
 nodes at finalize), ``launch_log=on`` (write ``<name>.launches.json`` for an import after the run;
@@ -32,11 +32,12 @@ from dataclasses import dataclass
 
 from ..base import Backend, BackendUnavailable, SharedUse
 from .corex import corex_detected
-from .mode_options import parse_bool, parse_vendor_mode
+from ..mode import Option, vendor_grammar, vendor_mode
 from ...native_core import native
 from ... import _env
 from ...hooks.triton import _attach, _launch_hook_owner
-from ...vendor_import import attach_in_session, ixkn_import, session_launches
+from ...vendor_import import attach_in_session, session_launches
+from . import ixkn_import
 from ...paths import side_file
 from ...writers.atomic import write_json
 from ..interpreter import interpreter_active
@@ -46,25 +47,12 @@ METRICS = ("launch_stats", "occupancy", "instruction", "memory")
 HOST_TIMED = "host_timed_launches"
 
 
-def _path(text):
-    if not text:
-        raise ValueError("needs a path")
-    return text
-
-
 TIME_SOURCES = ("auto", "device_timer", "host")
-
-
-def _time_source(text):
-    value = str(text).strip().lower()
-    if value not in TIME_SOURCES:
-        raise ValueError(f"must be one of {', '.join(TIME_SOURCES)}, got {text!r}")
-    return value
-
-
-OPTIONS = {"ixkn_import_path": _path, "launch_log": lambda v: parse_bool(v, "launch_log"),
-           "device_id": int, "kernel_scopes": lambda v: parse_bool(v, "kernel_scopes"),
-           "time_source": _time_source}
+MODE_GRAMMAR = vendor_grammar(METRICS, (Option("ixkn_import_path"),
+                                        Option("launch_log", "switch", spelled=("true", "false")),
+                                        Option("device_id", "int"),
+                                        Option("kernel_scopes", "switch", spelled=("true", "false")),
+                                        Option("time_source", "choice", choices=TIME_SOURCES)))
 
 
 @dataclass
@@ -86,7 +74,8 @@ class DeviceTimerView:
 
 
 def parse_mode(mode):
-    return parse_vendor_mode(mode, "tianshu", METRICS, OPTIONS)
+    """The VendorMode of a tianshu mode string (None: the default one)."""
+    return vendor_mode(MODE_GRAMMAR.parse(mode, "tianshu"))
 
 
 def kernel_scope_route():
@@ -137,12 +126,14 @@ class TianshuBackend(Backend):
             return str(error)
         return None
 
-    def check_mode(self, mode):
-        """The mode parsed once into a VendorMode (kept as session.options)."""
-        parsed = parse_vendor_mode(mode, self.name, METRICS, OPTIONS)
-        if parsed.options.get("kernel_scopes"):
+    mode_grammar = MODE_GRAMMAR
+
+    def options_from(self, parsed):
+        """The mode as a VendorMode (kept as session.options), the default one without a mode."""
+        options = vendor_mode(parsed)
+        if options.options.get("kernel_scopes"):
             kernel_scope_route()
-        return parsed
+        return options
 
     # -- recording launches --------------------------------------------------------------------
     def acquire(self, options):

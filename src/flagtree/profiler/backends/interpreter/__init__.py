@@ -9,8 +9,8 @@ import inspect
 import os
 import platform
 
-from .base import Backend, BackendUnavailable, SharedUse
-from ..native_core import native
+from ..base import Backend, BackendUnavailable, SharedUse
+from ...native_core import native
 
 
 def interpreter_active():

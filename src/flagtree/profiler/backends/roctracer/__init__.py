@@ -19,10 +19,9 @@ records whose launch was not seen as "unattributed_records".
 """
 import os
 
-from .. import _env
-from .libraries import acquire_first, could_load, library_candidates
-from .base import Backend, BackendUnavailable
-from ..native_core import native
+from ... import _env
+from ..base import Backend
+from ...native_core import native
 
 LIBRARY = "libroctracer64.so"
 ENV_PATH = "FLAGTREE_PROFILER_ROCTRACER_PATH"
@@ -30,36 +29,27 @@ ENV_PATH = "FLAGTREE_PROFILER_ROCTRACER_PATH"
 
 
 
-def roctracer_candidates():
-    """[(where, path)] in the documented order; path None when that place is not set."""
-    rocm = os.environ.get("ROCM_PATH", "").strip()
-    places = [("$ROCM_PATH/lib", os.path.join(rocm, "lib") if rocm else None), ("/opt/rocm/lib", "/opt/rocm/lib")]
-    return library_candidates(LIBRARY, ENV_PATH, _env.roctracer_path(), places, (LIBRARY + ".4",))
-
-
 class RoctracerBackend(Backend):
     name = "roctracer"
+    library = LIBRARY
+    env_path = ENV_PATH
+    loader_names = (LIBRARY + ".4",)
 
     def __init__(self):
         self._library = None
 
+    def install_dirs(self):
+        rocm = os.environ.get("ROCM_PATH", "").strip()
+        return [("$ROCM_PATH/lib", os.path.join(rocm, "lib") if rocm else None), ("/opt/rocm/lib", "/opt/rocm/lib")]
+
     def unavailable_reason(self):
-        tried = [path for _, path in roctracer_candidates() if path]
-        if not any(could_load(p) for p in tried):
-            return f"{LIBRARY} not found; looked at: " + ", ".join(tried)
-        return None
+        return self.library_unavailable_reason()
 
     def acquire(self, options):
         buffer_bytes = _env.buffer_size()
-        tried = acquire_first(roctracer_candidates(), lambda path: native.roctracer_acquire(path, buffer_bytes),
-                              native.LibraryNotFound)
-        if tried is None:
-            self._library = native.roctracer_library()
-            return
-        raise BackendUnavailable(
-            f"the roctracer backend needs ROCm's roctracer library ({LIBRARY}) and none could be "
-            f"loaded; set {ENV_PATH} to its path, or ROCM_PATH to the ROCm install. Tried:\n  "
-            + "\n  ".join(tried))
+        self.load_library(lambda path: native.roctracer_acquire(path, buffer_bytes), native.LibraryNotFound,
+                          hint=f"set {ENV_PATH} to its path, or ROCM_PATH to the ROCm install")
+        self._library = native.roctracer_library()
 
     def flush(self):
         native.roctracer_flush()

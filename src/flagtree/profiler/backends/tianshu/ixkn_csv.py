@@ -17,7 +17,7 @@ meet launches; the rest are optional. `missing_columns` lists what was absent.
 import csv
 from collections import OrderedDict, defaultdict
 
-from .rows import VendorRow, number_and_unit, slug, to_int
+from ...vendor_import.rows import VendorRow, number_and_unit, slug, to_int
 
 HEADER = ("Kernel ID", "Process ID", "Process Name", "Kernel Name", "Context", "Stream", "Section", "Metrics",
           "Value")

@@ -12,7 +12,7 @@ Which libmupti.so is loaded, in this order (the first that loads wins; never dlc
   4. /usr/local/musa/lib
   5. the system loader path: libmupti.so, then libmupti.so.1 (installs without the dev link)
 
-Mode (the public FlagTree Profiler's grammar, backends/vendor/mode_options.py):
+Mode (the public FlagTree Profiler's vendor grammar, backends/mode.py):
   ``vendor_metrics=launch_stats,occupancy,resource_usage,peak_memory_bandwidth``
   - occupancy: theoretical occupancy per kernel (muOccupancyMaxActiveBlocksPerMultiprocessor with
     the launch's block size and dynamic shared memory, over the SM's most warps) and
@@ -43,7 +43,8 @@ by hardware-tested prior art (docs/reference/vendors.md lists what is unverified
 import os
 
 from ..base import device_info_of
-from .dialect import DialectBackend
+from ..dialect import DialectBackend
+from ..mode import vendor_grammar
 from ...native_core import native
 from ...viewer.devices import Device
 
@@ -60,8 +61,7 @@ class MthreadsBackend(DialectBackend):
     env_path = ENV_PATH
     loader_names = ("libmupti.so.1",)
     prefix = "mupti"
-    metrics = METRICS
-    options = {}
+    mode_grammar = vendor_grammar(METRICS)
 
     def __init__(self):
         super().__init__()

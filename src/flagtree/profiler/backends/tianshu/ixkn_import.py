@@ -3,10 +3,10 @@ the run (the ``--ixkn`` wrapper). Both match with rule name_order and write ``<n
 import subprocess
 
 from . import ixkn_csv
-from .matching import IXKN_RULES, match_rows
-from .report import metadata_counts, vendor_document
-from ..paths import IXKN_REPORT
-from ..writers.atomic import write_json
+from ...vendor_import.matching import IXKN_RULES, match_rows
+from ...vendor_import.report import metadata_counts, vendor_document
+from ...paths import IXKN_REPORT
+from ...writers.atomic import write_json
 
 # tianshu's vendor_metrics names -> the ixKN sections they stand for: the identifier that
 # ixkn-cli's --section takes, and the display name its CSV's Section column holds.

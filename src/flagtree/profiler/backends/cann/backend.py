@@ -27,13 +27,13 @@ Which libmspti.so is loaded, in this order (the first that loads wins; never dlc
   4. /usr/local/Ascend/ascend-toolkit/latest/lib64, then its tools/mspti/lib64
   5. the system loader path
 
-Mode (the public FlagTree Profiler's grammar, backends/vendor/mode_options.py), e.g.
+Mode (the public FlagTree Profiler's vendor grammar, backends/mode.py), e.g.
 ``"runtime_base:device_id=0:mstx_enabled=true"``:
   - mstx_enabled=true: every scope is also an mstx range in the "flagtree_profiler" domain, so
     msprof and MindStudio timelines show our scopes;
   - vendor_metrics=aicore,bandwidth: refused in a session that traces with MSPTI: Ascend
     documents that aclprof/msprof beside MSPTI in one process loses data. They need a run of
-    their own (backends/vendor/cann_metrics.py is that run's import);
+    their own (backends/cann/metrics.py is that run's import);
   - device_id=<n>: the device the vendor metrics are collected on.
 
 MSPTI must not run beside another profiler: msprof (as this process's launcher or through
@@ -48,8 +48,9 @@ import os
 import sys
 import warnings
 
-from .dialect import DialectBackend
-from .mode_options import parse_bool
+from ..base import SharedUse
+from ..dialect import DialectBackend
+from ..mode import Option, vendor_grammar
 from ...native_core import native
 
 LIBRARY = "libmspti.so"
@@ -57,14 +58,8 @@ ENV_PATH = "FLAGTREE_PROFILER_MSPTI_PATH"
 METRICS = ("aicore", "bandwidth")
 
 
-def _device_id(text):
-    value = int(text, 0)
-    if value < 0:
-        raise ValueError(f"device_id must be >= 0, got {text!r}")
-    return value
-
-
-OPTIONS = {"device_id": _device_id, "mstx_enabled": lambda text: parse_bool(text, "mstx_enabled")}
+MODE_GRAMMAR = vendor_grammar(METRICS, (Option("device_id", "int", low=0),
+                                        Option("mstx_enabled", "switch", spelled=("true", "false"))))
 
 
 def _ancestor_names(limit=64):
@@ -102,16 +97,14 @@ def other_profilers():
     return found
 
 
-def restart_with_preload():
+def restart_with_preload(backend):
     """For ``flagtree-profiler -b cann``: starts this command again (os.execve) with the libmspti.so
     the backend would load first in LD_PRELOAD, so that MSPTI gives its runtime callbacks and
     MEMCPY/MEMSET records. Returns (does nothing) when it is there already (so after the restart),
     or when no file named libmspti.so* is found (the session then says what it lacks)."""
     if "libmspti.so" in os.environ.get("LD_PRELOAD", ""):
         return
-    from .. import get_backend  # deferred: the registry imports this module
-
-    path = next((p for _, p in get_backend("cann").candidates()
+    path = next((p for _, p in backend.library_candidates()
                  if p and os.path.isfile(p) and "libmspti.so" in os.path.basename(p)), None)
     if path is None:
         return
@@ -137,8 +130,7 @@ class CannBackend(DialectBackend):
     library = LIBRARY
     env_path = ENV_PATH
     prefix = "mspti"
-    metrics = METRICS
-    options = OPTIONS
+    mode_grammar = MODE_GRAMMAR
 
     class SessionState:
         def __init__(self):
@@ -148,8 +140,11 @@ class CannBackend(DialectBackend):
         super().__init__()
         self._undo_hooks = []
         self._told_preload = False
-        self._users = 0
+        self._use = SharedUse()  # the launch hooks go with the last user
         self._hook_error = None
+
+    def before_command(self):
+        restart_with_preload(self)
 
     def install_dirs(self):
         home = os.environ.get("ASCEND_TOOLKIT_HOME", "").strip()
@@ -160,14 +155,14 @@ class CannBackend(DialectBackend):
                 (f"{default}/lib64", f"{default}/lib64"),
                 (f"{default}/tools/mspti/lib64", f"{default}/tools/mspti/lib64")]
 
-    def check_mode(self, mode):
-        parsed = super().check_mode(mode)
-        if parsed is not None and parsed.vendor_metrics:
-            raise ValueError(f"backend 'cann': vendor_metrics={','.join(parsed.vendor_metrics)} collects with "
+    def options_from(self, parsed):
+        options = super().options_from(parsed)
+        if options is not None and options.vendor_metrics:
+            raise ValueError(f"backend 'cann': vendor_metrics={','.join(options.vendor_metrics)} collects with "
                              f"aclprof, which must not run in the same process as MSPTI (Ascend documents that "
                              f"data is lost); collect the vendor metrics in a run of their own, with msprof or "
                              f"aclprof alone, and leave vendor_metrics out of this session's mode")
-        return parsed
+        return options
 
     # --- launches: Triton's launch hook (MSPTI does not see rtKernelLaunch) ---
     def after_acquire(self):
@@ -199,15 +194,17 @@ class CannBackend(DialectBackend):
         self._undo_hooks.append(_attach(owner, "launch_exit_hook", exit, order="first"))
 
     def acquire(self, options):
-        super().acquire(options)
-        self._users += 1
+        with self._use.lock:
+            super().acquire(options)
+            self._use.acquire(lambda: None)  # the hooks went in with the tracer (after_acquire)
 
     def release(self):
-        self._users = max(0, self._users - 1)
-        if self._users == 0:  # the hooks go with the last user, before the tracer stops
-            while self._undo_hooks:
-                self._undo_hooks.pop()()
+        self._use.release(self._remove_launch_hooks)  # before the tracer stops
         super().release()
+
+    def _remove_launch_hooks(self):
+        while self._undo_hooks:
+            self._undo_hooks.pop()()
 
     def check_no_other_profiler(self):
         if getattr(native, "mspti_running")():

@@ -13,6 +13,8 @@ def corex_detected():
 
 
 def is_corex(target):
-    """corex_detected(), or a CUDA target with CoreX's warp size of 64 (`target`: Triton's
-    current target)."""
+    """Whether Triton's current target, reported as "cuda", is CoreX: corex_detected(), or
+    CoreX's warp size of 64."""
+    if getattr(target, "backend", None) != "cuda":
+        return False
     return corex_detected() or getattr(target, "warp_size", None) == 64

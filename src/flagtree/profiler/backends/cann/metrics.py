@@ -20,7 +20,8 @@ import subprocess
 
 from ..base import BackendUnavailable
 from ...native_core import native
-from ...vendor_import import MSPROF_RULES, attach_in_session, match_rows, metadata_counts, msprof_csv, session_launches, vendor_document
+from ...vendor_import import MSPROF_RULES, attach_in_session, match_rows, metadata_counts, session_launches, vendor_document
+from . import msprof_csv
 from ...paths import side_file
 from ...writers.atomic import write_json
 
