@@ -1,7 +1,11 @@
 """The one mode grammar (backends/mode.py): its vendor form (cann, mthreads, tianshu), the forms
 the other backends declare, one set of switch words and one error wording."""
+import os
+import re
+
 import pytest
 
+from flagtree.profiler.backends import get_backend
 from flagtree.profiler.backends.mode import (FALSE_WORDS, TRUE_WORDS, ModeGrammar, Option, VendorMode,
                                              vendor_grammar, vendor_mode)
 
@@ -99,3 +103,12 @@ def test_a_text_value_keeps_its_commas():
     assert parsed.values == {"path": "/runs/a,b.csv", "device_id": 2}
     with pytest.raises(ValueError, match="path needs a value"):
         grammar.parse("path=", "tianshu")
+
+
+def test_the_backends_page_shows_the_error_a_backend_really_gives():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "docs", "reference", "backends.md")) as f:
+        shown = re.search(r"worded one way for all: `([^`]*)`", f.read()).group(1)
+    with pytest.raises(ValueError) as error:
+        get_backend("cann").check_mode("colour=red")
+    assert " ".join(shown.split()) == str(error.value)
