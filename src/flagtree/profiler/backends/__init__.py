@@ -6,23 +6,21 @@ all ten), the Triton targets it is chosen for, and its extension of `flagtree-pr
 """
 import importlib
 import importlib.util
-from dataclasses import dataclass
 
 from .. import _env
 from .base import Backend, BackendUnavailable
 
 
-@dataclass(frozen=True)
 class Registration:
     """factory: the Backend subclass, or "module:Class" (module relative to this package).
     targets: Triton targets (``target.backend``) this backend is chosen for. claims:
     "module:function" asked with Triton's target before the targets are (a device that reports
     another vendor's target). cli_extension: the module of its `flagtree-profiler` options
-    (cli/extension.py says what it provides)."""
-    factory: object
-    targets: tuple = ()
-    claims: str = None
-    cli_extension: str = None
+    (cli/extension.py says what it provides). A plain class: the package's import makes ten."""
+    __slots__ = ("factory", "targets", "claims", "cli_extension")
+
+    def __init__(self, factory, targets=(), claims=None, cli_extension=None):
+        self.factory, self.targets, self.claims, self.cli_extension = factory, tuple(targets), claims, cli_extension
 
 
 _REGISTRY = {}

@@ -11,8 +11,10 @@ as their colon forms, and pieces without ``=`` are more items of a list
 words: TRUE_WORDS and FALSE_WORDS. A backend declares its options (``Option``) in a ``ModeGrammar``; the grammar
 parses, validates, words every error the same way (naming the supported forms) and writes the
 canonical text that ``session.mode`` and the metadata carry.
+
+Plain classes, not dataclasses: every process that imports the package imports this module
+(the viewer too), and a dataclass is generated code, made at import.
 """
-from dataclasses import dataclass, field
 
 TRUE_WORDS = ("on", "true", "1", "yes")
 FALSE_WORDS = ("off", "false", "0", "no")
@@ -20,7 +22,6 @@ _UNSET = object()
 KINDS = ("switch", "int", "choice", "list", "text")
 
 
-@dataclass(frozen=True)
 class Option:
     """One option of a backend's mode.
 
@@ -29,22 +30,23 @@ class Option:
     bare: the value of the option written as a word alone (unset: it needs ``=``). shown: when
     the canonical text names it: "always", "given" (only when the mode set it) or "nonempty".
     spelled: the (true, false) words the canonical text writes for a switch. label: what one
-    item is called in an error (defaults to the name)."""
-    name: str
-    kind: str = "text"
-    default: object = None
-    choices: tuple = ()
-    low: int = None
-    high: int = None
-    bare: object = _UNSET
-    shown: str = "always"
-    spelled: tuple = ("on", "off")
-    label: str = ""
-    form: str = ""
+    item is called in an error (defaults to the name). form: the supported-forms spelling, when
+    the one made from the rest does not say enough."""
+    __slots__ = ("name", "kind", "default", "choices", "low", "high", "bare", "shown", "spelled", "label", "form")
 
-    def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"option {self.name!r}: kind must be one of {', '.join(KINDS)}")
+    def __init__(self, name, kind="text", *, default=None, choices=(), low=None, high=None, bare=_UNSET,
+                 shown="always", spelled=("on", "off"), label="", form=""):
+        if kind not in KINDS:
+            raise ValueError(f"option {name!r}: kind must be one of {', '.join(KINDS)}")
+        self.name, self.kind, self.default, self.choices = name, kind, default, tuple(choices)
+        self.low, self.high, self.bare, self.shown = low, high, bare, shown
+        self.spelled, self.label, self.form = spelled, label, form
+
+    def replace(self, **changes):
+        """A copy with `changes` (keyword: value) made."""
+        fields = {name: getattr(self, name) for name in self.__slots__ if name not in ("name", "kind")}
+        fields.update(changes)
+        return Option(self.name, self.kind, **fields)
 
     def form_text(self):
         """How the supported-forms line spells this option."""
@@ -61,14 +63,17 @@ class Option:
         return f"{self.name}[={values}]" if self.bare is not _UNSET else text
 
 
-@dataclass(frozen=True)
 class ParsedMode:
     """What a mode string said: ``values`` (every option, defaults filled in), ``given`` (the
-    names the string set), ``text`` (the string itself, None when no mode was given)."""
-    values: dict
-    given: frozenset = frozenset()
-    text: str = None
-    grammar: object = field(default=None, compare=False, repr=False)
+    names the string set), ``text`` (the string itself, None when no mode was given), and the
+    grammar that read it."""
+    __slots__ = ("values", "given", "text", "grammar")
+
+    def __init__(self, values, given=frozenset(), text=None, grammar=None):
+        self.values, self.given, self.text, self.grammar = values, frozenset(given), text, grammar
+
+    def __repr__(self):
+        return f"ParsedMode({self.values!r}, given={sorted(self.given)!r}, text={self.text!r})"
 
     def __getitem__(self, name):
         return self.values[name]
@@ -77,20 +82,16 @@ class ParsedMode:
         return self.grammar.canonical(self.values, self.given)
 
 
-@dataclass(frozen=True)
 class ModeGrammar:
     """A backend's options. head: a word the mode must start with (None: none). words: words
     that may stand anywhere and mean nothing (the backend's own name). separator: what joins the
     tokens after the head in the canonical text. lower: keys and values are read lower-case."""
-    options: tuple = ()
-    head: str = None
-    words: tuple = ()
-    separator: str = ":"
-    lower: bool = False
-    by_name: dict = field(init=False, repr=False, compare=False)
+    __slots__ = ("options", "head", "words", "separator", "lower", "by_name")
 
-    def __post_init__(self):
-        object.__setattr__(self, "by_name", {o.name: o for o in self.options})
+    def __init__(self, options=(), head=None, words=(), separator=":", lower=False):
+        self.options, self.head, self.words = tuple(options), head, tuple(words)
+        self.separator, self.lower = separator, lower
+        self.by_name = {o.name: o for o in self.options}
 
     def forms(self):
         """The supported forms, as every error names them."""
@@ -239,15 +240,22 @@ def spell(option, value):
     return str(value)
 
 
-@dataclass(frozen=True)
 class VendorMode:
     """The options of the vendor backends' mode (cann, mthreads, tianshu), the public FlagTree
     Profiler's spelling: ``runtime_base[=on|off]:vendor_metrics=<a>,<b>:<key>=<value>...``.
     ``options`` holds the backend options the mode set."""
-    runtime_base: bool = True
-    vendor_metrics: tuple = ()
-    options: dict = field(default_factory=dict)
-    grammar: object = field(default=None, compare=False, repr=False)
+    __slots__ = ("runtime_base", "vendor_metrics", "options", "grammar")
+
+    def __init__(self, runtime_base=True, vendor_metrics=(), options=None, grammar=None):
+        self.runtime_base, self.vendor_metrics = runtime_base, tuple(vendor_metrics)
+        self.options, self.grammar = dict(options or {}), grammar
+
+    def __eq__(self, other):
+        return isinstance(other, VendorMode) and (self.runtime_base, self.vendor_metrics, self.options) == (
+            other.runtime_base, other.vendor_metrics, other.options)
+
+    def __repr__(self):
+        return f"VendorMode({self.runtime_base!r}, {self.vendor_metrics!r}, {self.options!r})"
 
     def canonical(self):
         values = {"runtime_base": self.runtime_base, "vendor_metrics": self.vendor_metrics, **self.options}
@@ -257,7 +265,7 @@ class VendorMode:
 def vendor_grammar(metrics, options=()):
     """The grammar of a vendor backend: its vendor_metrics names and its own options (shown in
     the canonical text only when the mode sets them, in name order)."""
-    own = tuple(sorted((Option(**{**o.__dict__, "shown": "given"}) for o in options), key=lambda o: o.name))
+    own = tuple(sorted((o.replace(shown="given") for o in options), key=lambda o: o.name))
     return ModeGrammar((Option("runtime_base", "switch", default=True, bare=True),
                         Option("vendor_metrics", "list", default=(), choices=tuple(metrics), shown="nonempty",
                                label="vendor metric")) + own)
