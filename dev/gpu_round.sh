@@ -20,7 +20,7 @@ import torch, triton, flagtree.profiler as p
 from flagtree.profiler import _native
 from flagtree.profiler.backends.nvidia.backend import cupti_candidates
 print("torch", torch.__version__, "triton", triton.__version__, torch.cuda.get_device_name(0))
-print("driver", _native.cuda_driver_version(), "cupti candidates", cupti_candidates(13)[:4])
+print("driver", _native.nvidia.cuda_driver_version(), "cupti candidates", cupti_candidates(13)[:4])
 print("loaded cupti:", [l.split()[-1] for l in open("/proc/self/maps") if "libcupti" in l][:3])
 PY
 if [ "$what" = tests ] || [ "$what" = all ]; then

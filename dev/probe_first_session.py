@@ -26,12 +26,12 @@ t = time.perf_counter
 t0 = t(); import flagtree.profiler as profiler; from flagtree.profiler import _native; t1 = t()
 out = {"import_ms": (t1 - t0) * 1e3}
 if sys.argv[1] == "before":
-    t0 = t(); _native.cuda_devices(); out["cuda_devices_cold_ms"] = (t() - t0) * 1e3
-    t0 = t(); _native.cuda_devices(); out["cuda_devices_warm_ms"] = (t() - t0) * 1e3
+    t0 = t(); _native.nvidia.cuda_devices(); out["cuda_devices_cold_ms"] = (t() - t0) * 1e3
+    t0 = t(); _native.nvidia.cuda_devices(); out["cuda_devices_warm_ms"] = (t() - t0) * 1e3
 else:
     base = os.path.join(tempfile.mkdtemp(), "p")
     t0 = t(); profiler.start(base, backend="nvidia"); out["start_ms"] = (t() - t0) * 1e3
-    t0 = t(); _native.cuda_devices(); out["cuda_devices_cold_in_session_ms"] = (t() - t0) * 1e3
+    t0 = t(); _native.nvidia.cuda_devices(); out["cuda_devices_cold_in_session_ms"] = (t() - t0) * 1e3
     a @ a; torch.cuda.synchronize()
     t0 = t(); profiler.finalize(); out["finalize_ms"] = (t() - t0) * 1e3
     profiler.release()
@@ -70,18 +70,18 @@ from flagtree.profiler import _native, session as session_module
 from flagtree.profiler.writers import profile as profile_writer, metadata as metadata_writer
 {timed}
 timed(profile_writer, "_tree_request", "write.tree_request")
-timed(_native, "session_write", "write.native_session_write")
+timed(_native.dump, "session_write", "write.native_session_write")
 timed(session_module, "write_profile", "write.write_profile")
 timed(session_module, "build_metadata", "write.build_metadata")
 timed(session_module, "write_metadata", "write.write_metadata")
 timed(session_module, "remove", "write.remove_old_metadata")
 timed(session_module, "_close", "finalize._close")
-timed(_native, "session_stats", "write.session_stats")
-timed(_native, "session_settle_extras", "write.settle_extras")
-timed(_native, "pending_launches", "write.pending_launches")
+timed(_native.session, "session_stats", "write.session_stats")
+timed(_native.session, "session_settle_extras", "write.settle_extras")
+timed(_native.session, "pending_launches", "write.pending_launches")
 base = os.path.join(tempfile.mkdtemp(), "p")
 t0 = t(); profiler.start(base, backend="nvidia"); out["start"] = t() - t0
-t0 = t(); _native.cuda_devices(); out["cuda_devices_in_session"] = t() - t0
+t0 = t(); _native.nvidia.cuda_devices(); out["cuda_devices_in_session"] = t() - t0
 a @ a; torch.cuda.synchronize()
 t0 = t(); profiler.finalize(); out["finalize"] = t() - t0
 profiler.release()
@@ -118,7 +118,7 @@ base = os.path.join(tempfile.mkdtemp(), "p")
 t0 = t(); profiler.start(base, backend="nvidia"); out["start"] = t() - t0
 t0 = t(); work(); out["work"] = t() - t0
 t0 = t(); profiler.finalize(); out["finalize"] = t() - t0
-for step, ns in _native.cupti_attach_stats()["start_phases_ns"].items():
+for step, ns in _native.nvidia.cupti_attach_stats()["start_phases_ns"].items():
     out["tracer." + step] = ns * 1e-9
 profiler.release()
 print(json.dumps({k: round(v * 1e3, 3) for k, v in sorted(out.items())}))

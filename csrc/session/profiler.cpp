@@ -35,7 +35,7 @@ void Profiler::onLaunch(uint32_t correlation, bool multiRecord, uint64_t launchN
   p.multi = multiRecord;
   ++ts.launchSerial;
   sessions_.forEach(mask, [&](int slot, Session& s) {
-    p.node[slot] = contextSource(s.context).resolve(ts, s);
+    p.node[slot] = contextSource(s.context).resolve(ts, s.contextTree());
     p.mask |= 1u << slot;
   });
   pending_.insert(correlation, p);

@@ -223,13 +223,13 @@ def test_dram_bandwidth_util_against_the_device_peak(standin, tmp_path):
     slot = sessions._sessions[sid].slot
     peak = counters.dram_peaks_gbps([{"index": 0, "memory_clock_rate": 2_000_000, "bus_width": 4096}])
     assert peak == [2048.0]  # 2 GHz x 4096 bits x 2 / 8
-    _native.counters_load(standin.path)
-    _native.counters_add_session(standin.path, slot, [BYTES_READ, BYTES_WRITE, DURATION], 16, peak, CTX, 0)
-    _native.session_enable_extras(slot)
-    _native.session_set_mean_metrics(slot, _native.counters_mean_metrics())
+    _native.counters.counters_load(standin.path)
+    _native.counters.counters_add_session(standin.path, slot, [BYTES_READ, BYTES_WRITE, DURATION], 16, peak, CTX, 0)
+    _native.session.session_enable_extras(slot)
+    _native.session.session_set_mean_metrics(slot, _native.counters.counters_mean_metrics())
     Gpu(standin).launch("k", {BYTES_READ: 512_000, BYTES_WRITE: 512_000, DURATION: 1000}, slots=1 << slot)
-    _native.counters_flush()
-    _native.counters_remove_session(slot)
+    _native.counters.counters_flush()
+    _native.counters.counters_remove_session(slot)
     profiler.finalize()
     root, _ = load_tree(tmp_path / "u.hatchet")
     k = find(root, "k")["metrics"]
@@ -262,7 +262,7 @@ def test_passes_reported_for_a_multi_pass_set(standin, tmp_path):
 def test_cupti_without_range_profiler_is_a_clear_error(tmp_path):
     old = build_standin("cupti_counters_standin.c", tmp_path, "libcupti.so.12", ["-DSTANDIN_NO_RANGE_PROFILER"])
     with pytest.raises(RuntimeError, match=r"lacks cuptiRangeProfilerEnable.*CUPTI 12\.6 or newer"):
-        _native.counters_load(old)
+        _native.counters.counters_load(old)
 
 
 def test_list_metrics_helper_and_cli(standin):

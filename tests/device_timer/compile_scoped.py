@@ -52,7 +52,7 @@ def main():
     print(json.dumps({
         "scopes_mode": scopes_mode, "mode": mode, "mode_after_stamps": mode_after_stamps,
         "mode_restored": triton.knobs.compilation.instrumentation_mode == "",
-        "align_tag": _native.device_timer_layout()["align_tag"],
+        "align_tag": _native.device_timer.device_timer_layout()["align_tag"],
         "scoped_scratch": [scoped.metadata.profile_scratch_size, scoped.metadata.profile_scratch_align],
         "scoped_stamps": scoped.asm["ptx"].count("device_timer: entry stamp"),
         "scoped_header_words": info.layout.header_words,

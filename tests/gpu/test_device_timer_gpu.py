@@ -69,12 +69,12 @@ def test_no_cupti_is_loaded_by_a_session(tmp_path):
         from flagtree.profiler import _native
         import sys; sys.path.insert(0, {os.path.dirname(SRC) + '/examples'!r})
         from triton_kernels import add_kernel
-        before = _native.loaded_library_path("libcupti.so")
+        before = _native.core.loaded_library_path("libcupti.so")
         x = torch.rand(4096, device="cuda"); out = torch.empty_like(x)
         s = p.start({str(tmp_path / 'c')!r}, backend="device_timer")
         add_kernel[(4,)](x, x, out, 4096, BLOCK=1024)
         p.finalize(s)
-        print(before is None, _native.loaded_library_path("libcupti.so") is None)
+        print(before is None, _native.core.loaded_library_path("libcupti.so") is None)
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -258,7 +258,7 @@ def scaled_sum(x, out, n, BLOCK: tl.constexpr, STEPS: tl.constexpr):
 
 n = 1 << 16
 x = torch.rand(n, device="cuda"); out = torch.empty_like(x); plain = torch.empty_like(x)
-before = _native.loaded_library_path("libcupti.so")  # torch may map one at import
+before = _native.core.loaded_library_path("libcupti.so")  # torch may map one at import
 s = p.start(NAME, backend="device_timer")
 with p.scope("step"):
     for _ in range(5):
@@ -273,7 +273,7 @@ with p.scope("again"):
         scaled_sum[(n // 1024,)](x, out, n, BLOCK=1024, STEPS=4)
 torch.cuda.synchronize()
 p.finalize(s)
-after = _native.loaded_library_path("libcupti.so")
+after = _native.core.loaded_library_path("libcupti.so")
 print(json.dumps({"cupti_loaded_by_session": after != before, "scoped_right": bool(torch.allclose(out, x * 10)),
                   "plain_right": bool(torch.allclose(plain, x + x))}))
 '''

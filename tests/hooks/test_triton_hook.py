@@ -278,7 +278,7 @@ SCENARIOS = textwrap.dedent(r'''
 
         metadata = lazy(name, fn, args)
         knobs.runtime.launch_enter_hook(metadata)
-        _native.record_host_kernel(record_as or name, 100, 110, (1, 1, 1), (128, 1, 1))
+        _native.session.record_host_kernel(record_as or name, 100, 110, (1, 1, 1), (128, 1, 1))
         knobs.runtime.launch_exit_hook(metadata)
 
 
@@ -370,7 +370,7 @@ SCENARIOS = textwrap.dedent(r'''
         installed_enter = CompiledKernel.launch_enter_hook is not None
         metadata = lazy("mm_kernel", mm_meta, ((1, 1), None, {"M": 2, "N": 4, "K": 8}))
         CompiledKernel.launch_enter_hook(metadata)
-        _native.record_host_kernel("mm_kernel", 100, 110, (1, 1, 1), (128, 1, 1))
+        _native.session.record_host_kernel("mm_kernel", 100, 110, (1, 1, 1), (128, 1, 1))
         CompiledKernel.launch_exit_hook(metadata)
         handle.remove()
         profiler.finalize()

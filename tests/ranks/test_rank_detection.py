@@ -67,7 +67,7 @@ def test_a_left_out_rank_pays_nothing(launcher, tmp_path, monkeypatch):
     # what a disabled start() must never reach: backend selection, a backend, the native session
     monkeypatch.setattr(session, "select_backend", no_backend)
     monkeypatch.setattr(session, "get_backend", no_backend)
-    monkeypatch.setattr(session.native, "session_create", no_backend)
+    monkeypatch.setattr(session.native.session, "session_create", no_backend)
     for _ in range(3):
         assert profiler.start(str(tmp_path / "x")) == -1
     assert session.open_sessions() == []

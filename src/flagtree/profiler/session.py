@@ -111,19 +111,19 @@ def _start_locked(name, context, data, backend, mode, hook):
 
     paths = output_paths(base, data, shared_name=_name_kinds.get(base, data) != data)
     session = Session(_next_id[0], base, context, data, impl, options, hook, paths)
-    session.slot = native.session_create(native.ContextKind[context], native.DataKind[data],
+    session.slot = native.session.session_create(native.ContextKind[context], native.DataKind[data],
                                          native.TimeSource[impl.time_source_kind])
     try:
         _acquire(impl, options, chosen_by_environment=backend is None and bool(_env.backend()))
     except BaseException:
-        native.session_remove(session.slot)
+        native.session.session_remove(session.slot)
         raise
     # A backend may pick its time source while starting (tianshu: the device timer or the host).
-    native.session_set_time_source(session.slot, native.TimeSource[impl.time_source_kind])
+    native.session.session_set_time_source(session.slot, native.TimeSource[impl.time_source_kind])
     try:
         impl.attach_session(session)
     except BaseException:
-        native.session_remove(session.slot)
+        native.session.session_remove(session.slot)
         impl.release()
         raise
     try:
@@ -136,15 +136,15 @@ def _start_locked(name, context, data, backend, mode, hook):
     except BaseException:
         if session.inheritance:
             inheritance.uninstall()
-        native.session_remove(session.slot)
+        native.session.session_remove(session.slot)
         impl.release()
         raise
     if _env.nvtx_enabled():
         nvtx.install()
         session.nvtx = True
     session.dropped_at_start = impl.dropped_records()
-    session.start_realtime_ns = native.realtime_ns()
-    session.start_monotonic_ns = native.monotonic_ns()
+    session.start_realtime_ns = native.core.realtime_ns()
+    session.start_monotonic_ns = native.core.monotonic_ns()
     _next_id[0] += 1
     _sessions[session.id] = session
     _name_kinds.setdefault(base, data)  # claimed once the session runs: a failed start claims nothing
@@ -182,12 +182,12 @@ def flush_part(session_id=None):
 
 
 def _write_parts_locked(sessions):
-    began = native.monotonic_ns()
+    began = native.core.monotonic_ns()
     # Every open session's backend is flushed (not only the targets'): graph launches made
     # before `began` then have all their records delivered and can be forgotten.
     for impl in {id(s.backend): s.backend for s in _sessions.values()}.values():
         impl.flush()
-    native.prune_graph_launches(began)
+    native.session.prune_graph_launches(began)
     return [_write_part(s) for s in sessions]
 
 
@@ -213,7 +213,7 @@ def activate(session_id=None):
         return
     with _lock:
         for s in _targets(session_id):
-            native.session_set_active(s.slot, True)
+            native.session.session_set_active(s.slot, True)
 
 
 def deactivate(session_id=None):
@@ -221,7 +221,7 @@ def deactivate(session_id=None):
         return
     with _lock:
         for s in _targets(session_id):
-            native.session_set_active(s.slot, False)
+            native.session.session_set_active(s.slot, False)
 
 
 def finalize(session_id=None):
@@ -252,7 +252,7 @@ def _check_issued(session_id):
 
 def _finalize_locked(sessions):
     for s in sessions:
-        native.session_begin_close(s.slot)
+        native.session.session_begin_close(s.slot)
     for impl in {id(s.backend): s.backend for s in sessions}.values():
         impl.flush()
     errors = []
@@ -270,19 +270,19 @@ def _finalize_locked(sessions):
 
 
 def _write_outputs(s):
-    s.stop_realtime_ns = native.realtime_ns()
-    counts = native.session_stats(s.slot)
+    s.stop_realtime_ns = native.core.realtime_ns()
+    counts = native.session.session_stats(s.slot)
     stats = {
         "kernel_records": counts["records"],
         "unattributed_records": counts["unattributed"],
         # launches whose records never arrived after the final flush
-        "lost_launches": native.pending_launches(s.slot),
+        "lost_launches": native.session.pending_launches(s.slot),
         "dropped_records": s.backend.dropped_records() - s.dropped_at_start,
     }
     shift = device_clock_shift(s, counts)
     if shift:  # durations stand; a trace's device events are moved (writers/profile.py)
         stats["device_clock_shift_ns"] = shift
-    unmatched = native.session_settle_extras(s.slot)
+    unmatched = native.session.session_settle_extras(s.slot)
     if unmatched:  # extras (counters, samples) whose launch never got a record
         stats["unmatched_extras"] = unmatched
     stats.update(s.extra_stats)
@@ -328,7 +328,7 @@ def _close(s):
     if s.inheritance:
         inheritance.uninstall()
         s.inheritance = False
-    native.session_remove(s.slot)
+    native.session.session_remove(s.slot)
     try:
         s.backend.detach_session(s)
     finally:

@@ -105,13 +105,13 @@ class InterpreterBackend(Backend):
             grid = evaluated  # as Triton gives it to launch_metadata on a GPU: not padded
         if self.before_launch is not None:
             self.before_launch(fn_self, args, grid, kwargs)
-        start = native.monotonic_ns()
+        start = native.core.monotonic_ns()
         result = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
-        end = native.monotonic_ns()
+        end = native.core.monotonic_ns()
         # A launch that raised ran no kernel, as on a GPU: only finished launches are recorded.
         dims = evaluated + (1,) * (3 - len(evaluated)) if evaluated is not None else (0, 0, 0)
         num_warps = int(kwargs.get("num_warps", 4) or 4)
-        native.record_host_kernel(name, start, end, dims, (num_warps * 32, 1, 1), native.DeviceType.CPU, 0, 0)
+        native.session.record_host_kernel(name, start, end, dims, (num_warps * 32, 1, 1), native.DeviceType.CPU, 0, 0)
         return result
 
     def device_info(self):

@@ -12,7 +12,7 @@ def loaded_library(file_prefix):
     fight over its single subscriber, so an already-loaded copy is always preferred. The dynamic
     loader's own list is asked (reading /proc/self/maps cost ~1 ms of the first session in a
     process with torch)."""
-    return native.loaded_library_path(file_prefix)
+    return native.core.loaded_library_path(file_prefix)
 
 
 def could_load(path):

@@ -51,10 +51,11 @@ class RoctracerBackend(Backend):
 
     def acquire(self, options):
         buffer_bytes = _env.buffer_size()
-        tried = acquire_first(roctracer_candidates(), lambda path: native.roctracer_acquire(path, buffer_bytes),
+        tried = acquire_first(roctracer_candidates(),
+                              lambda path: native.roctracer.roctracer_acquire(path, buffer_bytes),
                               native.LibraryNotFound)
         if tried is None:
-            self._library = native.roctracer_library()
+            self._library = native.roctracer.roctracer_library()
             return
         raise BackendUnavailable(
             f"the roctracer backend needs ROCm's roctracer library ({LIBRARY}) and none could be "
@@ -62,10 +63,10 @@ class RoctracerBackend(Backend):
             + "\n  ".join(tried))
 
     def flush(self):
-        native.roctracer_flush()
+        native.roctracer.roctracer_flush()
 
     def release(self):
-        native.roctracer_release()
+        native.roctracer.roctracer_release()
 
     def dropped_records(self):
         # roctracer has no dropped-record query; see the module docstring.
@@ -78,8 +79,8 @@ class RoctracerBackend(Backend):
 
     def describe(self):
         return {"backend": self.name, "roctracer_library": self._library,
-                "roctracer_version": native.roctracer_version() or None,
-                "roctracer_records": dict(native.roctracer_stats()),
+                "roctracer_version": native.roctracer.roctracer_version() or None,
+                "roctracer_records": dict(native.roctracer.roctracer_stats()),
                 "dropped_records_note": "roctracer reports no dropped-record count; lost records appear "
                                         "as lost_launches, records without a seen launch as "
                                         "unattributed_records"}

@@ -326,7 +326,7 @@ def _list_metrics(options):
 
 
 def _list_metrics_hint(options):
-    if native.cuda_driver_version():
+    if native.nvidia.cuda_driver_version():
         return ""
     return ("; listing metrics needs the CUDA driver (libcuda.so.1), which this machine lacks: CUPTI's "
             "metric tables cannot be read offline here" + (", even for a named chip" if options.chip else ""))
@@ -375,7 +375,7 @@ def _begin(options, kind, target):
     """Starts the command's session: the Session (None when profiling is disabled), or False
     after saying why it could not start."""
     if kind == "pytest" and options.context == "python" and not options.keep_pytest_frames:
-        native.python_frames_skip(target_runner.PYTEST_FRAME_FILES)
+        native.context.python_frames_skip(target_runner.PYTEST_FRAME_FILES)
     try:
         session_id = _session.start_command_session(
             name=options.name or _default_name(kind, target), context=options.context,

@@ -16,7 +16,7 @@ _original_start = None
 
 
 def _start(thread):
-    snapshot = native.context_snapshot(True)
+    snapshot = native.context.context_snapshot(True)
     run = thread.run
 
     def run_inheriting():
@@ -24,7 +24,7 @@ def _start(thread):
             del thread.run  # back to the class's run: no cycle through the thread object
         except AttributeError:
             pass
-        native.context_adopt(snapshot)
+        native.context.context_adopt(snapshot)
         return run()
 
     thread.run = run_inheriting

@@ -301,12 +301,12 @@ def _reset_state():
     include = _compile_filter(INCLUDE_ENV)
     exclude = _compile_filter(EXCLUDE_ENV)
     _include, _exclude = include, exclude
-    _set_metadata = native.set_launch_metadata
-    _clear_metadata = native.clear_launch_metadata
-    state_id = native.intern(METADATA_STATE)
+    _set_metadata = native.context.set_launch_metadata
+    _clear_metadata = native.context.clear_launch_metadata
+    state_id = native.core.intern(METADATA_STATE)
 
     def metadata_state(enter):
-        native.state_push(state_id) if enter else native.state_pop()
+        native.context.state_push(state_id) if enter else native.context.state_pop()
 
     _metadata_state = metadata_state
     _decisions.clear()

@@ -25,7 +25,9 @@ from .nodes import IDENTIFIERS, NO_CHILDREN, NO_METRICS, Node, merge_into
 from .reader import read_tree
 
 try:  # the optional native sums (csrc/viewer/tree_walks.cpp); the same sums without
-    from .._native import viewer_inclusive as NATIVE_INCLUSIVE
+    from ..native_core import native
+
+    NATIVE_INCLUSIVE = native.viewer.viewer_inclusive
 except ImportError:
     NATIVE_INCLUSIVE = None
 

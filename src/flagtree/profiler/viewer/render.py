@@ -15,7 +15,9 @@ from .nodes import IDENTIFIERS, Node, stored_values
 from .safe_text import UNSAFE, safe
 
 try:  # the optional native print order (csrc/viewer/tree_walks.cpp); the same rows without
-    from .._native import viewer_tree_rows as NATIVE_ROWS
+    from ..native_core import native
+
+    NATIVE_ROWS = native.viewer.viewer_tree_rows
 except ImportError:
     NATIVE_ROWS = None
 

@@ -86,12 +86,13 @@ def stamp_stage(stage_fn, native, plane_bytes, lanes, records, stamper=stampers.
             reason = "it already uses profile scratch memory (another instrumentation)"
         else:
             try:
-                stamped = stamper.stamp(text, native.device_timer_name_kernel(name), plane_bytes, lanes, records)
+                stamped = stamper.stamp(text, native.device_timer.device_timer_name_kernel(name), plane_bytes, lanes,
+                                        records)
             except stampers.NotStampable as error:
                 reason = str(error)
             else:
                 metadata["profile_scratch_size"] = SCRATCH_BYTES
-                metadata["profile_scratch_align"] = native.device_timer_layout()["align_tag"]
+                metadata["profile_scratch_align"] = native.device_timer.device_timer_layout()["align_tag"]
                 stats["stamped"] += 1
                 if originals is not None:
                     while len(originals) >= 16:  # a compile that failed between stages left its entry

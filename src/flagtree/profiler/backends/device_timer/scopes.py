@@ -70,13 +70,13 @@ class DeviceTimerScopes:
         place of `fallback` (the profile allocator before the ring's), put back on stop."""
 
         def behind_ring_allocator(collector):
-            self.native.device_timer_set_fallback(collector)
-            return lambda: self.native.device_timer_set_fallback(fallback)
+            self.native.device_timer.device_timer_set_fallback(collector)
+            return lambda: self.native.device_timer.device_timer_set_fallback(fallback)
 
         self.scopes.install(options, behind_ring_allocator)
 
     def _correlate(self, launch_ns):
-        return self.native.device_timer_scoped_launch(launch_ns)
+        return self.native.device_timer.device_timer_scoped_launch(launch_ns)
 
     def _record(self, launch, info, summary):
         times = summary.device_time()
@@ -84,14 +84,15 @@ class DeviceTimerScopes:
             self._untimed(launch)
             return
         blocks = launch.piece.size // info.layout.stride
-        self.native.device_timer_scoped_record(launch.correlation, launch.name, times[0], times[1], (blocks, 1, 1),
-                                               (info.layout.num_warps * 32, 1, 1), launch.stream)
+        self.native.device_timer.device_timer_scoped_record(launch.correlation, launch.name, times[0], times[1],
+                                                            (blocks, 1, 1), (info.layout.num_warps * 32, 1, 1),
+                                                            launch.stream)
         with self._lock:
             self.counts.scoped_launches_timed += 1
 
     def _untimed(self, launch):
         if launch.correlation:
-            self.native.device_timer_forget_launch(launch.correlation)
+            self.native.device_timer.device_timer_forget_launch(launch.correlation)
         with self._lock:
             self.counts.scoped_launches_untimed += 1
 

@@ -27,7 +27,8 @@ class InstrumentationBackend(NvidiaBackend):
         self._lock = self._use.lock  # also guards the open sessions and the collector
         # Kernel nodes come from CUPTI: a launch is named by the correlation id its launch
         # callback gave (read on the launching thread, right after the launch call).
-        self.scopes = KernelScopes(self.name, lambda launch_ns: native.instrumentation_take_correlation(),
+        self.scopes = KernelScopes(self.name,
+                                   lambda launch_ns: native.instrumentation.instrumentation_take_correlation(),
                                    lambda session: session.state, new_buffer=lambda n: _new_device_buffer(n))
 
     @property
@@ -70,11 +71,11 @@ class InstrumentationBackend(NvidiaBackend):
         compiler_hook.route()
         super().acquire(None)
         try:
-            native.instrumentation_watch_launches(True)
+            native.instrumentation.instrumentation_watch_launches(True)
             try:
                 self.scopes.install(options, _as_profile_allocator)
             except BaseException:
-                native.instrumentation_watch_launches(False)
+                native.instrumentation.instrumentation_watch_launches(False)
                 raise
         except BaseException:
             super().release()
@@ -87,7 +88,7 @@ class InstrumentationBackend(NvidiaBackend):
         try:
             self.scopes.stop()
         finally:
-            native.instrumentation_watch_launches(False)
+            native.instrumentation.instrumentation_watch_launches(False)
             super().release()
 
     def attach_session(self, session):

@@ -131,8 +131,8 @@ class KernelScopes:
 
     # -- sessions ----------------------------------------------------------------------------
     def attach_session(self, session):
-        native.session_enable_extras(session.slot)
-        native.session_set_mean_metrics(session.slot, MEAN_METRICS)
+        native.session.session_enable_extras(session.slot)
+        native.session.session_set_mean_metrics(session.slot, MEAN_METRICS)
         with self.lock:
             state = self._state_of(session)
             state.totals_at_start = dict(self.collector.totals.as_stats())
@@ -146,7 +146,7 @@ class KernelScopes:
 
     def _active_sessions(self):
         open_now = tuple(self._sessions.values())  # one snapshot: sessions may open and close meanwhile
-        return tuple(s for s in open_now if native.session_is_active(s.slot))
+        return tuple(s for s in open_now if native.session.session_is_active(s.slot))
 
     # -- Triton hooks ------------------------------------------------------------------------
     def kernel_loaded(self, module, function, name, metadata_group, hash_):
@@ -186,7 +186,7 @@ class KernelScopes:
                 continue  # closed since the launch
             state = self._state_of(session)
             if launch.correlation:
-                native.session_attach(session.slot, launch.correlation, metrics, children)
+                native.session.session_attach(session.slot, launch.correlation, metrics, children)
             if state.trace_events is not None:
                 records = records if records is not None else trace_records()
                 events, _ = trace_events(info, records, f"{launch.name} (launch {launch.correlation})",
@@ -244,7 +244,7 @@ def _info_from_cache(name, metadata_group):
         metadata = json.load(handle)
     if not metadata.get("profile_scratch_size"):
         return None
-    if metadata.get("profile_scratch_align") == native.device_timer_layout()["align_tag"]:
+    if metadata.get("profile_scratch_align") == native.device_timer.device_timer_layout()["align_tag"]:
         return None  # the device timer's ring slot (stamps), not scope buffers
     options = options_from_compiler_mode(metadata.get("instrumentation_mode", ""))
     if options is None:

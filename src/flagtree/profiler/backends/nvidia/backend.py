@@ -143,7 +143,7 @@ class _DeviceFacts:
         with self._lock:
             if self._devices is not None or self._pending:
                 return
-            native.cuda_devices_prefetch()
+            native.nvidia.cuda_devices_prefetch()
             self._pending = True
 
     def get(self):
@@ -152,7 +152,7 @@ class _DeviceFacts:
                 # The prefetched answer, or a query now; a failure (RuntimeError: no driver) is
                 # raised to this caller and not kept, so the next call asks the driver again.
                 self._pending = False
-                self._devices = native.cuda_devices_take()
+                self._devices = native.nvidia.cuda_devices_take()
             return self._devices
 
 
@@ -174,6 +174,12 @@ def cuda_devices():
     """The CUDA devices' facts of this process (the _DeviceFacts answer, cached): what every
     CUDA-side backend reads them through. RuntimeError without a driver."""
     return _device_facts.get()
+
+
+def cuda_driver_version():
+    """The CUDA driver's version (0 without a driver): what the other CUDA-side backends report
+    it through, leaving _native.nvidia to this backend."""
+    return native.nvidia.cuda_driver_version()
 
 
 @dataclass
@@ -224,14 +230,14 @@ class NvidiaBackend(Backend):
         """The libcupti for hardware counters: the one traced with if it is of the driver's major
         (Triton's CUPTI 12 build gave no metrics under a CUDA 13 driver on the H200), else the
         first candidate of the counters' order that has the Range Profiler API."""
-        version = native.cuda_driver_version()
+        version = native.nvidia.cuda_driver_version()
         driver_major = version // 1000 if version else None
         if self._library and _path_major(self._library) in (None, driver_major):
             return self._library
         failures = []
         for path in cupti_candidates(driver_major, proton_first=False):
             try:
-                native.counters_load(path)
+                native.counters.counters_load(path)
                 return path
             except native.LibraryNotFound as error:
                 failures.append(str(error))
@@ -239,7 +245,7 @@ class NvidiaBackend(Backend):
                            "set FLAGTREE_PROFILER_CUPTI_PATH. Tried:\n  " + "\n  ".join(failures))
 
     def unavailable_reason(self):
-        if not native.cuda_driver_version():
+        if not native.nvidia.cuda_driver_version():
             return "no CUDA driver (libcuda.so.1) on this machine"
         tried = cupti_candidates()
         if not any(could_load(p) for p in tried):
@@ -247,7 +253,7 @@ class NvidiaBackend(Backend):
         return None
 
     def _driver_major(self):
-        version = native.cuda_driver_version()
+        version = native.nvidia.cuda_driver_version()
         if not version:
             raise BackendUnavailable(
                 f"the {self.name} backend needs the CUDA driver (libcuda.so.1) and a GPU, and this machine has "
@@ -258,7 +264,7 @@ class NvidiaBackend(Backend):
     def acquire(self, options):
         driver_major = self._driver_major()
         buffer_bytes = _env.buffer_size()
-        native.cupti_set_buffer_limit(_env.buffer_limit())
+        native.nvidia.cupti_set_buffer_limit(_env.buffer_limit())
         failures = []
         cupti_attach.before_acquire()
         # Hardware counters need the libcupti of the driver's major; plain tracing takes Triton's
@@ -267,19 +273,19 @@ class NvidiaBackend(Backend):
         # cannot (error 39), while 12 -> 13 works (the tracer, parked on another copy, attaches
         # afresh: dialect_tracer_impl.h).
         counting = isinstance(options, counters.CounterMode)
-        used = native.cupti_library() or None  # the tracer's, whichever backend took it
+        used = native.nvidia.cupti_library() or None  # the tracer's, whichever backend took it
         if used and counting and _path_major(used) not in (None, driver_major):
             used = None
         for path in iter_cupti_candidates(driver_major, proton_first=not counting, used=used):
             try:
-                native.cupti_acquire(path, buffer_bytes)
+                native.nvidia.cupti_acquire(path, buffer_bytes)
             except native.LibraryNotFound as error:  # cannot load, or too old: try the next
                 failures.append(str(error))
                 continue
             except RuntimeError as error:  # keeps the type (SubscriberTaken: another tool)
                 raise type(error)(f"flagtree.profiler: {error}") from None
-            self._library = native.cupti_library()
-            self._check_version(native.cupti_version())
+            self._library = native.nvidia.cupti_library()
+            self._check_version(native.nvidia.cupti_version())
             if counting:
                 self._check_counters_major(driver_major)
             _device_facts.prefetch()  # answered while the session runs; written at finalize
@@ -289,7 +295,7 @@ class NvidiaBackend(Backend):
             "the nvidia-cuda-cupti wheel. Tried:\n  " + "\n  ".join(failures))
 
     def _check_counters_major(self, driver_major):
-        major = _api_major(native.cupti_version())
+        major = _api_major(native.nvidia.cupti_version())
         if major in (None, driver_major):
             return
         held = self._library
@@ -307,14 +313,14 @@ class NvidiaBackend(Backend):
                           f"CUDA majors {SUPPORTED_CUDA_MAJORS}; kernel records may be misread", stacklevel=3)
 
     def flush(self):
-        native.cupti_flush()
+        native.nvidia.cupti_flush()
 
     def release(self):
-        native.cupti_release()
+        native.nvidia.cupti_release()
         cupti_attach.after_release()
 
     def dropped_records(self):
-        return int(native.cupti_dropped())
+        return int(native.nvidia.cupti_dropped())
 
     def device_info(self):
         try:
@@ -329,5 +335,5 @@ class NvidiaBackend(Backend):
             devices = [{"index": d["index"], "name": d["name"], "arch": d["arch"]} for d in cuda_devices()]
         except RuntimeError:
             pass
-        return {"backend": self.name, "cupti_library": self._library, "cupti_version": native.cupti_version(),
-                "cuda_driver_version": native.cuda_driver_version(), "devices": devices}
+        return {"backend": self.name, "cupti_library": self._library, "cupti_version": native.nvidia.cupti_version(),
+                "cuda_driver_version": native.nvidia.cuda_driver_version(), "devices": devices}

@@ -120,9 +120,9 @@ class CuptiBackend(NvidiaBackend):
         options = session.options
         if options is None:
             return
-        native.session_enable_extras(session.slot)
+        native.session.session_enable_extras(session.slot)
         try:
-            native.pcsampling_start(session.slot, self.pcsampling_library, options.interval,
+            native.pcsampling.pcsampling_start(session.slot, self.pcsampling_library, options.interval,
                                     options.collection == "serialized", SCRATCH_BYTES, HARDWARE_BYTES,
                                     BUFFER_PCS, options.range == "session")
         except RuntimeError as error:
@@ -132,17 +132,17 @@ class CuptiBackend(NvidiaBackend):
     def session_outputs(self, session):
         if not session.state.sampling:
             return {}
-        missing = set(native.pcsampling_stop())
+        missing = set(native.pcsampling.pcsampling_stop())
         started = time.perf_counter()
         if not missing <= self._searched_crcs:
             # Some samples are in modules loaded before the session (the module-load callback never
             # saw them): their line look-up needs the cubin, which Triton keeps in its kernels.
             for cubin in loaded_triton_cubins():
-                native.pcsampling_add_cubin(cubin)
+                native.pcsampling.pcsampling_add_cubin(cubin)
             self._searched_crcs |= missing
         scan_s = time.perf_counter() - started
         session.state.sampling = False
-        stats = dict(native.pcsampling_finish())
+        stats = dict(native.pcsampling.pcsampling_finish())
         stats["pcsampling_cubin_scan_s"] = scan_s
         return stats
 
@@ -150,7 +150,7 @@ class CuptiBackend(NvidiaBackend):
         # A session closed without outputs (an error at start) still stops sampling.
         if session.state.sampling:
             session.state.sampling = False
-            native.pcsampling_finish()
+            native.pcsampling.pcsampling_finish()
 
     def describe(self):
         info = super().describe()

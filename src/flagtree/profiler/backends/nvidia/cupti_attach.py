@@ -42,17 +42,17 @@ def after_release():
     start the idle clock (or release at once when the idle time is 0). The clock runs on a
     native thread (csrc/backends/nvidia/idle_release.h): a threading.Timer cost ~0.3 ms to start
     at every finalize."""
-    if not native.cupti_attach_stats()["parked"]:
+    if not native.nvidia.cupti_attach_stats()["parked"]:
         return
     idle = 0 if _exiting[0] else _env.cupti_idle_seconds()
     if idle <= 0:
         release()
         return
-    native.cupti_idle_release_arm(idle)
+    native.nvidia.cupti_idle_release_arm(idle)
 
 
 def _cancel_idle_timer():
-    native.cupti_idle_release_cancel()
+    native.nvidia.cupti_idle_release_cancel()
 
 
 def release():
@@ -60,4 +60,4 @@ def release():
     attach in this process. Returns True if it released, False if there was nothing to release
     or a session is still running (finalize it first)."""
     _cancel_idle_timer()
-    return bool(native.cupti_detach())
+    return bool(native.nvidia.cupti_detach())

@@ -214,10 +214,10 @@ class TianshuBackend(Backend):
         # The kernel's own name, read now: hook="triton" evaluates launch_metadata after this hook,
         # and Triton then merges its "name" into the same dict (the rename reaches the record
         # through the native launch metadata; vendor rows match the kernel's own name).
-        stack.append((native.monotonic_ns(), self._own_name(metadata)))
+        stack.append((native.core.monotonic_ns(), self._own_name(metadata)))
 
     def _exit(self, metadata):
-        end = native.monotonic_ns()
+        end = native.core.monotonic_ns()
         stack = getattr(self._local, "starts", None)
         if not stack:
             return  # the enter hook ran before this backend was installed
@@ -240,7 +240,7 @@ class TianshuBackend(Backend):
         return self._streams[key]
 
     def _record(self, name, start, end, grid, block, stream):
-        native.record_host_kernel(name, start, end, grid, block, DEVICE_TYPE_COREX, self.device_id, stream)
+        native.session.record_host_kernel(name, start, end, grid, block, DEVICE_TYPE_COREX, self.device_id, stream)
 
     def _patch_interpreter(self):
         from triton.runtime import interpreter  # deferred: triton is heavy and optional
@@ -251,9 +251,9 @@ class TianshuBackend(Backend):
         def run(fn_self, *args, grid, warmup, **kwargs):
             if warmup:
                 return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
-            start = native.monotonic_ns()
+            start = native.core.monotonic_ns()
             result = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
-            end = native.monotonic_ns()
+            end = native.core.monotonic_ns()
             dims = tuple(getattr(interpreter.interpreter_builder, "grid_dim", None) or (0, 0, 0))
             backend._record(fn_self.fn.__name__, start, end, dims, (0, 0, 0), 0)
             return result
@@ -268,8 +268,8 @@ class TianshuBackend(Backend):
 
     # -- sessions --------------------------------------------------------------------------------
     def attach_session(self, session):
-        native.session_enable_extras(session.slot)  # the host-time label and imports join by correlation
-        native.launch_log_enable(session.slot, True)
+        native.session.session_enable_extras(session.slot)  # the host-time label and imports join by correlation
+        native.session.launch_log_enable(session.slot, True)
         if self._device_timer is not None:
             # The device_timer backend keeps its per-session counts in a state of its own.
             view = DeviceTimerView(session, self._device_timer.SessionState())
@@ -280,7 +280,7 @@ class TianshuBackend(Backend):
         if session.state.device_view is not None and self._device_timer is not None:
             self._device_timer.detach_session(session.state.device_view)
         try:
-            native.launch_log_enable(session.slot, False)
+            native.session.launch_log_enable(session.slot, False)
         except ValueError:  # the slot is already freed
             pass
 
@@ -290,7 +290,7 @@ class TianshuBackend(Backend):
             stats = self._device_timer.session_outputs(session.state.device_view)
         else:
             for launch in launches:
-                native.session_attach(session.slot, launch.correlation, [(HOST_TIMED, 1.0)])
+                native.session.session_attach(session.slot, launch.correlation, [(HOST_TIMED, 1.0)])
             stats = {"time_source": "host", HOST_TIMED: len(launches)}
         stats["time_source_reason"] = self.time_source_reason
         mode = session.options or parse_mode(None)
@@ -331,5 +331,5 @@ def write_launch_log(session):
 
     path = side_file(session.name, "launch_log")
     write_json(path, {"pid": os.getpid(), "data": session.data,
-                             "columns": native.launch_log_entries(session.slot)})
+                             "columns": native.session.launch_log_entries(session.slot)})
     return path
