@@ -140,6 +140,26 @@ def test_each_backend_calls_only_its_own_native_submodule():
     assert foreign_submodules(backends_dir) == []
 
 
+# `from . import _native`, `from .._native import f`, `import flagtree.profiler._native`
+IMPORTS_NATIVE = re.compile(r"^\s*(?:from\s+\S+\s+import\s+(?:\w+(?:\s+as\s+\w+)?\s*,\s*)*_native\b"
+                            r"|from\s+\S*\b_native\b|import\s+\S*\b_native\b)", re.M)
+
+
+def test_the_package_reaches_the_native_module_through_native_core_only():
+    package = os.path.join(ROOT, "src", "flagtree", "profiler")
+    assert IMPORTS_NATIVE.search("from .. import _native\n") and IMPORTS_NATIVE.search("  from .._native import f\n")
+    assert IMPORTS_NATIVE.search("from flagtree.profiler import session, _native\n")
+    assert not IMPORTS_NATIVE.search("from ...native_core import native as _native\n")
+    importers = []
+    for folder, _, files in os.walk(package):
+        for name in files:
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name), encoding="utf-8") as source:
+                    if IMPORTS_NATIVE.search(source.read()):
+                        importers.append(os.path.relpath(os.path.join(folder, name), package).replace(os.sep, "/"))
+    assert importers == ["native_core.py"]
+
+
 @pytest.mark.parametrize("name", ["mthreads", "cann"])
 def test_a_dialect_backend_finds_its_tracer_in_its_own_submodule(name):
     # The dialect base reaches the tracer by the backend's name (getattr), which the source check
