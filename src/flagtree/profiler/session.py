@@ -27,7 +27,7 @@ from .backends import BackendUnavailable, get_backend, select_backend
 from .hooks import inheritance, nvtx
 from .paths import base_name, check_writable, output_paths
 from .session_record import Session
-from .viewer.safe_text import safe
+from .common.safe_text import safe
 from .writers.atomic import remove
 from .writers.metadata import build_metadata, write_metadata
 from .writers.profile import CLOCK_WARN_NS, device_clock_shift, write_profile

@@ -22,7 +22,7 @@ import warnings
 from .. import _env
 from . import ranks
 from ..paths import EXTENSIONS, RANK_FILE, is_metadata, side_file
-from ..viewer.safe_text import safe
+from ..common.safe_text import safe
 from ..writers.atomic import strict_json, write_bytes
 
 PINGS = 8

@@ -26,7 +26,7 @@ import sys
 
 from ..paths import EXTENSIONS, RANK_FILE, SIDE_FILES, metadata_candidates
 from .ranks import LOSS_KEYS, losses
-from ..viewer.safe_text import safe
+from ..common.safe_text import safe
 from ..writers.chrome_trace import chrome_trace
 
 try:  # optional speed-up

@@ -17,7 +17,7 @@ from .flame import weight_of
 from .options import metric_specs
 from .pipeline import summed
 from .profile_tree import load_profiles, release
-from .safe_text import safe
+from ..common.safe_text import safe
 
 # (option dest, what the option writes, exporter module, reads ExportSource.weighted_groups):
 # the order they run in. The weighed trees are freed before an exporter that does not read them.

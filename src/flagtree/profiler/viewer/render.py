@@ -12,7 +12,7 @@ from itertools import islice, repeat
 from operator import attrgetter
 
 from .nodes import IDENTIFIERS, Node, stored_values
-from .safe_text import UNSAFE, safe
+from ..common.safe_text import UNSAFE, safe
 
 try:  # the optional native print order (csrc/viewer/tree_walks.cpp); the same rows without
     from .._native import viewer_tree_rows as NATIVE_ROWS

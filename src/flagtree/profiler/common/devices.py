@@ -115,7 +115,7 @@ class Device:
         if peak is not None:
             scale = _scale(peak, props)
             self.peak_flops = {w: t * 1e12 * scale for w, t in peak.tflops.items()}
-        self.bandwidth = _bandwidth(self.arch, props)
+        self.bandwidth = peak_bandwidth(self.arch, props)
 
     @property
     def known(self):
@@ -125,7 +125,10 @@ class Device:
         return f"{self.kind}:{self.index} arch {self.arch or '?'}"
 
 
-def _bandwidth(arch, props):
+def peak_bandwidth(arch, props):
+    """DRAM peak in bytes/s of a device_info entry of table key ``arch`` (see :func:`arch_key`),
+    or None where device_info lacks the memory clock or the bus width. The one place this is
+    computed: the viewer's ``util`` and the peaks backends write into the metadata agree."""
     clock_khz = _positive(props.get("memory_clock_rate"))
     bus_bits = _positive(props.get("bus_width"))
     if clock_khz is None or bus_bits is None:
