@@ -21,7 +21,7 @@ import warnings
 
 from .. import _env
 from . import ranks
-from ..paths import EXTENSIONS, RANK_FILE, is_metadata, side_file
+from ..paths import EXTENSIONS, is_metadata, parse_output_name, side_file
 from ..common.safe_text import safe
 from ..writers.atomic import strict_json, write_bytes
 
@@ -276,9 +276,9 @@ def _merge_gathered_traces(paths):
     """<name>.merged.chrome_trace beside the gathered <name>.rank<r>.chrome_trace files."""
     groups = {}
     for path in paths:
-        match = RANK_FILE.match(path)
-        if match and match.group(3) == EXTENSIONS["trace"]:
-            groups.setdefault(match.group(1), []).append(path)
+        name = parse_output_name(path)
+        if name and name.rank is not None and name.extension == EXTENSIONS["trace"]:
+            groups.setdefault(name.base, []).append(path)
     from .merge_traces import merge_traces  # deferred: argparse and the merger load only when traces are gathered
 
     merged = []
