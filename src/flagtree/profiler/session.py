@@ -38,8 +38,6 @@ DATA_KINDS = ("tree", "trace", "perfetto")
 HOOKS = ("triton",)
 
 
-
-
 _lock = threading.RLock()
 _sessions = {}  # id -> Session, open sessions only
 _next_id = [0]

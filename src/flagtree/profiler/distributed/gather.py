@@ -270,8 +270,6 @@ def _warn_missing(root, missing, timeout_s):
                   f"written. FLAGTREE_PROFILER_GATHER_TIMEOUT_S sets the wait.", stacklevel=4)
 
 
-
-
 def _merge_gathered_traces(paths):
     """<name>.merged.chrome_trace beside the gathered <name>.rank<r>.chrome_trace files."""
     groups = {}

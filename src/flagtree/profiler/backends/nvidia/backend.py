@@ -33,8 +33,6 @@ from ...native_core import native
 SUPPORTED_CUDA_MAJORS = (12, 13)
 
 
-
-
 def _major_of(path):
     """12 for ".../libcupti.so.12.8.90", None without a version. String work, not a regex: the
     regex's first compile was 0.5 ms of the first session."""

@@ -27,8 +27,6 @@ MODE_FORMS = '"metrics" (a default set) or "metrics=<name>,<name>,..."'
 LIST_HINT = "list the valid names with flagtree.profiler.list_metrics() or `flagtree-profiler --list-metrics`"
 
 
-
-
 def parse_mode(mode):
     """The metric names of a "metrics[=a,b]" mode (a tuple), or None for any other mode."""
     if mode is None:

@@ -30,8 +30,6 @@ HARDWARE_BYTES = 32 << 20
 BUFFER_PCS = 20000  # PC records per GetData call
 
 
-
-
 @dataclass(frozen=True)
 class PcSamplingMode:
     """The options of a ``pcsampling[:...]`` mode."""

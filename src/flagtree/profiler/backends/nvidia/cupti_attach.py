@@ -18,8 +18,6 @@ _exit_hook = [None]  # the pid that registered the exit hook
 _exiting = [False]
 
 
-
-
 def before_acquire():
     """A session is about to take the tracer: the pending idle release is moot."""
     _cancel_idle_timer()
