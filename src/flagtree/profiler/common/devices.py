@@ -14,7 +14,7 @@ Memory bandwidth comes from device_info: memory clock x bus width x transfers pe
 CUDA reports half the data rate as the memory clock (x2); HIP reports the HBM clock, which
 moves 2 bits per pin per clock on HBM2e (gfx90a) but 4 on HBM3/HBM3E (gfx942, gfx950): with
 x2 everywhere an MI300X read 2.66 TB/s instead of its 5.3 TB/s, and utilization twice the
-truth (the 125% seen on gfx950).
+truth.
 """
 
 import math

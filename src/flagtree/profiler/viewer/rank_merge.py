@@ -224,7 +224,7 @@ def merge_files(files, keys, workers=None):
     for rank_slice, rank in zip(np.array_split(np.asarray(ranks), workers), range(workers)):
         members = set(rank_slice.tolist())
         slices[rank] = [(p, r) for p, r in files if r in members]
-    # A process pool's imports (~20 ms) are paid only by merges big enough to use one.
+    # A process pool's imports are paid only by merges big enough to use one.
     import multiprocessing  # deferred: a pool only for merges big enough
     from concurrent.futures import ProcessPoolExecutor  # deferred: as above
 

@@ -30,8 +30,8 @@ def _version(distribution):
 def _installed_version(distribution):
     """The version in the name of the first `<name>-<version>.dist-info` (or `.egg-info`) folder
     on sys.path, the one an import would find; None when there is none. importlib.metadata would
-    tell the same, but importing it and scanning every distribution cost 2-10 ms at the first
-    finalize of a process that never imported Triton."""
+    tell the same, but importing it and scanning every distribution is a cost of its own at the
+    first finalize of a process that never imported Triton (docs/performance.md)."""
     return _installed_versions().get(_project_key(distribution))
 
 
@@ -66,8 +66,8 @@ def build_metadata(session, backend_facts, stats):
         "flagtree_profiler_version": __version__,
         "triton_version": _version("triton"),
         "torch_version": _version("torch"),
-        # What platform.python_version() parses out of sys.version, without its regex (1 ms the
-        # first time on the H200).
+        # What platform.python_version() parses out of sys.version, without compiling its regex
+        # at the first finalize (docs/performance.md).
         "python_version": sys.version.split()[0],
         "name": session.name,
         "context": session.context,
