@@ -9,7 +9,7 @@ import pytest
 
 import flagtree.profiler as profiler
 from flagtree.profiler.distributed import ranks
-from flagtree.profiler import session
+from flagtree.profiler import session, session_checks
 from support.kernels import launch_add, tensors
 
 
@@ -65,8 +65,8 @@ def test_a_left_out_rank_pays_nothing(launcher, tmp_path, monkeypatch):
         raise AssertionError("a left-out rank selected or started a backend")
 
     # what a disabled start() must never reach: backend selection, a backend, the native session
-    monkeypatch.setattr(session, "select_backend", no_backend)
-    monkeypatch.setattr(session, "get_backend", no_backend)
+    monkeypatch.setattr(session_checks, "select_backend", no_backend)
+    monkeypatch.setattr(session_checks, "get_backend", no_backend)
     monkeypatch.setattr(session.native, "session_create", no_backend)
     for _ in range(3):
         assert profiler.start(str(tmp_path / "x")) == -1

@@ -1,6 +1,6 @@
 """The metadata file beside each output: versions, backend, devices, command line, times,
 record counts. Written as `<name>.meta.json`, atomically, after the profile (see
-session._write_outputs for the order)."""
+session_outputs.py for the order)."""
 import functools
 import os
 import socket
