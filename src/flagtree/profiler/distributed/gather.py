@@ -140,7 +140,7 @@ def _send(peer, paths, root, rank, timeout_s):
     try:
         offset, error = _measure_offset(peer, root)
         clock = _clock_fields(offset, error, root, peer.backend)
-        payload = _pack(rank, paths, clock)
+        payload = pack_files(rank, paths, clock)
         peer.send_times([len(payload)], root, 2)
         peer.send(peer.torch.frombuffer(bytearray(payload), dtype=peer.torch.uint8), root, 3)
     except _Late as late:
@@ -154,7 +154,7 @@ def _clock_fields(offset, error, root, backend):
             "clock_sync": f"best of {PINGS} ping-pongs with rank {root} over torch.distributed ({backend})"}
 
 
-def _pack(rank, paths, meta_update):
+def pack_files(rank, paths, meta_update):
     """One byte string: a JSON header line {rank, files: [[name, size]...]}, then the files.
     Metadata files get `meta_update` first (also rewritten here, so both copies agree)."""
     blobs = []
@@ -176,7 +176,9 @@ def _updated_meta(path, data, update):
     return data
 
 
-def _unpack(payload):
+def unpack_files(payload):
+    """(rank, [(file name, bytes)]) of a pack_files payload; a name that could leave the
+    gather folder is refused (ValueError)."""
     newline = payload.index(b"\n")
     header = json.loads(payload[:newline])
     files, at = [], newline + 1
@@ -202,7 +204,7 @@ def _collect(peer, paths, members, timeout_s):
     arrived, missing, written = [members[0]], {}, []
     for rank in members[1:]:
         try:
-            files = _unpack(_receive_from(peer, rank, timeout_s))[1]
+            files = unpack_files(_receive_from(peer, rank, timeout_s))[1]
         except _Late as late:
             missing[rank] = str(late)
             continue

@@ -159,7 +159,7 @@ _LAST = float("inf")
 _NAME = attrgetter("name")
 
 
-def _tree_rows(root, view):
+def tree_rows(root, view):
     """Nodes in print order, with their depths and whether each is its parent's last child
     (three flat lists: a tuple per row would cost more than the row's node)."""
     if NATIVE_ROWS is not None and view.values_of is stored_values:
@@ -306,7 +306,7 @@ def _safe_name(name):
 def render_tree(root, view, write):
     """Write the indented tree, children by first metric, descending."""
     view.start(root)
-    nodes, depths, lasts = _tree_rows(root, view)
+    nodes, depths, lasts = tree_rows(root, view)
     _emit(view, nodes, _tree_texts(view, nodes, depths, lasts), write)
 
 
