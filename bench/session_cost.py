@@ -89,13 +89,16 @@ class _Breakdown:
 
 def _ours_breakdown(breakdown):
     import flagtree.profiler.session as session_module
+    import flagtree.profiler.session_outputs as outputs_module
     from flagtree.profiler.backends import get_backend
 
     impl = get_backend("nvidia")
     for attr in ("acquire", "attach_session", "flush", "session_outputs", "release", "device_info", "describe"):
         breakdown.wrap(impl, attr, f"backend.{attr}")
-    for attr in ("check_writable", "write_profile", "write_metadata", "build_metadata", "_write_outputs", "_close"):
+    for attr in ("check_writable", "write_outputs", "_close"):
         breakdown.wrap(session_module, attr, f"session.{attr}")
+    for attr in ("write_profile", "write_metadata", "build_metadata"):
+        breakdown.wrap(outputs_module, attr, f"session_outputs.{attr}")
 
 
 def _session_runner(tool, data, folder):

@@ -153,7 +153,6 @@ def test_the_route_answer_for_a_target_is_kept_between_session_starts(corex, mon
     assert len(calls) <= 1  # inspected at most once (a cached answer from an earlier test needs none)
 
 
-
 def test_a_device_timed_session_with_kernel_side_scopes_is_attached_to_them(tmp_path, corex, monkeypatch):
     """Where kernel-side scopes are compiled in beside the stamps (PTX targets: NVIDIA's cuda
     through tianshu's auto), the tianshu session is attached to the scopes too; they see the

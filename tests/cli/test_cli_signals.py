@@ -13,18 +13,18 @@ import pytest
 # Run in the subprocess: wraps one step of the write so that it sends the signal first.
 DRIVER = textwrap.dedent('''
     import os, signal, sys, threading
-    from flagtree.profiler import cli, session
+    from flagtree.profiler import cli, session_outputs
     signum, where = getattr(signal, sys.argv[1]), sys.argv[2]
 
     def send():
         os.kill(os.getpid(), signum)
 
     if where == "profile":  # before the profile's (native) writer starts
-        real_profile = session.write_profile
+        real_profile = session_outputs.write_profile
         def write_profile(*args, **kwargs):
             send()
             return real_profile(*args, **kwargs)
-        session.write_profile = write_profile
+        session_outputs.write_profile = write_profile
     elif where == "metadata":  # the metadata's temporary file exists and holds its text
         real_fsync = os.fsync
         def fsync(fd):
@@ -32,11 +32,11 @@ DRIVER = textwrap.dedent('''
             return real_fsync(fd)
         os.fsync = fsync
     else:  # from another thread, while the native writer runs (or just after it)
-        real_profile = session.write_profile
+        real_profile = session_outputs.write_profile
         def write_profile(*args, **kwargs):
             threading.Thread(target=send).start()
             return real_profile(*args, **kwargs)
-        session.write_profile = write_profile
+        session_outputs.write_profile = write_profile
     sys.exit(cli.main(["-b", "interpreter", "-n", "prof", "script.py"]))
 ''')
 

@@ -17,7 +17,7 @@ def no_open_sessions():
 
 
 def slot_of(session_id):
-    return sessions._sessions[session_id].slot
+    return sessions.find_session(session_id).slot
 
 
 def test_extras_join_kernel_nodes_whether_early_or_late(tmp_path):

@@ -8,7 +8,8 @@ import pytest
 
 import flagtree.profiler as profiler
 from flagtree.profiler import _native, session
-from flagtree.profiler.viewer import devices, nodes
+from flagtree.profiler.common import devices
+from flagtree.profiler.viewer import nodes
 
 
 def names(enum):

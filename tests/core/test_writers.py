@@ -405,27 +405,27 @@ def test_metadata_versions_of_modules_not_imported_come_from_their_installed_met
 
     from flagtree.profiler.writers import metadata
 
-    metadata._installed_versions.cache_clear()
+    metadata.installed_versions.cache_clear()
     for distribution in ("triton", "torch", "nanobind", "pytest", "scikit-build-core"):
         try:
             expected = importlib_metadata.version(distribution)
         except importlib_metadata.PackageNotFoundError:
             continue
-        assert metadata._installed_version(distribution) == expected, distribution
+        assert metadata.installed_version(distribution) == expected, distribution
     first, later = tmp_path / "first", tmp_path / "later"
     (first / "Fake_Pkg-1.2.3.dist-info").mkdir(parents=True)
     (later / "fake_pkg-9.9.dist-info").mkdir(parents=True)
     (later / "eggy-0.4.1-py3.11.egg-info").mkdir()
     (later / "no_version.dist-info").mkdir()
     monkeypatch.setattr(sys, "path", [str(first), str(tmp_path / "missing"), str(later)] + sys.path)
-    metadata._installed_versions.cache_clear()
+    metadata.installed_versions.cache_clear()
     try:
-        assert metadata._installed_version("fake-pkg") == "1.2.3"
-        assert metadata._installed_version("eggy") == "0.4.1"
-        assert metadata._installed_version("no_version") is None
-        assert metadata._installed_version("not-installed-anywhere") is None
+        assert metadata.installed_version("fake-pkg") == "1.2.3"
+        assert metadata.installed_version("eggy") == "0.4.1"
+        assert metadata.installed_version("no_version") is None
+        assert metadata.installed_version("not-installed-anywhere") is None
     finally:
-        metadata._installed_versions.cache_clear()
+        metadata.installed_versions.cache_clear()
 
 
 def test_metadata_versions_do_not_import_importlib_metadata():

@@ -43,7 +43,6 @@ def test_ixkn_csv_units_messages_quoting_and_order():
     assert result.by_rule == {"name_order": 2} and result.unmatched == 1
 
 
-
 def test_ixkn_csv_columns_are_found_by_name_extra_and_missing_ones_tolerated():
     # Another column order, spelling differences, an extra column, no Context, Stream or Process Name.
     text = ('"Kernel Name","kernel id","Section","Metrics","Metric Unit","Value","Device","Process ID"\n'

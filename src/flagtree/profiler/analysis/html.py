@@ -9,7 +9,7 @@ file names, numbers) is escaped for HTML after its control characters are writte
 from html import escape
 from itertools import islice
 
-from ..viewer.safe_text import safe
+from ..common.safe_text import safe
 from .frame import _sort_key
 
 TOP_KERNELS = 10

@@ -16,7 +16,7 @@ _instances = {}
 
 
 # backend -> (module, class): a backend's module is imported when it is asked for, so that the
-# first session does not import all nine (they would cost the first start a few ms).
+# first session does not import all nine (importing them all would lengthen the first start).
 _CLASSES = {"nvidia": (".nvidia.backend", "NvidiaBackend"), "interpreter": (".interpreter", "InterpreterBackend"),
             "roctracer": (".roctracer", "RoctracerBackend"), "cupti": (".nvidia.cupti", "CuptiBackend"),
             "cupti_pcsampling": (".nvidia.cupti", "CuptiPcSamplingBackend"),

@@ -28,8 +28,6 @@ LIBRARY = "libroctracer64.so"
 ENV_PATH = "FLAGTREE_PROFILER_ROCTRACER_PATH"
 
 
-
-
 def roctracer_candidates():
     """[(where, path)] in the documented order; path None when that place is not set."""
     rocm = os.environ.get("ROCM_PATH", "").strip()

@@ -25,7 +25,7 @@ from ..native_core import native
 from ..paths import part_stem
 from ..backends.nvidia.counters import list_metrics
 from ..distributed.ranks import current as current_rank
-from ..viewer.safe_text import safe
+from ..common.safe_text import safe
 
 PROG = "flagtree-profiler"
 

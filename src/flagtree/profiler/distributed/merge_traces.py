@@ -21,12 +21,11 @@ import argparse
 import json
 import math
 import os
-import re
 import sys
 
-from ..paths import EXTENSIONS, RANK_FILE, SIDE_FILES, metadata_candidates
+from ..paths import EXTENSIONS, SIDE_FILES, metadata_candidates, output_stem, parse_output_name
 from .ranks import LOSS_KEYS, losses
-from ..viewer.safe_text import safe
+from ..common.safe_text import safe
 from ..writers.chrome_trace import chrome_trace
 
 try:  # optional speed-up
@@ -36,7 +35,6 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 DEVICE_TID_BASE = 1 << 30  # above any Linux thread id (pid_max <= 2**22)
 FLOW_NAMESPACE = 1 << 32
-_TRACE_SUFFIX = re.compile(r"(?:\.part\d+)?\.chrome_trace$")
 
 
 class TraceMergeError(ValueError):
@@ -127,8 +125,7 @@ def _head_metadata(path):
 def _sibling_metadata(path):
     """The trace session's metadata: <name>.chrome_trace.meta.json where a tree session of the
     same name took <name>.meta.json (paths.output_paths), else <name>.meta.json."""
-    name = _TRACE_SUFFIX.sub("", path)
-    for meta_path in metadata_candidates(name, "trace"):
+    for meta_path in metadata_candidates(output_stem(path), "trace"):
         try:
             with open(meta_path) as handle:
                 meta = json.load(handle)
@@ -152,10 +149,10 @@ class Input:
             head = head if isinstance(head, dict) else {}
         sibling, self.meta_path = _sibling_metadata(path)
         self.meta = _clean_clock({**(head or {}), **sibling})
-        named = RANK_FILE.match(path)
-        named = named if named and named.group(3) == EXTENSIONS["trace"] else None
+        named = parse_output_name(path)
+        named = named.rank if named and named.extension == EXTENSIONS["trace"] else None
         rank = self.meta.get("rank")
-        self.rank = int(named.group(2)) if named else rank if type(rank) is int and rank >= 0 else 0
+        self.rank = named if named is not None else rank if type(rank) is int and rank >= 0 else 0
         self.host = str(self.meta.get("host") or "unknown host")
         self.pid = self.meta.get("pid") if type(self.meta.get("pid")) is int else None
         self.shift_us = 0.0

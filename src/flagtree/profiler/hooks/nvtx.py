@@ -29,8 +29,6 @@ _state = {"users": 0, "module": None, "originals": None}
 _local = threading.local()
 
 
-
-
 def _torch_nvtx():
     if "torch" not in sys.modules:
         return None

@@ -24,7 +24,7 @@ from .options import DEFAULT_METRICS, default_metrics, parse_depth, parse_thresh
 from .pipeline import summed
 from .profile_tree import release
 from .render import FRAME_FORMATS, View, render_metric_list, render_sorted, render_tree, use_color
-from .safe_text import safe
+from ..common.safe_text import safe
 
 PROG = "flagtree-profiler-viewer"
 

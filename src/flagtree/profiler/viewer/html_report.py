@@ -22,7 +22,7 @@ _ASSETS = ("report.html", "report.css", "report.js")
 
 
 def _asset(name):
-    from importlib import resources  # deferred: ~50 ms of imports, paid only when a report is written
+    from importlib import resources  # deferred: its imports are paid only when a report is written
 
     return resources.files(__package__).joinpath("report", name).read_text(encoding="utf-8")
 

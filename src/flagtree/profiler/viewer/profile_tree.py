@@ -20,6 +20,7 @@ import json
 import os
 import re
 
+from ..paths import EXTENSIONS, parse_output_name
 from .errors import ViewerError
 from .nodes import IDENTIFIERS, NO_CHILDREN, NO_METRICS, Node, merge_into
 from .reader import read_tree
@@ -134,9 +135,6 @@ def concurrent_sessions(path_a, path_b):
     return a[1] < b[2] and b[1] < a[2]
 
 
-_PART = re.compile(r"\.part(\d+)\.hatchet$")
-
-
 def part_paths(path):
     """``name.part<k>.hatchet`` files of a ``name.hatchet`` (the parts of a long run), by k."""
     if not path.endswith(".hatchet"):
@@ -148,9 +146,9 @@ def part_paths(path):
         return []
     parts = []
     for entry in entries:
-        match = _PART.search(entry)
-        if match and entry[:match.start()] == base:
-            parts.append((int(match.group(1)), os.path.join(folder, entry)))
+        name = parse_output_name(entry)
+        if name and name.part is not None and name.extension == EXTENSIONS["tree"] and name.stem == base:
+            parts.append((name.part, os.path.join(folder, entry)))
     return [p for _, p in sorted(parts)]
 
 

@@ -9,7 +9,7 @@ import re
 
 from ..writers.atomic import strict_json
 from .flame import HOST, Interned, device_label
-from .safe_text import CONTROLS
+from ..common.safe_text import CONTROLS
 
 # Rates and ratios lose nothing visible at five significant digits, and shrink a lot.
 _DIGITS = 5

@@ -7,13 +7,12 @@ Values are formatted here, as the terminal viewer would; the page only lays them
 
 import heapq
 import os
-import re
 
+from ..paths import output_stem
 from .metrics import FLOP_KEYS
 from .rank_merge import metadata_of
 
 TOP_ROWS = 15
-_HATCHET = re.compile(r"(?:\.part\d+)?\.hatchet$")
 _TIMELINES = ((".pftrace", "Perfetto trace"), (".chrome_trace", "Chrome trace"))
 
 
@@ -146,7 +145,7 @@ def summary(profile, column, values_of):
 def timeline_beside(sources):
     """{'file': name, 'kind': ...} of the first session timeline written beside a source."""
     for path in sources:
-        stem = _HATCHET.sub("", path)
+        stem = output_stem(path)
         for extension, kind in _TIMELINES:
             if os.path.isfile(stem + extension):
                 return {"file": os.path.basename(stem + extension), "kind": kind}

@@ -33,11 +33,9 @@ from ...native_core import native
 SUPPORTED_CUDA_MAJORS = (12, 13)
 
 
-
-
 def _major_of(path):
     """12 for ".../libcupti.so.12.8.90", None without a version. String work, not a regex: the
-    regex's first compile was 0.5 ms of the first session."""
+    regex's first compile would be paid by the first session (docs/performance.md)."""
     _, found, version = os.path.basename(path).partition("libcupti.so.")
     digits = version[:len(version) - len(version.lstrip("0123456789"))]
     return int(digits) if found and digits else None
@@ -85,7 +83,7 @@ def triton_cupti(driver_major=None):
 
 def iter_cupti_candidates(driver_major=None, proton_first=True, used=None):
     """The libcupti paths to try, in the documented order, found as they are asked for: the first
-    session stops at the first that loads instead of globbing every sys.path entry (~5 ms).
+    session stops at the first that loads instead of globbing every sys.path entry.
     proton_first=False (hardware counters, which need the driver's major): no Triton copy first,
     and a loaded copy of another major than the driver's is not preferred either. `used`: the
     copy this process subscribed with before, tried right after the explicit path."""
@@ -129,10 +127,10 @@ def _api_major(api_version):
 
 class _DeviceFacts:
     """The CUDA devices' fixed facts, queried once per process: every session writes them
-    (device_info, describe). The driver answers the two clock attributes in 0.35-0.7 ms each,
-    every time (H200, driver 580), so the first session starts the query at start() and
-    finalize() takes its answer, off the first session's path. The query runs on a native
-    thread (csrc/backends/nvidia/device_facts.h): a Python one cost ~0.4 ms more at start()."""
+    (device_info, describe). The driver is slow to answer the two clock attributes, every time
+    (docs/performance.md), so the first session starts the query at start() and finalize()
+    takes its answer, off the first session's path. The query runs on a native thread
+    (csrc/backends/nvidia/device_facts.h): starting a Python one would cost start() more."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -210,7 +208,7 @@ class NvidiaBackend(Backend):
         if not isinstance(session.options, counters.CounterMode):
             return
         try:
-            devices = cuda_devices()  # cached: the driver takes ~1 ms to answer each time
+            devices = cuda_devices()  # cached: the driver is slow to answer, every time
         except RuntimeError:
             devices = []
         counters.start_session(self._library, session, session.options.metrics, devices)

@@ -7,6 +7,7 @@ starts and stops a session's collection, and lists the metrics a chip offers.
 from dataclasses import dataclass
 
 from ... import _env
+from ...common.devices import arch_key, peak_bandwidth
 from .. import get_backend
 from ...native_core import native
 
@@ -24,8 +25,6 @@ DURATION_METRIC = "gpu__time_duration.sum"
 DERIVED_METRICS = ("achieved_occupancy (%)", "dram_bandwidth (GB/s)", "dram_bandwidth_util (%)")
 MODE_FORMS = '"metrics" (a default set) or "metrics=<name>,<name>,..."'
 LIST_HINT = "list the valid names with flagtree.profiler.list_metrics() or `flagtree-profiler --list-metrics`"
-
-
 
 
 def parse_mode(mode):
@@ -60,11 +59,12 @@ class CounterMode:
 
 
 def dram_peaks_gbps(devices):
-    """Each device's DRAM peak in GB/s: memory clock (kHz) x bus width (bits) x 2 (double data rate) / 8."""
+    """Each device's DRAM peak in GB/s (0.0 where unknown), by device index, as the viewer's
+    ``util`` metric computes it (common/devices.py)."""
     peaks = []
     for d in sorted(devices, key=lambda d: d["index"]):
-        peaks.append(d["memory_clock_rate"] * 1e3 * d["bus_width"] * 2 / 8 / 1e9
-                     if d.get("memory_clock_rate") and d.get("bus_width") else 0.0)
+        bandwidth = peak_bandwidth(arch_key("CUDA", d.get("arch", "")), d)
+        peaks.append(bandwidth / 1e9 if bandwidth else 0.0)
     return peaks
 
 

@@ -5,10 +5,11 @@ Mode string: ``pcsampling[:key=value,...]`` with keys
   interval=<5..31>   log2 of the GPU cycles between samples (FLAGTREE_PROFILER_PCSAMPLING_INTERVAL)
   collection=continuous|serialized   CUPTI's collection-mode attribute (FLAGTREE_PROFILER_PCSAMPLING_COLLECTION)
   range=session|launch   session (default): one range per context from its first launch to finalize
-      (or a module unload), no per-launch cost (9x on 2,000 tiny launches on the H200, the spec's
-      "about 20x"); continuous-mode samples are per function, split equally among its launches.
+      (or a module unload), no per-launch cost; continuous-mode samples are per function, split
+      equally among its launches.
       launch: every launch is sampled alone, cuCtxSynchronize + Start at the launch call, Stop +
-      GetData when it returns (Proton's order): exact per-launch samples, ~117x launch-bound.
+      GetData when it returns (Proton's order): exact per-launch samples, far slower when
+      launch-bound. Both overheads: docs/reference/pc-sampling.md.
 "cupti_pcsampling" samples with mode None; "cupti" with mode None records kernels only.
 """
 import time
@@ -23,12 +24,9 @@ MODE_FORM = "pcsampling[:interval=<5..31>,collection=continuous|serialized,range
 CHOICES = {"collection": ("continuous", "serialized"), "range": ("session", "launch")}
 SCRATCH_BYTES = 16 << 20  # CUPTI's decoded-record buffer (Proton's size, seen to work on the H200)
 # The device buffer samples land in (CUPTI's default is 512 MiB, Proton's 128 MiB). Its size is
-# paid at every Start: 122 / 73 / 61 ms for 128 / 32 / 8 MiB on the H200, none of them dropping
-# a sample of the 800,000 a 3.2 ms kernel gives at interval 10 (bench/results/pcsampling-*).
+# paid at every Start, and a smaller one dropped no sample (docs/reference/pc-sampling.md).
 HARDWARE_BYTES = 32 << 20
 BUFFER_PCS = 20000  # PC records per GetData call
-
-
 
 
 @dataclass(frozen=True)

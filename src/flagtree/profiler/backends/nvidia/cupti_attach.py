@@ -1,7 +1,7 @@
 """The release rule of the CUPTI subscription kept between sessions.
 
-Subscribing to CUPTI and enabling its activity kinds is most of a session's fixed cost (7-10 ms
-in a process with torch loaded), so after the last session the native tracer stays attached
+Subscribing to CUPTI and enabling its activity kinds is most of a session's fixed cost
+(docs/performance.md, Session cost), so after the last session the native tracer stays attached
 ("parked": activity on, launch callbacks off, records discarded). It lets go, so that another
 CUPTI client (Proton, torch.profiler, Nsight) can attach, on the first of:
   - flagtree.profiler.release();
@@ -16,8 +16,6 @@ from ...native_core import native
 
 _exit_hook = [None]  # the pid that registered the exit hook
 _exiting = [False]
-
-
 
 
 def before_acquire():
@@ -40,8 +38,8 @@ def _release_at_exit():
 def after_release():
     """The nvidia backend released the tracer: if that was the last session it is parked now;
     start the idle clock (or release at once when the idle time is 0). The clock runs on a
-    native thread (csrc/backends/nvidia/idle_release.h): a threading.Timer cost ~0.3 ms to start
-    at every finalize."""
+    native thread (csrc/backends/nvidia/idle_release.h): starting a threading.Timer at every
+    finalize would cost each finalize more."""
     if not native.nvidia.cupti_attach_stats()["parked"]:
         return
     idle = 0 if _exiting[0] else _env.cupti_idle_seconds()

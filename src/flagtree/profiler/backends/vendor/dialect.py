@@ -12,8 +12,6 @@ from .mode_options import parse_vendor_mode
 from ...native_core import native
 
 
-
-
 class DialectBackend(Backend):
     #: the vendor library's file name (libmupti.so, libmspti.so)
     library = ""

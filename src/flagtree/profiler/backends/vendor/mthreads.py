@@ -45,7 +45,7 @@ import os
 from ..base import device_info_of
 from .dialect import DialectBackend
 from ...native_core import native
-from ...viewer.devices import Device
+from ...common.devices import Device
 
 LIBRARY = "libmupti.so"
 ENV_PATH = "FLAGTREE_PROFILER_MUPTI_PATH"
@@ -122,7 +122,7 @@ class MthreadsBackend(DialectBackend):
         return device_info_of("MUSA", devices) if devices else {}
 
     def peak_bandwidths(self):
-        """{device index: GB/s}, computed as the viewer computes it (so util agrees)."""
+        """{device index: GB/s}, computed where the viewer computes it (common/devices.py), so util agrees."""
         out = {}
         for d in self._devices():
             bandwidth = Device("MUSA", str(d["index"]), d).bandwidth

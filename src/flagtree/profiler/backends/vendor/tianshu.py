@@ -19,7 +19,7 @@ in the metadata, with ``time_source_reason``):
 makes a session fail with the reason when the route cannot run, ``time_source=host`` keeps host
 times.
 
-Mode (vendor_mode.py grammar): ``vendor_metrics=launch_stats,occupancy,instruction,memory``
+Mode (mode_options.py grammar): ``vendor_metrics=launch_stats,occupancy,instruction,memory``
 (the ixKN sections wanted; the ``--ixkn`` wrapper passes them as ``--section``),
 ``ixkn_import_path=<csv or .ixkn-rep>`` (import an ixKN run's CSV into this session's kernel
 nodes at finalize), ``launch_log=on`` (write ``<name>.launches.json`` for an import after the run;
