@@ -107,9 +107,12 @@ def kernel_metadata(paths, roots):
         stack = [(raw_root, root)] if raw_root is not None else []
         while stack:
             raw, node = stack.pop()
-            for raw_child in raw.get("children") or ():
+            children = raw.get("children")
+            # The file may have been replaced since the tree was loaded: take only what fits.
+            for raw_child in children if type(children) is list else ():
                 frame = raw_child.get("frame") if type(raw_child) is dict else None
-                child = node.children.get(frame.get("name")) if type(frame) is dict else None
+                name = frame.get("name") if type(frame) is dict else None
+                child = node.children.get(name) if type(name) is str else None
                 if child is None:
                     continue
                 meta = raw_child.get("metadata")

@@ -36,8 +36,17 @@ def _metas(sources):
 
 
 def _number(meta, key):
+    """A finite number a float can hold (a 400-digit integer is none: it cannot be formatted)."""
     value = meta.get(key)
-    return value if type(value) in (int, float) else None
+    return value if _finite(value) else None
+
+
+def _finite(value):
+    return type(value) in (int, float) and abs(value) <= 1e300 and value == value
+
+
+def _list(value):
+    return value if type(value) is list else ()
 
 
 def facts(sources, busy_ns, launches, distinct):
@@ -46,7 +55,7 @@ def facts(sources, busy_ns, launches, distinct):
     metas = [m for m in _metas(sources) if m]
     out = []
     devices = sorted({f"{d.get('type', 'device')}:{d.get('index', 0)} {d.get('name') or d.get('arch') or ''}".strip()
-                      for m in metas for d in m.get("devices") or () if isinstance(d, dict)})
+                      for m in metas for d in _list(m.get("devices")) if isinstance(d, dict)})
     if devices:
         out.append(("device", ", ".join(devices)))
     backends = sorted({str(m["backend"]) for m in metas if m.get("backend")})
@@ -65,7 +74,7 @@ def facts(sources, busy_ns, launches, distinct):
     if metas:
         lost = sum(max(_number(m, "lost_launches") or 0, _number(m, "dropped_records") or 0) for m in metas)
         out.append(("lost records", f"{lost:,}" if lost else "none"))
-    overhead = [(k, v) for m in metas for k, v in sorted(m.items()) if "overhead" in k and type(v) in (int, float)]
+    overhead = [(k, v) for m in metas for k, v in sorted(m.items()) if "overhead" in k and _finite(v)]
     for key, value in overhead:
         out.append(("profiler overhead" + ("" if len(overhead) == 1 else f" ({key})"),
                     format_time(value) if key.endswith("_ns") else f"{value:g}"))
