@@ -26,6 +26,7 @@ import sys
 
 from ..paths import EXTENSIONS, RANK_FILE, SIDE_FILES, metadata_candidates
 from .ranks import LOSS_KEYS, losses
+from ..stop_signals import Stopped, ignore_stop_signals, stop_signals_unwind, stopped_status
 from ..viewer.safe_text import safe
 from ..writers.chrome_trace import chrome_trace
 
@@ -365,7 +366,13 @@ def main(argv=None):
     parser.add_argument("traces", nargs="+", help="trace files, or folders of them")
     args = parser.parse_args(argv)
     try:
-        other = merge_traces(args.traces, args.output)
+        with stop_signals_unwind():
+            other = merge_traces(args.traces, args.output)
+    except (KeyboardInterrupt, Stopped) as stop:
+        ignore_stop_signals()
+        status, what = stopped_status(stop)
+        sys.stderr.write(f"merge_traces: stopped by {what}: {safe(args.output)} was not written\n")
+        return status
     except (TraceMergeError, OSError) as error:
         sys.stderr.write(f"merge_traces: error: {safe(str(error))}\n")
         return 2
