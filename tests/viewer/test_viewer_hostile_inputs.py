@@ -10,7 +10,7 @@ import pytest
 import flagtree.profiler as profiler
 from flagtree.profiler.viewer import exports
 from flagtree.profiler.viewer.errors import ViewerError
-from viewer_helpers import fixture
+from viewer_helpers import fixture, kernel, node
 
 HUGE = "1" + "0" * 400
 
@@ -73,3 +73,26 @@ def test_a_profile_replaced_between_the_reports_two_reads(viewer, tmp_path, monk
     status, _, err = viewer("--html", tmp_path / "r.html", profile)
     assert status == 0, err
     assert payload_of(tmp_path / "r.html")["summary"]["facts"]
+
+
+def test_a_nan_kernel_time_leaves_the_icicle_its_other_widths_and_says_so(viewer, write_profile, tmp_path):
+    scope = node("s", {}, kernel("a", 5.0), kernel("b", float("nan")), kernel("c", 7.0))
+    path = write_profile([node("ROOT", {}, scope), {}])
+    out = tmp_path / "r.html"
+    status, _, err = viewer("--html", out, path)
+    assert status == 0, err
+    payload = payload_of(out)
+    names = [payload["strings"][i] for i in payload["name"]]
+    time = next(m for m in payload["metrics"] if m["id"] == "time/ns")["a"]
+    widths = dict(zip(names, time))
+    assert widths["ROOT"] == widths["s"] == 12 and widths["b"] is None  # the icicle draws a, c
+    facts = dict(payload["summary"]["facts"])
+    assert facts["not numbers"] == "1 nodes hold values that are not numbers: left out of the widths"
+    assert "nan" not in json.dumps(payload["summary"]).lower()
+
+
+def test_the_notebook_view_of_a_profile_with_nodes_but_no_metrics(write_profile):
+    path = write_profile([node("ROOT", {}, node("a", {}), node("b", {})), {}])
+    profile = profiler.read(path)
+    html = profile._repr_html_()
+    assert "No metrics to rank kernels by." in html and "<table>" in html

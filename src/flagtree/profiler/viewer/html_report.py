@@ -167,6 +167,9 @@ def build_report(source, args):
         payload = build_payload(profile, other, specs, len(user), values_of, other_values, meta)
         column = {spec["id"]: len(user) + at for at, spec in enumerate(column_specs(specs))}
         payload["summary"] = summary(profile, column, values_of)
+        if payload["nonNumbers"]:  # said where the reader looks first: the icicle leaves them out
+            payload["summary"]["facts"].append(
+                ("not numbers", f"{payload['nonNumbers']:,} nodes hold values that are not numbers: left out of the widths"))
         payload["table"] = table
         payload["title"] = profile.label
         payload["diffSource"] = args.diff_profile

@@ -18,7 +18,7 @@ _TIMELINES = ((".pftrace", "Perfetto trace"), (".chrome_trace", "Chrome trace"))
 
 
 def format_time(ns):
-    if ns is None:
+    if ns is None or not _finite(ns):
         return "-"
     for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
         if abs(ns) >= scale:
@@ -122,7 +122,8 @@ def summary(profile, column, values_of):
         row = by_name.get(node.name)
         if row is None:
             row = by_name[node.name] = [0, 0, 0.0, 0, 0]  # count, time, util x time, FLOP, time with util
-        time = (values[time_at] if time_at is not None else None) or 0
+        time = values[time_at] if time_at is not None else None
+        time = time if _finite(time) else 0  # a NaN time would make every share NaN
         row[0] += (values[count_at] if count_at is not None else None) or 0
         row[1] += time
         util = values[util_at] if util_at is not None else None
