@@ -200,11 +200,16 @@ def _write_part(s, device_shift_ns=None):
     return path
 
 
+# What Proton says of an unknown session id: code that looks for its words finds them in ours.
+_PROTON_WORDS = "Session has not been initialized: "
+
+
 def _targets(session_id):
     if session_id is None:
         return list(_sessions.values())
     if session_id not in _sessions:
-        raise ValueError(f"no open profiling session {session_id!r}; open sessions: {sorted(_sessions) or 'none'}")
+        raise ValueError(f"no open profiling session {session_id!r} ({_PROTON_WORDS}{session_id!r}); "
+                         f"open sessions: {sorted(_sessions) or 'none'}")
     return [_sessions[session_id]]
 
 
@@ -246,8 +251,8 @@ def _check_issued(session_id):
     if type(session_id) is not int:
         raise ValueError(f"session id must be an int returned by start(), got {session_id!r}")
     if not 0 <= session_id < _next_id[0]:
-        raise ValueError(f"no profiling session {session_id!r} was started in this process; open sessions: "
-                         f"{sorted(_sessions) or 'none'}")
+        raise ValueError(f"no profiling session {session_id!r} was started in this process ({_PROTON_WORDS}"
+                         f"{session_id!r}); open sessions: {sorted(_sessions) or 'none'}")
 
 
 def _finalize_locked(sessions):
