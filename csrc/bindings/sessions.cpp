@@ -80,6 +80,7 @@ nb::dict sessionStats(int slot) {
   nb::dict d;
   d["records"] = s.records.load();
   d["unattributed"] = s.unattributed.load();
+  d["placed_at_launch"] = s.placedAtLaunch.load();
   const int64_t lead = s.maxLaunchLeadNs.load();
   if (lead == Session::kNoLead) d["max_launch_lead_ns"] = nb::none();
   else d["max_launch_lead_ns"] = lead;

@@ -54,6 +54,7 @@ class Session {
   const uint64_t createdNs = monotonicNs();  // host monotonic
   std::atomic<uint64_t> records{0};
   std::atomic<uint64_t> unattributed{0};  // records whose launch was not seen (attributed to ROOT)
+  std::atomic<uint64_t> placedAtLaunch{0};  // records off the tracer's clock, placed at their launch
   // The most a tracer's record started before its launch call (host clock), over the session's
   // records; kNoLead: none seen. A kernel cannot start before the call that launches it, so a
   // positive value is the tracer's clock disagreeing with the host's by at least that much.

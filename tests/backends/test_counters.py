@@ -17,6 +17,7 @@ from flagtree.profiler.backends.nvidia import counters
 from flagtree.profiler.backends.nvidia.backend import NvidiaBackend
 from support.profiles import find, load_json, load_tree
 from standins import build_standin, load_standin
+from gpu.trace_checks import assert_kernels_follow_launches
 
 CTX = 0x1000
 CTX2 = 0x2000
@@ -79,7 +80,6 @@ class Gpu:
     def __init__(self, standin):
         self.standin = standin
         self.correlation = 9000
-        self.clock = 0
 
     def launch(self, kernel, values, context=CTX, slots=None, session=None, ranged=True, seen=True):
         self.correlation += 1
@@ -94,8 +94,8 @@ class Gpu:
             self.standin.standin_launch(context, kernel.encode())
         if seen:
             _native.testing.counters_on_launch_exit(context, corr)
-        _native.testing.record(corr, kernel, self.clock, self.clock + 100, 0)
-        self.clock += 1000
+        start = _native.core.monotonic_ns() + 1000  # on the profile's clock, just after the launch call
+        _native.testing.record(corr, kernel, start, start + 100, 0)
         return corr
 
 
@@ -216,6 +216,7 @@ def test_trace_mode_puts_metrics_in_kernel_event_args(standin, tmp_path):
     events = events["traceEvents"] if isinstance(events, dict) else events
     kernel = next(e for e in events if e.get("name") == "k" and e.get("ph") == "X")
     assert kernel["args"][BYTES_READ] == 64 and kernel["args"][WARPS] == 25
+    assert assert_kernels_follow_launches(events) == 1
 
 
 def test_dram_bandwidth_util_against_the_device_peak(standin, tmp_path):

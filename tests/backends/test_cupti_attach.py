@@ -29,6 +29,7 @@ def standin(tmp_path_factory):
     lib.standin_launch_running.restype = ctypes.c_uint32
     lib.standin_count.argtypes = [ctypes.c_char_p]
     lib.standin_record_clock_offset.argtypes = [ctypes.c_longlong]
+    lib.standin_record_clock.argtypes = [ctypes.c_int]
     lib.path = path
     return lib
 

@@ -31,6 +31,12 @@ DRIVER = textwrap.dedent('''
             send()
             return real_fsync(fd)
         os.fsync = fsync
+    elif where == "after":  # the native writer has put the profile in place; the session has not noted it
+        real_profile = session.write_profile
+        def write_profile(*args, **kwargs):
+            real_profile(*args, **kwargs)
+            send()
+        session.write_profile = write_profile
     else:  # from another thread, while the native writer runs (or just after it)
         real_profile = session_outputs.write_profile
         def write_profile(*args, **kwargs):
@@ -118,3 +124,16 @@ def test_sigterm_during_the_native_write_leaves_whole_files_only(tmp_path):
         json.loads((tmp_path / "prof.hatchet").read_text())
     else:
         assert "not written: prof.hatchet" in line and not (tmp_path / "prof.hatchet").exists()
+
+
+@pytest.mark.parametrize("earlier", [False, True])
+def test_a_signal_just_after_the_native_write_says_the_profile_is_on_disk(tmp_path, earlier):
+    if earlier:  # an earlier run's profile: replaced by this write, which the line must tell apart
+        (tmp_path / "prof.hatchet").write_text("[]")
+    result = run_driver(tmp_path, "SIGINT", "after")
+    assert result.returncode == 130, result.stderr
+    assert our_lines(result) == [
+        "flagtree-profiler: Ctrl-C while the profile was written: the rest of the write was abandoned; "
+        "wrote prof.hatchet; not written: prof.meta.json"]
+    root = json.loads((tmp_path / "prof.hatchet").read_text())[0]
+    assert [c["frame"]["name"] for c in root["children"]] == ["work"]

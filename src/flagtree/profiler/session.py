@@ -28,7 +28,7 @@ from .backends import BackendUnavailable
 from .hooks import inheritance, nvtx
 from .paths import check_writable, output_paths
 # CONTEXTS, DATA_KINDS and HOOKS are also read from here (the command's option choices).
-from .session_checks import CONTEXTS, DATA_KINDS, HOOKS, check_arguments, check_issued  # noqa: F401
+from .session_checks import CONTEXTS, DATA_KINDS, HOOKS, check_arguments, check_issued, PROTON_WORDS  # noqa: F401
 from .session_outputs import write_outputs, write_parts
 from .session_record import Session
 from .common.safe_text import safe
@@ -168,7 +168,8 @@ def _targets(session_id):
     if session_id is None:
         return list(_sessions.values())
     if session_id not in _sessions:
-        raise ValueError(f"no open profiling session {session_id!r}; open sessions: {sorted(_sessions) or 'none'}")
+        raise ValueError(f"no open profiling session {session_id!r} ({PROTON_WORDS}{session_id!r}); "
+                         f"open sessions: {sorted(_sessions) or 'none'}")
     return [_sessions[session_id]]
 
 

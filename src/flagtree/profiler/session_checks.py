@@ -26,6 +26,10 @@ def check_arguments(name, context, data, backend, mode, hook, select=True):
     return base, impl, impl.check_mode(mode)
 
 
+# What Proton says of an unknown session id: code that looks for its words finds them in ours.
+PROTON_WORDS = "Session has not been initialized: "
+
+
 def check_issued(session_id, issued, open_ids):
     """finalize() is idempotent for a session start() returned (ids below `issued`), and an error
     for anything else (as activate() is): a typo must not pass for a session already written."""
@@ -34,5 +38,5 @@ def check_issued(session_id, issued, open_ids):
     if type(session_id) is not int:
         raise ValueError(f"session id must be an int returned by start(), got {session_id!r}")
     if not 0 <= session_id < issued:
-        raise ValueError(f"no profiling session {session_id!r} was started in this process; open sessions: "
-                         f"{sorted(open_ids) or 'none'}")
+        raise ValueError(f"no profiling session {session_id!r} was started in this process ({PROTON_WORDS}"
+                         f"{session_id!r}); open sessions: {sorted(open_ids) or 'none'}")

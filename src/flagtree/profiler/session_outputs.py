@@ -43,6 +43,8 @@ def _stats(s):
         "lost_launches": native.session.pending_launches(s.slot),
         "dropped_records": s.backend.dropped_records() - s.dropped_at_start,
     }
+    if counts.get("placed_at_launch"):  # stamped off the tracer's clock: start at their launch call
+        stats["records_placed_at_launch"] = counts["placed_at_launch"]
     shift = device_clock_shift(s, counts)
     if shift:  # durations stand; a trace's device events are moved (writers/profile.py)
         stats["device_clock_shift_ns"] = shift

@@ -25,6 +25,7 @@ import sys
 
 from ..paths import EXTENSIONS, SIDE_FILES, metadata_candidates, output_stem, parse_output_name
 from .ranks import LOSS_KEYS, losses
+from ..stop_signals import Stopped, ignore_stop_signals, stop_signals_unwind, stopped_status
 from ..common.safe_text import safe
 from ..writers.chrome_trace import chrome_trace
 
@@ -67,8 +68,19 @@ def _load_json(path, data):
         raise TraceMergeError(f"'{path}' nests its JSON too deeply to be a Chrome trace") from None
 
 
+# A time beyond this (in us: 1e300, or ns ints beyond int64) is no time any clock gives; shifting
+# it would overflow a float (an integer of 400 digits has no float at all).
+_TIME_LIMIT = 1e300
+_NS_LIMIT = 1 << 63
+
+
 def _finite(value):
-    return type(value) is int or (type(value) is float and math.isfinite(value))
+    return type(value) in (int, float) and abs(value) <= _TIME_LIMIT and not math.isnan(value)
+
+
+def _ns(value):
+    """Is `value` a clock fact: an integer of ns within int64 (what our writers store)?"""
+    return type(value) is int and -_NS_LIMIT <= value < _NS_LIMIT
 
 
 def _id_like(value):
@@ -171,13 +183,13 @@ def _clean_clock(meta):
     """The metadata with clock facts of the wrong type left out: the trace may come from anywhere,
     and a clock fact that is not an integer is no clock fact (the trace keeps its own times)."""
     for key in ("trace_origin_monotonic_ns", "clock_offset_ns", "clock_offset_error_ns"):
-        if key in meta and type(meta[key]) is not int:
+        if key in meta and not _ns(meta[key]):
             del meta[key]
     base = meta.get("clock_base")
-    if base is not None and not (isinstance(base, dict) and type(base.get("realtime_ns")) is int
-                                 and type(base.get("monotonic_ns")) is int):
+    if base is not None and not (isinstance(base, dict) and _ns(base.get("realtime_ns"))
+                                 and _ns(base.get("monotonic_ns"))):
         del meta["clock_base"]
-    elif base is not None and type(base.get("error_ns")) is not int:
+    elif base is not None and not _ns(base.get("error_ns")):
         meta["clock_base"] = {**base, "error_ns": 0}
     return meta
 
@@ -351,7 +363,13 @@ def main(argv=None):
     parser.add_argument("traces", nargs="+", help="trace files, or folders of them")
     args = parser.parse_args(argv)
     try:
-        other = merge_traces(args.traces, args.output)
+        with stop_signals_unwind():
+            other = merge_traces(args.traces, args.output)
+    except (KeyboardInterrupt, Stopped) as stop:
+        ignore_stop_signals()
+        status, what = stopped_status(stop)
+        sys.stderr.write(f"merge_traces: stopped by {what}: {safe(args.output)} was not written\n")
+        return status
     except (TraceMergeError, OSError) as error:
         sys.stderr.write(f"merge_traces: error: {safe(str(error))}\n")
         return 2

@@ -19,6 +19,7 @@ Every failure is a :class:`ViewerError` with a one-line message.
 import json
 import os
 import re
+import stat
 
 from ..paths import EXTENSIONS, parse_output_name
 from .errors import ViewerError
@@ -68,6 +69,7 @@ def preorder(root):
 
 def load_profile(path):
     """Read one ``.hatchet`` file into a Profile; ViewerError on bad input."""
+    _refuse_devices(path)
     names = set()
     try:
         with open(path, "rb") as handle:
@@ -89,6 +91,17 @@ def load_profile(path):
     profile = Profile(root, device_info, [path], names)
     profile.has_metadata = metadata
     return profile
+
+
+def _refuse_devices(path):
+    """A device (`/dev/zero`, a disk) is refused before any read: it never ends. A FIFO or pipe
+    (`<(zcat run.hatchet.gz)`) is read as a stream: its writer ends it."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):  # missing, unreadable, a NUL in the name: the read says why
+        return
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        raise ViewerError(f"cannot read profile '{path}': a device, not a profile file")
 
 
 def merge_devices(dst, src):

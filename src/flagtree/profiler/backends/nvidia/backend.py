@@ -2,8 +2,9 @@
 
 Which libcupti is loaded, in this order (the first that loads wins):
   1. FLAGTREE_PROFILER_CUPTI_PATH, then the copy the tracer subscribed with before in this process
-  2. Triton's bundled copy (triton/backends/nvidia/lib/cupti/libcupti.so), the file Proton loads,
-     when its CUDA major is supported and not newer than the driver's
+  2. Triton's bundled copy (triton/backends/nvidia/lib/cupti/libcupti.so, or the folder
+     TRITON_CUPTI_LIB_PATH names), the file Proton loads, when its CUDA major is supported and
+     not newer than the driver's
   3. a copy already loaded in this process (two copies cannot share CUPTI's one subscriber slot)
   4. the nvidia-cuda-cupti wheel (nvidia/cu13/lib, nvidia/cuda_cupti/lib)
   5. CUDA_HOME (extras/CUPTI/lib64, lib64, targets/*/lib)
@@ -65,10 +66,12 @@ def _path_major(path):
 
 
 def triton_cupti(driver_major=None):
-    """Triton's bundled libcupti (the path Proton dlopens: <dir>/libcupti.so), or None when Triton
-    bundles none, or one of an unsupported major or newer than the driver."""
-    for entry in sys.path:
-        folder = os.path.join(entry, "triton", "backends", "nvidia", "lib", "cupti")
+    """Triton's bundled libcupti (the path Proton dlopens: <dir>/libcupti.so, <dir> being
+    TRITON_CUPTI_LIB_PATH when set, as Proton reads it), or None when Triton bundles none, or one
+    of an unsupported major or newer than the driver."""
+    chosen = os.environ.get("TRITON_CUPTI_LIB_PATH")
+    folders = [chosen] if chosen else [os.path.join(e, "triton", "backends", "nvidia", "lib", "cupti") for e in sys.path]
+    for folder in folders:
         versioned = glob.glob(os.path.join(folder, "libcupti.so.*"))
         if not versioned and not os.path.isfile(os.path.join(folder, "libcupti.so")):
             continue

@@ -6,10 +6,16 @@ Subscribing to CUPTI and enabling its activity kinds is most of a session's fixe
 CUPTI client (Proton, torch.profiler, Nsight) can attach, on the first of:
   - flagtree.profiler.release();
   - FLAGTREE_PROFILER_CUPTI_IDLE_S seconds with no session (0: at every finalize);
-  - interpreter exit.
+  - interpreter exit;
+  - a Proton session starting in this process (triton.profiler's start, wrapped once parked:
+    Proton's cuptiSubscribe would otherwise fail with error 39 while we hold the slot).
 The next session after a release subscribes afresh."""
 import atexit
+import functools
+import importlib.abc
+import importlib.machinery
 import os
+import sys
 
 from ... import _env
 from ...native_core import native
@@ -42,6 +48,7 @@ def after_release():
     finalize would cost each finalize more."""
     if not native.nvidia.cupti_attach_stats()["parked"]:
         return
+    _release_before_proton()
     idle = 0 if _exiting[0] else _env.cupti_idle_seconds()
     if idle <= 0:
         release()
@@ -59,3 +66,54 @@ def release():
     or a session is still running (finalize it first)."""
     _cancel_idle_timer()
     return bool(native.nvidia.cupti_detach())
+
+
+# Where Proton's sessions start: the module's own `start` (its `profile` decorator calls it) and
+# the package's re-export of it.
+_PROTON_STARTS = ("triton.profiler.profile", "triton.profiler")
+
+
+def _release_before_proton():
+    """Wraps Proton's start to release our parked subscription first: now where it is imported,
+    at its import (a finder on sys.meta_path) where it is not yet."""
+    if "triton.profiler.profile" not in sys.modules and not any(isinstance(f, _ProtonImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _ProtonImport())
+    for name in _PROTON_STARTS:
+        _wrap_start(sys.modules.get(name))
+
+
+def _wrap_start(module):
+    start = getattr(module, "start", None)
+    if start is not None and not getattr(start, "_flagtree_releases_first", False):
+        module.start = _releasing_first(start)
+
+
+class _ProtonImport(importlib.abc.MetaPathFinder):
+    """Finds triton.profiler.profile as the path finder does; its start is wrapped once run."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "triton.profiler.profile":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+
+        def run_then_wrap(module):
+            run(module)
+            _wrap_start(module)
+
+        spec.loader.exec_module = run_then_wrap
+        return spec
+
+
+def _releasing_first(start):
+    @functools.wraps(start)
+    def start_after_release(*args, **kwargs):
+        if native.nvidia.cupti_attach_stats()["parked"]:
+            release()
+        return start(*args, **kwargs)
+
+    start_after_release._flagtree_releases_first = True
+    return start_after_release
+
