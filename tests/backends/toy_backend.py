@@ -90,15 +90,15 @@ class ToyBackend(Backend):
                 return fn(*args, **kwargs)
             for _ in range(self._options.warmup):  # untimed calls first
                 fn(*args, **kwargs)
-            start = native.monotonic_ns()
+            start = native.core.monotonic_ns()
             result = fn(*args, **kwargs)
-            self._record(self._options.label + fn.__name__, start, native.monotonic_ns())
+            self._record(self._options.label + fn.__name__, start, native.core.monotonic_ns())
             return result
 
         return timed
 
     def _record(self, name, start, end):
-        native.record_host_kernel(name, start, end, (1, 1, 1), (1, 1, 1), native.DeviceType.CPU, 0, 0)
+        native.session.record_host_kernel(name, start, end, (1, 1, 1), (1, 1, 1), native.DeviceType.CPU, 0, 0)
         for session in self._sessions:
             session.state.kernels += 1
 

@@ -1,15 +1,15 @@
 """What the non-NVIDIA CUPTI-dialect backends (mthreads through MUPTI, cann through MSPTI) share:
-starting the native tracer of that dialect (``native.<prefix>_acquire``) on the library the
-base's search finds, the vendor form of the mode grammar (backends/mode.py), and the metadata. Each backend names its library, environment variable, install folders, metrics and
-options; the native side is one shared tracer instantiated per vendor table.
+starting the native tracer of that dialect (``native.<name>.<prefix>_acquire``, the backend's own
+submodule) on the library the base's search finds, the vendor form of the mode grammar
+(backends/mode.py), and the metadata. Each backend names its library, environment variable,
+install folders, metrics and options; the native side is one shared tracer instantiated per
+vendor table.
 """
 
 from .. import _env
 from .base import Backend
 from .mode import vendor_grammar, vendor_mode
 from ..native_core import native
-
-
 
 
 class DialectBackend(Backend):
@@ -41,25 +41,29 @@ class DialectBackend(Backend):
 
     def acquire(self, options):
         self.check_no_other_profiler()
-        getattr(native, f"{self.prefix}_set_buffer_limit")(_env.buffer_limit())
+        self._native("set_buffer_limit")(_env.buffer_limit())
         buffer_bytes = _env.buffer_size()
-        acquire = getattr(native, f"{self.prefix}_acquire")
+        acquire = self._native("acquire")
         self.load_library(lambda path: acquire(path, buffer_bytes), native.LibraryNotFound)
-        self._library = getattr(native, f"{self.prefix}_library")()
+        self._library = self._native("library")()
         self.after_acquire()
+
+    def _native(self, function):
+        """This backend's native function `<prefix>_<function>`, from its own submodule."""
+        return getattr(getattr(native, self.name), f"{self.prefix}_{function}")
 
     def after_acquire(self):
         """Called once the tracer runs (e.g. to find the vendor driver)."""
 
     def flush(self):
-        getattr(native, f"{self.prefix}_flush")()
+        self._native("flush")()
 
     def release(self):
-        getattr(native, f"{self.prefix}_release")()
+        self._native("release")()
 
     def dropped_records(self):
-        return int(getattr(native, f"{self.prefix}_dropped")())
+        return int(self._native("dropped")())
 
     def describe(self):
-        stats = dict(getattr(native, f"{self.prefix}_stats")())
+        stats = dict(self._native("stats")())
         return {"backend": self.name, f"{self.prefix}_library": self._library, f"{self.prefix}_records": stats}

@@ -78,7 +78,7 @@ def _begin(options, kind, target):
     """Starts the command's session: the Session (None when profiling is disabled), or False
     after saying why it could not start."""
     if kind == "pytest" and options.context == "python" and not options.keep_pytest_frames:
-        native.python_frames_skip(target_runner.PYTEST_FRAME_FILES)
+        native.context.python_frames_skip(target_runner.PYTEST_FRAME_FILES)
     try:
         session_id = _session.start_command_session(
             name=options.name or default_name(kind, target), context=options.context,

@@ -4,6 +4,7 @@ import signal
 
 from .. import session as _session
 from ..paths import part_stem
+from .interrupted_write import WriteInterrupted, abandon_the_write, identities, interrupted_line
 from .output import say
 
 
@@ -19,34 +20,20 @@ def install_sigterm():
         return None
 
 
-class _WriteInterrupted(BaseException):
-    """Ctrl-C or SIGTERM while the profile is written: the write is abandoned (BaseException, so
-    that no `except Exception` on the way keeps writing)."""
-
-    def __init__(self, signum):
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _abandon_the_write(signum, frame):
-    for number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(number, signal.SIG_IGN)  # the clean-up that follows runs to its end
-    raise _WriteInterrupted(signum)
-
-
 def finish(opened, code):
     """Writes the profile and says where; a failed write turns a clean exit into status 1. A
     signal during the write abandons what is left of it (a native writer runs to its end first:
     its file is whole or absent), and one line says what was and was not written."""
     try:
-        previous = {n: signal.signal(n, _abandon_the_write) for n in (signal.SIGINT, signal.SIGTERM)}
+        previous = {n: signal.signal(n, abandon_the_write) for n in (signal.SIGINT, signal.SIGTERM)}
     except ValueError:  # main() called outside the main thread: signals can't be handled here
         previous = {}
+    before = identities(opened)
     try:
         return _write(opened, code)
-    except _WriteInterrupted as stop:
+    except WriteInterrupted as stop:
         _session.discard_command_session()  # what was not written is not written at exit either
-        say(_interrupted_line(opened, stop.signum))
+        say(interrupted_line(opened, stop.signum, before))
         return 128 + stop.signum
     finally:
         for number, handler in previous.items():
@@ -62,20 +49,6 @@ def _write(opened, code):
     if opened is not None:
         say(_wrote_line(opened.data_files()))
     return code
-
-
-def _interrupted_line(opened, signum):
-    what = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
-    if opened is None:
-        return f"{what}: stopped (profiling was disabled: nothing to write)"
-    written = [p for p in opened.parts if p not in opened.written] + opened.written
-    missing = []
-    if not any(p != opened.metadata_path for p in opened.written):
-        missing.append("the last part" if opened.parts else opened.output_path)
-    if opened.metadata_path not in opened.written:
-        missing.append(opened.metadata_path)
-    return (f"{what} while the profile was written: the rest of the write was abandoned; wrote "
-            f"{', '.join(written) or 'nothing'}; not written: {', '.join(missing) or 'nothing'}")
 
 
 def _wrote_line(files):

@@ -1,7 +1,7 @@
 """The command's own lines on stderr: one prefix, control characters escaped."""
 import sys
 
-from ..viewer.safe_text import safe
+from ..common.safe_text import safe
 
 PROG = "flagtree-profiler"
 

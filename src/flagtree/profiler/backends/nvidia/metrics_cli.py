@@ -39,7 +39,7 @@ def main(invocation):
 
 
 def _hint(options):
-    if native.cuda_driver_version():
+    if native.nvidia.cuda_driver_version():
         return ""
     return ("; listing metrics needs the CUDA driver (libcuda.so.1), which this machine lacks: CUPTI's "
             "metric tables cannot be read offline here" + (", even for a named chip" if options.chip else ""))

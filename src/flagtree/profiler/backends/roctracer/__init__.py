@@ -27,8 +27,6 @@ LIBRARY = "libroctracer64.so"
 ENV_PATH = "FLAGTREE_PROFILER_ROCTRACER_PATH"
 
 
-
-
 class RoctracerBackend(Backend):
     name = "roctracer"
     library = LIBRARY
@@ -47,15 +45,15 @@ class RoctracerBackend(Backend):
 
     def acquire(self, options):
         buffer_bytes = _env.buffer_size()
-        self.load_library(lambda path: native.roctracer_acquire(path, buffer_bytes), native.LibraryNotFound,
+        self.load_library(lambda path: native.roctracer.roctracer_acquire(path, buffer_bytes), native.LibraryNotFound,
                           hint=f"set {ENV_PATH} to its path, or ROCM_PATH to the ROCm install")
-        self._library = native.roctracer_library()
+        self._library = native.roctracer.roctracer_library()
 
     def flush(self):
-        native.roctracer_flush()
+        native.roctracer.roctracer_flush()
 
     def release(self):
-        native.roctracer_release()
+        native.roctracer.roctracer_release()
 
     def dropped_records(self):
         # roctracer has no dropped-record query; see the module docstring.
@@ -68,8 +66,8 @@ class RoctracerBackend(Backend):
 
     def describe(self):
         return {"backend": self.name, "roctracer_library": self._library,
-                "roctracer_version": native.roctracer_version() or None,
-                "roctracer_records": dict(native.roctracer_stats()),
+                "roctracer_version": native.roctracer.roctracer_version() or None,
+                "roctracer_records": dict(native.roctracer.roctracer_stats()),
                 "dropped_records_note": "roctracer reports no dropped-record count; lost records appear "
                                         "as lost_launches, records without a seen launch as "
                                         "unattributed_records"}

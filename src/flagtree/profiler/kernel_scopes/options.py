@@ -17,8 +17,8 @@ An empty mode (None or "") means every default. Keys:
 """
 import dataclasses
 
-from ... import _env
-from ..mode import ModeGrammar, Option
+from .. import _env
+from ..backends.mode import ModeGrammar, Option
 
 # What Triton's proton lowering compiles (others exist in its enums but fail in the pass).
 GRANULARITIES = ("warp",)
