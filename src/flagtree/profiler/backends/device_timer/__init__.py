@@ -17,7 +17,8 @@ backend="instrumentation", and their device time from their scope buffers' own h
 (scopes.py); mode ``scopes=off`` compiles no scopes.
 
 Covers Triton kernels only: torch's own kernels, library kernels (cuBLAS) and copies are not
-seen (docs/reference/device-timer.md).
+seen. Launches of compiled Triton kernels without stamps (held by libraries, loaded from caches,
+inductor's launchers) are counted by kernel name (untimed.py; docs/reference/device-timer.md).
 """
 import threading
 import warnings
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from ...hooks.triton_chain import _attach, _launch_hook_owner
 from ...native_core import native as _native_module
 from ..base import Backend, BackendUnavailable, device_info_of
-from . import compiler_hook, route
+from . import compiler_hook, route, untimed
 from . import scopes as kernel_scopes
 from ..instrumentation.kernel_scopes import InstrumentationState
 
@@ -86,6 +87,7 @@ class DeviceTimerState:
     counts_at_start: dict = field(default_factory=dict)
     stamped_at_start: int = 0
     scoped_at_start: dict = field(default_factory=dict)  # the scopes' counts (scopes.py)
+    untimed_at_start: dict = field(default_factory=dict)  # launches counted untimed (untimed.py)
     scopes: InstrumentationState = field(default_factory=InstrumentationState)  # kernel_scopes.py's
 
 
@@ -121,6 +123,7 @@ class DeviceTimerBackend(Backend):
         self.scopes = None  # scopes.DeviceTimerScopes while kernel-side scopes are compiled in
         self.scopes_state = "off"  # "on", "off", or "off: <why>" (the metadata's device_timer_scopes)
         self._kept_scopes = None  # the scopes installed for every session that compiles them in
+        self.untimed = untimed.UntimedLaunches()  # launches of unstamped kernels, counted
 
     def check_mode(self, mode):
         return parse_mode(mode)
@@ -178,6 +181,8 @@ class DeviceTimerBackend(Backend):
                               graph_records, self.support.stamper, beside=self.scopes.mode if self.scopes else None)
         self._undo.append(compiler_hook.uninstall)
         self._undo.append(_attach(triton.knobs.runtime, "kernel_load_end_hook", _kernel_loaded))
+        self.untimed.install()
+        self._undo.append(self.untimed.uninstall)
 
     def _install_scopes(self, options, fallback):
         """Kernel-side scopes beside the stamps, where Triton's proton passes lower them (the PTX
@@ -227,6 +232,7 @@ class DeviceTimerBackend(Backend):
         with self._lock:
             session.state.counts_at_start = dict(_native().device_timer_stats())
             session.state.stamped_at_start = compiler_hook.stats["stamped"]
+            session.state.untimed_at_start = self.untimed.snapshot()
             if self.scopes is not None:
                 self.scopes.scopes.attach_session(session)
                 session.state.scoped_at_start = self.scopes.snapshot() | {"kernels": compiler_hook.stats["scoped"]}
@@ -276,7 +282,9 @@ class DeviceTimerBackend(Backend):
             start = session.state.counts_at_start
             stats = {"time_source": self.name,
                      "device_timer_covers": "Triton kernels launched in the session (stamped at compile time); "
-                                            "other kernels and copies are not seen",
+                                            "launches of unstamped Triton kernels are counted in "
+                                            "device_timer_not_timed_kernels; other kernels and copies "
+                                            "are not seen",
                      "device_timer_options": self._options.canonical(),
                      "device_timer_stamps": f"{self.support.stamper.code_format} "
                                             f"(stage {self.support.stamper.stage!r}, target {self.support.facts.get('target')})"}
@@ -284,6 +292,7 @@ class DeviceTimerBackend(Backend):
             stats["device_timer_kernels_stamped"] = compiler_hook.stats["stamped"] - session.state.stamped_at_start
             stats["device_timer_kernels_not_stamped"] = list(compiler_hook.stats["not_stamped_kernels"])
             stats.update(scope_stats)
+            stats.update(self.untimed.session_stats(session.state.untimed_at_start))
             stats.update(self._clock_facts(native))
         lost = stats.get("device_timer_untimed", 0) + stats.get("device_timer_captured_untimed", 0) + \
             stats.get("device_timer_other_device_untimed", 0) + stats.get("device_timer_graph_replays_untimed", 0) + \
@@ -294,6 +303,7 @@ class DeviceTimerBackend(Backend):
                           f"not run, or a scoped kernel whose buffers lack their stamps; counts in "
                           f"{session.metadata_path})", RuntimeWarning, stacklevel=4)
         _warn_graph_losses(stats, self._options, session)
+        untimed.warn_untimed(stats, session)
         return stats
 
     def _scope_stats(self, session):
