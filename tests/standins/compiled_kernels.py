@@ -4,8 +4,8 @@ for the stand-in CoreX target (corex_triton.py), loaded as a device would load t
 launcher that takes the arguments Triton's launchers take and asks Triton's profile allocator
 for the kernel's profile scratch when its metadata asks for some, as NVIDIA's and CoreX's do.
 
-What the "device" runs for a launch is given by the test: ``device(scratch, grid)`` writes what
-the kernel's stamps would write (nothing for an unstamped kernel).
+What the "device" runs for a launch is given by the test: ``device(scratch, grid, binary)`` writes
+what the binary's stamps would write (nothing for an unstamped binary or a null scratch).
 """
 import json
 import os
@@ -36,30 +36,52 @@ class StandinLauncher:
             blocks = grid_x * grid_y * grid_z
             scratch = _allocation._profile_allocator.get()(blocks * size, self.metadata.profile_scratch_align, stream)
         self.calls.append(args)
-        self.device(int(scratch or 0), (grid_x, grid_y, grid_z))
+        self.device(int(scratch or 0), (grid_x, grid_y, grid_z), BINARIES.get(function, b""))
+
+
+BINARIES = {}  # function handle -> the binary loaded for it
+
+
+class StandinUtils:
+    """The driver's utils: load_binary gives each binary a function handle of its own."""
+
+    @staticmethod
+    def load_binary(name, binary, shared, device):
+        function = 0x1000 + len(BINARIES)
+        BINARIES[function] = binary
+        return object(), function, 32, 0, 1024
 
 
 class StandinDriver(corex_triton.StandinCorexDriver):
     compiler_cls = StandinCompiler
+    utils = StandinUtils()
+    device = None  # what the device runs for a launch: device(scratch, grid, binary), set by the test
+
+    @staticmethod
+    def launcher_cls(src, metadata):
+        return StandinLauncher(metadata, lambda *launch: StandinDriver.device(*launch))
 
 
-def compiled_kernel(folder, src, device, name="add_kernel", scratch=(0, 1)):
+def compiled_kernel(folder, src, name="add_kernel", scratch=(0, 1), stages=("llir",)):
     """A CompiledKernel of `src` (an ASTSource) made from a metadata group written in `folder`, as
-    Triton's cache hands one back; loaded, its launcher a StandinLauncher running `device`.
-    `scratch`: (profile_scratch_size, profile_scratch_align) in its metadata."""
+    Triton's cache hands one back, keeping the text of `stages` and its binary; loaded, its
+    launcher the driver's. `scratch`: (profile_scratch_size, profile_scratch_align) in its metadata."""
     from triton.compiler.compiler import CompiledKernel
 
     metadata = {"name": name, "target": {"backend": "corex", "arch": 71, "warp_size": 64}, "num_warps": 4,
                 "num_ctas": 1, "shared": 0, "profile_scratch_size": scratch[0], "profile_scratch_align": scratch[1],
                 "instrumentation_mode": ""}
     os.makedirs(folder, exist_ok=True)
-    group = {f"{name}.json": os.path.join(folder, f"{name}.json"), f"{name}.cubin": os.path.join(folder, f"{name}.cubin")}
-    with open(group[f"{name}.json"], "w") as out:
-        json.dump(metadata, out)
-    with open(group[f"{name}.cubin"], "wb") as out:
-        out.write(b"standin-cubin")
+    texts = {f"{name}.json": json.dumps(metadata), f"{name}.cubin": b"standin-cubin:" + corex_triton.LLIR.encode()}
+    texts.update({f"{name}.{stage}": corex_triton.LLIR for stage in stages})
+    group = {}
+    for file_name, text in texts.items():
+        group[file_name] = os.path.join(folder, file_name)
+        with open(group[file_name], "wb" if isinstance(text, bytes) else "w") as out:
+            out.write(text)
     kernel = CompiledKernel(src, group, f"hash-{name}-{scratch[0]}")
     # What _init_handles leaves on a device: the module, the function and the launcher.
-    kernel.module, kernel.function = object(), 0x1234
-    kernel._run = StandinLauncher(kernel.metadata, device)
+    kernel.module, function, *_ = StandinUtils.load_binary(name, kernel.kernel, 0, 0)
+    kernel.function = function
+    kernel._run = StandinDriver.launcher_cls(src, kernel.metadata)
     return kernel

@@ -18,7 +18,9 @@ Two doors cover those launches, each costing nothing per launch once a kernel ha
   they were made, usually before the session; at an autotuner's first run each launcher is
   passed through ``decide`` too, and the autotuner then calls its own ``run`` again directly.
 
-``decide`` returns ``(launcher, reason)``: reason None means the launcher is timed as it is;
+``decide(kernel, launcher, kind)`` (kind "kernel": the kernel's own launcher; "inductor": an
+inductor launcher made from the kernel) returns ``(launcher, reason)``: reason None means the
+launcher returned is timed (the one given, or one it made, e.g. of a stamped copy of the kernel);
 otherwise the launcher's launches are counted by kernel name with the reason (``counts()``).
 Launches of CUDA graphs replay without Python: only their capture passes through here.
 """
@@ -66,11 +68,11 @@ class LaunchSight:
             return launch(*args, **kwargs)
 
         counted_launch.__dict__.update(getattr(launch, "__dict__", {}))  # inductor reads launcher.config etc.
-        counted_launch.flagtree_counted = launch
+        counted_launch.flagtree_original = launch
         return counted_launch
 
-    def _choose(self, kernel, launcher):
-        chosen, reason = self._decide(kernel, launcher)
+    def _choose(self, kernel, launcher, kind):
+        chosen, reason = self._decide(kernel, launcher, kind)
         if reason is not None:
             chosen = self.counted(chosen, str(getattr(kernel, "name", None) or "<unnamed kernel>"), reason)
         return chosen
@@ -110,7 +112,7 @@ class LaunchSight:
         self._undo.append(undo)
 
     def _first_sight(self, kernel, launcher):
-        chosen = self._choose(kernel, launcher)
+        chosen = self._choose(kernel, launcher, "kernel")
         kernel.__dict__[_KERNEL_SLOT] = chosen
         self._kernels.add(kernel)
         return chosen
@@ -163,7 +165,7 @@ class LaunchSight:
         scope = getattr(launcher, "__globals__", {})
         binary = scope.get("bin")
         if binary is not None and isinstance(binary, _compiled_kernel_class()):
-            return self._choose(binary, launcher)
+            return self._choose(binary, launcher, "inductor")
         static = getattr(scope.get("runner"), "__self__", None)
         name = getattr(static, "name", None) or getattr(launcher, "__name__", "<inductor launcher>")
         return self.counted(launcher, str(name), "launched by inductor's static CUDA launcher, which passes "
@@ -176,7 +178,7 @@ def _restore_tuner(tuner):
     if launchers is None:
         return
     # An autotune that ran since picked one of ours: give back the launcher it wraps.
-    tuner.launchers = [getattr(launcher, "flagtree_counted", launcher) for launcher in tuner.launchers]
+    tuner.launchers = [getattr(launcher, "flagtree_original", launcher) for launcher in tuner.launchers]
     if getattr(tuner, "_cached_launcher", None) is not None:
         tuner._cached_launcher = None
 

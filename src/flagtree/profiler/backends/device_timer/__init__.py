@@ -17,8 +17,9 @@ backend="instrumentation", and their device time from their scope buffers' own h
 (scopes.py); mode ``scopes=off`` compiles no scopes.
 
 Covers Triton kernels only: torch's own kernels, library kernels (cuBLAS) and copies are not
-seen. Launches of compiled Triton kernels without stamps (held by libraries, loaded from caches,
-inductor's launchers) are counted by kernel name (untimed.py; docs/reference/device-timer.md).
+seen. Compiled Triton kernels without stamps (held by libraries, loaded from caches, inductor's
+launchers) are stamped at their first launch in a session, or their launches counted by kernel
+name (untimed.py; docs/reference/device-timer.md).
 """
 import threading
 import warnings
@@ -177,11 +178,12 @@ class DeviceTimerBackend(Backend):
         _allocation.set_profile_allocator(native.device_timer_allocate)
         self._undo.append(lambda: _allocation.set_profile_allocator(previous))
         self._install_scopes(options, previous)
-        compiler_hook.install(native, native.device_timer_plane_bytes(), native.device_timer_layout()["lanes"],
-                              graph_records, self.support.stamper, beside=self.scopes.mode if self.scopes else None)
+        stamps = (native, native.device_timer_plane_bytes(), native.device_timer_layout()["lanes"], graph_records,
+                  self.support.stamper)
+        compiler_hook.install(*stamps, beside=self.scopes.mode if self.scopes else None)
         self._undo.append(compiler_hook.uninstall)
         self._undo.append(_attach(triton.knobs.runtime, "kernel_load_end_hook", _kernel_loaded))
-        self.untimed.install()
+        self.untimed.install(*stamps)  # kernels compiled without the stamps: stamped at first launch
         self._undo.append(self.untimed.uninstall)
 
     def _install_scopes(self, options, fallback):
@@ -281,10 +283,10 @@ class DeviceTimerBackend(Backend):
             now = native.device_timer_stats()
             start = session.state.counts_at_start
             stats = {"time_source": self.name,
-                     "device_timer_covers": "Triton kernels launched in the session (stamped at compile time); "
-                                            "launches of unstamped Triton kernels are counted in "
-                                            "device_timer_not_timed_kernels; other kernels and copies "
-                                            "are not seen",
+                     "device_timer_covers": "Triton kernels launched in the session (stamped at compile time "
+                                            "or at their first launch); launches of kernels that could "
+                                            "not be stamped are counted in device_timer_not_timed_kernels; "
+                                            "other kernels and copies are not seen",
                      "device_timer_options": self._options.canonical(),
                      "device_timer_stamps": f"{self.support.stamper.code_format} "
                                             f"(stage {self.support.stamper.stage!r}, target {self.support.facts.get('target')})"}
