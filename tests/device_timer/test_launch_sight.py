@@ -216,3 +216,66 @@ def test_inductor_launchers_of_a_kernel_that_cannot_be_stamped_are_counted(tmp_p
         profiler.finalize(sid)
     assert len(device.ran) == 3
     assert _meta(tmp_path)["device_timer_not_timed_kernels"]["add_kernel"]["launches"] == 3
+
+
+def _static_autotuner(kernel):
+    """Inductor's static CUDA launcher path: a real StaticallyLaunchedCudaKernel of the kernel (the
+    stand-in of torch's C launcher in place of its own), loaded by a real
+    StaticTritonCompileResult.make_launcher (which forgets the cubin's path), run by a real
+    CachingAutotuner; made before the session."""
+    from torch._inductor.runtime import triton_heuristics as heuristics  # noqa: I001 (torch is heavy)
+    from torch._inductor.runtime.hints import DeviceProperties
+    from torch._inductor.runtime.static_triton_launcher import StaticallyLaunchedCudaKernel
+    import torch
+
+    kernel._cubin_path = kernel.metadata_group["add_kernel.cubin"]
+    static = StaticallyLaunchedCudaKernel(kernel)
+    static.__dict__["C_impl"] = compiled_kernels.StandinStaticLauncher
+    grid = heuristics.FixedGrid.setup_grid_as_args()
+    config = triton.Config({"BLOCK": 1024}, num_warps=4)
+    meta = {"device": DeviceProperties.create(torch.device("cpu")), "device_type": "cuda",
+            "signature": dict(compiled_kernels.SIGNATURE), "constants": {}}
+    launcher = heuristics.StaticTritonCompileResult(static, config, meta, grid).make_launcher()
+    tuner = heuristics.CachingAutotuner(kernel.src.fn, meta, [config], None, [], False, None, inductor_meta=grid)
+    tuner.launchers = [launcher]
+    return tuner, static
+
+
+def _in_triton_cache(tmp_path, monkeypatch):
+    """Triton's cache folder of the stand-in kernel's hash (where a static kernel's stages lie)."""
+    from triton.runtime.cache import get_cache_manager
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    return get_cache_manager(compiled_kernels.kernel_hash()).cache_dir
+
+
+def test_inductor_static_launches_are_stamped_from_the_stages_in_tritons_cache(tmp_path, device, monkeypatch):
+    kernel = compiled_kernels.compiled_kernel(
+        _in_triton_cache(tmp_path, monkeypatch),
+        ASTSource(JITFunction(add_kernel), dict(compiled_kernels.SIGNATURE), {"BLOCK": 1024}))
+    tuner, static = _static_autotuner(kernel)
+    _run_tuner(tuner, 1)
+    assert static.cubin_path is None and device.stamped_runs() == 0
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    with profiler.scope("compiled"):
+        _run_tuner(tuner, 3)
+    profiler.finalize(sid)
+    node = _tree(tmp_path)[("compiled", "add_kernel")]
+    assert node["count"] == 3 and node["time (ns)"] == 3 * device.duration
+    assert device.stamped_runs() == 3
+    assert _meta(tmp_path)["device_timer_kernels_stamped_at_first_launch"] == 1
+    _run_tuner(tuner, 1)  # given back: the static launcher's own, plain binary, null scratch
+    assert device.stamped_runs() == 3 and len(device.ran) == 5
+
+
+def test_inductor_static_launches_without_the_stages_are_counted(tmp_path, device, monkeypatch):
+    _in_triton_cache(tmp_path, monkeypatch)  # an empty cache: the FX graph cache brought only the cubin
+    kernel = _kernel(tmp_path, stages=())
+    tuner, _ = _static_autotuner(kernel)
+    _run_tuner(tuner, 1)
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    _run_tuner(tuner, 2)
+    with pytest.warns(RuntimeWarning, match="2 launches"):
+        profiler.finalize(sid)
+    reason = _meta(tmp_path)["device_timer_not_timed_kernels"]["add_kernel"]["reason"]
+    assert reason.startswith(untimed.NOT_RESTAMPED) and "static launcher" in reason

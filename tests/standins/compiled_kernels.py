@@ -7,6 +7,7 @@ for the kernel's profile scratch when its metadata asks for some, as NVIDIA's an
 What the "device" runs for a launch is given by the test: ``device(scratch, grid, binary)`` writes
 what the binary's stamps would write (nothing for an unstamped binary or a null scratch).
 """
+import hashlib
 import json
 import os
 
@@ -62,6 +63,11 @@ class StandinDriver(corex_triton.StandinCorexDriver):
         return StandinLauncher(metadata, lambda *launch: StandinDriver.device(*launch))
 
 
+def kernel_hash(name="add_kernel", scratch=(0, 1)):
+    """The hash (hex, as Triton's) of the kernel compiled_kernel makes."""
+    return hashlib.sha256(f"{name}:{scratch}".encode()).hexdigest()
+
+
 def compiled_kernel(folder, src, name="add_kernel", scratch=(0, 1), stages=("llir",)):
     """A CompiledKernel of `src` (an ASTSource) made from a metadata group written in `folder`, as
     Triton's cache hands one back, keeping the text of `stages` and its binary; loaded, its
@@ -79,9 +85,25 @@ def compiled_kernel(folder, src, name="add_kernel", scratch=(0, 1), stages=("lli
         group[file_name] = os.path.join(folder, file_name)
         with open(group[file_name], "wb" if isinstance(text, bytes) else "w") as out:
             out.write(text)
-    kernel = CompiledKernel(src, group, f"hash-{name}-{scratch[0]}")
+    kernel = CompiledKernel(src, group, kernel_hash(name, scratch))
     # What _init_handles leaves on a device: the module, the function and the launcher.
     kernel.module, function, *_ = StandinUtils.load_binary(name, kernel.kernel, 0, 0)
     kernel.function = function
     kernel._run = StandinDriver.launcher_cls(src, kernel.metadata)
     return kernel
+
+
+class StandinStaticLauncher:
+    """torch's static CUDA launcher (``torch._C._StaticCudaLauncher``): loads a cubin file and
+    launches a function with its arguments typed by a string, "O" a pointer (None: null)."""
+
+    @staticmethod
+    def _load_kernel(path, name, shared, device):
+        with open(path, "rb") as f:
+            module, function, *_ = StandinUtils.load_binary(name, f.read(), shared, device)
+        return module, function, 32, 0
+
+    @staticmethod
+    def _launch_kernel(function, grid_x, grid_y, grid_z, num_warps, shared, arg_tys, args, stream):
+        assert len(arg_tys) == len(args) and arg_tys[-1] == "O", (arg_tys, args)
+        StandinDriver.device(int(args[-1] or 0), (grid_x, grid_y, grid_z), BINARIES.get(function, b""))

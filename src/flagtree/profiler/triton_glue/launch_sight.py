@@ -19,7 +19,8 @@ Two doors cover those launches, each costing nothing per launch once a kernel ha
   passed through ``decide`` too, and the autotuner then calls its own ``run`` again directly.
 
 ``decide(kernel, launcher, kind)`` (kind "kernel": the kernel's own launcher; "inductor": an
-inductor launcher made from the kernel) returns ``(launcher, reason)``: reason None means the
+inductor launcher made from the kernel; "inductor-static": one calling inductor's static CUDA
+launcher, `kernel` its StaticallyLaunchedCudaKernel) returns ``(launcher, reason)``: reason None means the
 launcher returned is timed (the one given, or one it made, e.g. of a stamped copy of the kernel);
 otherwise the launcher's launches are counted by kernel name with the reason (``counts()``).
 Launches of CUDA graphs replay without Python: only their capture passes through here.
@@ -159,17 +160,18 @@ class LaunchSight:
         self._tuners.add(tuner)
 
     def _tuner_launcher(self, launcher):
-        """One inductor launcher, timed as it is or counted: its kernel is the CompiledKernel it was
-        made from (``bin`` in its globals), else a static CUDA launcher's kernel (not Triton's
-        launcher: no profile scratch)."""
+        """One inductor launcher, timed as it is, redirected, or counted: its kernel is the
+        CompiledKernel it was made from (``bin`` in its globals; kind "inductor"), or the static
+        CUDA launcher's kernel whose ``run`` it calls (kind "inductor-static")."""
         scope = getattr(launcher, "__globals__", {})
         binary = scope.get("bin")
         if binary is not None and isinstance(binary, _compiled_kernel_class()):
             return self._choose(binary, launcher, "inductor")
         static = getattr(scope.get("runner"), "__self__", None)
+        if static is not None and hasattr(static, "cubin_path"):
+            return self._choose(static, launcher, "inductor-static")
         name = getattr(static, "name", None) or getattr(launcher, "__name__", "<inductor launcher>")
-        return self.counted(launcher, str(name), "launched by inductor's static CUDA launcher, which passes "
-                                                 "no profile scratch: not timed")
+        return self.counted(launcher, str(name), "an inductor launcher of a kind not known here: not timed")
 
 
 def _restore_tuner(tuner):

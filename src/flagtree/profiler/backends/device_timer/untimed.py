@@ -30,7 +30,7 @@ class FirstSightStamps:
     def __init__(self, native, plane_bytes, lanes, records, stamper):
         self.native, self.stamper = native, stamper
         self.params = (plane_bytes, lanes, records)
-        self._stamped = weakref.WeakKeyDictionary()  # kernel -> stamped launch, or the reason it has none
+        self._copies = weakref.WeakKeyDictionary()  # kernel -> its stamped launch or runner, or why it has none
         self._lock = threading.Lock()
         self.count = 0  # kernels stamped here
 
@@ -41,23 +41,31 @@ class FirstSightStamps:
         metadata["profile_scratch_align"] = self.native.device_timer_layout()["align_tag"]
         return stamped
 
-    def stamped_launch(self, kernel):
-        """The launcher of `kernel`'s stamped copy; NotRestampable saying why there is none."""
+    def _stamped(self, kernel, build):
+        """build() for `kernel` once while it lives (the stamped launch or runner); NotRestampable
+        saying why there is none."""
         with self._lock:
-            known = self._stamped.get(kernel)
+            known = self._copies.get(kernel)
             if known is None:
                 try:
-                    binary, metadata = restamp.edited_binary(kernel, self.stamper.stage, self._edit)
-                    known = restamp.load_launcher(kernel, binary, metadata)
+                    known = build()
                     self.count += 1
                 except (restamp.NotRestampable, stampers.NotStampable) as error:
                     known = f"{NOT_RESTAMPED}: {error}"
                 except Exception as error:  # the target's toolchain or driver refused the stamped copy
                     known = f"{NOT_RESTAMPED}: {type(error).__name__}: {str(error)[:200]}"
-                self._stamped[kernel] = known
+                self._copies[kernel] = known
         if isinstance(known, str):
             raise restamp.NotRestampable(known)
         return known
+
+    def _stamped_launch(self, kernel):
+        binary, metadata = restamp.edited_binary(kernel, self.stamper.stage, self._edit)
+        return restamp.load_launcher(kernel, binary, metadata)
+
+    def _stamped_static_runner(self, static):
+        code = restamp.static_kernel_code(static)
+        return restamp.static_runner(static, *restamp.edited_binary(code, self.stamper.stage, self._edit))
 
     def decide(self, kernel, launcher, kind):
         """(launcher, reason) for launch_sight: timed as it is, timed through a stamped copy, or
@@ -67,11 +75,14 @@ class FirstSightStamps:
         if getattr(kernel, "name", None) in compiler_hook.stats["not_stamped_kernels"]:
             return launcher, STAMPING_FAILED
         try:
-            stamped = self.stamped_launch(kernel)
+            if kind == "inductor-static":
+                runner = self._stamped(kernel, lambda: self._stamped_static_runner(kernel))
+                return restamp.redirect_inductor_launcher(launcher, runner), None
+            stamped = self._stamped(kernel, lambda: self._stamped_launch(kernel))
         except restamp.NotRestampable as error:
             return launcher, str(error)
         if kind == "inductor":
-            return restamp.redirect_inductor_launcher(launcher, stamped), None
+            return restamp.redirect_to_stamped(launcher, stamped), None
         return stamped, None
 
 
