@@ -17,6 +17,8 @@ Two doors cover those launches, each costing nothing per launch once a kernel ha
   launchers captured the kernel's launcher (or a static CUDA launcher that bypasses Triton) when
   they were made, usually before the session; at an autotuner's first run each launcher is
   passed through ``decide`` too, and the autotuner then calls its own ``run`` again directly.
+  torch imports its inductor runtime at a program's first compiled call, which may come inside a
+  session: a finder on ``sys.meta_path`` opens this door as soon as that module is executed.
 
 ``decide(kernel, launcher, kind)`` (kind "kernel": the kernel's own launcher; "inductor": an
 inductor launcher made from the kernel; "inductor-static": one calling inductor's static CUDA
@@ -25,6 +27,7 @@ launcher returned is timed (the one given, or one it made, e.g. of a stamped cop
 otherwise the launcher's launches are counted by kernel name with the reason (``counts()``).
 Launches of CUDA graphs replay without Python: only their capture passes through here.
 """
+import importlib.util
 import sys
 import threading
 import types
@@ -41,14 +44,43 @@ def _compiled_kernel_class():
     return CompiledKernel
 
 
+class _AfterImport:
+    """A meta path finder that calls `opened(module)` once module `name` has been executed (the
+    import itself is left to the finders after it)."""
+
+    def __init__(self, name, opened):
+        self.name, self.opened, self._busy = name, opened, False
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name or self._busy:
+            return None
+        self._busy = True
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._busy = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        execute, opened = spec.loader.exec_module, self.opened
+
+        def exec_module(module):
+            execute(module)
+            opened(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
 class LaunchSight:
-    def __init__(self, decide):
+    def __init__(self, decide, inductor_module=_INDUCTOR):
         self._decide = decide
+        self._inductor_module = inductor_module
         self._lock = threading.Lock()
         self._counts = {}  # kernel name -> [launches, reason]
         self._kernels = weakref.WeakSet()  # kernels given a launcher here
         self._tuners = weakref.WeakSet()  # autotuners whose launchers were passed through decide
         self._undo = []
+        self.installed = False
         self.doors = []  # which doors are open ("CompiledKernel.run", "CachingAutotuner.run")
 
     # -- counting -------------------------------------------------------------------------------
@@ -80,10 +112,12 @@ class LaunchSight:
 
     # -- the doors ------------------------------------------------------------------------------
     def install(self):
+        self.installed = True
         self._open_compiled_kernel()
         self.see_inductor()
 
     def uninstall(self):
+        self.installed = False
         while self._undo:
             self._undo.pop()()
         self.doors = []
@@ -119,12 +153,26 @@ class LaunchSight:
         return chosen
 
     def see_inductor(self):
-        """Opens the inductor door if torch's inductor runtime is loaded now (called at install and
-        at each session start: a program may import torch._inductor after the first session)."""
-        module = sys.modules.get(_INDUCTOR)
-        tuner_class = getattr(module, "CachingAutotuner", None)
-        if tuner_class is None or "CachingAutotuner.run" in self.doors:
+        """Opens the inductor door if torch's inductor runtime is loaded, else once it is."""
+        module = sys.modules.get(self._inductor_module)
+        if module is not None:
+            self._open_inductor(module)
             return
+        if any(isinstance(finder, _AfterImport) and finder.opened == self._open_inductor for finder in sys.meta_path):
+            return
+        finder = _AfterImport(self._inductor_module, self._open_inductor)
+        sys.meta_path.insert(0, finder)
+
+        def undo():
+            if finder in sys.meta_path:
+                sys.meta_path.remove(finder)
+
+        self._undo.append(undo)
+
+    def _open_inductor(self, module):
+        tuner_class = getattr(module, "CachingAutotuner", None)
+        if tuner_class is None or "CachingAutotuner.run" in self.doors or not self.installed:
+            return  # not inductor's runtime as known here, already open, or the sight is down
         self.open_autotuner(tuner_class)
 
     def open_autotuner(self, tuner_class):
