@@ -279,3 +279,18 @@ def test_inductor_static_launches_without_the_stages_are_counted(tmp_path, devic
         profiler.finalize(sid)
     reason = _meta(tmp_path)["device_timer_not_timed_kernels"]["add_kernel"]["reason"]
     assert reason.startswith(untimed.NOT_RESTAMPED) and "static launcher" in reason
+
+
+def test_tianshu_times_a_library_held_kernel_compiled_before_its_session(tmp_path, device):
+    """backend="tianshu" takes its device times from the device_timer route: a kernel compiled
+    before the session is stamped at its first launch there too, and the counts are in its metadata."""
+    kernel = _kernel(tmp_path)
+    sid = profiler.start(str(tmp_path / "p"), backend="tianshu")
+    with profiler.scope("step"):
+        _launch(kernel, 2)
+    profiler.finalize(sid)
+    node = _tree(tmp_path)[("step", "add_kernel")]
+    assert node["count"] == 2 and node["time (ns)"] == 2 * device.duration and "host_timed_launches" not in node
+    meta = _meta(tmp_path)
+    assert meta["time_source"] == "device_timer"
+    assert meta["device_timer_kernels_stamped_at_first_launch"] == 1 and meta["device_timer_launches_not_timed"] == 0
