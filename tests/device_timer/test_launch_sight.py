@@ -56,8 +56,10 @@ class Device:
 
 
 @pytest.fixture
-def device(monkeypatch):
-    """The stand-in target active with its device, and the device_timer ring on the host, undone after."""
+def device(monkeypatch, tmp_path):
+    """The stand-in target active with its device, the device_timer ring on the host and Triton's
+    cache in the test's folder, undone after."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
     monkeypatch.setattr(get_backend("device_timer"), "start_ring", _host_ring)
     corex_triton.install(monkeypatch, compiled_kernels.StandinDriver)
     monkeypatch.setattr(compiled_kernels.StandinDriver, "device", Device())
@@ -294,3 +296,27 @@ def test_tianshu_times_a_library_held_kernel_compiled_before_its_session(tmp_pat
     meta = _meta(tmp_path)
     assert meta["time_source"] == "device_timer"
     assert meta["device_timer_kernels_stamped_at_first_launch"] == 1 and meta["device_timer_launches_not_timed"] == 0
+
+
+def test_a_stamped_binary_is_built_once_and_found_in_tritons_cache_after(tmp_path, device, monkeypatch):
+    """The binary stage (ptxas on NVIDIA) runs for the first stamped copy of a kernel; another
+    process stamping the same kernel the same way reads the binary from Triton's cache."""
+    from flagtree.profiler.triton_glue import restamp
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    built = []
+    real = compiled_kernels.StandinCompiler.make_cubin
+    monkeypatch.setattr(compiled_kernels.StandinCompiler, "make_cubin",
+                        lambda self, src, metadata: built.append(src) or real(self, src, metadata))
+    kernel = _kernel(tmp_path)
+
+    def edit(text, metadata):
+        metadata["profile_scratch_size"] = 16
+        return text.replace("ret void", "ret void ; edited")
+
+    first, meta1 = restamp.edited_binary(kernel, "llir", edit)
+    again, meta2 = restamp.edited_binary(kernel, "llir", edit)
+    assert len(built) == 1 and first == again and b"edited" in first
+    assert meta1["profile_scratch_size"] == meta2["profile_scratch_size"] == 16
+    other, _ = restamp.edited_binary(kernel, "llir", lambda text, metadata: text + "; another edit\n")
+    assert len(built) == 2 and other != first  # another edit: another entry

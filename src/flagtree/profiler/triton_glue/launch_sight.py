@@ -100,7 +100,8 @@ class LaunchSight:
                 entry[0] += 1
             return launch(*args, **kwargs)
 
-        counted_launch.__dict__.update(getattr(launch, "__dict__", {}))  # inductor reads launcher.config etc.
+        if isinstance(launch, types.FunctionType):  # an inductor launcher: inductor reads its config, n_regs...
+            counted_launch.__dict__.update(launch.__dict__)
         counted_launch.flagtree_original = launch
         return counted_launch
 

@@ -16,6 +16,7 @@ stages lie beside it: the stamped copy is built from those, and launched by the 
 own ``_launch_kernel`` with the profile scratch argument (which it passes as a null pointer)
 asked from Triton's profile allocator.
 """
+import hashlib
 import os
 import types
 
@@ -62,7 +63,27 @@ def edited_binary(kernel, stage, edit):
     if binary_stage is None:
         raise NotRestampable(f"the target's compiler registers no {backend.binary_ext!r} stage")
     edited = edit(text, metadata)
-    return binary_stage(edited, metadata), metadata
+    return _cached(kernel, backend.binary_ext, edited, lambda: binary_stage(edited, metadata)), metadata
+
+
+def _cached(kernel, binary_ext, edited, build):
+    """The binary of `edited` (a stage's text) from Triton's cache, or build() put there: the
+    binary stage (ptxas) is the slow part of stamping a kernel, and a later process stamping the
+    same kernel the same way finds it. Keyed by the kernel's hash and the edited text."""
+    from triton.runtime.cache import get_cache_manager  # deferred: triton is heavy and optional
+
+    key = hashlib.sha256(f"flagtree-restamp:{kernel.hash}:{binary_ext}:{edited}".encode()).hexdigest()
+    manager, file_name = get_cache_manager(key), f"{kernel.name}.{binary_ext}"
+    path = manager.get_file(file_name)
+    if path is not None:
+        with open(path, "rb") as f:
+            return f.read()
+    binary = build()
+    try:
+        manager.put(binary, file_name, binary=True)
+    except OSError:  # a cache that cannot be written to: the next process builds it again
+        pass
+    return binary
 
 
 def load_launcher(kernel, binary, metadata):
