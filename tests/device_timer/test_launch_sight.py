@@ -320,3 +320,26 @@ def test_a_stamped_binary_is_built_once_and_found_in_tritons_cache_after(tmp_pat
     assert meta1["profile_scratch_size"] == meta2["profile_scratch_size"] == 16
     other, _ = restamp.edited_binary(kernel, "llir", lambda text, metadata: text + "; another edit\n")
     assert len(built) == 2 and other != first  # another edit: another entry
+
+
+def test_a_kernel_whose_stamps_the_toolchain_refuses_is_counted_with_why(tmp_path, device):
+    corex_triton.REJECTED.append("%globaltimer")  # the binary stage refuses the stamps' timer reads
+    kernel = _kernel(tmp_path)
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    _launch(kernel, 2)
+    with pytest.warns(RuntimeWarning, match="2 launches"):
+        profiler.finalize(sid)
+    counted = _meta(tmp_path)["device_timer_not_timed_kernels"]["add_kernel"]
+    assert counted["launches"] == 2 and "unsupported instruction" in counted["reason"]
+    assert len(device.ran) == 2 and device.stamped_runs() == 0
+
+
+def test_another_kernel_of_the_same_name_that_failed_its_stamps_does_not_stop_this_one(tmp_path, device, monkeypatch):
+    from flagtree.profiler.backends.device_timer import compiler_hook
+
+    monkeypatch.setitem(compiler_hook.stats, "not_stamped_kernels", ["add_kernel"])  # an earlier compile's failure
+    kernel = _kernel(tmp_path)
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    _launch(kernel, 2)
+    profiler.finalize(sid)
+    assert _tree(tmp_path)[("add_kernel",)]["count"] == 2 and device.stamped_runs() == 2

@@ -19,7 +19,6 @@ from . import compiler_hook, stampers
 
 NOT_STAMPED = ("compiled without the device timer's stamps (before the session, in another process, "
                "or loaded from a cache by a library): not timed")
-STAMPING_FAILED = "its stamps could not be inserted at compile time (see the compile's warning): not timed"
 NOT_RESTAMPED = "compiled without the device timer's stamps and not stamped at its first launch"
 
 
@@ -72,8 +71,7 @@ class FirstSightStamps:
         counted with the reason."""
         if launch_sight.profile_scratch_size(kernel) > 0:
             return launcher, None  # its launcher asks the profile allocator: the ring's slot
-        if getattr(kernel, "name", None) in compiler_hook.stats["not_stamped_kernels"]:
-            return launcher, STAMPING_FAILED
+        # A kernel whose stamps failed at compile time fails here again, and is counted with why.
         try:
             if kind == "inductor-static":
                 runner = self._stamped(kernel, lambda: self._stamped_static_runner(kernel))
@@ -90,8 +88,6 @@ def decide_without_stamping(kernel, launcher, kind):
     """(launcher, reason) where kernels are not stamped at first sight: timed as it is or counted."""
     if launch_sight.profile_scratch_size(kernel) > 0:
         return launcher, None
-    if getattr(kernel, "name", None) in compiler_hook.stats["not_stamped_kernels"]:
-        return launcher, STAMPING_FAILED
     return launcher, NOT_STAMPED
 
 
