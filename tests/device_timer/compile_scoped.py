@@ -18,9 +18,9 @@ from triton_kernels import add_kernel  # noqa: E402
 from flagtree.profiler import _native  # noqa: E402
 from flagtree.profiler.backends.device_timer import compiler_hook as stamps  # noqa: E402
 from flagtree.profiler.backends.device_timer.scopes import scope_options  # noqa: E402
-from flagtree.profiler.backends.instrumentation import compiler_hook as scopes  # noqa: E402
-from flagtree.profiler.backends.instrumentation.kernel_info import kernel_info  # noqa: E402
-from flagtree.profiler.backends.instrumentation.options import options_from_compiler_mode  # noqa: E402
+from flagtree.profiler.kernel_scopes import compiler_hook as scopes  # noqa: E402
+from flagtree.profiler.kernel_scopes.kernel_info import kernel_info  # noqa: E402
+from flagtree.profiler.kernel_scopes.options import options_from_compiler_mode  # noqa: E402
 
 TARGET = GPUTarget("cuda", 90, 32)
 

@@ -16,8 +16,8 @@ import flagtree.profiler as profiler
 from flagtree.profiler import _native, session as sessions
 from flagtree.profiler.backends.device_timer import DeviceTimerState
 from flagtree.profiler.backends.device_timer.scopes import DeviceTimerScopes, scope_options
-from flagtree.profiler.backends.instrumentation.kernel_info import KernelInfo
-from flagtree.profiler.backends.instrumentation.layout import BlockLayout, SHORT_HEADER_WORDS
+from flagtree.profiler.kernel_scopes.kernel_info import KernelInfo
+from flagtree.profiler.kernel_scopes.layout import BlockLayout, SHORT_HEADER_WORDS
 from support.device_timer_ring import allocate as ring_allocate
 from support.profiles import find, load_tree
 

@@ -30,6 +30,7 @@ SCENARIOS = textwrap.dedent(r'''
     from flagtree.profiler import _native
     from flagtree.profiler.backends import get_backend
     from flagtree.profiler.hooks import triton as hook
+    from flagtree.profiler.triton_glue import launch_hooks
 
     OUT = sys.argv[2]
     SEEN = []  # what launch_metadata functions were called with
@@ -364,7 +365,7 @@ SCENARIOS = textwrap.dedent(r'''
             launch_enter_hook = None
             launch_exit_hook = None
 
-        hook._launch_hook_owner = lambda: CompiledKernel
+        launch_hooks.launch_hook_owner = lambda: CompiledKernel  # the owner Triton 3.2/3.3 have
         profiler.start(os.path.join(OUT, "p"), backend="interpreter")
         handle = hook.install(FakeGpuBackend())
         installed_enter = CompiledKernel.launch_enter_hook is not None

@@ -6,15 +6,12 @@ scopes, states and writers as a GPU backend, so the whole pipeline runs on a CPU
 
 import importlib.util
 import inspect
-import os
 import platform
 
 from .base import Backend, BackendUnavailable, SharedUse
 from ..native_core import native
-
-
-def interpreter_active():
-    return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "yes", "on")
+from ..triton_glue.kernels import interpreter_module
+from ..triton_glue.target import interpreter_active
 
 
 def _bound_arguments(fn_self, args, kwargs):
@@ -74,7 +71,7 @@ class InterpreterBackend(Backend):
 
     def _patch(self):
         try:
-            from triton.runtime import interpreter  # deferred: triton is heavy and optional
+            interpreter = interpreter_module()
         except ImportError as error:
             raise BackendUnavailable(f"the interpreter backend needs triton: {error}") from None
         original = interpreter.InterpretedFunction.run
@@ -90,8 +87,7 @@ class InterpreterBackend(Backend):
         interpreter.InterpretedFunction.run = run
 
     def _unpatch(self):
-        from triton.runtime import interpreter  # deferred: triton is heavy and optional
-
+        interpreter = interpreter_module()
         if self._original_run is not None:
             interpreter.InterpretedFunction.run = self._original_run
             self._original_run = None

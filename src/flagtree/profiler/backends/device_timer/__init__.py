@@ -25,12 +25,13 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 
-from ...hooks.triton_chain import _attach, _launch_hook_owner
+from ...triton_glue import kernels as triton_kernels, target as triton_target
+from ...triton_glue.launch_hooks import attach, attach_kernel_load_hook, launch_hook_owner
 from ...native_core import native as _native_module
 from ..base import Backend, BackendUnavailable, device_info_of
 from . import compiler_hook, route, untimed
 from . import scopes as kernel_scopes
-from ..instrumentation.kernel_scopes import InstrumentationState
+from ...kernel_scopes.scopes import InstrumentationState
 
 DEFAULT_SLOTS = 1 << 14
 DEFAULT_GRAPH_REPLAYS = 256
@@ -158,9 +159,6 @@ class DeviceTimerBackend(Backend):
             self._users += 1
 
     def _install(self, options):
-        import triton  # deferred: triton is heavy and optional
-        from triton.runtime import _allocation  # deferred: triton is heavy and optional
-
         native = _native()
         self._options = options
         # The ring outlives the session (kept for the next one, as CUPTI stays attached for the
@@ -170,19 +168,16 @@ class DeviceTimerBackend(Backend):
         graph_records = options.graph_replays if self.support.stamper.times_graph_replays else 0
         self.clock_at_start = self.start_ring(options.slots, options.batch_slots(), graph_records)
         self._undo.append(native.device_timer_drain)
-        previous = _allocation._profile_allocator.get()
+        previous = triton_kernels.profile_allocator()
         native.device_timer_set_fallback(previous)
-        from triton.runtime import driver  # deferred: triton is heavy and optional
-
-        native.device_timer_set_thread_device(driver.active.get_current_device)
-        _allocation.set_profile_allocator(native.device_timer_allocate)
-        self._undo.append(lambda: _allocation.set_profile_allocator(previous))
+        native.device_timer_set_thread_device(triton_target.current_device_getter())
+        self._undo.append(triton_kernels.set_profile_allocator(native.device_timer_allocate))
         self._install_scopes(options, previous)
         stamps = (native, native.device_timer_plane_bytes(), native.device_timer_layout()["lanes"], graph_records,
                   self.support.stamper)
         compiler_hook.install(*stamps, beside=self.scopes.mode if self.scopes else None)
         self._undo.append(compiler_hook.uninstall)
-        self._undo.append(_attach(triton.knobs.runtime, "kernel_load_end_hook", _kernel_loaded))
+        self._undo.append(attach_kernel_load_hook(_kernel_loaded))
         self.untimed.install(*stamps)  # kernels compiled without the stamps: stamped at first launch
         self._undo.append(self.untimed.uninstall)
 
@@ -255,7 +250,7 @@ class DeviceTimerBackend(Backend):
         native = _native()
         if on:
             if not self._hooked:
-                self._undo_exit = _attach(_launch_hook_owner(), "launch_exit_hook", _launch_done, order="first")
+                self._undo_exit = attach(launch_hook_owner(), "launch_exit_hook", _launch_done, order="first")
                 native.device_timer_defer_launches(True)
             self._hooked.append(session)
             return

@@ -1,6 +1,6 @@
 """Kernel-side scopes (``flagtree.profiler.language``) in a device_timer session, with no CUPTI.
 
-The scopes themselves are backend="instrumentation"'s (instrumentation/kernel_scopes.py: Triton's
+The scopes themselves are the shared kernel_scopes package's (kernel_scopes/scopes.py: Triton's
 proton passes, the buffer pool, the drain): a kernel with scopes gets ``cycles``,
 ``normalized_cycles`` and ``count`` children per scope, and with data="trace" its intervals go
 to ``<name>.device_scopes.json``. Such a kernel uses the profile scratch pointer for its scope
@@ -19,9 +19,9 @@ import threading
 from dataclasses import dataclass
 
 from ..base import BackendUnavailable
-from ..instrumentation import compiler_hook as scope_compiler_hook
-from ..instrumentation.kernel_scopes import KernelScopes
-from ..instrumentation.options import InstrumentationOptions
+from ...kernel_scopes import compiler_hook as scope_compiler_hook
+from ...kernel_scopes.scopes import KernelScopes
+from ...kernel_scopes.options import InstrumentationOptions
 from ...native_core import native as _native
 
 COUNTS = ("scoped_launches_timed", "scoped_launches_untimed")

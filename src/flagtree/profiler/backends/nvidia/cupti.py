@@ -11,14 +11,13 @@ Mode string: ``pcsampling[:key=value,...]`` with keys
       GetData when it returns (Proton's order): exact per-launch samples, ~117x launch-bound.
 "cupti_pcsampling" samples with mode None; "cupti" with mode None records kernels only.
 """
-import gc
-import sys
 import time
 from dataclasses import dataclass
 
 from ... import _env
 from .backend import NvidiaBackend
 from ...native_core import native
+from ...triton_glue.kernels import compiled_kernels
 
 MODE_FORM = "pcsampling[:interval=<5..31>,collection=continuous|serialized,range=session|launch]"
 CHOICES = {"collection": ("continuous", "serialized"), "range": ("session", "launch")}
@@ -78,15 +77,8 @@ def parse_pcsampling_mode(mode):
 def loaded_triton_cubins():
     """Cubins of Triton kernels compiled in this process (modules loaded before the session
     started never reach the module-load callback, and the line lookup needs their cubin)."""
-    compiler = sys.modules.get("triton.compiler.compiler")
-    kind = getattr(compiler, "CompiledKernel", None)
-    if kind is None:
-        return []
-    # type(), not isinstance(): isinstance reads __class__, which some lazy module proxies
-    # (torch.distributed's) answer with a deprecation warning.
-    kernels = [obj for obj in gc.get_objects() if type(obj) is kind]
     cubins = []
-    for obj in kernels:
+    for obj in compiled_kernels():
         asm = getattr(obj, "asm", None)
         if isinstance(asm, dict) and isinstance(asm.get("cubin"), bytes):
             cubins.append(asm["cubin"])

@@ -179,10 +179,10 @@ class CannBackend(DialectBackend):
             warnings.warn(preload_message(refusal), stacklevel=3)
 
     def _install_launch_hooks(self):
-        from ...hooks.triton_chain import _attach, _launch_hook_owner  # deferred: loads Triton's hook owner
+        from ...triton_glue.launch_hooks import attach, launch_hook_owner  # deferred: loads Triton's hook owner
 
         try:
-            owner = _launch_hook_owner()
+            owner = launch_hook_owner()
         except (ImportError, RuntimeError) as error:  # no Triton: MSPTI's callbacks only
             self._hook_error = str(error)
             return
@@ -195,8 +195,8 @@ class CannBackend(DialectBackend):
 
         # Last in the enter chain (after hook="triton" has set the launch's metadata), first in the
         # exit chain (the id is popped right after the launch).
-        self._undo_hooks.append(_attach(owner, "launch_enter_hook", enter, order="last"))
-        self._undo_hooks.append(_attach(owner, "launch_exit_hook", exit, order="first"))
+        self._undo_hooks.append(attach(owner, "launch_enter_hook", enter, order="last"))
+        self._undo_hooks.append(attach(owner, "launch_exit_hook", exit, order="first"))
 
     def acquire(self, options):
         super().acquire(options)

@@ -35,11 +35,12 @@ from .corex import corex_detected
 from .mode_options import parse_bool, parse_vendor_mode
 from ...native_core import native
 from ... import _env
-from ...hooks.triton import _attach, _launch_hook_owner
+from ...triton_glue.kernels import interpreter_module
+from ...triton_glue.launch_hooks import attach, launch_hook_owner
+from ...triton_glue.target import compiler_backends, interpreter_active
 from ...vendor_import import attach_in_session, ixkn_import, session_launches
 from ...paths import side_file
 from ...writers.atomic import write_json
-from ..interpreter import interpreter_active
 
 DEVICE_TYPE_COREX = 5
 METRICS = ("launch_stats", "occupancy", "instruction", "memory")
@@ -91,14 +92,14 @@ def parse_mode(mode):
 
 def kernel_scope_route():
     """Raises BackendUnavailable naming what Triton's build lacks for kernel-side scopes on CoreX."""
-    from ..instrumentation import compiler_hook  # deferred: only kernel_scopes=on loads the instrumentation backend
+    from ...kernel_scopes import compiler_hook  # deferred: only kernel_scopes=on loads the kernel-side scopes
 
     try:
         compiler_hook.triton_proton()  # the proton dialect's passes
     except BackendUnavailable as error:
         raise BackendUnavailable(f"backend 'tianshu': kernel_scopes needs Triton's proton dialect: {error}") from None
     try:
-        from triton.backends import backends as compilers  # deferred: triton is heavy and optional
+        compilers = compiler_backends()
     except ImportError as error:
         raise BackendUnavailable(f"backend 'tianshu': kernel_scopes needs triton.backends: {error}") from None
     corex = next((compilers[k] for k in ("corex", "iluvatar") if k in compilers), None)
@@ -132,7 +133,7 @@ class TianshuBackend(Backend):
 
     def unavailable_reason(self):
         try:
-            _launch_hook_owner()
+            launch_hook_owner()
         except RuntimeError as error:
             return str(error)
         return None
@@ -198,12 +199,12 @@ class TianshuBackend(Backend):
 
     def _install(self):
         try:
-            owner = _launch_hook_owner()
+            owner = launch_hook_owner()
         except RuntimeError as error:
             raise BackendUnavailable(f"backend 'tianshu': {error}") from None
-        self._undo.append(_attach(owner, "launch_enter_hook", self._enter))
+        self._undo.append(attach(owner, "launch_enter_hook", self._enter))
         # First in the exit chain: the launch is recorded before hook="triton" drops its metadata.
-        self._undo.append(_attach(owner, "launch_exit_hook", self._exit, order="first"))
+        self._undo.append(attach(owner, "launch_exit_hook", self._exit, order="first"))
         if interpreter_active():
             self._patch_interpreter()
 
@@ -243,8 +244,7 @@ class TianshuBackend(Backend):
         native.record_host_kernel(name, start, end, grid, block, DEVICE_TYPE_COREX, self.device_id, stream)
 
     def _patch_interpreter(self):
-        from triton.runtime import interpreter  # deferred: triton is heavy and optional
-
+        interpreter = interpreter_module()
         original = interpreter.InterpretedFunction.run
         backend = self
 
