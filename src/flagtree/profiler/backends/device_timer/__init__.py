@@ -17,7 +17,9 @@ backend="instrumentation", and their device time from their scope buffers' own h
 (scopes.py); mode ``scopes=off`` compiles no scopes.
 
 Covers Triton kernels only: torch's own kernels, library kernels (cuBLAS) and copies are not
-seen (docs/reference/device-timer.md).
+seen. Compiled Triton kernels without stamps (held by libraries, loaded from caches, inductor's
+launchers) are stamped at their first launch in a session, or their launches counted by kernel
+name (untimed.py; docs/reference/device-timer.md).
 """
 import warnings
 from dataclasses import dataclass, field
@@ -27,7 +29,7 @@ from ...triton_glue.launch_hooks import attach, attach_kernel_load_hook, launch_
 from ...native_core import native as _native_module
 from ..base import Backend, BackendUnavailable, SharedUse, device_info_of
 from ..mode import ModeGrammar, Option
-from . import compiler_hook, route
+from . import compiler_hook, route, untimed
 from . import scopes as kernel_scopes
 from ...kernel_scopes.scopes import InstrumentationState
 
@@ -78,6 +80,7 @@ class DeviceTimerState:
     counts_at_start: dict = field(default_factory=dict)
     stamped_at_start: int = 0
     scoped_at_start: dict = field(default_factory=dict)  # the scopes' counts (scopes.py)
+    untimed_at_start: dict = field(default_factory=dict)  # launches counted untimed (untimed.py)
     scopes: InstrumentationState = field(default_factory=InstrumentationState)  # kernel_scopes.py's
 
 
@@ -119,6 +122,7 @@ class DeviceTimerBackend(Backend):
         self.scopes = None  # scopes.DeviceTimerScopes while kernel-side scopes are compiled in
         self.scopes_state = "off"  # "on", "off", or "off: <why>" (the metadata's device_timer_scopes)
         self._kept_scopes = None  # the scopes installed for every session that compiles them in
+        self.untimed = untimed.UntimedLaunches()  # launches of unstamped kernels, counted
 
     mode_grammar = MODE_GRAMMAR
 
@@ -169,11 +173,13 @@ class DeviceTimerBackend(Backend):
         native.device_timer.device_timer_set_thread_device(triton_target.current_device_getter())
         self._undo.append(triton_kernels.set_profile_allocator(native.device_timer.device_timer_allocate))
         self._install_scopes(options, previous)
-        compiler_hook.install(native, native.device_timer.device_timer_plane_bytes(),
-                              native.device_timer.device_timer_layout()["lanes"], graph_records, self.support.stamper,
-                              beside=self.scopes.mode if self.scopes else None)
+        stamps = (native, native.device_timer.device_timer_plane_bytes(), native.device_timer.device_timer_layout()["lanes"], graph_records,
+                  self.support.stamper)
+        compiler_hook.install(*stamps, beside=self.scopes.mode if self.scopes else None)
         self._undo.append(compiler_hook.uninstall)
         self._undo.append(attach_kernel_load_hook(_kernel_loaded))
+        self.untimed.install(*stamps)  # kernels compiled without the stamps: stamped at first launch
+        self._undo.append(self.untimed.uninstall)
 
     def _install_scopes(self, options, fallback):
         """Kernel-side scopes beside the stamps, where Triton's proton passes lower them (the PTX
@@ -218,6 +224,7 @@ class DeviceTimerBackend(Backend):
         with self._lock:
             session.state.counts_at_start = dict(_native().device_timer.device_timer_stats())
             session.state.stamped_at_start = compiler_hook.stats["stamped"]
+            session.state.untimed_at_start = self.untimed.snapshot()
             if self.scopes is not None:
                 self.scopes.scopes.attach_session(session)
                 session.state.scoped_at_start = self.scopes.snapshot() | {"kernels": compiler_hook.stats["scoped"]}
@@ -266,7 +273,9 @@ class DeviceTimerBackend(Backend):
             now = native.device_timer.device_timer_stats()
             start = session.state.counts_at_start
             stats = {"time_source": self.name,
-                     "device_timer_covers": "Triton kernels launched in the session (stamped at compile time); "
+                     "device_timer_covers": "Triton kernels launched in the session (stamped at compile time "
+                                            "or at their first launch); launches of kernels that could "
+                                            "not be stamped are counted in device_timer_not_timed_kernels; "
                                             "other kernels and copies are not seen",
                      "device_timer_options": self._options.canonical(),
                      "device_timer_stamps": f"{self.support.stamper.code_format} "
@@ -275,6 +284,7 @@ class DeviceTimerBackend(Backend):
             stats["device_timer_kernels_stamped"] = compiler_hook.stats["stamped"] - session.state.stamped_at_start
             stats["device_timer_kernels_not_stamped"] = list(compiler_hook.stats["not_stamped_kernels"])
             stats.update(scope_stats)
+            stats.update(self.untimed.session_stats(session.state.untimed_at_start))
             stats.update(self._clock_facts(native))
         lost = stats.get("device_timer_untimed", 0) + stats.get("device_timer_captured_untimed", 0) + \
             stats.get("device_timer_other_device_untimed", 0) + stats.get("device_timer_graph_replays_untimed", 0) + \
@@ -285,6 +295,7 @@ class DeviceTimerBackend(Backend):
                           f"not run, or a scoped kernel whose buffers lack their stamps; counts in "
                           f"{session.metadata_path})", RuntimeWarning, stacklevel=4)
         _warn_graph_losses(stats, self._options, session)
+        untimed.warn_untimed(stats, session)
         return stats
 
     def _scope_stats(self, session):
