@@ -1,9 +1,11 @@
 """backend="device_timer" against no profiler, the nvidia backend (CUPTI) and CUPTI alone, on the
 GPU machine, in one run.
 
-Workloads (the same Triton add kernel, tests/examples' add_kernel):
+Workloads (the same Triton add kernel, tests/examples' add_kernel, unless said):
 * launch: 20,000 launches of a one-block add (launch-bound: the host path per launch);
-* kernel50: 50 launches of a 16M-element add (16,384 blocks, ~50 us each on an H200).
+* kernel50: 50 launches of a 16M-element add (16,384 blocks, ~50 us each on an H200);
+* launch_a1, launch_a5, launch_a20: 20,000 launches of one-block kernels of 1, 5 and 20
+  arguments (bench/arg_kernels.py): whether the per-launch cost depends on the signature.
 
 Two processes, each interleaving its configurations with no-profiler runs (none, A, none, B, ...)
 after a warm-up, each ratio against the mean of the two no-profiler runs around it:
@@ -31,12 +33,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 sys.path.insert(0, HERE)
 
 N_BIG = 1 << 24
-LAUNCHES = {"launch": 20_000, "kernel50": 50}
+LAUNCHES = {"launch": 20_000, "kernel50": 50, "launch_a1": 20_000, "launch_a5": 20_000, "launch_a20": 20_000}
 
 
 def workload(name):
     import torch
     from triton_kernels import add_kernel
+
+    if name.startswith("launch_a"):
+        return signature_workload(name, int(name[len("launch_a"):]))
 
     n = 1024 if name == "launch" else N_BIG
     x, y = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
@@ -52,6 +57,25 @@ def workload(name):
             events[1].record()
         torch.cuda.synchronize()
         return events[0].elapsed_time(events[1]) / 1e3  # GPU seconds of the loop
+
+    return run
+
+
+def signature_workload(name, arguments):
+    import torch
+    from arg_kernels import launcher
+
+    launch = launcher(arguments, torch)
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+
+    def run(scope):
+        with scope(name):
+            events[0].record()
+            for _ in range(LAUNCHES[name]):
+                launch()
+            events[1].record()
+        torch.cuda.synchronize()
+        return events[0].elapsed_time(events[1]) / 1e3
 
     return run
 
@@ -94,7 +118,7 @@ class Config:
         else:
             from flagtree.profiler import _native
 
-            _native.cupti_release()
+            _native.nvidia.cupti_release()
 
 
 def kernel_times(base):

@@ -43,7 +43,7 @@ def start(base, **kwargs):
 
 
 def join_since(before):
-    after = dict(_native.mspti_join_stats())
+    after = dict(_native.cann.mspti_join_stats())
     kinds = {kind: {rule: n - before["records_by_kind"][kind][rule] for rule, n in rules.items()}
              for kind, rules in after["records_by_kind"].items()}
     return after, kinds
@@ -54,7 +54,7 @@ def test_queued_triton_launches_join_their_own_kernels(mspti_lib, launcher, tmp_
     # operator beside them: a window pushed by the hooks would hand its id to those.
     assert launcher.queued
     base = tmp_path / "queued"
-    before = dict(_native.mspti_join_stats())
+    before = dict(_native.cann.mspti_join_stats())
     start(base)
     for name, ns in (("a", 100), ("b", 200), ("c", 300), ("a", 400)):
         with profiler.scope(f"scope_{name}"):
@@ -97,7 +97,7 @@ def test_queued_launches_of_long_names_match_the_runtimes_cut_name(mspti_lib, la
 def test_a_queued_kernel_never_starts_before_its_launch(mspti_lib, launcher, tmp_path):
     # A kernel of the same name that no hook saw (run before the launch) is not given to it.
     base = tmp_path / "early"
-    before = dict(_native.mspti_join_stats())
+    before = dict(_native.cann.mspti_join_stats())
     start(base)
     mspti_lib.standin_rt_launch(b"kernel_a", 3, 10)
     with profiler.scope("s"):
@@ -115,7 +115,7 @@ def test_without_the_task_queue_each_launch_has_its_window(mspti_lib, monkeypatc
     monkeypatch.setenv("TRITON_ENABLE_TASKQUEUE", "0")
     launcher = AscendLauncher(mspti_lib)
     base = tmp_path / "inline"
-    before = dict(_native.mspti_join_stats())
+    before = dict(_native.cann.mspti_join_stats())
     start(base)
     with profiler.scope("s"):
         launcher.launch("kernel_a", ns=30)
@@ -134,7 +134,7 @@ def test_copies_join_by_host_span_and_leave_the_launch_order_fallback_alone(mspt
     monkeypatch.setenv("TRITON_ENABLE_TASKQUEUE", "0")
     mspti_lib.standin_external_records(0)  # kernels must join by launch order
     base = tmp_path / "copies"
-    before = dict(_native.mspti_join_stats())
+    before = dict(_native.cann.mspti_join_stats())
     try:
         start(base)
         with profiler.scope("upload"):
@@ -160,7 +160,7 @@ def test_copies_join_by_host_span_and_leave_the_launch_order_fallback_alone(mspt
 def test_queued_kernels_of_one_name_on_several_streams_are_not_guessed(mspti_lib, launcher, tmp_path):
     # Streams do not keep each other's order: which launch a record belongs to is not known.
     base = tmp_path / "streams"
-    before = dict(_native.mspti_join_stats())
+    before = dict(_native.cann.mspti_join_stats())
     start(base)
     with profiler.scope("s"):
         launcher.launch("kernel_a", stream=3, ns=10)
@@ -184,7 +184,7 @@ def test_copies_whose_spans_hold_several_copy_calls_are_not_guessed(mspti_lib, m
 
     monkeypatch.setenv("LD_PRELOAD", "libmspti.so")
     base = tmp_path / "overlap"
-    before = dict(_native.mspti_join_stats())
+    before = dict(_native.cann.mspti_join_stats())
     start(base)
 
     def long_copy():
@@ -216,7 +216,7 @@ def test_a_launch_mapped_before_its_callback_keeps_its_own_window(mspti_lib, mon
     monkeypatch.setenv("LD_PRELOAD", "libmspti.so")
     monkeypatch.setenv("TRITON_ENABLE_TASKQUEUE", "0")
     base = tmp_path / "premap"
-    before = dict(_native.mspti_join_stats())
+    before = dict(_native.cann.mspti_join_stats())
     start(base)
     opened = threading.Event()
 

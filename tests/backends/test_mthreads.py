@@ -237,7 +237,7 @@ def test_mode_errors_list_the_valid_forms():
     with pytest.raises(ValueError, match="unknown vendor metric 'aicore'.*valid: launch_stats, occupancy, "
                                          "resource_usage, peak_memory_bandwidth"):
         backend.check_mode("vendor_metrics=occupancy,aicore")
-    with pytest.raises(ValueError, match="unknown mode token 'pcsampling'"):
+    with pytest.raises(ValueError, match="unknown word 'pcsampling'"):
         backend.check_mode("pcsampling")
     with pytest.raises(ValueError, match="runtime_base=off is not supported"):
         backend.check_mode("runtime_base=off")
@@ -249,7 +249,7 @@ def test_library_search_order(standin, tmp_path, monkeypatch):
     folder.mkdir()  # a folder: the library inside it is meant
     monkeypatch.setenv("FLAGTREE_PROFILER_MUPTI_PATH", str(folder))
     monkeypatch.setenv("MUSA_HOME", str(tmp_path / "home"))
-    got = get_backend("mthreads").candidates()
+    got = get_backend("mthreads").library_candidates()
     assert got == [("FLAGTREE_PROFILER_MUPTI_PATH", str(folder / "libmupti.so")), ("already loaded", standin.path),
                    ("$MUSA_HOME/lib", str(tmp_path / "home" / "lib" / "libmupti.so")),
                    ("$MUSA_HOME/lib64", str(tmp_path / "home" / "lib64" / "libmupti.so")),
@@ -330,7 +330,7 @@ def test_buffers_handed_back_after_the_stops_flush_are_not_read(standin, tmp_pat
 def _native_stats():
     from flagtree.profiler import _native
 
-    return dict(_native.mupti_stats())
+    return dict(_native.mthreads.mupti_stats())
 
 
 def test_unknown_kinds_and_cut_records_are_skipped_and_counted(standin, tmp_path):

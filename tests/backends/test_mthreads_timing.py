@@ -27,7 +27,7 @@ def launch(lib, kernel, ns):
 
 def test_records_without_timestamps_take_their_launch_calls_host_times(mupti_lib, tmp_path):
     base = tmp_path / "untimed"
-    before = dict(_native.mupti_stats())
+    before = dict(_native.mthreads.mupti_stats())
     profiler.start(str(base), backend="mthreads")
     mupti_lib.standin_zero_next(2)
     with profiler.scope("step"):
@@ -36,7 +36,7 @@ def test_records_without_timestamps_take_their_launch_calls_host_times(mupti_lib
     profiler.finalize()
     add = find(load_tree(base)[0], "step", "add_kernel")["metrics"]
     assert add["count"] == 3 and add["time (ns)"] > 5000  # one device time, two host call spans
-    after = dict(_native.mupti_stats())
+    after = dict(_native.mthreads.mupti_stats())
     assert after["callback_timed_records"] - before["callback_timed_records"] == 2
     assert after["zero_timestamp_records"] == before["zero_timestamp_records"]
     meta = load_meta(base)

@@ -12,7 +12,7 @@ import pytest
 
 import flagtree.profiler as profiler
 from flagtree.profiler import _native
-from flagtree.profiler.backends import BackendUnavailable
+from flagtree.profiler.backends import BackendUnavailable, get_backend
 from standins import build_standin, load_standin
 from support.threads import run_threads
 from vendor_outputs import find, kernels, load_meta, load_tree  # noqa: E402  (shared with mthreads/cann)
@@ -293,9 +293,7 @@ def test_flush_failure_names_the_call(standin, tmp_path):
 def test_already_loaded_copy_is_found_without_configuration(standin, tmp_path, monkeypatch):
     monkeypatch.delenv("FLAGTREE_PROFILER_ROCTRACER_PATH")
     monkeypatch.delenv("ROCM_PATH", raising=False)
-    from flagtree.profiler.backends.roctracer import roctracer_candidates
-
-    assert ("already loaded", standin.path) in roctracer_candidates()
+    assert ("already loaded", standin.path) in get_backend("roctracer").library_candidates()
     profiler.start(name=str(tmp_path / "al"), backend="roctracer")
     launch(standin, "found", ns=5)
     profiler.finalize()

@@ -11,7 +11,9 @@ import textwrap
 
 import pytest
 
+from flagtree.profiler import KNOWN_BACKENDS
 from flagtree.profiler.cli import command as cli
+from flagtree.profiler.cli import extension, interpret, options as cli_options
 
 # The script under test: launches 2 kernels inside a scope, calls the profiler's own
 # start()/finalize() (which must defer to the command's session), reports what it saw, then ends
@@ -172,7 +174,7 @@ def test_bad_option_in_a_real_process_is_one_line_and_status_2(workdir):
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
         "flagtree-profiler: error: unknown backend 'no_such_backend'; known backends: "
-        + ", ".join(cli.KNOWN_BACKENDS)]
+        + ", ".join(KNOWN_BACKENDS)]
     assert "SEEN" not in result.stdout and not (workdir / "no_such_backend.hatchet").exists()
     script = shutil.which("flagtree-profiler")
     if script:  # the console script declared in pyproject.toml reaches the same main()
@@ -189,7 +191,7 @@ def test_module_form_runs_like_python_dash_m(workdir):
     assert kernel_count(workdir / "module.hatchet") == 2
 
 
-@pytest.mark.skipif(cli._gpu_driver_present(), reason="a GPU driver is present: no fallback here")
+@pytest.mark.skipif(interpret.gpu_driver_present(), reason="a GPU driver is present: no fallback here")
 def test_without_a_gpu_the_command_turns_on_triton_interpreter(workdir):
     result = run_cli(workdir, "-n", "auto", "work.py", "normal", interpret=None)
     assert result.returncode == 0, result.stderr
@@ -214,14 +216,10 @@ def test_usage_errors_are_one_line_with_status_2(capsys, argv, message):
     assert line.startswith("flagtree-profiler: error: ") and message in line
 
 
-def test_unsupported_backend_and_mode_are_usage_errors(capsys, tmp_path, monkeypatch):
-    from flagtree.profiler import backends
-
-    # A named backend this build lacks (cupti hidden here, so the case exists in every build).
-    monkeypatch.setattr(backends, "_CLASSES", {k: v for k, v in backends._CLASSES.items() if k != "cupti"})
+def test_unknown_backend_and_unsupported_mode_are_usage_errors(capsys, tmp_path):
     script = tmp_path / "never_runs.py"
     script.write_text("raise SystemExit('must not run')\n")
-    for argv, message in [(["-b", "cupti", str(script)], "backend 'cupti' is not implemented in this version"),
+    for argv, message in [(["-b", "cuda", str(script)], "unknown backend 'cuda'; known backends: nvidia, cupti"),
                           (["-b", "interpreter", "-m", "fast", str(script)], "does not support mode 'fast'")]:
         assert cli.main(argv) == 2
         line, = capsys.readouterr().err.splitlines()
@@ -229,18 +227,31 @@ def test_unsupported_backend_and_mode_are_usage_errors(capsys, tmp_path, monkeyp
 
 
 def test_split_keeps_everything_after_the_target():
-    assert cli._split(["-n", "a", "-cpython", "s.py", "-n", "b", "--", "-h"]) == (
+    split = cli_options.split
+    values = cli_options.VALUE_OPTIONS
+    assert split(["-n", "a", "-cpython", "s.py", "-n", "b", "--", "-h"], values) == (
         ["-n", "a", "-cpython"], ["s.py", "-n", "b", "--", "-h"])
-    assert cli._split(["--name=a", "--", "-weird.py", "x"]) == (["--name=a"], ["-weird.py", "x"])
-    assert cli._split(["-d", "trace", "--module", "pkg.mod", "-x"]) == (
+    assert split(["--name=a", "--", "-weird.py", "x"], values) == (["--name=a"], ["-weird.py", "x"])
+    assert split(["-d", "trace", "--module", "pkg.mod", "-x"], values) == (
         ["-d", "trace", "--module", "pkg.mod"], ["-x"])
+    # an extension's option that takes a value is skipped with its value
+    assert split(["--chip", "GH100", "s.py"], values | {"--chip"}) == (["--chip", "GH100"], ["s.py"])
+
+
+def test_two_extensions_asked_for_at_once_are_a_usage_error(capsys, tmp_path):
+    script = tmp_path / "never_runs.py"
+    script.write_text("raise SystemExit('must not run')\n")
+    assert cli.main(["--list-metrics", "--ixkn", str(script)]) == 2
+    line, = capsys.readouterr().err.splitlines()
+    assert line == "flagtree-profiler: error: --list-metrics cannot be combined with --ixkn"
 
 
 def test_help_documents_every_option_with_examples(capsys):
     with pytest.raises(SystemExit) as done:
-        cli._parser().parse_args(["-h"])
+        cli_options.parser(extension.extensions()).parse_args(["-h"])
     assert done.value.code == 0
     text = capsys.readouterr().out
-    for option in ("--name", "--backend", "--context", "--data", "--mode", "--hook", "--module", "examples:"):
+    for option in ("--name", "--backend", "--context", "--data", "--mode", "--hook", "--module", "examples:",
+                   "--ixkn", "--list-metrics"):  # the backends' extensions add the last two
         assert option in text
     assert cli.main(["-h"]) == 0

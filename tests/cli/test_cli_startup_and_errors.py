@@ -87,8 +87,8 @@ def test_the_scripts_bad_start_calls_are_errors_under_the_command(workdir):
     assert errors == ["ERROR TypeError: flagtree.profiler.start: name must be a path string (the output path "
                       "without extension), got 123 (int)",
                       "ERROR ValueError: unknown context 'stack'; supported: shadow, python",
-                      "ERROR ValueError: backend 'interpreter' does not support mode 'fast'; supported modes: "
-                      "none yet (leave mode unset)"]
+                      "ERROR ValueError: backend 'interpreter' does not support mode 'fast': unknown word 'fast'; "
+                      "supported forms: none (leave mode unset)"]
     assert kernel_count(workdir / "bad.hatchet") == 2
 
 
@@ -162,7 +162,7 @@ def test_list_metrics_errors_have_one_prefix_and_status_2(capsys):
     assert captured.out == ""
     assert captured.err.startswith("flagtree-profiler: error: ")
     assert captured.err.count("error:") == 1 and "flagtree.profiler:" not in captured.err
-    if not _native.cuda_driver_version():
+    if not _native.nvidia.cuda_driver_version():
         assert "needs the CUDA driver (libcuda.so.1), which this machine lacks" in captured.err
         assert "even for a named chip" in captured.err
 

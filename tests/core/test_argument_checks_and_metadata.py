@@ -12,6 +12,7 @@ import flagtree.profiler as profiler
 from flagtree.profiler import _env, session as sessions
 from flagtree.profiler.backends import BackendUnavailable, get_backend
 from flagtree.profiler.backends.base import Backend
+from flagtree.profiler.backends.mode import ModeGrammar, Option
 from support.kernels import launch_add, tensors
 from support.profiles import kernel_counts, load_json, load_tree
 
@@ -146,18 +147,19 @@ def test_the_session_keeps_the_options_its_backend_parsed(tmp_path, monkeypatch)
     backend = get_backend("interpreter")
     seen = []
     original = type(backend).acquire
-    monkeypatch.setattr(type(backend), "modes", ("fast",))
+    grammar = ModeGrammar((Option("fast", "switch", default=False, bare=True),))
+    monkeypatch.setattr(type(backend), "mode_grammar", grammar)
     monkeypatch.setattr(type(backend), "acquire", lambda self, options: (seen.append(options), original(self, options)))
     sid = profiler.start(str(tmp_path / "o"), mode="fast")
-    opened = sessions._sessions[sid]
-    assert seen == [opened.options] and opened.options.canonical() == "fast" and opened.mode == "fast"
+    opened = sessions.find_session(sid)
+    assert seen == [opened.options] and opened.options.canonical() == "fast=on" and opened.mode == "fast=on"
     profiler.finalize()
-    assert load_json(tmp_path / "o.meta.json")["mode"] == "fast"
+    assert load_json(tmp_path / "o.meta.json")["mode"] == "fast=on"
 
 
 def test_backend_state_is_declared_not_added_to_the_session(tmp_path):
     sid = profiler.start(str(tmp_path / "s"))
-    opened = sessions._sessions[sid]
+    opened = sessions.find_session(sid)
     assert opened.state is None  # the interpreter backend keeps nothing per session
     from flagtree.profiler.backends.nvidia.cupti import CuptiBackend, SamplingState
     from flagtree.profiler.backends.instrumentation import InstrumentationBackend, InstrumentationState

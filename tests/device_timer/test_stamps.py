@@ -135,8 +135,10 @@ def test_mode_names_the_ring_size():
     assert parse_mode("slots=64").batch_slots() == 16
     assert parse_mode("graph_replays=16").graph_replays == 16
     assert parse_mode("scopes=off").scopes is False and parse_mode(None).scopes is True
+    assert parse_mode("scopes=no").scopes is False  # the grammar's one set of switch words
+    assert parse_mode("slots=8,batch=2") == parse_mode("slots=8:batch=2")
     for bad in ("slots=1", "slots=8:batch=9", "lanes=4", "slots", "graph_replays=12", "graph_replays=1",
-                "scopes=maybe", "scopes=1"):
+                "scopes=maybe", "batch=-1"):
         with pytest.raises(ValueError, match="device_timer"):
             parse_mode(bad)
 
@@ -155,3 +157,15 @@ def test_a_real_compile_carries_the_stamps_and_a_separate_cache_entry(tmp_path):
     assert out["assembles"], out["ptxas_errors"]
     assert not out["same_hash"]  # stamped and plain binaries never share a cache entry
     assert out["mode_restored"] and out["hook_restored"] and out["stamped_count"] == 1
+
+
+def test_a_kernel_compiled_without_stamps_is_built_again_stamped_from_its_kept_ptx(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path)
+    script = os.path.join(os.path.dirname(__file__), "restamp_sm90.py")
+    done = subprocess.run([sys.executable, script], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["plain_scratch"] == 0 and out["scratch"] == [16, out["align_tag"]]
+    assert out["entry_stamps"] == 1 and out["name"] == "add_kernel"
+    assert out["elf"] and not out["same_as_plain"]  # ptxas built a binary, not the plain one

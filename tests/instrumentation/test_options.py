@@ -1,6 +1,6 @@
 import pytest
 
-from flagtree.profiler.backends.instrumentation.options import parse_mode
+from flagtree.profiler.kernel_scopes.options import parse_mode
 
 
 def test_defaults_and_canonical_form(monkeypatch):
@@ -25,9 +25,11 @@ def test_env_opts_triton_kernels_in(monkeypatch):
     assert parse_mode("triton=off").triton is False  # the mode wins over the environment
 
 
-@pytest.mark.parametrize("mode, says", [("granularity=cta", "granularity='cta'"), ("buffer_size=-1", "outside"),
-                                        ("colour=red", "unknown option"), ("clock", "not key=value"),
-                                        ("buffer_strategy=flush", "buffer_strategy='flush'")])
+@pytest.mark.parametrize("mode, says", [("granularity=cta", "granularity must be one of warp, got 'cta'"),
+                                        ("buffer_size=-1", "buffer_size must be between 0 and"),
+                                        ("colour=red", "unknown option 'colour'"), ("clock", "clock needs a value"),
+                                        ("clock=16", "clock must be one of 64, 32"),
+                                        ("buffer_strategy=flush", "buffer_strategy must be one of circular")])
 def test_bad_modes_name_the_problem_and_the_forms(mode, says):
     with pytest.raises(ValueError) as error:
         parse_mode(mode)

@@ -10,9 +10,9 @@ import pytest
 
 import flagtree.profiler as profiler
 from flagtree.profiler import session as session_module
-from flagtree.profiler.backends import BackendUnavailable
-from flagtree.profiler.backends.vendor.cann_metrics import CannVendorMetrics
-from flagtree.profiler.backends.vendor.mode_options import parse_vendor_mode
+from flagtree.profiler.backends import BackendUnavailable, get_backend
+from flagtree.profiler.backends.cann.metrics import CannVendorMetrics
+from flagtree.profiler.backends.mode import vendor_mode
 from flagtree.profiler.vendor_import import UNMATCHED_HOLDER, session_launches
 from support.kernels import launch_add, launch_copy, tensors
 from standins import build_standin
@@ -35,7 +35,7 @@ def toolkit(tmp_path, monkeypatch):
 
 
 def _mode(text):
-    return parse_vendor_mode(text, "cann", ("aicore", "bandwidth"), {"device_id": int})
+    return vendor_mode(get_backend("cann").mode_grammar.parse(text, "cann"))
 
 
 def _render_fixtures(out_dir, launches, offset_ns):
@@ -59,7 +59,7 @@ def _children(node, kind=None):
 def _profile_with_vendor_metrics(tmp_path, monkeypatch):
     x, y, out = tensors()
     sid = profiler.start(str(tmp_path / "prof"), backend="interpreter")
-    s = session_module._sessions[sid]
+    s = session_module.find_session(sid)
     metrics = CannVendorMetrics(_mode("vendor_metrics=aicore,bandwidth:device_id=0"), s)
     metrics.start()
     with profiler.scope("work"):
@@ -142,7 +142,7 @@ def test_missing_aclprof_is_a_clear_error(tmp_path, monkeypatch):
     sid = profiler.start(str(tmp_path / "p"), backend="interpreter")
     try:
         with pytest.raises(BackendUnavailable, match="libmsprofiler.so or libacl_prof.so"):
-            CannVendorMetrics(_mode("vendor_metrics=aicore"), session_module._sessions[sid]).start()
+            CannVendorMetrics(_mode("vendor_metrics=aicore"), session_module.find_session(sid)).start()
     finally:
         profiler.finalize(sid)
 
@@ -151,7 +151,7 @@ def test_no_msprof_still_writes_vendor_json_saying_why(toolkit, tmp_path, monkey
     os.unlink(toolkit / "bin" / "msprof")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     sid = profiler.start(str(tmp_path / "prof"), backend="interpreter")
-    metrics = CannVendorMetrics(_mode("vendor_metrics=aicore"), session_module._sessions[sid])
+    metrics = CannVendorMetrics(_mode("vendor_metrics=aicore"), session_module.find_session(sid))
     metrics.start()
     counts = metrics.finish()
     profiler.finalize(sid)

@@ -9,7 +9,8 @@ from flagtree.profiler import _native
 from flagtree.profiler.vendor_import import (IXKN_RULES, MSPROF_RULES, Launch, VendorRow, match_rows,
                                              number_and_unit, session_launches)
 from flagtree.profiler.writers.atomic import write_json
-from flagtree.profiler.vendor_import import ixkn_csv, msprof_csv
+from flagtree.profiler.backends.cann import msprof_csv
+from flagtree.profiler.backends.tianshu import ixkn_csv
 from support.threads import run_threads
 
 MS = 1_000_000
@@ -41,7 +42,6 @@ def test_ixkn_csv_units_messages_quoting_and_order():
     assert len(parsed.malformed) == 1 and parsed.metric_rows == 4
     result = match_rows(parsed.rows, [_launch(0, "k", 1), _launch(1, "k", 2)], IXKN_RULES)
     assert result.by_rule == {"name_order": 2} and result.unmatched == 1
-
 
 
 def test_ixkn_csv_columns_are_found_by_name_extra_and_missing_ones_tolerated():
@@ -103,9 +103,9 @@ def test_msprof_headers_are_normalised(tmp_path):
 
 
 def test_launch_log_exact_over_10000_launches_from_8_threads():
-    slot = _native.session_create(0, 0)
-    _native.session_set_active(slot, True)
-    _native.launch_log_enable(slot, True)
+    slot = _native.session.session_create(0, 0)
+    _native.session.session_set_active(slot, True)
+    _native.session.launch_log_enable(slot, True)
     try:
         def work(t):
             for i in range(1250):
@@ -120,19 +120,19 @@ def test_launch_log_exact_over_10000_launches_from_8_threads():
         result = match_rows(rows, launches, MSPROF_RULES)
         assert result.by_rule == {"correlation_id": len(rows)} and result.unmatched == 0
     finally:
-        _native.launch_log_enable(slot, False)
-        _native.session_remove(slot)
+        _native.session.launch_log_enable(slot, False)
+        _native.session.session_remove(slot)
 
 
 def test_log_is_off_by_default_and_per_session():
-    slot = _native.session_create(0, 0)
-    _native.session_set_active(slot, True)
+    slot = _native.session.session_create(0, 0)
+    _native.session.session_set_active(slot, True)
     try:
         _native.testing.launch(5, False)
         _native.testing.record(5, "k", 1, 2, 0)
-        assert _native.launch_log_entries(slot)["correlation"] == []
+        assert _native.session.launch_log_entries(slot)["correlation"] == []
     finally:
-        _native.session_remove(slot)
+        _native.session.session_remove(slot)
 
 
 def test_strict_atomic_json(tmp_path):
@@ -147,11 +147,11 @@ def test_strict_atomic_json(tmp_path):
 
 
 def test_rows_match_the_kernel_name_not_a_launch_metadata_rename():
-    slot = _native.session_create(0, 0)
-    _native.session_set_active(slot, True)
-    _native.launch_log_enable(slot, True)
+    slot = _native.session.session_create(0, 0)
+    _native.session.session_set_active(slot, True)
+    _native.session.launch_log_enable(slot, True)
     try:
-        _native.set_launch_metadata("renamed_by_hook", [])
+        _native.context.set_launch_metadata("renamed_by_hook", [])
         _native.testing.launch(1, False)
         _native.testing.record(1, "k", 10, 20, 0)
         (launch,) = session_launches(slot)
@@ -160,5 +160,5 @@ def test_rows_match_the_kernel_name_not_a_launch_metadata_rename():
         result = match_rows([VendorRow("ixkn", "k", ordinal=0)], [launch], IXKN_RULES)
         assert result.by_rule == {"name_order": 1}
     finally:
-        _native.launch_log_enable(slot, False)
-        _native.session_remove(slot)
+        _native.session.launch_log_enable(slot, False)
+        _native.session.session_remove(slot)

@@ -10,9 +10,7 @@
 
 See the README for backends, outputs and the viewer, docs/reference/analysis.md for read().
 """
-from .backends import KNOWN_BACKENDS, available_backends, implemented_backends
-from .backends.nvidia.counters import list_metrics
-from .backends.nvidia.cupti_attach import release
+from .backends import KNOWN_BACKENDS, available_backends
 from .profile import profile
 from .scope import cpu_timed_scope, enter_scope, enter_state, exit_scope, exit_state, scope, state
 from .session import activate, deactivate, finalize, flush_part, start
@@ -21,9 +19,25 @@ __all__ = [
     "start", "activate", "deactivate", "finalize", "flush_part", "profile",
     "scope", "cpu_timed_scope", "enter_scope", "exit_scope",
     "state", "enter_state", "exit_state",
-    "KNOWN_BACKENDS", "implemented_backends", "available_backends",
+    "KNOWN_BACKENDS", "available_backends",
     "list_metrics", "release", "read",
 ]
+
+
+def list_metrics(chip=None, submetrics=False):
+    """The hardware metrics of an NVIDIA chip, for start(backend="nvidia", mode="metrics=...")
+    (backends/nvidia/counters.py says what each entry holds)."""
+    from .backends.nvidia.counters import list_metrics as nvidia_metrics  # deferred: NVIDIA's modules load when used
+
+    return nvidia_metrics(chip=chip, submetrics=submetrics)
+
+
+def release():
+    """Lets go of CUPTI now, so that another CUPTI client can attach in this process: True if
+    it released, False if there was nothing to release or a session still runs."""
+    from .backends.nvidia.cupti_attach import release as release_cupti  # deferred: NVIDIA's modules load when used
+
+    return release_cupti()
 
 
 def __getattr__(name):

@@ -9,7 +9,7 @@ file names, numbers) is escaped for HTML after its control characters are writte
 from html import escape
 from itertools import islice
 
-from ..viewer.safe_text import safe
+from ..common.safe_text import safe
 from .frame import _sort_key
 
 TOP_KERNELS = 10
@@ -77,6 +77,8 @@ def _present(shown, nodes):
 
 
 def _top_table(profile, shown):
+    if not profile.metrics:  # nodes but no metric (read() accepts such a file): nothing to rank by
+        return "<p>No metrics to rank kernels by.</p>"
     views = profile.top_nodes(TOP_KERNELS, kind="kernel")
     if not views:
         return "<p>No kernels.</p>"

@@ -1,26 +1,22 @@
 """What every backend provides to a session: start, flush, stop, and facts for the outputs.
 
-A session's mode string is parsed once, by check_mode() at start: the options object it returns
-is kept on the session (``session.options``) and is what acquire() and attach_session() receive;
-``session.mode`` is its normalised text (``options.canonical()``), for the metadata file.
+A session's mode string is parsed once, by check_mode() at start, through the backend's
+``mode_grammar`` (mode.py, the one grammar of every backend); options_from() turns what it
+read into the backend's options object, which is kept on the session (``session.options``) and
+is what acquire() and attach_session() receive; ``session.mode`` is its normalised text
+(``options.canonical()``), for the metadata file.
 What a backend keeps per session lives in ``session.state``, an instance of the backend's
 ``SessionState`` class made fresh for each session, never in attributes added to the session.
 """
 import threading
-from dataclasses import dataclass
+
+from .. import _env
+from .libraries import acquire_first, could_load, library_candidates
+from .mode import ModeGrammar
 
 
 class BackendUnavailable(RuntimeError):
     """The backend is known but cannot run here (library or device missing)."""
-
-
-@dataclass(frozen=True)
-class PlainMode:
-    """The options of a backend whose modes are single words (``Backend.modes``)."""
-    word: str
-
-    def canonical(self):
-        return self.word
 
 
 DEVICE_INFO_KEYS = ("arch", "num_sms", "clock_rate", "memory_clock_rate", "bus_width")
@@ -66,8 +62,10 @@ class SharedUse:
 class Backend:
     #: name as users spell it in start(backend=...)
     name = ""
-    #: modes accepted in start(mode=...), besides None
-    modes = ()
+    #: the options start(mode=...) accepts (mode.py); the empty grammar accepts no mode
+    mode_grammar = ModeGrammar()
+    #: the mode a session without one gets (None: no mode)
+    default_mode = None
     #: the per-session state this backend keeps: a class whose no-argument instance becomes
     #: ``session.state`` at start (None: the backend keeps nothing per session)
     SessionState = None
@@ -75,22 +73,68 @@ class Backend:
     #: the launches and records of its own source, so two routes open at once never count a
     #: launch twice
     time_source_kind = "tracer"
+    #: the vendor library loaded with dlopen ("": none), the environment variable naming it (the
+    #: file or its folder, searched first) and other names tried on the loader path after it
+    library = ""
+    env_path = ""
+    loader_names = ()
 
     def unavailable_reason(self):
         """None when this backend can run here, else a sentence saying what is missing.
         Cheap and side-effect free: nothing is started or subscribed."""
         return None
 
+    # -- the vendor library: each backend names it, the base searches its documented order --
+    def install_dirs(self):
+        """[(where, folder or None)] searched after the variable and an already loaded copy."""
+        return []
+
+    def library_candidates(self):
+        """[(where, path)] in the documented order; path None where that place is not set."""
+        return library_candidates(self.library, self.env_path, _env.text(self.env_path), self.install_dirs(),
+                                  self.loader_names)
+
+    def library_unavailable_reason(self):
+        """None when a candidate could load, else a sentence naming where it looked."""
+        tried = [path for _, path in self.library_candidates() if path]
+        if not any(could_load(p) for p in tried):
+            return f"{self.library} not found; looked at: " + ", ".join(tried)
+        return None
+
+    def load_library(self, acquire, not_found, candidates=None, hint=""):
+        """Calls acquire(path) on each candidate (library_candidates() by default) until one
+        loads; BackendUnavailable listing every place tried when none does. `not_found`: the
+        exception of a candidate that cannot load; `hint`: what the user can set instead."""
+        tried = acquire_first(self.library_candidates() if candidates is None else candidates, acquire, not_found)
+        if tried is None:
+            return
+        hint = hint or f"set {self.env_path} to its path"
+        raise BackendUnavailable(f"the {self.name} backend needs {self.library} and none could be loaded; "
+                                 f"{hint}. Tried:\n  " + "\n  ".join(tried))
+
+    # -- the flagtree-profiler command ----------------------------------------------------------
+    def before_command(self):
+        """Called by `flagtree-profiler` in its own process, before the target starts, when this
+        backend is chosen (cann restarts the command with its library in LD_PRELOAD)."""
+
     def check_mode(self, mode):
-        """The mode parsed into this backend's options object (None when mode is None), or a
-        ValueError naming the supported forms. The session keeps the result (``session.options``).
-        Backends with options in their mode string (``"pcsampling:interval=18"``) override this."""
+        """The mode parsed into this backend's options object (options_from()), or a ValueError
+        naming the supported forms. The session keeps the result (``session.options``). Every
+        backend parses through its ``mode_grammar``: override options_from(), not this."""
         if mode is None:
-            return None
-        if mode in self.modes:
-            return PlainMode(mode)
-        supported = ", ".join(self.modes) if self.modes else "none yet (leave mode unset)"
-        raise ValueError(f"backend {self.name!r} does not support mode {mode!r}; supported modes: {supported}")
+            mode = self.default_mode
+        return self.options_from(self.mode_grammar.parse(mode, self.name))
+
+    def options_from(self, parsed):
+        """This backend's options from the grammar's ParsedMode (``parsed.text`` is None when the
+        session gave no mode): by default None for no mode, else the ParsedMode itself. Checks
+        across options raise mode_error()."""
+        return None if parsed.text is None else parsed
+
+    def mode_error(self, mode, problem):
+        """A ValueError for a mode the grammar read but this backend refuses, worded as the
+        grammar words its own."""
+        return self.mode_grammar.error(self.name, mode, problem)
 
     def acquire(self, options):
         """Starts collecting for one more session (the first call starts the vendor tracer);
@@ -100,7 +144,7 @@ class Backend:
     def attach_session(self, session):
         """Called after acquire() with the session (``.options``, ``.state``, ``.data``, ``.name``,
         and ``.slot``, its handle for the native calls): backends that attach extras to launches
-        (counters, PC samples) start here, and call ``_native.session_enable_extras(session.slot)``."""
+        (counters, PC samples) start here, and call ``_native.session.session_enable_extras(session.slot)``."""
 
     def session_outputs(self, session):
         """At finalize, after flush() and before the outputs are written: attach what is still

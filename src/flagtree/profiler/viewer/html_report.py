@@ -22,7 +22,7 @@ _ASSETS = ("report.html", "report.css", "report.js")
 
 
 def _asset(name):
-    from importlib import resources  # deferred: ~50 ms of imports, paid only when a report is written
+    from importlib import resources  # deferred: its imports are paid only when a report is written
 
     return resources.files(__package__).joinpath("report", name).read_text(encoding="utf-8")
 
@@ -107,9 +107,12 @@ def kernel_metadata(paths, roots):
         stack = [(raw_root, root)] if raw_root is not None else []
         while stack:
             raw, node = stack.pop()
-            for raw_child in raw.get("children") or ():
+            children = raw.get("children")
+            # The file may have been replaced since the tree was loaded: take only what fits.
+            for raw_child in children if type(children) is list else ():
                 frame = raw_child.get("frame") if type(raw_child) is dict else None
-                child = node.children.get(frame.get("name")) if type(frame) is dict else None
+                name = frame.get("name") if type(frame) is dict else None
+                child = node.children.get(name) if type(name) is str else None
                 if child is None:
                     continue
                 meta = raw_child.get("metadata")
@@ -164,6 +167,9 @@ def build_report(source, args):
         payload = build_payload(profile, other, specs, len(user), values_of, other_values, meta)
         column = {spec["id"]: len(user) + at for at, spec in enumerate(column_specs(specs))}
         payload["summary"] = summary(profile, column, values_of)
+        if payload["nonNumbers"]:  # said where the reader looks first: the icicle leaves them out
+            payload["summary"]["facts"].append(
+                ("not numbers", f"{payload['nonNumbers']:,} nodes hold values that are not numbers: left out of the widths"))
         payload["table"] = table
         payload["title"] = profile.label
         payload["diffSource"] = args.diff_profile

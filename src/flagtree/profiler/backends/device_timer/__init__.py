@@ -17,23 +17,30 @@ backend="instrumentation", and their device time from their scope buffers' own h
 (scopes.py); mode ``scopes=off`` compiles no scopes.
 
 Covers Triton kernels only: torch's own kernels, library kernels (cuBLAS) and copies are not
-seen (docs/reference/device-timer.md).
+seen. Compiled Triton kernels without stamps (held by libraries, loaded from caches, inductor's
+launchers) are stamped at their first launch in a session, or their launches counted by kernel
+name (untimed.py; docs/reference/device-timer.md).
 """
-import threading
 import warnings
 from dataclasses import dataclass, field
 
-from ...hooks.triton_chain import _attach, _launch_hook_owner
+from ...triton_glue import kernels as triton_kernels, target as triton_target
+from ...triton_glue.launch_hooks import attach, attach_kernel_load_hook, launch_hook_owner
 from ...native_core import native as _native_module
-from ..base import Backend, BackendUnavailable, device_info_of
-from . import compiler_hook, route
+from ..base import Backend, BackendUnavailable, SharedUse, device_info_of
+from ..mode import ModeGrammar, Option
+from . import compiler_hook, route, untimed
 from . import scopes as kernel_scopes
-from ..instrumentation.kernel_scopes import InstrumentationState
+from ...kernel_scopes.scopes import InstrumentationState
 
 DEFAULT_SLOTS = 1 << 14
 DEFAULT_GRAPH_REPLAYS = 256
-_MODE_KEYS = ("slots", "batch", "graph_replays")
-_SWITCH = {"on": True, "off": False}
+# ring size in launches; launches per readback (0: a quarter of the ring); replay records each
+# launch captured into a CUDA graph has (a power of two); whether kernel-side scopes are compiled in
+MODE_GRAMMAR = ModeGrammar((Option("slots", "int", default=DEFAULT_SLOTS, low=2, high=1 << 24),
+                            Option("batch", "int", default=0, low=0),
+                            Option("graph_replays", "int", default=DEFAULT_GRAPH_REPLAYS, low=2, high=1 << 16),
+                            Option("scopes", "switch", default=True)))
 
 
 @dataclass(frozen=True)
@@ -47,37 +54,24 @@ class RingOptions:
         return self.batch or max(1, self.slots // 4)
 
     def canonical(self):
-        return (f"slots={self.slots}:batch={self.batch_slots()}:graph_replays={self.graph_replays}"
-                f":scopes={'on' if self.scopes else 'off'}")
+        return MODE_GRAMMAR.canonical({"slots": self.slots, "batch": self.batch_slots(),
+                                       "graph_replays": self.graph_replays, "scopes": self.scopes})
+
+
+def ring_options(parsed):
+    """RingOptions from MODE_GRAMMAR's ParsedMode; the checks across options."""
+    options = RingOptions(**parsed.values)
+    if options.batch_slots() > options.slots:
+        raise MODE_GRAMMAR.error("device_timer", parsed.text, "batch must be at most slots")
+    replays = options.graph_replays
+    if replays & (replays - 1):
+        raise MODE_GRAMMAR.error("device_timer", parsed.text, "graph_replays must be a power of two")
+    return options
 
 
 def parse_mode(mode):
-    """None, or "slots=<n>[:batch=<n>][:graph_replays=<n>][:scopes=on|off]" (ring size in
-    launches; launches per readback; replay records each launch captured into a CUDA graph has, a
-    power of two; whether kernel-side scopes are compiled in)."""
-    if mode is None:
-        return RingOptions()
-    values = {}
-    for part in str(mode).replace(",", ":").split(":"):
-        key, sep, value = (t.strip() for t in part.partition("="))
-        if sep and key == "scopes" and value.lower() in _SWITCH:
-            values[key] = _SWITCH[value.lower()]
-            continue
-        if not sep or key not in _MODE_KEYS or not value.isdigit():
-            raise ValueError(f"backend 'device_timer' does not support mode {mode!r}; supported: "
-                             f"'slots=<n>[:batch=<n>][:graph_replays=<n>][:scopes=on|off]' (launches the "
-                             f"ring holds, launches per readback, replay records per graph-captured "
-                             f"launch, kernel-side scopes)")
-        values[key] = int(value)
-    options = RingOptions(**values)
-    if options.slots < 2 or options.slots > (1 << 24) or not 1 <= options.batch_slots() <= options.slots:
-        raise ValueError(f"backend 'device_timer': mode {mode!r}: need 2 <= slots <= 16777216 and "
-                         f"1 <= batch <= slots")
-    replays = options.graph_replays
-    if replays < 2 or replays > (1 << 16) or replays & (replays - 1):
-        raise ValueError(f"backend 'device_timer': mode {mode!r}: graph_replays must be a power of two "
-                         f"from 2 to 65536")
-    return options
+    """RingOptions from None or "slots=<n>[:batch=<n>][:graph_replays=<n>][:scopes=on|off]"."""
+    return ring_options(MODE_GRAMMAR.parse(mode, "device_timer"))
 
 
 @dataclass
@@ -86,6 +80,7 @@ class DeviceTimerState:
     counts_at_start: dict = field(default_factory=dict)
     stamped_at_start: int = 0
     scoped_at_start: dict = field(default_factory=dict)  # the scopes' counts (scopes.py)
+    untimed_at_start: dict = field(default_factory=dict)  # launches counted untimed (untimed.py)
     scopes: InstrumentationState = field(default_factory=InstrumentationState)  # kernel_scopes.py's
 
 
@@ -93,12 +88,18 @@ def _native():
     return _native_module
 
 
+def _cuda_driver_version():
+    from ..nvidia.backend import cuda_driver_version  # deferred: backend modules load when asked for
+
+    return cuda_driver_version()
+
+
 def start_cuda_ring(slots, batch, graph_records):
     """The ring on the current CUDA device (the CUDA driver API: also CoreX's libcuda); the
     clock offset probed at start. `graph_records`: replay records per captured launch (0: none)."""
-    if not _native().cuda_driver_version():
+    if not _cuda_driver_version():
         raise BackendUnavailable("backend 'device_timer' needs the CUDA driver (libcuda.so.1) and a GPU")
-    return _native().device_timer_start(slots, batch, graph_records)
+    return _native().device_timer.device_timer_start(slots, batch, graph_records)
 
 
 class DeviceTimerBackend(Backend):
@@ -107,8 +108,8 @@ class DeviceTimerBackend(Backend):
     time_source_kind = "device_timer"
 
     def __init__(self):
-        self._lock = threading.RLock()
-        self._users = 0
+        self._use = SharedUse()
+        self._lock = self._use.lock  # also guards the ring's sessions and scopes
         self._options = None
         self._undo = []
         self.clock_at_start = None
@@ -121,16 +122,19 @@ class DeviceTimerBackend(Backend):
         self.scopes = None  # scopes.DeviceTimerScopes while kernel-side scopes are compiled in
         self.scopes_state = "off"  # "on", "off", or "off: <why>" (the metadata's device_timer_scopes)
         self._kept_scopes = None  # the scopes installed for every session that compiles them in
+        self.untimed = untimed.UntimedLaunches()  # launches of unstamped kernels, counted
 
-    def check_mode(self, mode):
-        return parse_mode(mode)
+    mode_grammar = MODE_GRAMMAR
+
+    def options_from(self, parsed):
+        return ring_options(parsed)
 
     def unavailable_reason(self):
         try:
             compiler_hook.check_triton()
         except BackendUnavailable as error:
             return str(error)
-        if not _native().cuda_driver_version():
+        if not _cuda_driver_version():
             return "no CUDA driver (libcuda.so.1) on this machine"
         return None
 
@@ -138,25 +142,23 @@ class DeviceTimerBackend(Backend):
     def acquire(self, options):
         options = options or RingOptions()
         with self._lock:
-            if self._users and options != self._options:
+            if self._use.users and options != self._options:
                 raise ValueError(f"backend 'device_timer': a session with mode {self._options.canonical()!r} is open; "
                                  f"kernels are stamped for one ring at a time (got {options.canonical()!r})")
-            if self._users == 0:
-                support = route.route_support()
-                if not support.supported:
-                    raise BackendUnavailable(f"backend 'device_timer' cannot run for this target: {support.reason}")
-                self.support = support
-                try:
-                    self._install(options)
-                except BaseException:
-                    self._uninstall()
-                    raise
-            self._users += 1
+            self._use.acquire(lambda: self._start(options))
+
+    def _start(self, options):
+        support = route.route_support()
+        if not support.supported:
+            raise BackendUnavailable(f"backend 'device_timer' cannot run for this target: {support.reason}")
+        self.support = support
+        try:
+            self._install(options)
+        except BaseException:
+            self._uninstall()
+            raise
 
     def _install(self, options):
-        import triton  # deferred: triton is heavy and optional
-        from triton.runtime import _allocation  # deferred: triton is heavy and optional
-
         native = _native()
         self._options = options
         # The ring outlives the session (kept for the next one, as CUPTI stays attached for the
@@ -165,19 +167,19 @@ class DeviceTimerBackend(Backend):
         # pointers (PTX); elsewhere a captured launch gets no slot and is counted.
         graph_records = options.graph_replays if self.support.stamper.times_graph_replays else 0
         self.clock_at_start = self.start_ring(options.slots, options.batch_slots(), graph_records)
-        self._undo.append(native.device_timer_drain)
-        previous = _allocation._profile_allocator.get()
-        native.device_timer_set_fallback(previous)
-        from triton.runtime import driver  # deferred: triton is heavy and optional
-
-        native.device_timer_set_thread_device(driver.active.get_current_device)
-        _allocation.set_profile_allocator(native.device_timer_allocate)
-        self._undo.append(lambda: _allocation.set_profile_allocator(previous))
+        self._undo.append(native.device_timer.device_timer_drain)
+        previous = triton_kernels.profile_allocator()
+        native.device_timer.device_timer_set_fallback(previous)
+        native.device_timer.device_timer_set_thread_device(triton_target.current_device_getter())
+        self._undo.append(triton_kernels.set_profile_allocator(native.device_timer.device_timer_allocate))
         self._install_scopes(options, previous)
-        compiler_hook.install(native, native.device_timer_plane_bytes(), native.device_timer_layout()["lanes"],
-                              graph_records, self.support.stamper, beside=self.scopes.mode if self.scopes else None)
+        stamps = (native, native.device_timer.device_timer_plane_bytes(), native.device_timer.device_timer_layout()["lanes"], graph_records,
+                  self.support.stamper)
+        compiler_hook.install(*stamps, beside=self.scopes.mode if self.scopes else None)
         self._undo.append(compiler_hook.uninstall)
-        self._undo.append(_attach(triton.knobs.runtime, "kernel_load_end_hook", _kernel_loaded))
+        self._undo.append(attach_kernel_load_hook(_kernel_loaded))
+        self.untimed.install(*stamps)  # kernels compiled without the stamps: stamped at first launch
+        self._undo.append(self.untimed.uninstall)
 
     def _install_scopes(self, options, fallback):
         """Kernel-side scopes beside the stamps, where Triton's proton passes lower them (the PTX
@@ -210,23 +212,19 @@ class DeviceTimerBackend(Backend):
             self._undo.pop()()
 
     def release(self):
-        with self._lock:
-            if self._users == 0:
-                return
-            self._users -= 1
-            if self._users == 0:
-                self._uninstall()
+        self._use.release(self._uninstall)
 
     def free(self):
         """Frees the ring a finished session kept (device memory, pinned mirror, stream, worker)."""
         with self._lock:
-            if self._users == 0:
-                _native().device_timer_free()
+            if self._use.users == 0:
+                _native().device_timer.device_timer_free()
 
     def attach_session(self, session):
         with self._lock:
-            session.state.counts_at_start = dict(_native().device_timer_stats())
+            session.state.counts_at_start = dict(_native().device_timer.device_timer_stats())
             session.state.stamped_at_start = compiler_hook.stats["stamped"]
+            session.state.untimed_at_start = self.untimed.snapshot()
             if self.scopes is not None:
                 self.scopes.scopes.attach_session(session)
                 session.state.scoped_at_start = self.scopes.snapshot() | {"kernels": compiler_hook.stats["scoped"]}
@@ -247,35 +245,37 @@ class DeviceTimerBackend(Backend):
         native = _native()
         if on:
             if not self._hooked:
-                self._undo_exit = _attach(_launch_hook_owner(), "launch_exit_hook", _launch_done, order="first")
-                native.device_timer_defer_launches(True)
+                self._undo_exit = attach(launch_hook_owner(), "launch_exit_hook", _launch_done, order="first")
+                native.device_timer.device_timer_defer_launches(True)
             self._hooked.append(session)
             return
         self._hooked.remove(session)
         if not self._hooked:
-            native.device_timer_defer_launches(False)
+            native.device_timer.device_timer_defer_launches(False)
             self._undo_exit()
             self._undo_exit = None
 
     # -- results ----------------------------------------------------------------------------
     def flush(self):
         with self._lock:
-            if self._users:
+            if self._use.users:
                 if self.scopes is not None:
                     self.scopes.scopes.drain()
-                _native().device_timer_drain()
+                _native().device_timer.device_timer_drain()
 
     def session_outputs(self, session):
         native = _native()
         with self._lock:
-            if not self._users:
+            if not self._use.users:
                 return {"time_source": self.name}
             scope_stats = self._scope_stats(session)
-            native.device_timer_drain()
-            now = native.device_timer_stats()
+            native.device_timer.device_timer_drain()
+            now = native.device_timer.device_timer_stats()
             start = session.state.counts_at_start
             stats = {"time_source": self.name,
-                     "device_timer_covers": "Triton kernels launched in the session (stamped at compile time); "
+                     "device_timer_covers": "Triton kernels launched in the session (stamped at compile time "
+                                            "or at their first launch); launches of kernels that could "
+                                            "not be stamped are counted in device_timer_not_timed_kernels; "
                                             "other kernels and copies are not seen",
                      "device_timer_options": self._options.canonical(),
                      "device_timer_stamps": f"{self.support.stamper.code_format} "
@@ -284,6 +284,7 @@ class DeviceTimerBackend(Backend):
             stats["device_timer_kernels_stamped"] = compiler_hook.stats["stamped"] - session.state.stamped_at_start
             stats["device_timer_kernels_not_stamped"] = list(compiler_hook.stats["not_stamped_kernels"])
             stats.update(scope_stats)
+            stats.update(self.untimed.session_stats(session.state.untimed_at_start))
             stats.update(self._clock_facts(native))
         lost = stats.get("device_timer_untimed", 0) + stats.get("device_timer_captured_untimed", 0) + \
             stats.get("device_timer_other_device_untimed", 0) + stats.get("device_timer_graph_replays_untimed", 0) + \
@@ -294,6 +295,7 @@ class DeviceTimerBackend(Backend):
                           f"not run, or a scoped kernel whose buffers lack their stamps; counts in "
                           f"{session.metadata_path})", RuntimeWarning, stacklevel=4)
         _warn_graph_losses(stats, self._options, session)
+        untimed.warn_untimed(stats, session)
         return stats
 
     def _scope_stats(self, session):
@@ -318,7 +320,7 @@ class DeviceTimerBackend(Backend):
                  "device_timer_clock_uncertainty_ns": start.get("uncertainty_ns"),
                  "device_timer_clock_realtime_minus_probe_ns": start.get("realtime_minus_probe_ns")}
         try:
-            end = native.device_timer_check_clock()
+            end = native.device_timer.device_timer_check_clock()
         except RuntimeError as error:
             facts["device_timer_clock_check"] = f"not measured: {error}"
             return facts
@@ -335,7 +337,6 @@ class DeviceTimerBackend(Backend):
             return {}
 
     def describe(self):
-        native = _native()
         devices = []
         try:
             from ..nvidia.backend import cuda_devices  # deferred: backend modules load when asked for
@@ -344,7 +345,7 @@ class DeviceTimerBackend(Backend):
         except Exception:
             pass
         return {"backend": self.name, "time_source": self.name, "tracing_library": None,
-                "cuda_driver_version": native.cuda_driver_version(), "devices": devices}
+                "cuda_driver_version": _cuda_driver_version(), "devices": devices}
 
 
 def _warn_graph_losses(stats, options, session):
@@ -362,10 +363,10 @@ def _warn_graph_losses(stats, options, session):
 
 
 def _launch_done(metadata):
-    _native().device_timer_launch_done()
+    _native().device_timer.device_timer_launch_done()
 
 
 def _kernel_loaded(module, function, name, metadata_group, hash_):
     """Triton's kernel_load_end_hook: a kernel from the disk cache gets its name registered
     (its stamps carry only a hash of it)."""
-    _native().device_timer_name_kernel(str(name))
+    _native().device_timer.device_timer_name_kernel(str(name))

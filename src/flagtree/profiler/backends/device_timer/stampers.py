@@ -54,7 +54,7 @@ def target_kind(target):
     else Triton's target backend name ("cuda", "hip", ...)."""
     backend = getattr(target, "backend", None)
     if backend == "cuda":
-        from ..vendor.corex import is_corex  # deferred: the vendor package loads when asked for
+        from ..tianshu import is_corex  # deferred: the tianshu package loads when asked for
 
         if is_corex(target):
             return "corex"

@@ -5,31 +5,32 @@ Mode string: ``pcsampling[:key=value,...]`` with keys
   interval=<5..31>   log2 of the GPU cycles between samples (FLAGTREE_PROFILER_PCSAMPLING_INTERVAL)
   collection=continuous|serialized   CUPTI's collection-mode attribute (FLAGTREE_PROFILER_PCSAMPLING_COLLECTION)
   range=session|launch   session (default): one range per context from its first launch to finalize
-      (or a module unload), no per-launch cost (9x on 2,000 tiny launches on the H200, the spec's
-      "about 20x"); continuous-mode samples are per function, split equally among its launches.
+      (or a module unload), no per-launch cost; continuous-mode samples are per function, split
+      equally among its launches.
       launch: every launch is sampled alone, cuCtxSynchronize + Start at the launch call, Stop +
-      GetData when it returns (Proton's order): exact per-launch samples, ~117x launch-bound.
+      GetData when it returns (Proton's order): exact per-launch samples, far slower when
+      launch-bound. Both overheads: docs/reference/pc-sampling.md.
 "cupti_pcsampling" samples with mode None; "cupti" with mode None records kernels only.
 """
-import gc
-import sys
 import time
 from dataclasses import dataclass
 
 from ... import _env
 from .backend import NvidiaBackend
+from ..mode import ModeGrammar, Option
 from ...native_core import native
+from ...triton_glue.kernels import compiled_kernels
 
-MODE_FORM = "pcsampling[:interval=<5..31>,collection=continuous|serialized,range=session|launch]"
-CHOICES = {"collection": ("continuous", "serialized"), "range": ("session", "launch")}
+# interval and collection default to their environment variables (options_from fills them in)
+MODE_GRAMMAR = ModeGrammar((Option("interval", "int", low=5, high=31),
+                            Option("collection", "choice", choices=("continuous", "serialized")),
+                            Option("range", "choice", default="session", choices=("session", "launch"))),
+                           head="pcsampling", separator=",")
 SCRATCH_BYTES = 16 << 20  # CUPTI's decoded-record buffer (Proton's size, seen to work on the H200)
 # The device buffer samples land in (CUPTI's default is 512 MiB, Proton's 128 MiB). Its size is
-# paid at every Start: 122 / 73 / 61 ms for 128 / 32 / 8 MiB on the H200, none of them dropping
-# a sample of the 800,000 a 3.2 ms kernel gives at interval 10 (bench/results/pcsampling-*).
+# paid at every Start, and a smaller one dropped no sample (docs/reference/pc-sampling.md).
 HARDWARE_BYTES = 32 << 20
 BUFFER_PCS = 20000  # PC records per GetData call
-
-
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class PcSamplingMode:
     range: str
 
     def canonical(self):
-        return f"pcsampling:interval={self.interval},collection={self.collection},range={self.range}"
+        return MODE_GRAMMAR.canonical({"interval": self.interval, "collection": self.collection, "range": self.range})
 
 
 @dataclass
@@ -49,44 +50,29 @@ class SamplingState:
     sampling: bool = False
 
 
+def pcsampling_mode(parsed):
+    """A PcSamplingMode from MODE_GRAMMAR's ParsedMode: options the mode left out take their
+    environment variable's value (_env checks it)."""
+    values = dict(parsed.values)
+    environment = {"interval": _env.pcsampling_interval, "collection": _env.pcsampling_collection}
+    for name, read in environment.items():
+        if name not in parsed.given:
+            values[name] = read()
+    return PcSamplingMode(**values)
+
+
 def parse_pcsampling_mode(mode):
     """(normalised mode string, options dict) for a ``pcsampling[:...]`` mode; ValueError otherwise."""
-    head, _, rest = mode.partition(":")
-    if head.strip() != "pcsampling":
-        raise ValueError(f"mode {mode!r} is not supported by the cupti backend; supported: {MODE_FORM}")
-    options = {"interval": _env.pcsampling_interval(), "collection": _env.pcsampling_collection(),
-               "range": "session"}
-    for item in filter(None, (part.strip() for part in rest.split(","))):
-        key, eq, value = item.partition("=")
-        key, value = key.strip(), value.strip()
-        if not eq or key not in options:
-            raise ValueError(f"bad PC-sampling option {item!r} in mode {mode!r}; form: {MODE_FORM}")
-        if key in CHOICES:
-            if value not in CHOICES[key]:
-                raise ValueError(f"{key} must be {' or '.join(CHOICES[key])}, got {value!r} in mode {mode!r}")
-            options[key] = value
-            continue
-        try:
-            options[key] = int(value, 0)
-        except ValueError:
-            raise ValueError(f"{key} must be an integer, got {value!r} in mode {mode!r}") from None
-    if not 5 <= options["interval"] <= 31:
-        raise ValueError(f"interval must be between 5 and 31 (log2 of cycles), got {options['interval']} in mode {mode!r}")
-    return PcSamplingMode(**options).canonical(), options
+    options = pcsampling_mode(MODE_GRAMMAR.parse(mode, "cupti"))
+    return options.canonical(), {"interval": options.interval, "collection": options.collection,
+                                 "range": options.range}
 
 
 def loaded_triton_cubins():
     """Cubins of Triton kernels compiled in this process (modules loaded before the session
     started never reach the module-load callback, and the line lookup needs their cubin)."""
-    compiler = sys.modules.get("triton.compiler.compiler")
-    kind = getattr(compiler, "CompiledKernel", None)
-    if kind is None:
-        return []
-    # type(), not isinstance(): isinstance reads __class__, which some lazy module proxies
-    # (torch.distributed's) answer with a deprecation warning.
-    kernels = [obj for obj in gc.get_objects() if type(obj) is kind]
     cubins = []
-    for obj in kernels:
+    for obj in compiled_kernels():
         asm = getattr(obj, "asm", None)
         if isinstance(asm, dict) and isinstance(asm.get("cubin"), bytes):
             cubins.append(asm["cubin"])
@@ -95,8 +81,7 @@ def loaded_triton_cubins():
 
 class CuptiBackend(NvidiaBackend):
     name = "cupti"
-    modes = ("pcsampling",)
-    default_mode = None
+    mode_grammar = MODE_GRAMMAR
     SessionState = SamplingState
     #: the PC-sampling library: "" is the libcupti the tracer loaded (tests point it at a stand-in)
     pcsampling_library = ""
@@ -107,22 +92,16 @@ class CuptiBackend(NvidiaBackend):
         # there (cuBLAS's, torch's) is not searched again at every finalize.
         self._searched_crcs = set()
 
-    def check_mode(self, mode):
-        if mode is None:
-            mode = self.default_mode
-        if mode is None:
-            return None
-        if not isinstance(mode, str):
-            raise ValueError(f"mode must be a string, got {mode!r}; supported: {MODE_FORM}")
-        return PcSamplingMode(**parse_pcsampling_mode(mode)[1])
+    def options_from(self, parsed):
+        return None if parsed.text is None else pcsampling_mode(parsed)
 
     def attach_session(self, session):
         options = session.options
         if options is None:
             return
-        native.session_enable_extras(session.slot)
+        native.session.session_enable_extras(session.slot)
         try:
-            native.pcsampling_start(session.slot, self.pcsampling_library, options.interval,
+            native.pcsampling.pcsampling_start(session.slot, self.pcsampling_library, options.interval,
                                     options.collection == "serialized", SCRATCH_BYTES, HARDWARE_BYTES,
                                     BUFFER_PCS, options.range == "session")
         except RuntimeError as error:
@@ -132,17 +111,17 @@ class CuptiBackend(NvidiaBackend):
     def session_outputs(self, session):
         if not session.state.sampling:
             return {}
-        missing = set(native.pcsampling_stop())
+        missing = set(native.pcsampling.pcsampling_stop())
         started = time.perf_counter()
         if not missing <= self._searched_crcs:
             # Some samples are in modules loaded before the session (the module-load callback never
             # saw them): their line look-up needs the cubin, which Triton keeps in its kernels.
             for cubin in loaded_triton_cubins():
-                native.pcsampling_add_cubin(cubin)
+                native.pcsampling.pcsampling_add_cubin(cubin)
             self._searched_crcs |= missing
         scan_s = time.perf_counter() - started
         session.state.sampling = False
-        stats = dict(native.pcsampling_finish())
+        stats = dict(native.pcsampling.pcsampling_finish())
         stats["pcsampling_cubin_scan_s"] = scan_s
         return stats
 
@@ -150,7 +129,7 @@ class CuptiBackend(NvidiaBackend):
         # A session closed without outputs (an error at start) still stops sampling.
         if session.state.sampling:
             session.state.sampling = False
-            native.pcsampling_finish()
+            native.pcsampling.pcsampling_finish()
 
     def describe(self):
         info = super().describe()

@@ -1,0 +1,81 @@
+// The data store of one session, behind one interface: a TreeStore (data="tree") sums records
+// into the calling-context tree, a TraceStore (data="trace") keeps one event per record. Both
+// keep a context tree (scope, frame and state paths): the tree store's is the profile itself,
+// the trace store's names each event's context. Everything that depends on the kind of data
+// lives in the two stores; a session only holds a DataStore.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "data/records.h"
+#include "data/trace.h"
+#include "data/tree.h"
+#include "dump/output.h"
+
+namespace ftp {
+
+// Trace and Perfetto keep the same events (a TraceStore) and differ in their writer.
+enum class DataKind : uint8_t { Tree = 0, Trace = 1, Perfetto = 2 };
+
+using Metrics = std::vector<std::pair<uint32_t, double>>;  // (interned metric name, value)
+
+class DataStore {
+ public:
+  virtual ~DataStore() = default;
+
+  // Scope, frame and state paths; its mutex guards the whole store (one lock per record).
+  Tree& contexts() { return tree_; }
+  std::mutex& mutex() { return tree_.mutex(); }
+
+  // A finished record launched under context node `context` (and state `state`, 0 = none).
+  virtual void addRecord(uint32_t context, uint32_t state, const DeviceRecord& record,
+                         const LaunchMetadata* meta, uint64_t launchNs, uint32_t tid) = 0;
+  // Metrics given when a shadow scope was entered, for its node.
+  virtual void addScopeMetrics(uint32_t node, const Metrics& metrics) = 0;
+  // A closed scope; `node` is its context node when resolved (cpu-timed shadow scopes), else
+  // kNoNode.
+  static constexpr uint32_t kNoNode = 0xFFFFFFFFu;
+  virtual void closeScope(const ScopeEvent& scope, uint32_t node) = 0;
+
+  // Extras (see LaunchExtra): joined to the launch's record whether it arrived before or after.
+  // Kernels are remembered per correlation only once extras are enabled, so plain sessions
+  // pay nothing for this.
+  void enableExtras() { extrasEnabled_.store(true, std::memory_order_release); }
+  virtual void attachExtra(uint32_t correlation, LaunchExtra&& extra) = 0;
+  // Metrics written as the mean over their attachments instead of the sum (ratios).
+  void setMeanMetrics(const std::vector<uint32_t>& names);
+  // At finalize: extras whose launch never arrived are kept apart (tree) or dropped (trace);
+  // returns how many launches that was.
+  virtual uint64_t settleExtras() = 0;
+
+  // Vendor imports (session/launch_log.h). The node a launch's record landed on: its kernel node
+  // (tree) or its context node (trace). Caller holds mutex().
+  virtual uint32_t recordNode(uint32_t context, uint32_t state, RecordKind kind, uint32_t name) = 0;
+  // A vendor row no launch explains, kept with its metrics at `node` (tree; a trace shows
+  // launches only, so it keeps none). Caller holds mutex().
+  virtual void holdRow(uint32_t node, const Metrics& metrics) = 0;
+
+  // Writes the store through the writer of its file kind (atomically); returns the number of
+  // nodes or device events written. Throws std::runtime_error on failure, keeping the data.
+  virtual uint64_t write(const OutputRequest& request) = 0;
+  // Frees the data once written (the session is closed).
+  virtual void release() = 0;
+
+ protected:
+  bool extrasEnabled() const { return extrasEnabled_.load(std::memory_order_acquire); }
+  bool isMean(uint32_t metric) const { return !meanMetrics_.empty() && meanMetrics_.count(metric); }
+
+  Tree tree_;
+  std::unordered_set<uint32_t> meanMetrics_;  // under mutex()
+
+ private:
+  std::atomic<bool> extrasEnabled_{false};
+};
+
+std::unique_ptr<DataStore> makeStore(DataKind kind);
+
+}  // namespace ftp

@@ -1,0 +1,154 @@
+"""Launches of compiled Triton kernels that were not compiled with the device timer's stamps:
+stamped at their first launch in a session, or counted by kernel name with the reason, never
+silently absent from a session.
+
+The ring sees a launch when the kernel's launcher asks Triton's profile allocator for its slot,
+which only kernels compiled with the stamps do. Every other compiled kernel is caught at its
+first launch in a session (triton_glue/launch_sight.py: ``CompiledKernel.run`` and inductor's
+autotuners): its code kept in ``CompiledKernel.asm`` is stamped as the compiler hook stamps it,
+built again and loaded (triton_glue/restamp.py), and its callers' launches go to the stamped copy.
+A kernel that cannot be stamped so has its launches counted; the session's metadata lists them
+and finalize warns once.
+"""
+import threading
+import warnings
+import weakref
+
+from ...triton_glue import launch_sight, restamp
+from . import compiler_hook, stampers
+
+NOT_STAMPED = ("compiled without the device timer's stamps (before the session, in another process, "
+               "or loaded from a cache by a library): not timed")
+NOT_RESTAMPED = "compiled without the device timer's stamps and not stamped at its first launch"
+
+
+class FirstSightStamps:
+    """Stamps a compiled kernel at its first launch with the ring's stamps (the compiler hook's
+    parameters); each kernel's stamped launcher is kept while its kernel lives."""
+
+    def __init__(self, native, plane_bytes, lanes, records, stamper):
+        self.native, self.stamper = native, stamper
+        self.params = (plane_bytes, lanes, records)
+        self._copies = weakref.WeakKeyDictionary()  # kernel -> its stamped launch or runner, or why it has none
+        self._lock = threading.Lock()
+        self.count = 0  # kernels stamped here
+
+    def _edit(self, text, metadata):
+        name = self.stamper.kernel_name(text)
+        stamped = self.stamper.stamp(text, self.native.device_timer.device_timer_name_kernel(name), *self.params)
+        metadata["profile_scratch_size"] = compiler_hook.SCRATCH_BYTES
+        metadata["profile_scratch_align"] = self.native.device_timer.device_timer_layout()["align_tag"]
+        return stamped
+
+    def _stamped(self, kernel, build):
+        """build() for `kernel` once while it lives (the stamped launch or runner); NotRestampable
+        saying why there is none."""
+        with self._lock:
+            known = self._copies.get(kernel)
+            if known is None:
+                try:
+                    known = build()
+                    self.count += 1
+                except (restamp.NotRestampable, stampers.NotStampable) as error:
+                    known = f"{NOT_RESTAMPED}: {error}"
+                except Exception as error:  # the target's toolchain or driver refused the stamped copy
+                    known = f"{NOT_RESTAMPED}: {type(error).__name__}: {str(error)[:200]}"
+                self._copies[kernel] = known
+        if isinstance(known, str):
+            raise restamp.NotRestampable(known)
+        return known
+
+    def _stamped_launch(self, kernel):
+        binary, metadata = restamp.edited_binary(kernel, self.stamper.stage, self._edit)
+        return restamp.load_launcher(kernel, binary, metadata)
+
+    def _stamped_static_runner(self, static):
+        code = restamp.static_kernel_code(static)
+        return restamp.static_runner(static, *restamp.edited_binary(code, self.stamper.stage, self._edit))
+
+    def decide(self, kernel, launcher, kind):
+        """(launcher, reason) for launch_sight: timed as it is, timed through a stamped copy, or
+        counted with the reason."""
+        if launch_sight.profile_scratch_size(kernel) > 0:
+            return launcher, None  # its launcher asks the profile allocator: the ring's slot
+        # A kernel whose stamps failed at compile time fails here again, and is counted with why.
+        try:
+            if kind == "inductor-static":
+                runner = self._stamped(kernel, lambda: self._stamped_static_runner(kernel))
+                return restamp.redirect_inductor_launcher(launcher, runner), None
+            stamped = self._stamped(kernel, lambda: self._stamped_launch(kernel))
+        except restamp.NotRestampable as error:
+            return launcher, str(error)
+        if kind == "inductor":
+            return restamp.redirect_to_stamped(launcher, stamped), None
+        return stamped, None
+
+
+def decide_without_stamping(kernel, launcher, kind):
+    """(launcher, reason) where kernels are not stamped at first sight: timed as it is or counted."""
+    if launch_sight.profile_scratch_size(kernel) > 0:
+        return launcher, None
+    return launcher, NOT_STAMPED
+
+
+class UntimedLaunches:
+    """The sight of the device timer's backend while its route is installed."""
+
+    def __init__(self):
+        self.sight = None
+        self.stamps = None  # FirstSightStamps of the ring's stamps, kept while their parameters hold
+
+    def install(self, native=None, plane_bytes=0, lanes=0, records=0, stamper=None):
+        """With the ring's stamp parameters (`stamper` not None): kernels are stamped at first
+        sight; without: they are counted."""
+        decide = decide_without_stamping
+        if stamper is not None:
+            params = (native, plane_bytes, lanes, records, stamper)
+            if self.stamps is None or (self.stamps.native, *self.stamps.params, self.stamps.stamper) != params:
+                self.stamps = FirstSightStamps(*params)
+            decide = self.stamps.decide
+        self.sight = launch_sight.LaunchSight(decide)
+        self.sight.install()
+
+    def uninstall(self):
+        if self.sight is not None:
+            self.sight.uninstall()
+            self.sight = None
+
+    def snapshot(self):
+        """{kernel name: launches counted} now, and the kernels stamped at first sight under
+        "<stamped>" (a session keeps the one at its start)."""
+        if self.sight is None:
+            return {}
+        self.sight.see_inductor()  # torch's inductor may have been imported since the route went in
+        counts = {name: count for name, (count, _) in self.sight.counts().items()}
+        return counts | {"<stamped>": self.stamps.count if self.stamps else 0}
+
+    def session_stats(self, at_start):
+        """The metadata's part: launches counted since `at_start` (a snapshot), by kernel name."""
+        if self.sight is None:
+            return {"device_timer_launches_not_timed": 0, "device_timer_not_timed_kernels": {},
+                    "device_timer_kernels_stamped_at_first_launch": 0}
+        kernels = {}
+        for name, (count, reason) in sorted(self.sight.counts().items()):
+            launches = count - at_start.get(name, 0)
+            if launches:
+                kernels[name] = {"launches": launches, "reason": reason}
+        stamped = (self.stamps.count if self.stamps else 0) - at_start.get("<stamped>", 0)
+        return {"device_timer_launches_not_timed": sum(k["launches"] for k in kernels.values()),
+                "device_timer_not_timed_kernels": kernels,
+                "device_timer_kernels_stamped_at_first_launch": stamped,
+                "device_timer_launch_doors": list(self.sight.doors)}
+
+
+def warn_untimed(stats, session):
+    """One warning a session: how many launches of which kernels got no device time."""
+    kernels = stats.get("device_timer_not_timed_kernels") or {}
+    if not kernels:
+        return
+    names = sorted(kernels, key=lambda name: -kernels[name]["launches"])
+    shown = ", ".join(f"{name} ({kernels[name]['launches']})" for name in names[:5])
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    warnings.warn(f"flagtree.profiler: backend 'device_timer': {stats['device_timer_launches_not_timed']} launches "
+                  f"of {len(names)} Triton kernels got no device time: {shown}{more}; each kernel's count and "
+                  f"reason are in {session.metadata_path}", RuntimeWarning, stacklevel=5)

@@ -1,0 +1,345 @@
+"""Every launch of a compiled Triton kernel in a device_timer session is timed or counted, whatever
+launched it: a CompiledKernel a library holds (called through ``kernel.run`` as FlagGems' LibEntry
+does, or ``kernel[grid]``), a kernel compiled before the session, torch inductor's launchers run by
+its CachingAutotuner. A kernel without stamps is stamped at its first launch from the code Triton
+keeps of it, or, where that cannot be done, its launches are counted by name with the reason.
+Real CompiledKernel objects (Triton's constructor, from a metadata group as Triton's cache keeps
+it) and real inductor launchers and autotuners, on a stand-in target (stand-in compiler stages,
+binary loader and launcher that asks Triton's profile allocator as a device's does); the ring on
+the host."""
+import json
+
+import pytest
+import triton
+import triton.language as tl
+from triton.compiler import ASTSource
+from triton.runtime.jit import JITFunction
+
+import flagtree.profiler as profiler
+from flagtree.profiler import _native
+from flagtree.profiler.backends import get_backend
+from flagtree.profiler.backends.device_timer import llir_stamps, untimed
+from standins import compiled_kernels, corex_triton
+from support.profiles import metrics_by_path
+
+T = _native.testing
+TAG = _native.device_timer.device_timer_layout()["align_tag"]
+
+
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+
+def _host_ring(slots, batch, graph_records):
+    if _native.device_timer.device_timer_running():  # kept by the session before (the CUDA ring is reused; this one starts anew)
+        _native.device_timer.device_timer_free()
+    T.device_timer_host_ring(slots, batch, 0, graph_records=graph_records)
+    return {"offset_ns": 0, "uncertainty_ns": 0, "realtime_minus_probe_ns": 0}
+
+
+class Device:
+    """What a launch runs: a kernel given a ring slot stamps it (block 0 on lane 0) for
+    `duration_ns`; every binary run is kept."""
+
+    def __init__(self, duration_ns=5_000):
+        self.duration, self.now, self.ran = duration_ns, 1_000_000, []
+
+    def __call__(self, slot, grid, binary):
+        self.ran.append(binary)
+        if slot:
+            T.device_timer_host_meta(slot, _native.device_timer.device_timer_name_kernel("add_kernel"), grid, 256)
+            T.device_timer_host_stamp(slot, 0, self.now, self.now + self.duration)
+        self.now += 10 * self.duration
+
+    def stamped_runs(self):
+        return sum(llir_stamps.ENTRY_HELPER.encode() in binary for binary in self.ran)
+
+
+@pytest.fixture
+def device(monkeypatch, tmp_path):
+    """The stand-in target active with its device, the device_timer ring on the host and Triton's
+    cache in the test's folder, undone after."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    monkeypatch.setattr(get_backend("device_timer"), "start_ring", _host_ring)
+    corex_triton.install(monkeypatch, compiled_kernels.StandinDriver)
+    monkeypatch.setattr(compiled_kernels.StandinDriver, "device", Device())
+    yield compiled_kernels.StandinDriver.device
+    if _native.device_timer.device_timer_running():
+        _native.device_timer.device_timer_free()
+
+
+def _kernel(tmp_path, **kwargs):
+    source = ASTSource(JITFunction(add_kernel), dict(compiled_kernels.SIGNATURE), {"BLOCK": 1024})
+    return compiled_kernels.compiled_kernel(str(tmp_path / "cache"), source, **kwargs)
+
+
+def _launch(kernel, times):
+    for _ in range(times):  # as FlagGems' LibEntry launches the kernel it keeps
+        kernel.run(1, 1, 1, 0, kernel.function, kernel.packed_metadata, None, None, None, 1, 2, 3, 4)
+
+
+def _meta(tmp_path, name="p"):
+    return json.load(open(tmp_path / f"{name}.meta.json"))
+
+
+def _tree(tmp_path):
+    return metrics_by_path(tmp_path / "p.hatchet")
+
+
+def test_a_library_held_kernel_compiled_before_the_session_is_stamped_at_its_first_launch(tmp_path, device):
+    kernel = _kernel(tmp_path)
+    run_before = type(kernel).__dict__["run"]
+    _launch(kernel, 2)  # before the session: its own plain binary
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    with profiler.scope("step"):
+        _launch(kernel, 3)
+        kernel[(2, 1, 1)](1, 2, 3, 4, stream=0)
+    profiler.finalize(sid)
+    node = _tree(tmp_path)[("step", "add_kernel")]
+    assert node["count"] == 4 and node["time (ns)"] == 4 * device.duration
+    assert device.stamped_runs() == 4 and len(device.ran) == 6  # the four in the session ran the stamped copy
+    meta = _meta(tmp_path)
+    assert meta["device_timer_kernels_stamped_at_first_launch"] == 1
+    assert meta["device_timer_launches_not_timed"] == 0 and meta["device_timer_not_timed_kernels"] == {}
+    assert "CompiledKernel.run" in meta["device_timer_launch_doors"]
+    # The session is over: Triton's own property is back, the kernel keeps nothing of ours and
+    # runs its own binary again.
+    assert type(kernel).__dict__["run"] is run_before and "_flagtree_launcher" not in kernel.__dict__
+    _launch(kernel, 1)
+    assert device.stamped_runs() == 4
+
+
+def test_a_later_session_reuses_the_stamped_copy(tmp_path, device):
+    kernel = _kernel(tmp_path)
+    first = profiler.start(str(tmp_path / "a"), backend="device_timer")
+    _launch(kernel, 1)
+    profiler.finalize(first)
+    loaded = len(compiled_kernels.BINARIES)
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    _launch(kernel, 2)
+    profiler.finalize(sid)
+    assert len(compiled_kernels.BINARIES) == loaded  # nothing built or loaded again
+    assert _tree(tmp_path)[("add_kernel",)]["count"] == 2
+    assert _meta(tmp_path)["device_timer_kernels_stamped_at_first_launch"] == 0
+    assert _meta(tmp_path, "a")["device_timer_kernels_stamped_at_first_launch"] == 1
+
+
+def test_a_kernel_that_cannot_be_stamped_is_counted_and_warned_about_once(tmp_path, device):
+    kernel = _kernel(tmp_path, stages=())  # only its binary is kept: no code to stamp
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    _launch(kernel, 3)
+    kernel[(2, 1, 1)](1, 2, 3, 4, stream=0)
+    with pytest.warns(RuntimeWarning, match=r"4 launches of 1 Triton kernels got no device time: add_kernel \(4\)") as caught:
+        profiler.finalize(sid)
+    assert len([w for w in caught if "got no device time" in str(w.message)]) == 1
+    assert len(device.ran) == 4 and device.stamped_runs() == 0  # every launch still ran
+    meta = _meta(tmp_path)
+    assert meta["device_timer_launches_not_timed"] == 4
+    counted = meta["device_timer_not_timed_kernels"]["add_kernel"]
+    assert counted["launches"] == 4 and counted["reason"].startswith(untimed.NOT_RESTAMPED)
+    assert "keeps no 'llir' text" in counted["reason"]
+    assert ("add_kernel",) not in _tree(tmp_path)
+
+
+def test_a_second_open_session_counts_only_its_own_launches(tmp_path, device):
+    kernel = _kernel(tmp_path, stages=())
+    first = profiler.start(str(tmp_path / "a"), backend="device_timer")
+    _launch(kernel, 5)
+    second = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    _launch(kernel, 2)
+    with pytest.warns(RuntimeWarning, match="got no device time"):
+        profiler.finalize(second)
+    with pytest.warns(RuntimeWarning, match="got no device time"):
+        profiler.finalize(first)
+    assert _meta(tmp_path)["device_timer_launches_not_timed"] == 2
+    assert _meta(tmp_path, "a")["device_timer_launches_not_timed"] == 7
+
+
+def test_a_library_held_stamped_kernel_is_timed_as_it_is(tmp_path, device):
+    kernel = _kernel(tmp_path, scratch=(16, TAG))  # compiled with the stamps: its launcher asks for the slot
+    loaded = len(compiled_kernels.BINARIES)
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    _launch(kernel, 2)
+    profiler.finalize(sid)
+    assert _tree(tmp_path)[("add_kernel",)]["count"] == 2
+    assert len(compiled_kernels.BINARIES) == loaded
+    meta = _meta(tmp_path)
+    assert meta["device_timer_kernels_stamped_at_first_launch"] == 0 and meta["device_timer_launches_not_timed"] == 0
+
+
+def _inductor_autotuner(kernel):
+    """A real inductor launcher (TritonCompileResult.make_launcher, which captures the kernel's
+    launcher and function when it is made) run by a real CachingAutotuner, both made before the
+    session."""
+    from torch._inductor.runtime import triton_heuristics as heuristics  # noqa: I001 (torch is heavy)
+    from torch._inductor.runtime.hints import DeviceProperties
+    import torch
+
+    grid = heuristics.FixedGrid.setup_grid_as_args()
+    config = triton.Config({"BLOCK": 1024}, num_warps=4)
+    meta = {"device": DeviceProperties.create(torch.device("cpu")), "device_type": "cuda",
+            "signature": dict(compiled_kernels.SIGNATURE), "constants": {}}
+    launcher = heuristics.TritonCompileResult(kernel, config, meta, grid).make_launcher()
+    tuner = heuristics.CachingAutotuner(kernel.src.fn, meta, [config], None, [], False, None, inductor_meta=grid)
+    tuner.launchers = [launcher]
+    return tuner
+
+
+def _run_tuner(tuner, times):
+    for _ in range(times):  # x, y, out, n, BLOCK, then the fixed grid
+        tuner.run(1, 2, 3, 4, 1024, 2, 1, 1, stream=0)
+
+
+def test_inductor_launchers_made_before_the_session_are_stamped_at_their_first_run(tmp_path, device):
+    kernel = _kernel(tmp_path)
+    tuner = _inductor_autotuner(kernel)
+    _run_tuner(tuner, 2)  # warm: its fast path cached before the session
+    original = tuner.launchers[0]
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    with profiler.scope("compiled"):
+        _run_tuner(tuner, 3)
+    profiler.finalize(sid)
+    node = _tree(tmp_path)[("compiled", "add_kernel")]
+    assert node["count"] == 3 and node["time (ns)"] == 3 * device.duration
+    assert device.stamped_runs() == 3 and len(device.ran) == 5
+    meta = _meta(tmp_path)
+    assert "CachingAutotuner.run" in meta["device_timer_launch_doors"] and meta["device_timer_launches_not_timed"] == 0
+    assert tuner.launchers == [original] and "run" not in tuner.__dict__  # given back as found
+    _run_tuner(tuner, 1)
+    assert device.stamped_runs() == 3 and len(device.ran) == 6
+
+
+def test_inductor_launchers_of_a_kernel_that_cannot_be_stamped_are_counted(tmp_path, device):
+    kernel = _kernel(tmp_path, stages=())
+    tuner = _inductor_autotuner(kernel)
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    _run_tuner(tuner, 3)
+    with pytest.warns(RuntimeWarning, match="3 launches"):
+        profiler.finalize(sid)
+    assert len(device.ran) == 3
+    assert _meta(tmp_path)["device_timer_not_timed_kernels"]["add_kernel"]["launches"] == 3
+
+
+def _static_autotuner(kernel):
+    """Inductor's static CUDA launcher path: a real StaticallyLaunchedCudaKernel of the kernel (the
+    stand-in of torch's C launcher in place of its own), loaded by a real
+    StaticTritonCompileResult.make_launcher (which forgets the cubin's path), run by a real
+    CachingAutotuner; made before the session."""
+    from torch._inductor.runtime import triton_heuristics as heuristics  # noqa: I001 (torch is heavy)
+    from torch._inductor.runtime.hints import DeviceProperties
+    from torch._inductor.runtime.static_triton_launcher import StaticallyLaunchedCudaKernel
+    import torch
+
+    kernel._cubin_path = kernel.metadata_group["add_kernel.cubin"]
+    static = StaticallyLaunchedCudaKernel(kernel)
+    static.__dict__["C_impl"] = compiled_kernels.StandinStaticLauncher
+    grid = heuristics.FixedGrid.setup_grid_as_args()
+    config = triton.Config({"BLOCK": 1024}, num_warps=4)
+    meta = {"device": DeviceProperties.create(torch.device("cpu")), "device_type": "cuda",
+            "signature": dict(compiled_kernels.SIGNATURE), "constants": {}}
+    launcher = heuristics.StaticTritonCompileResult(static, config, meta, grid).make_launcher()
+    tuner = heuristics.CachingAutotuner(kernel.src.fn, meta, [config], None, [], False, None, inductor_meta=grid)
+    tuner.launchers = [launcher]
+    return tuner, static
+
+
+def _in_triton_cache(tmp_path, monkeypatch):
+    """Triton's cache folder of the stand-in kernel's hash (where a static kernel's stages lie)."""
+    from triton.runtime.cache import get_cache_manager
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    return get_cache_manager(compiled_kernels.kernel_hash()).cache_dir
+
+
+def test_inductor_static_launches_are_stamped_from_the_stages_in_tritons_cache(tmp_path, device, monkeypatch):
+    kernel = compiled_kernels.compiled_kernel(
+        _in_triton_cache(tmp_path, monkeypatch),
+        ASTSource(JITFunction(add_kernel), dict(compiled_kernels.SIGNATURE), {"BLOCK": 1024}))
+    tuner, static = _static_autotuner(kernel)
+    _run_tuner(tuner, 1)
+    assert static.cubin_path is None and device.stamped_runs() == 0
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    with profiler.scope("compiled"):
+        _run_tuner(tuner, 3)
+    profiler.finalize(sid)
+    node = _tree(tmp_path)[("compiled", "add_kernel")]
+    assert node["count"] == 3 and node["time (ns)"] == 3 * device.duration
+    assert device.stamped_runs() == 3
+    assert _meta(tmp_path)["device_timer_kernels_stamped_at_first_launch"] == 1
+    _run_tuner(tuner, 1)  # given back: the static launcher's own, plain binary, null scratch
+    assert device.stamped_runs() == 3 and len(device.ran) == 5
+
+
+def test_inductor_static_launches_without_the_stages_are_counted(tmp_path, device, monkeypatch):
+    _in_triton_cache(tmp_path, monkeypatch)  # an empty cache: the FX graph cache brought only the cubin
+    kernel = _kernel(tmp_path, stages=())
+    tuner, _ = _static_autotuner(kernel)
+    _run_tuner(tuner, 1)
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    _run_tuner(tuner, 2)
+    with pytest.warns(RuntimeWarning, match="2 launches"):
+        profiler.finalize(sid)
+    reason = _meta(tmp_path)["device_timer_not_timed_kernels"]["add_kernel"]["reason"]
+    assert reason.startswith(untimed.NOT_RESTAMPED) and "static launcher" in reason
+
+
+def test_tianshu_times_a_library_held_kernel_compiled_before_its_session(tmp_path, device):
+    """backend="tianshu" takes its device times from the device_timer route: a kernel compiled
+    before the session is stamped at its first launch there too, and the counts are in its metadata."""
+    kernel = _kernel(tmp_path)
+    sid = profiler.start(str(tmp_path / "p"), backend="tianshu")
+    with profiler.scope("step"):
+        _launch(kernel, 2)
+    profiler.finalize(sid)
+    node = _tree(tmp_path)[("step", "add_kernel")]
+    assert node["count"] == 2 and node["time (ns)"] == 2 * device.duration and "host_timed_launches" not in node
+    meta = _meta(tmp_path)
+    assert meta["time_source"] == "device_timer"
+    assert meta["device_timer_kernels_stamped_at_first_launch"] == 1 and meta["device_timer_launches_not_timed"] == 0
+
+
+def test_a_stamped_binary_is_built_once_and_found_in_tritons_cache_after(tmp_path, device, monkeypatch):
+    """The binary stage (ptxas on NVIDIA) runs for the first stamped copy of a kernel; another
+    process stamping the same kernel the same way reads the binary from Triton's cache."""
+    from flagtree.profiler.triton_glue import restamp
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    built = []
+    real = compiled_kernels.StandinCompiler.make_cubin
+    monkeypatch.setattr(compiled_kernels.StandinCompiler, "make_cubin",
+                        lambda self, src, metadata: built.append(src) or real(self, src, metadata))
+    kernel = _kernel(tmp_path)
+
+    def edit(text, metadata):
+        metadata["profile_scratch_size"] = 16
+        return text.replace("ret void", "ret void ; edited")
+
+    first, meta1 = restamp.edited_binary(kernel, "llir", edit)
+    again, meta2 = restamp.edited_binary(kernel, "llir", edit)
+    assert len(built) == 1 and first == again and b"edited" in first
+    assert meta1["profile_scratch_size"] == meta2["profile_scratch_size"] == 16
+    other, _ = restamp.edited_binary(kernel, "llir", lambda text, metadata: text + "; another edit\n")
+    assert len(built) == 2 and other != first  # another edit: another entry
+
+
+def test_a_kernel_whose_stamps_the_toolchain_refuses_is_counted_with_why(tmp_path, device):
+    corex_triton.REJECTED.append("%globaltimer")  # the binary stage refuses the stamps' timer reads
+    kernel = _kernel(tmp_path)
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    _launch(kernel, 2)
+    with pytest.warns(RuntimeWarning, match="2 launches"):
+        profiler.finalize(sid)
+    counted = _meta(tmp_path)["device_timer_not_timed_kernels"]["add_kernel"]
+    assert counted["launches"] == 2 and "unsupported instruction" in counted["reason"]
+    assert len(device.ran) == 2 and device.stamped_runs() == 0
+
+
+def test_another_kernel_of_the_same_name_that_failed_its_stamps_does_not_stop_this_one(tmp_path, device, monkeypatch):
+    from flagtree.profiler.backends.device_timer import compiler_hook
+
+    monkeypatch.setitem(compiler_hook.stats, "not_stamped_kernels", ["add_kernel"])  # an earlier compile's failure
+    kernel = _kernel(tmp_path)
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    _launch(kernel, 2)
+    profiler.finalize(sid)
+    assert _tree(tmp_path)[("add_kernel",)]["count"] == 2 and device.stamped_runs() == 2
