@@ -16,6 +16,9 @@ def test_launches_on_triton_3_1_are_recorded_through_class_level_hooks(tmp_path,
     assert get_backend("tianshu").unavailable_reason() is None
     sid = profiler.start(str(tmp_path / "t"), backend="tianshu")  # time_source=auto
     assert triton.compiler.CompiledKernel.launch_enter_hook is not None
+    # 3.1 sets a kernel's launcher as an instance attribute: the device timer's first-launch door
+    # (a class-level run property, launch_sight.py) must stay shut where the route is refused.
+    assert "run" not in triton.compiler.CompiledKernel.__dict__
     with profiler.scope("step"):
         kernel[(4, 1, 1)](1, 2)
         kernel[(4, 1, 1)](3, 4, stream=0x32)
