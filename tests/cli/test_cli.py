@@ -201,7 +201,7 @@ def test_without_a_gpu_the_command_turns_on_triton_interpreter(workdir):
 
 @pytest.mark.parametrize("argv, message", [
     (["-c", "stack", "x.py"], "argument -c/--context: invalid choice: 'stack'"),
-    (["-d", "csv", "x.py"], "argument -d/--data: invalid choice: 'csv'"),
+    (["-d", "csv", "x.py"], "argument -d/--data: unknown data 'csv'; supported: tree, trace, perfetto, or several"),
     (["--bogus", "x.py"], "unrecognized arguments: --bogus"),
     ([], "no script to run"),
     (["missing_script.py", "-n", "x"], "can't open file 'missing_script.py'"),

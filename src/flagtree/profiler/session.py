@@ -27,18 +27,16 @@ from .backends import BackendUnavailable, get_backend, select_backend
 from .hooks import inheritance, nvtx
 from .paths import base_name, check_writable, output_paths
 from .session_record import Session
+from .run_group import DATA_KINDS, join, members, run_facts, split_data, start_run_id
 from .viewer.safe_text import safe
 from .writers.atomic import remove
 from .writers.metadata import build_metadata, write_metadata
-from .writers.profile import CLOCK_WARN_NS, device_clock_shift, write_profile
+from .writers.profile import device_clock_shift, write_profile
+from .session_warnings import warn_after_write
 from .native_core import native
 
 CONTEXTS = ("shadow", "python")
-DATA_KINDS = ("tree", "trace", "perfetto")
 HOOKS = ("triton",)
-
-
-
 
 _lock = threading.RLock()
 _sessions = {}  # id -> Session, open sessions only
@@ -82,7 +80,7 @@ def _check_arguments(name, context, data, backend, mode, hook, select=True):
     """(name without extension, backend, its options), or start()'s error; select=False: no backend."""
     base = base_name(name)
     _check_choice("context", context, CONTEXTS)
-    _check_choice("data", data, DATA_KINDS)
+    split_data(data)
     if hook is not None:
         _check_choice("hook", hook, HOOKS)
     if not select:
@@ -101,15 +99,33 @@ def _acquire(impl, options, chosen_by_environment):
 
 
 def _start_locked(name, context, data, backend, mode, hook):
+    """One session per data kind (run_group.py); the first one's id is the run's."""
+    kinds = split_data(data)
     base, impl, options = _check_arguments(name, context, data, backend, mode, hook)
     base = ranks.output_base(base)  # <name>.rank<r> under a distributed launch
-    for other in _sessions.values():
-        if other.name == base and other.data == data:
+    for other in (m for s in _sessions.values() for m in members(s)):
+        if other.name == base and other.data in kinds:
             raise ValueError(f"a session writing {other.output_path!r} is already open (session {other.id})")
     check_writable(base)
     periodic = _env.periodic_seconds()  # a bad value is an error before anything starts
+    session = _start_one(base, context, kinds[0], impl, options, hook, backend)
+    try:
+        for kind in kinds[1:]:  # no hook of their own: the first session's serves every kind
+            join(session, _start_one(base, context, kind, impl, options, None, backend, session))
+    except BaseException:
+        _close(session)
+        raise
+    _sessions[session.id] = session
+    _next_id[0] += 1
+    _name_kinds.setdefault(base, kinds[0])  # claimed once the session runs: a failed start claims nothing
+    if periodic is not None:
+        _start_timer(session, periodic)
+    return session.id
 
-    paths = output_paths(base, data, shared_name=_name_kinds.get(base, data) != data)
+
+def _start_one(base, context, data, impl, options, hook, backend, primary=None):
+    """Starts one native session of one data kind; `primary`: the run it is a companion in."""
+    paths = output_paths(base, data, shared_name=primary is None and _name_kinds.get(base, data) != data)
     session = Session(_next_id[0], base, context, data, impl, options, hook, paths)
     session.slot = native.session_create(native.ContextKind[context], native.DataKind[data],
                                          native.TimeSource[impl.time_source_kind])
@@ -145,12 +161,8 @@ def _start_locked(name, context, data, backend, mode, hook):
     session.dropped_at_start = impl.dropped_records()
     session.start_realtime_ns = native.realtime_ns()
     session.start_monotonic_ns = native.monotonic_ns()
-    _next_id[0] += 1
-    _sessions[session.id] = session
-    _name_kinds.setdefault(base, data)  # claimed once the session runs: a failed start claims nothing
-    if periodic is not None:
-        _start_timer(session, periodic)
-    return session.id
+    start_run_id(session)
+    return session
 
 
 def _start_timer(session, interval):
@@ -188,13 +200,14 @@ def _write_parts_locked(sessions):
     for impl in {id(s.backend): s.backend for s in _sessions.values()}.values():
         impl.flush()
     native.prune_graph_launches(began)
-    return [_write_part(s) for s in sessions]
+    return [_write_part(m) for s in sessions for m in members(s)]
 
 
 def _write_part(s, device_shift_ns=None):
     """`device_shift_ns`: what the metadata states (finalize's last part); None: as found now."""
     path = s.part_path(len(s.parts) + 1)
-    write_profile(s, path, part=True, other_data={"name": s.name, "part": len(s.parts) + 1, "session": s.id},
+    write_profile(s, path, part=True, other_data={"name": s.name, "part": len(s.parts) + 1, "session": s.id,
+                                                  "run_id": s.run_id},
                   device_shift_ns=device_shift_ns)
     s.parts.append(path)
     return path
@@ -213,7 +226,8 @@ def activate(session_id=None):
         return
     with _lock:
         for s in _targets(session_id):
-            native.session_set_active(s.slot, True)
+            for m in members(s):
+                native.session_set_active(m.slot, True)
 
 
 def deactivate(session_id=None):
@@ -221,7 +235,8 @@ def deactivate(session_id=None):
         return
     with _lock:
         for s in _targets(session_id):
-            native.session_set_active(s.slot, False)
+            for m in members(s):
+                native.session_set_active(m.slot, False)
 
 
 def finalize(session_id=None):
@@ -252,7 +267,8 @@ def _check_issued(session_id):
 
 def _finalize_locked(sessions):
     for s in sessions:
-        native.session_begin_close(s.slot)
+        for m in members(s):
+            native.session_begin_close(m.slot)
     for impl in {id(s.backend): s.backend for s in sessions}.values():
         impl.flush()
     errors = []
@@ -286,37 +302,30 @@ def _write_outputs(s):
     if unmatched:  # extras (counters, samples) whose launch never got a record
         stats["unmatched_extras"] = unmatched
     stats.update(s.extra_stats)
+    stats["lost_launches"] = max(native.pending_launches(m.slot) for m in members(s))
     # Order: the old metadata goes first, the new one is written last, once the profile is in
     # place. An interruption in between leaves a profile without metadata, never a profile
     # beside the metadata of another run.
     remove(s.metadata_path)
-    if s.parts:  # the rest becomes the last part; no whole-run file is written
-        s.written.append(_write_part(s, shift))
-        stats["parts"] = list(s.parts)
-    metadata = build_metadata(s, s.backend.metadata_facts(), stats)
-    if not s.parts:
-        write_profile(s, s.output_path, other_data=metadata, device_shift_ns=shift)
-        s.written.append(s.output_path)
+    shifts = {m.data: (shift if m is s else device_clock_shift(m)) for m in members(s)}
+    for m in (m for m in members(s) if m.parts):  # the rest becomes the last part; no whole-run file
+        s.written.append(_write_part(m, shifts[m.data]))
+    if s.parts:
+        stats["parts"] = [p for m in members(s) for p in m.parts]
+    metadata = {**build_metadata(s, s.backend.metadata_facts(), stats), **run_facts(s)}
+    for m in (m for m in members(s) if not m.parts):
+        write_profile(m, m.output_path, other_data=metadata, device_shift_ns=shifts[m.data])
+        s.written.append(m.output_path)
     write_metadata(s.metadata_path, metadata)
     s.written.append(s.metadata_path)
-    if shift >= CLOCK_WARN_NS and s.data != "tree":  # a tree holds durations only: nothing is off there
-        warnings.warn(f"flagtree.profiler: in session {s.id} kernel records started up to {shift / 1e6:.1f} ms "
-                      f"before the calls that launched them: the tracer's clock is off the host's; the trace "
-                      f"moves kernels later by that much (durations are unaffected; metadata: "
-                      f"device_clock_shift_ns)", stacklevel=4)
-    # A dropped record leaves its launch without a record, so the two counts overlap: the
-    # larger one is the loss.
-    lost = max(stats["dropped_records"], stats["lost_launches"])
-    if lost:
-        warnings.warn(f"flagtree.profiler: {lost} kernel records were lost in session {s.id} "
-                      f"({stats['lost_launches']} launches got no record; the vendor library reported "
-                      f"{stats['dropped_records']} records dropped for lack of buffer space); raise "
-                      f"FLAGTREE_PROFILER_BUFFER_SIZE (or FLAGTREE_PROFILER_BUFFER_LIMIT). Counts are in "
-                      f"{safe(s.metadata_path)}", stacklevel=4)
+    warn_after_write(s, shifts, stats)
 
 
 def _close(s):
-    _sessions.pop(s.id, None)
+    for companion in s.companions:
+        _close(companion)
+    if s.metadata_owner is None:  # a companion shares its run's id but is not an open session
+        _sessions.pop(s.id, None)
     if s.timer_stop is not None:
         s.timer_stop.set()  # not joined: it may be waiting for the lock held here
     if s.nvtx:

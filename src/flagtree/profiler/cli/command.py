@@ -16,10 +16,9 @@ import os
 import signal
 import sys
 
-from . import ixkn_mode as _ixkn
-from .. import _env
-from . import target as target_runner
-from .. import session as _session
+from . import ixkn_mode as _ixkn, target as target_runner
+from .. import _env, session as _session
+from .data_option import data_kinds, run_files
 from ..backends import KNOWN_BACKENDS, BackendUnavailable, implemented_backends
 from ..native_core import native
 from ..paths import part_stem
@@ -32,7 +31,7 @@ PROG = "flagtree-profiler"
 EPILOG = """\
 examples:
   flagtree-profiler examples/vector_add.py              # writes vector_add.hatchet
-  flagtree-profiler -n runs/add -d trace train.py --steps 10   # runs/add.chrome_trace
+  flagtree-profiler -n runs/add -d tree,trace train.py   # runs/add.hatchet, .chrome_trace
   flagtree-profiler -c python model.py                  # kernels under <file>:<line>@<function>
   flagtree-profiler -b interpreter -k triton bench.py   # launch metadata via Triton's hook
   flagtree-profiler -n tests pytest -x tests/kernels    # profile a test run
@@ -78,9 +77,9 @@ def _parser():
     parser.add_argument("-c", "--context", default="shadow", choices=_session.CONTEXTS,
                         help="how kernels are attributed: shadow = scopes and states (default), "
                              "python = the Python call stack")
-    parser.add_argument("-d", "--data", default="tree", choices=_session.DATA_KINDS,
-                        help="tree = NAME.hatchet call tree (default), trace = NAME.chrome_trace timeline, "
-                             "perfetto = NAME.pftrace timeline (Perfetto's protobuf format)")
+    parser.add_argument("-d", "--data", default="tree", type=data_kinds,
+                        help="tree = NAME.hatchet call tree (default), trace = NAME.chrome_trace timeline, perfetto "
+                             "= NAME.pftrace (Perfetto protobuf); several joined by commas (tree,trace): one run")
     parser.add_argument("-m", "--mode", help="backend-specific collection mode (default: none)")
     parser.add_argument("-k", "--hook", choices=_session.HOOKS,
                         help="triton = also record launch metadata through Triton's launch hook")
@@ -268,8 +267,8 @@ def _write(opened, code):
     except Exception as error:
         _say(f"error: could not write the profile: {error}")
         return code or 1
-    if opened is not None:
-        _say(_wrote_line(opened.data_files()))
+    for files in run_files(opened) if opened is not None else ():
+        _say(_wrote_line(files))
     return code
 
 

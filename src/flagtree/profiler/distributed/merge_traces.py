@@ -24,6 +24,7 @@ import os
 import re
 import sys
 
+from ..run_id import mismatch
 from ..paths import EXTENSIONS, RANK_FILE, SIDE_FILES, metadata_candidates
 from .ranks import LOSS_KEYS, losses
 from ..viewer.safe_text import safe
@@ -136,6 +137,8 @@ def _sibling_metadata(path):
             continue
         except (OSError, ValueError, RecursionError):
             return {}, None
+        if mismatch(path, meta, meta_path):  # another run's, written under the same name
+            continue
         return meta if isinstance(meta, dict) else {}, meta_path
     return {}, None
 

@@ -6,6 +6,7 @@ as compact JSON (columns of numbers plus one string table) drawn on a canvas by 
 """
 
 import json
+import sys
 
 from .diff import diff_tree
 from .errors import ViewerError
@@ -16,6 +17,7 @@ from .profile_tree import IDENTIFIERS, release
 from .render import View, render_tree
 from .report_data import build_payload, embed_json
 from .report_summary import summary
+from .safe_text import safe
 
 MAX_TABLE_ROWS = 2000
 _ASSETS = ("report.html", "report.css", "report.js")
@@ -58,7 +60,7 @@ def report_specs(profile):
 def menu_id(spec):
     """The report menu entry that shows the first -m metric (time/ms is the 'time' entry)."""
     for family in ("time", "cpu_time"):
-        if spec.startswith(family + "/") and spec != "time/%":
+        if spec == family or spec.startswith(family + "/") and spec != "time/%":
             return family + "/ns"
     if "flop" in spec and spec.endswith("/s"):  # tflop16/s and friends: the FLOP/s entry
         return "flop/s"
@@ -129,7 +131,8 @@ def _table(args, profile, metrics, values_of, other, other_values):
         root = diff_tree(root, other.root, columns, lambda node: other_values(node)[:count])
         columns = lambda node: node.values
     view = View(metrics[:count], columns, depth=parse_depth(args.depth),
-                threshold=parse_threshold(args.threshold), frame_format=args.format, diff=diff)
+                threshold=parse_threshold(args.threshold), frame_format=args.format, diff=diff,
+                scientific=getattr(args, "sci", False))
     parts = []
     try:
         render_tree(root, view, parts.append)
@@ -164,6 +167,9 @@ def build_report(source, args):
         payload = build_payload(profile, other, specs, len(user), values_of, other_values, meta)
         column = {spec["id"]: len(user) + at for at, spec in enumerate(column_specs(specs))}
         payload["summary"] = summary(profile, column, values_of)
+        for label, text in payload["summary"]["facts"]:
+            if label == "metadata":  # another run's metadata beside the profile: said, not used
+                print(f"flagtree-profiler-viewer: note: {safe(text)}", file=sys.stderr)
         payload["table"] = table
         payload["title"] = profile.label
         payload["diffSource"] = args.diff_profile

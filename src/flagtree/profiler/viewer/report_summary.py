@@ -10,7 +10,8 @@ import os
 import re
 
 from .metrics import FLOP_KEYS
-from .rank_merge import metadata_of
+from ..run_id import run_id_of
+from .rank_merge import metadata_with_problem
 
 TOP_ROWS = 15
 _HATCHET = re.compile(r"(?:\.part\d+)?\.hatchet$")
@@ -31,8 +32,16 @@ def _share(part, whole):
 
 
 def _metas(sources):
-    """The metadata of every source (``<name>.meta.json``, or ``<file>.meta.json``), or {}."""
-    return [metadata_of(path) or metadata_of(path + ".hatchet") for path in sources]
+    """(the metadata of every source (``<name>.meta.json``, or ``<file>.meta.json``) or {},
+    the sentences saying which metadata files belong to another run and are not used)."""
+    metas, problems = [], []
+    for path in sources:
+        meta, problem = metadata_with_problem(path)
+        if not meta and not problem:
+            meta, problem = metadata_with_problem(path + ".hatchet")
+        metas.append(meta)
+        problems += [problem] if problem else []
+    return metas, problems
 
 
 def _number(meta, key):
@@ -43,8 +52,9 @@ def _number(meta, key):
 def facts(sources, busy_ns, launches, distinct):
     """[(label, text)] for the summary: device, backend, wall time, busy time and share,
     kernels, lost records, profiler overhead (only what the metadata has)."""
-    metas = [m for m in _metas(sources) if m]
-    out = []
+    metas, problems = _metas(sources)
+    metas = [m for m in metas if m]
+    out = [("metadata", problem) for problem in problems]
     devices = sorted({f"{d.get('type', 'device')}:{d.get('index', 0)} {d.get('name') or d.get('arch') or ''}".strip()
                       for m in metas for d in m.get("devices") or () if isinstance(d, dict)})
     if devices:
@@ -144,10 +154,16 @@ def summary(profile, column, values_of):
 
 
 def timeline_beside(sources):
-    """{'file': name, 'kind': ...} of the first session timeline written beside a source."""
+    """{'file': name, 'kind': ...} of the first session timeline written beside a source by the
+    same run (a Chrome trace of another run id is passed over; a Perfetto trace is not checked)."""
     for path in sources:
         stem = _HATCHET.sub("", path)
         for extension, kind in _TIMELINES:
-            if os.path.isfile(stem + extension):
+            if os.path.isfile(stem + extension) and _same_run(path, stem + extension):
                 return {"file": os.path.basename(stem + extension), "kind": kind}
     return None
+
+
+def _same_run(profile, timeline):
+    ours, theirs = run_id_of(profile), run_id_of(timeline)
+    return ours is None or theirs is None or ours == theirs
