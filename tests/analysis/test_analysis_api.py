@@ -177,7 +177,7 @@ def test_html_view_escapes_names_and_lists_top_kernels(tmp_path):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "step &lt;b&gt;" in html
     assert "\x1b" not in html and "\\x1b[2Jclear" in html and "\n" not in html
     assert "a&amp;b&quot;&#x27;" in html and "line\\x0abreak" in html
-    assert "Top kernels" in html and "12 more" in html  # 20 children, 8 drawn
+    assert "Top kernel nodes" in html and "12 more" in html  # 20 children, 8 drawn
     assert html.index("&lt;script&gt;") < html.index("k19")  # largest first
     assert "\x1b" not in repr(profile) and "\x1b" not in repr(profile.find("clear")[0])
 
