@@ -55,5 +55,8 @@ def test_one_run_writes_tree_trace_and_one_metadata_and_the_report_has_its_timel
     assert "note:" not in capsys.readouterr().err
     payload = payload_of(report)
     assert payload["summary"]["timeline"]["file"] == "one.chrome_trace"
+    timeline = payload["timeline"]  # embedded: the run's own trace, drawn by the page
+    assert [lane["device"] for lane in timeline["lanes"]] == [0, 1]
+    assert [timeline["strings"][n] for n in timeline["name"]].count("add_kernel") == 6
     facts = dict(payload["summary"]["facts"])
     assert "metadata" not in facts and facts["backend"] == "interpreter"

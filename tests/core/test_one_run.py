@@ -114,3 +114,13 @@ def test_metadata_of_another_run_is_not_used_and_said(tmp_path):
     # A file without a run id (Proton's, an older version's) is taken as it is.
     assert mismatch(str(tmp_path / "nothing.hatchet"), {"run_id": "0" * 32}, "m") is None
     assert json.loads(json.dumps(load_json(tmp_path / "a.meta.json")))["run_id"] != first["run_id"]
+
+
+def test_run_id_of_a_large_trace_is_read_from_its_head_or_its_tail(tmp_path):
+    event = '{"ph":"X","cat":"kernel","name":"k","pid":1,"tid":0,"ts":1.0,"dur":1.0}'
+    events = ",\n".join([event] * 40_000)  # about 3 MB: past what the tail read covers
+    head = tmp_path / "head.chrome_trace"
+    head.write_text('{"displayTimeUnit":"ns","otherData":{"run_id":"%s"},"traceEvents":[\n%s\n]}' % ("1" * 32, events))
+    tail = tmp_path / "tail.chrome_trace"
+    tail.write_text('{"displayTimeUnit":"ns","traceEvents":[\n%s\n],"otherData":{"run_id":"%s"}}' % (events, "2" * 32))
+    assert (run_id_of(head), run_id_of(tail)) == ("1" * 32, "2" * 32)

@@ -5,9 +5,10 @@ same name (a second run, or two processes writing one name at once).
 Where it lives (docs/reference/outputs.md): ``<name>.meta.json`` key ``run_id``; ``.hatchet``
 the root node's member ``run_id``, written first in the root object, before ``frame`` (hatchet's
 and Proton's readers take only ``frame``, ``metrics`` and ``children`` of a node, so they pass
-over it); ``.chrome_trace`` in ``otherData`` (the session's metadata, at the end of the file).
+over it); ``.chrome_trace`` in ``otherData`` (the session's metadata: at the head of a trace the
+native writer wrote, at the end of one written from Python).
 
-Reading one back costs a few KiB of the file: the head of a tree, the tail of a trace.
+Reading one back costs a few KiB of the file: the head of a tree, the head or tail of a trace.
 """
 import os
 import re
@@ -18,7 +19,7 @@ _ID = r'"run_id"\s*:\s*"([0-9a-f]{32})"'
 _TREE_HEAD = re.compile(rb'^\s*\[\s*\{\s*' + _ID.encode())
 _ANY = re.compile(_ID.encode())
 _HEAD_BYTES = 4096
-_TAIL_BYTES = 1 << 20  # otherData is the session's metadata: a few KiB, rarely more
+_TRACE_BYTES = 1 << 20  # otherData is the session's metadata: a few KiB, rarely more
 
 
 def new_run_id():
@@ -39,8 +40,11 @@ def run_id_of(path):
     """The run id written in a profile (a .hatchet, part or whole) or a Chrome trace; None for a
     file without one (Proton's, an older version's, a merge) or one that cannot be read."""
     if str(path).endswith(".chrome_trace"):
-        # otherData comes after the events; its last run_id is the session's own.
-        found = _ANY.findall(_read(path, _TAIL_BYTES, tail=True))
+        # otherData before the events (its first run_id is the session's) or after them (its last)
+        head = _ANY.search(_read(path, _TRACE_BYTES, tail=False).split(b'"traceEvents"', 1)[0])
+        if head:
+            return head.group(1).decode()
+        found = _ANY.findall(_read(path, _TRACE_BYTES, tail=True))
         return found[-1].decode() if found else None
     match = _TREE_HEAD.match(_read(path, _HEAD_BYTES, tail=False))
     return match.group(1).decode() if match else None

@@ -16,11 +16,13 @@ from .options import metric_specs, parse_depth, parse_threshold
 from .profile_tree import IDENTIFIERS, release
 from .render import View, render_tree
 from .report_data import build_payload, embed_json
-from .report_summary import summary
+from .report_changes import biggest_changes
+from .report_summary import summary, timeline_beside
+from .report_timeline import load_run_trace, timeline_payload
 from .safe_text import safe
 
 MAX_TABLE_ROWS = 2000
-_ASSETS = ("report.html", "report.css", "report.js")
+_ASSETS = ("report.html", "report.css", "report.js", "timeline.js")
 
 
 def _asset(name):
@@ -166,7 +168,13 @@ def build_report(source, args):
         meta = kernel_metadata(profile.sources, [profile.root] * len(profile.sources))
         payload = build_payload(profile, other, specs, len(user), values_of, other_values, meta)
         column = {spec["id"]: len(user) + at for at, spec in enumerate(column_specs(specs))}
-        payload["summary"] = summary(profile, column, values_of)
+        timeline = timeline_beside(profile.sources)
+        events = load_run_trace(timeline, profile.sources)
+        payload["summary"] = summary(profile, column, values_of, events, timeline)
+        if other is not None:  # a diff report opens with what changed most
+            payload["summary"]["changes"] = biggest_changes(profile, other, column, values_of, other_values)
+        payload["timeline"] = timeline_payload(events, timeline["file"]) if events is not None else None
+        del events  # the payload holds what the page needs
         for label, text in payload["summary"]["facts"]:
             if label == "metadata":  # another run's metadata beside the profile: said, not used
                 print(f"flagtree-profiler-viewer: note: {safe(text)}", file=sys.stderr)
@@ -182,7 +190,8 @@ def build_report(source, args):
 
 
 def assemble(payload):
-    template, css, script = (_asset(name) for name in _ASSETS)
+    template, css, script, timeline = (_asset(name) for name in _ASSETS)
+    script += "\n" + timeline  # after report.js, whose window.__report it reads
     if "</script" in script.lower() or "</style" in css.lower():
         raise AssertionError("inline assets must not close their own element")
     head, rest = template.split("/*CSS*/", 1)

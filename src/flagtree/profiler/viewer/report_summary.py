@@ -12,6 +12,7 @@ import re
 from .metrics import FLOP_KEYS
 from ..run_id import run_id_of
 from .rank_merge import metadata_with_problem
+from .report_trace_summary import SPREAD_HEAD, spread_cells, spread_note, trace_figures
 
 TOP_ROWS = 15
 _HATCHET = re.compile(r"(?:\.part\d+)?\.hatchet$")
@@ -111,8 +112,32 @@ def _path(node):
     return " > ".join(reversed(names))
 
 
-def summary(profile, column, values_of):
-    """The summary payload. ``column[id]`` is where a report metric sits in ``values_of(node)``."""
+def wall_ns(sources):
+    """The session's wall time from the metadata beside the sources, or None."""
+    metas = [m for m in _metas(sources)[0] if m]
+    starts, stops = [_number(m, "start_time_ns") for m in metas], [_number(m, "stop_time_ns") for m in metas]
+    return max(stops) - min(starts) if metas and None not in starts and None not in stops else None
+
+
+def _kernel_table(by_name, busy, has_util, has_flop, figures):
+    """Nsight Systems' kernel summary columns, top TOP_ROWS by total time."""
+    spread = figures["spread"] if figures else None
+    head = ["kernel", "count", "total", "mean", *SPREAD_HEAD, "share"]
+    head += ["util"] * has_util + ["TFLOP/s"] * has_flop
+    rows = []
+    for name, (count, time, util_time, flop, timed) in heapq.nlargest(TOP_ROWS, by_name.items(),
+                                                                      key=lambda item: item[1][1]):
+        row = [name, f"{count:,.0f}", format_time(time), format_time(time / count) if count else "-",
+               *spread_cells(spread, name), _share(time, busy)]
+        row += [f"{util_time / timed:.3f}" if timed else "-"] * has_util
+        row += [f"{flop / time * 1e-3:.3f}" if time and flop else "-"] * has_flop
+        rows.append(row)
+    return {"head": head, "rows": rows, "total": len(by_name)}
+
+
+def summary(profile, column, values_of, events=None, timeline=None):
+    """The summary payload. ``column[id]`` is where a report metric sits in ``values_of(node)``;
+    `events`: the run's timeline (trace_events.TraceEvents) named by `timeline`, or None."""
     time_at, count_at, util_at = column.get("time/ns"), column.get("count"), column.get("util")
     flop_at = [column[key] for key in FLOP_KEYS.values() if key in column]
     time_of = (lambda node: values_of(node)[time_at]) if time_at is not None else (lambda node: None)
@@ -134,23 +159,16 @@ def summary(profile, column, values_of):
             row[3] += values[at] or 0
     busy = sum(row[1] for row in by_name.values()) if "time/ns" in column else None
     launches = sum(row[0] for row in by_name.values())
-    top = heapq.nlargest(TOP_ROWS, by_name.items(), key=lambda item: item[1][1])
-    head = ["kernel", "count", "time", "mean", "share"]
-    has_util, has_flop = util_at is not None, bool(flop_at)
-    head += ["util"] * has_util + ["TFLOP/s"] * has_flop
-    rows = []
-    for name, (count, time, util_time, flop, timed) in top:
-        row = [name, f"{count:,.0f}", format_time(time), format_time(time / count) if count else "-", _share(time, busy)]
-        row += [f"{util_time / timed:.3f}" if timed else "-"] * has_util
-        row += [f"{flop / time * 1e-3:.3f}" if time and flop else "-"] * has_flop
-        rows.append(row)
+    figures = trace_figures(events, wall_ns(profile.sources)) if events is not None and len(events) else None
+    kernel_table = _kernel_table(by_name, busy, util_at is not None, bool(flop_at), figures)
+    kernel_table["note"] = spread_note(figures, timeline["file"] if timeline else None)
     scope_rows = [[_path(node), format_time(own), _share(own, busy), format_time(time_of(node))]
                   for node, own in heapq.nlargest(TOP_ROWS, scopes, key=lambda item: item[1]) if own > 0]
-    return {"facts": facts(profile.sources, busy, launches, len(by_name)),
-            "kernels": {"head": head, "rows": rows, "total": len(by_name)},
+    return {"facts": facts(profile.sources, busy, launches, len(by_name)) + (figures["devices"] if figures else []),
+            "kernels": kernel_table, "steps": figures["steps"] if figures else None,
             "scopes": {"head": ["scope", "exclusive time", "share", "inclusive time"], "rows": scope_rows,
                        "total": len(scopes)},
-            "timeline": timeline_beside(profile.sources)}
+            "timeline": timeline if timeline is not None else timeline_beside(profile.sources)}
 
 
 def timeline_beside(sources):
