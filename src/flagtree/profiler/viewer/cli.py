@@ -25,6 +25,7 @@ from .pipeline import summed
 from .profile_tree import release
 from .render import FRAME_FORMATS, View, render_metric_list, render_sorted, render_tree, use_color
 from .safe_text import safe
+from .. import progress
 
 PROG = "flagtree-profiler-viewer"
 
@@ -242,8 +243,9 @@ def main(argv=None, release_trees=True) -> int:
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        run(args, _writer(stream), stream, release_trees)
-        _flush(stream)
+        with progress.running(PROG):  # lines on a terminal's stderr past a few seconds
+            run(args, _writer(stream), stream, release_trees)
+            _flush(stream)
     except ViewerError as exc:
         _report(str(exc))
         return 2

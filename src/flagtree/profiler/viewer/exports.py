@@ -12,6 +12,7 @@ import importlib
 import os
 import re
 
+from .. import progress
 from .errors import ViewerError
 from .flame import weight_of
 from .options import metric_specs
@@ -53,6 +54,7 @@ def requested(args):
 
 def load(paths):
     """The viewer's loader; running out of memory here is said as such."""
+    progress.step(f"reading {', '.join(safe(str(p)) for p in paths)}")
     try:
         return load_profiles(paths)
     except MemoryError:

@@ -8,6 +8,7 @@ as compact JSON (columns of numbers plus one string table) drawn on a canvas by 
 import json
 import sys
 
+from .. import progress
 from .diff import diff_tree
 from .errors import ViewerError
 from .flame import write_atomic
@@ -161,6 +162,7 @@ def build_report(source, args):
     specs = _common_specs(profile, other)
     user = metric_specs(args.metrics, profile.names)
     wanted = user + [s["id"] for s in column_specs(specs)]  # a list: names may hold commas
+    progress.step("summing the tree")
     metrics, values_of = source.summed(profile, wanted)
     other_values = source.summed(other, wanted)[1] if other is not None else None
     try:
@@ -169,6 +171,7 @@ def build_report(source, args):
         payload = build_payload(profile, other, specs, len(user), values_of, other_values, meta)
         column = {spec["id"]: len(user) + at for at, spec in enumerate(column_specs(specs))}
         timeline = timeline_beside(profile.sources)
+        progress.step(f"reading the timeline {timeline['file']}" if timeline else "building the page")
         events = load_run_trace(timeline, profile.sources)
         payload["summary"] = summary(profile, column, values_of, events, timeline)
         if other is not None:  # a diff report opens with what changed most
@@ -186,6 +189,7 @@ def build_report(source, args):
         release(profile.root)
         if other is not None:
             release(other.root)
+    progress.step("writing the page")
     return assemble(payload)
 
 
