@@ -44,8 +44,8 @@ Ctrl-C or SIGTERM; the command exits with the target's code (1 on an exception, 
 Ctrl-C, 143 on SIGTERM). The script's own flagtree.profiler.start()/finalize() calls defer
 to the command's session. With -b interpreter, or without a GPU driver and without --backend,
 the command sets TRITON_INTERPRET=1 (unless it is set) so Triton's interpreter runs the kernels
-on the CPU and they are profiled with host-measured times. Under `pytest -c python`, pytest's
-and pluggy's frames above each test are left out (--keep-pytest-frames keeps them).
+on the CPU, profiled with host-measured times. Under pytest each test's kernels go under a scope
+named by its node id; with -c python, pytest's frames are left out (--keep-pytest-frames keeps them).
 View a profile with: flagtree-profiler-viewer NAME.hatchet
 """
 
