@@ -49,3 +49,9 @@ def test_by_kernel_refuses_what_does_not_add_up(spread):
         spread.top(kind="scope", by="kernel")
     with pytest.raises(ValueError, match="by must be"):
         spread.top(by="name")
+
+
+def test_siblings_are_listed_in_file_order(spread):
+    names = [view.name for view in spread.nodes()]
+    assert names == ["ROOT", "a", "small", "b", "small", "big", "small"]
+    assert list(spread.to_dataframe()["name"]) == names

@@ -77,6 +77,18 @@ def _present(shown, nodes):
     return [col for col in shown if any(col[1](node) is not None for node in nodes)]
 
 
+PATH_ENDS = 3  # a path longer than twice this shows its first and last names and a count between
+
+
+def _short_path(names):
+    """The path as `a -> b -> c`; a deep one as its ends around `... (n more) ...`, so that one
+    row of a 100,000-deep chain stays a line."""
+    if len(names) <= 2 * PATH_ENDS:
+        return " -> ".join(names)
+    middle = f"... ({len(names) - 2 * PATH_ENDS:,} more) ..."
+    return " -> ".join([*names[:PATH_ENDS], middle, *names[-PATH_ENDS:]])
+
+
 def _top_table(profile, shown):
     views = profile.top_nodes(TOP_KERNELS, kind="kernel")
     if not views:
@@ -86,7 +98,7 @@ def _top_table(profile, shown):
     lines = [_row(head, header=True)]
     for view in views:
         node = view._node
-        cells = [(_text(node.name), ""), (_text(" -> ".join(view.path[:-1])), "")]
+        cells = [(_text(node.name), ""), (_text(_short_path(view.path[:-1])), "")]
         cells += [(_number(get(node), integral), _NUM) for _, get, integral in shown]
         lines.append(_row(cells))
     title = (f"<p><b>Top kernel nodes</b> by {_text(profile.metrics[0] if profile.metrics else '')} (each "
