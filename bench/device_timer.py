@@ -94,7 +94,7 @@ class Config:
         else:
             from flagtree.profiler import _native
 
-            _native.cupti_release()
+            _native.nvidia.cupti_release()
 
 
 def kernel_times(base):

@@ -21,8 +21,8 @@ def main(argv=None):
     import flagtree.profiler as profiler
     from flagtree.profiler import _native
 
-    tag = _native.device_timer_layout()["align_tag"]
-    allocate = _native.device_timer_allocate
+    tag = _native.device_timer.device_timer_layout()["align_tag"]
+    allocate = _native.device_timer.device_timer_allocate
     _native.testing.device_timer_host_ring(1 << 16, 1 << 14, 0)
 
     def empty(size, alignment, stream):
@@ -41,11 +41,11 @@ def main(argv=None):
                         fn(16, tag, 0)
                     runs.append((time.perf_counter_ns() - t0) / args.calls)
                 best[name] = min(runs)
-            _native.device_timer_drain()
+            _native.device_timer.device_timer_drain()
             profiler.finalize(sid)
             results[context] = {"ns_per_call": best,
                                 "allocator_minus_empty_ns": best["device_timer_allocate"] - best["empty_python_call"]}
-    _native.device_timer_free()
+    _native.device_timer.device_timer_free()
     print(json.dumps({"machine": os.uname().nodename, "calls": args.calls, "contexts": results}, indent=1))
 
 

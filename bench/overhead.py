@@ -92,7 +92,7 @@ class Family:
         else:
             from flagtree.profiler import _native
 
-            _native.cupti_release()
+            _native.nvidia.cupti_release()
 
     def settle(self):
         """After a timed session, untimed: ours lets go of CUPTI (kept attached between sessions

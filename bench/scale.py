@@ -42,7 +42,7 @@ def one(data, launches, outdir):
     # Deliver every record before reading memory, so the stores hold all of them.
     from flagtree.profiler import _native
 
-    _native.cupti_flush()
+    _native.nvidia.cupti_flush()
     during = rss_bytes()
     t0 = time.perf_counter()
     profiler.finalize()

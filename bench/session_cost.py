@@ -89,13 +89,16 @@ class _Breakdown:
 
 def _ours_breakdown(breakdown):
     import flagtree.profiler.session as session_module
+    import flagtree.profiler.session_outputs as outputs_module
     from flagtree.profiler.backends import get_backend
 
     impl = get_backend("nvidia")
     for attr in ("acquire", "attach_session", "flush", "session_outputs", "release", "device_info", "describe"):
         breakdown.wrap(impl, attr, f"backend.{attr}")
-    for attr in ("check_writable", "write_profile", "write_metadata", "build_metadata", "_write_outputs", "_close"):
+    for attr in ("check_writable", "write_outputs", "_close"):
         breakdown.wrap(session_module, attr, f"session.{attr}")
+    for attr in ("write_profile", "write_metadata", "build_metadata"):
+        breakdown.wrap(outputs_module, attr, f"session_outputs.{attr}")
 
 
 def _session_runner(tool, data, folder):
@@ -137,14 +140,14 @@ def _session_runner(tool, data, folder):
         from flagtree.profiler import _native
         from flagtree.profiler.backends.nvidia.backend import cupti_candidates
 
-        path = cupti_candidates(_native.cuda_driver_version() // 1000)[0]
+        path = cupti_candidates(_native.nvidia.cuda_driver_version() // 1000)[0]
 
         def start():
             _native.testing.cupti_floor_start(path, 8 << 20, True)
 
         def stop():
-            _native.cupti_flush()
-            _native.cupti_release()
+            _native.nvidia.cupti_flush()
+            _native.nvidia.cupti_release()
 
         return start, stop
     raise ValueError(tool)
@@ -241,7 +244,7 @@ def first_session(tool, profile):
 
     # The native tracer's fresh start, step by step (inside backend.acquire for ours; CUPTI
     # alone's start for "cupti", which is the same tracer's floor).
-    for step, ns in _native.cupti_attach_stats()["start_phases_ns"].items():
+    for step, ns in _native.nvidia.cupti_attach_stats()["start_phases_ns"].items():
         breakdown[f"tracer.{step}"] = ns * 1e-6
     if ours:
         import flagtree.profiler as profiler

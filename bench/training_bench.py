@@ -69,10 +69,10 @@ def launch_costs(profiler, native, n, reps):
             with profiler.scope("parent"):
                 samples["started in scope"].append(on_thread(lambda: launch_loop(native, n, base + 2 * n)))
             with profiler.scope("backward"):
-                token = native.drive_begin()
+                token = native.context.drive_begin()
                 samples["foreign while driving"].append(
                     on_thread(lambda: launch_loop(native, n, base + 3 * n), foreign=True))
-                native.drive_end(token)
+                native.context.drive_end(token)
             profiler.finalize()
     for c in cases:
         out[c] = round(statistics.median(samples[c]), 1)

@@ -51,23 +51,23 @@ def record(correlation, name, start_ns):
 
 def bench_trace(folder, events, kind=TRACE):
     before = rss_bytes()
-    slot = native.session_create(SHADOW, kind)
-    native.scope_enter(native.intern("step"))
+    slot = native.session.session_create(SHADOW, kind)
+    native.context.scope_enter(native.core.intern("step"))
     for i in range(events):
         record(i + 1, "kernel_a" if i % 2 else "kernel_b", 10_000 + 2_000 * i)
-    native.scope_exit()
+    native.context.scope_exit()
     path = os.path.join(folder, "t.chrome_trace" if kind == TRACE else "t.pftrace")
     walls, cpus = [], []
     for _ in range(3):  # the same store written three times: the disk is shared and noisy
         began, cpu = time.perf_counter(), time.process_time()
-        written = native.session_write(slot, path, other_data="{}", origin_ns=0, pid=os.getpid())
+        written = native.dump.session_write(slot, path, other_data="{}", origin_ns=0, pid=os.getpid())
         walls.append(time.perf_counter() - began)
         cpus.append(time.process_time() - cpu)
         assert written == events
         size = os.path.getsize(path)
         os.unlink(path)
     growth = rss_bytes() - before
-    native.session_remove(slot)
+    native.session.session_remove(slot)
     seconds, cpu = statistics.median(walls), statistics.median(cpus)
     return {"events": events, "write_s": round(seconds, 4), "write_s_all": [round(w, 4) for w in walls],
             "write_cpu_s": round(cpu, 4), "rss_bytes_per_event": round(growth / events, 1),
@@ -76,7 +76,7 @@ def bench_trace(folder, events, kind=TRACE):
 
 def timed_write(slot, path):
     began, cpu = time.perf_counter(), time.process_time()
-    written = native.session_write(slot, path, other_data="{}", origin_ns=0, pid=os.getpid())
+    written = native.dump.session_write(slot, path, other_data="{}", origin_ns=0, pid=os.getpid())
     wall, cpu = time.perf_counter() - began, time.process_time() - cpu
     size = os.path.getsize(path)
     os.unlink(path)
@@ -85,11 +85,12 @@ def timed_write(slot, path):
 
 def bench_compare(folder, events, rounds):
     """Chrome JSON against Perfetto protobuf on the same records, written alternately."""
-    slots = {TRACE: native.session_create(SHADOW, TRACE), PERFETTO: native.session_create(SHADOW, PERFETTO)}
-    native.scope_enter(native.intern("step"))
+    slots = {TRACE: native.session.session_create(SHADOW, TRACE),
+             PERFETTO: native.session.session_create(SHADOW, PERFETTO)}
+    native.context.scope_enter(native.core.intern("step"))
     for i in range(events):  # each record reaches both sessions
         record(i + 1, "kernel_a" if i % 2 else "kernel_b", 10_000 + 2_000 * i)
-    native.scope_exit()
+    native.context.scope_exit()
     runs = {TRACE: [], PERFETTO: []}
     sizes = {}
     for r in range(rounds):
@@ -99,7 +100,7 @@ def bench_compare(folder, events, rounds):
             assert written == events
             runs[kind].append((wall, cpu))
     for slot in slots.values():
-        native.session_remove(slot)
+        native.session.session_remove(slot)
     med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in runs.items()}
     ratios = [c[0] / p[0] for c, p in zip(runs[TRACE], runs[PERFETTO])]
     return {"events": events, "rounds": rounds,
@@ -113,16 +114,16 @@ def bench_compare(folder, events, rounds):
 
 
 def bench_tree(folder, nodes):
-    slot = native.session_create(SHADOW, TREE)
+    slot = native.session.session_create(SHADOW, TREE)
     for i in range(nodes // 2):  # one scope and one kernel node each
-        native.scope_enter(native.intern(f"scope_{i}"))
+        native.context.scope_enter(native.core.intern(f"scope_{i}"))
         record(i + 1, "kernel", 10_000 + 2_000 * i)
-        native.scope_exit()
+        native.context.scope_exit()
     path = os.path.join(folder, "t.hatchet")
     began = time.perf_counter()
-    written = native.session_write(slot, path, device_info="{}")
+    written = native.dump.session_write(slot, path, device_info="{}")
     seconds = time.perf_counter() - began
-    native.session_remove(slot)
+    native.session.session_remove(slot)
     return {"nodes": written, "write_s": round(seconds, 4)}
 
 
@@ -130,18 +131,18 @@ def bench_deep(folder, depth):
     sys.path.insert(0, os.path.join(HERE, "..", "tests"))
     from support.json_check import check_deep_chain  # the tests' iterative reader
 
-    slot = native.session_create(SHADOW, TREE)
-    name = native.intern("level")
+    slot = native.session.session_create(SHADOW, TREE)
+    name = native.core.intern("level")
     for _ in range(depth):
-        native.scope_enter(name)
+        native.context.scope_enter(name)
     record(1, "kernel", 10_000)
     for _ in range(depth):
-        native.scope_exit()
+        native.context.scope_exit()
     path = os.path.join(folder, "deep.hatchet")
     began = time.perf_counter()
-    native.session_write(slot, path, device_info="{}")
+    native.dump.session_write(slot, path, device_info="{}")
     seconds = time.perf_counter() - began
-    native.session_remove(slot)
+    native.session.session_remove(slot)
     assert check_deep_chain(path)[0] == depth + 2  # root, the scopes, the kernel
     return {"depth": depth, "write_s": round(seconds, 4)}
 
@@ -153,8 +154,8 @@ def one_session(folder, data, launches):
     profiler.start(os.path.join(folder, f"s_{data}"), data=data, backend="interpreter")
     with profiler.scope("loop"):
         for i in range(launches):
-            t = native.monotonic_ns()
-            native.record_host_kernel("kernel", t, t + 1000, (1, 1, 1), (128, 1, 1))
+            t = native.core.monotonic_ns()
+            native.session.record_host_kernel("kernel", t, t + 1000, (1, 1, 1), (128, 1, 1))
     profiler.finalize()
     return time.perf_counter() - began
 

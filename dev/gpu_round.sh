@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|check|device-timer|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|check|ab|device-timer|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -20,7 +20,7 @@ import torch, triton, flagtree.profiler as p
 from flagtree.profiler import _native
 from flagtree.profiler.backends.nvidia.backend import cupti_candidates
 print("torch", torch.__version__, "triton", triton.__version__, torch.cuda.get_device_name(0))
-print("driver", _native.cuda_driver_version(), "cupti candidates", cupti_candidates(13)[:4])
+print("driver", _native.nvidia.cuda_driver_version(), "cupti candidates", cupti_candidates(13)[:4])
 print("loaded cupti:", [l.split()[-1] for l in open("/proc/self/maps") if "libcupti" in l][:3])
 PY
 if [ "$what" = tests ] || [ "$what" = all ]; then
@@ -31,6 +31,16 @@ if [ "$what" = check ]; then   # the whole GPU suite, then the figures a change 
   timeout 80 python3 bench/overhead.py --family ours --workload launch --reps 3 > "$OUT/overhead_launch.json" 2> "$OUT/overhead_launch.err"; tail -c 1500 "$OUT/overhead_launch.json"; echo
   timeout 50 python3 bench/session_cost.py --sessions 10 --tools ours,cupti --no-breakdown --out "$OUT" > "$OUT/session_cost.log" 2>&1; tail -8 "$OUT/session_cost.log"
   timeout 70 python3 bench/device_timer.py --reps 3 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -3 "$OUT/device_timer.err"; cat "$OUT/device_timer.log"
+fi
+if [ "$what" = ab ]; then   # this tree against an older one carried as .old (git archive REV | tar -x -C .old): launch loop and sessions, alternating processes
+  python3 -m pip install -q --no-build-isolation --no-deps --target /tmp/old -Ccmake.define.FLAGTREE_PROFILER_TESTING=ON ./.old > "$OUT/install_old.log" 2>&1 || { tail -20 "$OUT/install_old.log"; exit 1; }
+  for round in ${AB_ROUNDS:-1 2}; do
+    for side in new old; do
+      if [ "$side" = old ]; then tree=.old; pp=/tmp/old:${PYTHONPATH:-}; else tree=.; pp=${PYTHONPATH:-}; fi
+      echo "$side $round launch $(PYTHONPATH=$pp timeout 80 python3 $tree/bench/overhead.py --family ours --workload launch --reps 3 --configs shadow/tree,python/tree 2>/dev/null | tail -c 700)" | tee -a "$OUT/ab.log"
+      echo "$side $round sessions $(PYTHONPATH=$pp timeout 60 python3 $tree/bench/session_cost.py --sessions 10 --tools ours --no-breakdown 2>/dev/null | tail -4 | tr '\n' ' ')" | tee -a "$OUT/ab.log"
+    done
+  done
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   timeout 420 python3 bench/run_all.py --out "$OUT" "$@" 2>&1 | tee "$OUT/bench.log" | tail -40

@@ -121,10 +121,10 @@ def session_cost(tmp):
         starts.append(t1 - t0)
         finals.append(t3 - t2)
     t0 = time.perf_counter()
-    _native.device_timer_start(1 << 14, 1 << 12, 256)
+    _native.device_timer.device_timer_start(1 << 14, 1 << 12, 256)
     natives.append(("device_timer_start", time.perf_counter() - t0))
     t0 = time.perf_counter()
-    _native.device_timer_check_clock()
+    _native.device_timer.device_timer_check_clock()
     natives.append(("device_timer_check_clock", time.perf_counter() - t0))
     _, elapsed, lines = profile_call(lambda: profiler.finalize(profiler.start(os.path.join(tmp, "sp"),
                                                                               backend="device_timer")))

@@ -26,12 +26,12 @@ t = time.perf_counter
 t0 = t(); import flagtree.profiler as profiler; from flagtree.profiler import _native; t1 = t()
 out = {"import_ms": (t1 - t0) * 1e3}
 if sys.argv[1] == "before":
-    t0 = t(); _native.cuda_devices(); out["cuda_devices_cold_ms"] = (t() - t0) * 1e3
-    t0 = t(); _native.cuda_devices(); out["cuda_devices_warm_ms"] = (t() - t0) * 1e3
+    t0 = t(); _native.nvidia.cuda_devices(); out["cuda_devices_cold_ms"] = (t() - t0) * 1e3
+    t0 = t(); _native.nvidia.cuda_devices(); out["cuda_devices_warm_ms"] = (t() - t0) * 1e3
 else:
     base = os.path.join(tempfile.mkdtemp(), "p")
     t0 = t(); profiler.start(base, backend="nvidia"); out["start_ms"] = (t() - t0) * 1e3
-    t0 = t(); _native.cuda_devices(); out["cuda_devices_cold_in_session_ms"] = (t() - t0) * 1e3
+    t0 = t(); _native.nvidia.cuda_devices(); out["cuda_devices_cold_in_session_ms"] = (t() - t0) * 1e3
     a @ a; torch.cuda.synchronize()
     t0 = t(); profiler.finalize(); out["finalize_ms"] = (t() - t0) * 1e3
     profiler.release()
@@ -66,22 +66,22 @@ for label, attr in (("cc_major", 75), ("cc_minor", 76), ("sms", 16), ("clock_rat
     t0 = t(); cuda.cuDeviceGetAttribute(ctypes.byref(v), attr, dev); out["attr_" + label] = t() - t0
     t0 = t(); cuda.cuDeviceGetAttribute(ctypes.byref(v), attr, dev); out["attr_" + label + "_again"] = t() - t0
 import flagtree.profiler as profiler
-from flagtree.profiler import _native, session as session_module
-from flagtree.profiler.writers import profile as profile_writer, metadata as metadata_writer
+from flagtree.profiler import _native, session as session_module, session_outputs
+from flagtree.profiler.writers import profile as profile_writer
 {timed}
 timed(profile_writer, "_tree_request", "write.tree_request")
-timed(_native, "session_write", "write.native_session_write")
-timed(session_module, "write_profile", "write.write_profile")
-timed(session_module, "build_metadata", "write.build_metadata")
-timed(session_module, "write_metadata", "write.write_metadata")
-timed(session_module, "remove", "write.remove_old_metadata")
+timed(_native.dump, "session_write", "write.native_session_write")
+timed(session_outputs, "write_profile", "write.write_profile")
+timed(session_outputs, "build_metadata", "write.build_metadata")
+timed(session_outputs, "write_metadata", "write.write_metadata")
+timed(session_outputs, "remove", "write.remove_old_metadata")
 timed(session_module, "_close", "finalize._close")
-timed(_native, "session_stats", "write.session_stats")
-timed(_native, "session_settle_extras", "write.settle_extras")
-timed(_native, "pending_launches", "write.pending_launches")
+timed(_native.session, "session_stats", "write.session_stats")
+timed(_native.session, "session_settle_extras", "write.settle_extras")
+timed(_native.session, "pending_launches", "write.pending_launches")
 base = os.path.join(tempfile.mkdtemp(), "p")
 t0 = t(); profiler.start(base, backend="nvidia"); out["start"] = t() - t0
-t0 = t(); _native.cuda_devices(); out["cuda_devices_in_session"] = t() - t0
+t0 = t(); _native.nvidia.cuda_devices(); out["cuda_devices_in_session"] = t() - t0
 a @ a; torch.cuda.synchronize()
 t0 = t(); profiler.finalize(); out["finalize"] = t() - t0
 profiler.release()
@@ -95,13 +95,14 @@ import session_cost
 work = session_cost._workload()
 t = time.perf_counter
 import flagtree.profiler as profiler
-from flagtree.profiler import _native, session as session_module
-from flagtree.profiler.backends import nvidia
+from flagtree.profiler import _native, session as session_module, session_outputs
+from flagtree.profiler.backends.nvidia import backend as nvidia
 out = {}
 {timed}
-for attr in ("_check_arguments", "check_writable", "output_paths", "_acquire", "_write_outputs", "remove",
-             "build_metadata", "write_profile", "write_metadata", "_close"):
+for attr in ("check_arguments", "check_writable", "output_paths", "_acquire", "write_outputs", "_close"):
     timed(session_module, attr, "session." + attr)
+for attr in ("remove", "build_metadata", "write_profile", "write_metadata"):
+    timed(session_outputs, attr, "session_outputs." + attr)
 timed(session_module.ranks, "output_base", "session.output_base")
 timed(session_module.gather, "after_finalize", "session.gather")
 for attr in ("acquire", "attach_session", "dropped_records", "flush", "session_outputs", "metadata_facts", "release"):
@@ -109,7 +110,7 @@ for attr in ("acquire", "attach_session", "dropped_records", "flush", "session_o
 for attr in ("cupti_acquire", "session_create", "cuda_driver_version", "cupti_flush", "cupti_release",
              "cuda_devices_prefetch", "cuda_devices_take", "session_write"):
     timed(_native, attr, "native." + attr)
-from flagtree.profiler.backends import cupti_attach
+from flagtree.profiler.backends.nvidia import cupti_attach
 timed(cupti_attach, "after_release", "backend.after_release")
 timed(nvidia._DeviceFacts, "prefetch", "backend.device_facts_prefetch")
 timed(session_module.inheritance, "install", "session.hooks_install")
@@ -118,7 +119,7 @@ base = os.path.join(tempfile.mkdtemp(), "p")
 t0 = t(); profiler.start(base, backend="nvidia"); out["start"] = t() - t0
 t0 = t(); work(); out["work"] = t() - t0
 t0 = t(); profiler.finalize(); out["finalize"] = t() - t0
-for step, ns in _native.cupti_attach_stats()["start_phases_ns"].items():
+for step, ns in _native.nvidia.cupti_attach_stats()["start_phases_ns"].items():
     out["tracer." + step] = ns * 1e-9
 profiler.release()
 print(json.dumps({k: round(v * 1e3, 3) for k, v in sorted(out.items())}))

@@ -44,7 +44,7 @@ def environment():
     import torch
     import triton
 
-    from flagtree.profiler.backends.instrumentation import compiler_hook
+    from flagtree.profiler.kernel_scopes import compiler_hook
 
     info = {"python": sys.version.split()[0], "torch": torch.__version__, "triton": triton.__version__,
             "gpu": torch.cuda.get_device_name(0), "capability": torch.cuda.get_device_capability(0),
@@ -101,8 +101,8 @@ def kernels():
 def dump_case(case, kernel, allocator, grid_blocks, options):
     import numpy as np
 
-    from flagtree.profiler.backends.instrumentation import layout as L
-    from flagtree.profiler.backends.instrumentation.kernel_info import kernel_info
+    from flagtree.profiler.kernel_scopes import layout as L
+    from flagtree.profiler.kernel_scopes.kernel_info import kernel_info
 
     info = kernel_info(kernel.name, kernel.metadata, kernel.asm, options)
     meta = {k: v for k, v in kernel.metadata._asdict().items() if isinstance(v, (int, str, float, bool))}
@@ -146,8 +146,8 @@ def instrumented_add(mode, case, n):
     import triton
     from triton.runtime._allocation import set_profile_allocator
 
-    from flagtree.profiler.backends.instrumentation import compiler_hook
-    from flagtree.profiler.backends.instrumentation.options import parse_mode
+    from flagtree.profiler.kernel_scopes import compiler_hook
+    from flagtree.profiler.kernel_scopes.options import parse_mode
 
     options = parse_mode(mode.replace(":granularity=cta", ""))
     if "granularity=cta" in mode:  # not accepted by parse_mode (fails on 3.9): does 3.6 differ?
@@ -179,8 +179,8 @@ def long_short():
     import torch
     from triton.runtime._allocation import set_profile_allocator
 
-    from flagtree.profiler.backends.instrumentation import compiler_hook
-    from flagtree.profiler.backends.instrumentation.options import parse_mode
+    from flagtree.profiler.kernel_scopes import compiler_hook
+    from flagtree.profiler.kernel_scopes.options import parse_mode
 
     options = parse_mode("triton=on")
     _, long_then_short = kernels()
@@ -220,8 +220,8 @@ def gluon_kernel():
     from triton.runtime._allocation import set_profile_allocator
 
     import flagtree.profiler.language as pl
-    from flagtree.profiler.backends.instrumentation import compiler_hook
-    from flagtree.profiler.backends.instrumentation.options import parse_mode
+    from flagtree.profiler.kernel_scopes import compiler_hook
+    from flagtree.profiler.kernel_scopes.options import parse_mode
 
     @gluon.jit
     def gluon_copy(x, out, BLOCK: gl.constexpr):
@@ -275,8 +275,8 @@ def timing():
     import triton
     from triton.runtime._allocation import set_profile_allocator
 
-    from flagtree.profiler.backends.instrumentation import compiler_hook
-    from flagtree.profiler.backends.instrumentation.options import parse_mode
+    from flagtree.profiler.kernel_scopes import compiler_hook
+    from flagtree.profiler.kernel_scopes.options import parse_mode
 
     add_two_scopes, _ = kernels()
     n = 1 << 24

@@ -1,5 +1,5 @@
-// The nanobind layer, split by area: each register function adds one area's functions to the
-// module `m`; the areas' functions only tests (and bench) call go to `testing`
+// The nanobind layer, split by area: each register function adds one area's functions to its
+// submodule of _native; the areas' functions only tests (and bench) call go to `testing`
 // (flagtree.profiler._native.testing), in builds with the CMake option FLAGTREE_PROFILER_TESTING.
 // Bindings translate Python calls to the native core, nothing else.
 #pragma once
@@ -16,24 +16,26 @@ namespace ftp {
 
 namespace nb = nanobind;
 
-// csrc/bindings/
-void registerErrorsAndEnums(nb::module_& m);                     // errors_enums.cpp
-void registerContextBindings(nb::module_& m);  // context.cpp
-void registerSessionBindings(nb::module_& m);  // sessions.cpp
-// Beside each backend: backends/<backend>/<backend>_bindings.cpp.
+// csrc/bindings/, each area into its submodule of _native (bindings.cpp).
+void registerErrorsAndEnums(nb::module_& m);            // errors_enums.cpp: the top module
+void registerCoreBindings(nb::module_& core);           // context.cpp
+void registerContextBindings(nb::module_& context);     // context.cpp
+void registerInheritanceBindings(nb::module_& context); // inheritance.cpp
+void registerSessionBindings(nb::module_& session);     // sessions.cpp
+void registerLaunchLogBindings(nb::module_& session);   // launch_log.cpp
+void registerDumpBindings(nb::module_& dump);           // dump.cpp
+// Beside each backend: backends/<backend>/<backend>_bindings.cpp, into _native.<backend>.
 void registerNvidiaBindings(nb::module_& m);
 void registerRoctracerBindings(nb::module_& m);
 void registerMthreadsBindings(nb::module_& m);
 void registerCannBindings(nb::module_& m);
 void registerCountersBindings(nb::module_& m);
 void registerPcSamplingBindings(nb::module_& m);
-void registerInstrumentationBindings(nb::module_& m);  // backends/instrumentation/launch_correlation.cpp
-void registerDeviceTimerBindings(nb::module_& m);  // backends/device_timer/device_timer_bindings.cpp
-void registerDumpBindings(nb::module_& m);  // dump/dump_bindings.cpp
-void registerInheritanceBindings(nb::module_& m);  // context/inheritance_bindings.cpp
-void registerLaunchLogBindings(nb::module_& m);  // data/launch_log_bindings.cpp
-void registerViewerBindings(nb::module_& m);  // viewer/tree_reader.cpp
-void registerViewerWalkBindings(nb::module_& m);  // viewer/tree_walks.cpp
+void registerInstrumentationBindings(nb::module_& m);
+void registerDeviceTimerBindings(nb::module_& m);
+// The viewer's (viewer/tree_reader.cpp, viewer/tree_walks.cpp), into _native.viewer.
+void registerViewerBindings(nb::module_& m);
+void registerViewerWalkBindings(nb::module_& m);
 
 #ifdef FLAGTREE_PROFILER_TESTING
 // `_native.testing`, each beside its area's register function above.

@@ -1,12 +1,9 @@
-// Names, clocks, the shadow context and states of the calling thread, launch metadata, and the
-// launches of host-side backends (the interpreter).
+// Names, clocks and loaded libraries (`_native.core`); the shadow context and states of the
+// calling thread and launch metadata (`_native.context`).
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
-#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
-
-#include <atomic>
 
 #include "bindings/bindings.h"
 #include "context/python_frames.h"
@@ -27,29 +24,6 @@ std::vector<std::pair<uint32_t, double>> metricIds(const MetricsIn& in) {
 
 namespace {
 
-// Host-side launches (the interpreter backend) get correlation ids from their own range.
-std::atomic<uint32_t> hostCorrelation{0x80000000u};
-
-void recordHostKernel(const std::string& name, uint64_t startNs, uint64_t endNs,
-                      std::tuple<int, int, int> grid, std::tuple<int, int, int> block, int deviceType,
-                      int deviceId, int streamId) {
-  uint32_t corr = hostCorrelation.fetch_add(1);
-  Profiler& p = Profiler::instance();
-  p.onLaunch(corr, false, startNs);
-  DeviceRecord r;
-  r.kind = RecordKind::Kernel;
-  r.deviceType = static_cast<DeviceType>(deviceType);
-  r.correlation = corr;
-  r.deviceId = deviceId;
-  r.streamId = streamId;
-  r.startNs = startNs;
-  r.endNs = endNs;
-  r.name = intern(name);
-  r.grid[0] = std::get<0>(grid), r.grid[1] = std::get<1>(grid), r.grid[2] = std::get<2>(grid);
-  r.block[0] = std::get<0>(block), r.block[1] = std::get<1>(block), r.block[2] = std::get<2>(block);
-  p.onRecord(r);
-}
-
 void setLaunchMetadata(std::optional<std::string> name, const MetricsIn& metrics) {
   auto* meta = new LaunchMetadata();
   if (name) meta->name = intern(*name);
@@ -59,8 +33,7 @@ void setLaunchMetadata(std::optional<std::string> name, const MetricsIn& metrics
 
 }  // namespace
 
-void registerContextBindings(nb::module_& m) {
-  m.def("python_frames_skip", &setExtraInternalFiles, nb::arg("fragments"));
+void registerCoreBindings(nb::module_& m) {
   m.def("intern", [](const std::string& s) { return intern(s); });
   m.def("monotonic_ns", &monotonicNs);
   m.def("realtime_ns", &realtimeNs);
@@ -70,7 +43,10 @@ void registerContextBindings(nb::module_& m) {
     if (path.empty()) return nb::none();
     return nb::str(path.c_str());
   });
+}
 
+void registerContextBindings(nb::module_& m) {
+  m.def("python_frames_skip", &setExtraInternalFiles, nb::arg("fragments"));
   // Shadow context and states.
   m.def("scope_enter", [](uint32_t name) { Profiler::instance().enterScope(name, {}); });
   m.def("scope_enter_metrics", [](uint32_t name, const MetricsIn& metrics) {
@@ -81,11 +57,6 @@ void registerContextBindings(nb::module_& m) {
   m.def("state_pop", []() { Profiler::instance().popState(); });
   m.def("set_launch_metadata", &setLaunchMetadata);
   m.def("clear_launch_metadata", []() { Profiler::instance().setLaunchMetadata(nullptr); });
-
-  // Host-side backends (interpreter): one call per finished launch, context taken now.
-  m.def("record_host_kernel", &recordHostKernel, nb::arg("name"), nb::arg("start_ns"), nb::arg("end_ns"),
-        nb::arg("grid"), nb::arg("block"), nb::arg("device_type") = int(DeviceType::CPU),
-        nb::arg("device_id") = 0, nb::arg("stream_id") = 0);
 }
 
 #ifdef FLAGTREE_PROFILER_TESTING

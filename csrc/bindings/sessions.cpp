@@ -1,10 +1,14 @@
-// Session lifecycle, statistics and extras; and, in `testing` (FLAGTREE_PROFILER_TESTING builds),
-// the launch and record paths driven by hand.
+// Session lifecycle, statistics and extras, and the launches of host-side backends (the
+// interpreter); and, in `testing` (FLAGTREE_PROFILER_TESTING builds), the launch and record
+// paths driven by hand.
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <atomic>
 #include <stdexcept>
+#include <tuple>
 
 #include "bindings/bindings.h"
 #include "core/strings.h"
@@ -43,6 +47,29 @@ void attachExtra(int slot, uint32_t correlation, const MetricsIn& metrics,
   Profiler::instance().attachExtra(slot, correlation, std::move(extra));
 }
 
+// Host-side launches (the interpreter backend) get correlation ids from their own range.
+std::atomic<uint32_t> hostCorrelation{0x80000000u};
+
+void recordHostKernel(const std::string& name, uint64_t startNs, uint64_t endNs,
+                      std::tuple<int, int, int> grid, std::tuple<int, int, int> block, int deviceType,
+                      int deviceId, int streamId) {
+  uint32_t corr = hostCorrelation.fetch_add(1);
+  Profiler& p = Profiler::instance();
+  p.onLaunch(corr, false, startNs);
+  DeviceRecord r;
+  r.kind = RecordKind::Kernel;
+  r.deviceType = static_cast<DeviceType>(deviceType);
+  r.correlation = corr;
+  r.deviceId = deviceId;
+  r.streamId = streamId;
+  r.startNs = startNs;
+  r.endNs = endNs;
+  r.name = intern(name);
+  r.grid[0] = std::get<0>(grid), r.grid[1] = std::get<1>(grid), r.grid[2] = std::get<2>(grid);
+  r.block[0] = std::get<0>(block), r.block[1] = std::get<1>(block), r.block[2] = std::get<2>(block);
+  p.onRecord(r);
+}
+
 void removeSession(int slot) {
   Session* s = Profiler::instance().removeSession(slot);
   if (s) s->store().release();
@@ -53,6 +80,7 @@ nb::dict sessionStats(int slot) {
   nb::dict d;
   d["records"] = s.records.load();
   d["unattributed"] = s.unattributed.load();
+  d["placed_at_launch"] = s.placedAtLaunch.load();
   const int64_t lead = s.maxLaunchLeadNs.load();
   if (lead == Session::kNoLead) d["max_launch_lead_ns"] = nb::none();
   else d["max_launch_lead_ns"] = lead;
@@ -86,6 +114,10 @@ void registerSessionBindings(nb::module_& m) {
   m.def("session_settle_extras", [](int slot) { return sessionAt(slot).settleExtras(); });
   m.def("pending_launches", [](int slot) { return Profiler::instance().pendingLaunches(1u << slot); });
   m.def("prune_graph_launches", [](uint64_t beforeNs) { return Profiler::instance().pruneMultiLaunches(beforeNs); });
+  // Host-side backends (interpreter): one call per finished launch, context taken now.
+  m.def("record_host_kernel", &recordHostKernel, nb::arg("name"), nb::arg("start_ns"), nb::arg("end_ns"),
+        nb::arg("grid"), nb::arg("block"), nb::arg("device_type") = int(DeviceType::CPU),
+        nb::arg("device_id") = 0, nb::arg("stream_id") = 0);
 }
 
 #ifdef FLAGTREE_PROFILER_TESTING

@@ -8,28 +8,38 @@
 #include <cstdint>
 
 #include "context/thread_state.h"
-#include "session/session.h"
+#include "data/tree.h"
 
 namespace ftp {
+
+enum class ContextKind : uint8_t { Shadow = 0, Python = 1 };
+
+// What a context resolves into: a session's context tree, with the session's slot and uid that
+// key the per-thread caches. The context layer sees trees, not sessions (session/ sits above it).
+struct ContextTree {
+  int slot;
+  uint32_t uid;
+  Tree& tree;
+};
 
 class ContextSource {
  public:
   virtual ~ContextSource() = default;
-  // The node of `session`'s tree for the current context of the thread owning `ts`. Called on
-  // the launching thread; takes the session's tree lock only when the context changed.
-  virtual uint32_t resolve(ThreadState& ts, Session& session) const = 0;
+  // The node of `target`'s tree for the current context of the thread owning `ts`. Called on
+  // the launching thread; takes the tree's lock only when the context changed.
+  virtual uint32_t resolve(ThreadState& ts, const ContextTree& target) const = 0;
 };
 
 class ShadowContext final : public ContextSource {
  public:
-  uint32_t resolve(ThreadState& ts, Session& session) const override;
+  uint32_t resolve(ThreadState& ts, const ContextTree& target) const override;
 };
 
 // Captures the Python frames once per launch (ThreadState::launchSerial), however many python
 // sessions ask.
 class PythonContext final : public ContextSource {
  public:
-  uint32_t resolve(ThreadState& ts, Session& session) const override;
+  uint32_t resolve(ThreadState& ts, const ContextTree& target) const override;
 };
 
 // The source of a session's context kind.

@@ -2,10 +2,9 @@
 
 #include <mutex>
 
+#include "context/context_source.h"
 #include "context/python_frames.h"
 #include "core/clock.h"
-#include "session/profiler.h"
-#include "session/session.h"
 
 namespace ftp {
 
@@ -73,15 +72,15 @@ void refreshDriverContext(InheritedBase& base) {
   }
 }
 
-uint32_t inheritedNode(ThreadState& ts, Session& s) {
+uint32_t inheritedNode(ThreadState& ts, const ContextTree& s) {
   const InheritedContext* c = inheritedContext(ts);
   if (!c || c->scopes.empty()) return Tree::kRoot;
   InheritedBase& base = ts.base;
   const int slot = s.slot;
   if (base.uid[slot] == s.uid) return base.node[slot];
-  std::lock_guard<std::mutex> lock(s.contexts().mutex());
+  std::lock_guard<std::mutex> lock(s.tree.mutex());
   uint32_t node = Tree::kRoot;
-  for (uint32_t name : c->scopes) node = s.contexts().child(node, NodeKind::Scope, name);
+  for (uint32_t name : c->scopes) node = s.tree.child(node, NodeKind::Scope, name);
   base.node[slot] = node;
   base.uid[slot] = s.uid;
   return node;
@@ -118,25 +117,6 @@ void endDriving(uint64_t token) {
       return;
     }
   }
-}
-
-void pushRootedScopes(const std::vector<uint32_t>& scopes) {
-  ThreadState& ts = threadState();
-  ts.rootedPushes.push_back(ts.scopes.size());
-  if (scopes.empty()) return;
-  Profiler& profiler = Profiler::instance();
-  for (uint32_t name : scopes) profiler.enterScope(name, {});
-  ts.scopes[ts.rootedPushes.back()].rooted = true;
-}
-
-void popRootedScopes() {
-  ThreadState& ts = threadState();
-  if (ts.rootedPushes.empty()) return;
-  const size_t depth = ts.rootedPushes.back();
-  ts.rootedPushes.pop_back();
-  // Scopes a backward function left open above ours go with them: the stack below stays exact.
-  Profiler& profiler = Profiler::instance();
-  while (ts.scopes.size() > depth) profiler.exitScope(false);
 }
 
 }  // namespace ftp

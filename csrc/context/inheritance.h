@@ -20,7 +20,7 @@
 
 namespace ftp {
 
-class Session;
+struct ContextTree;
 
 // The global generation of the driver registry: bumped whenever a driving thread begins or
 // ends, so that a thread re-reads the registry only when it changed (one load otherwise).
@@ -51,8 +51,8 @@ inline uint32_t currentState(ThreadState& ts) {
   return !ts.states.empty() ? ts.states.back() : ts.scopes.empty() ? inheritedState(ts) : ts.baseState;
 }
 
-// The node of the inherited scopes in session `s` (ROOT when none); takes the tree lock.
-uint32_t inheritedNode(ThreadState& ts, Session& s);
+// The node of the inherited scopes in `target`'s tree (ROOT when none); takes the tree lock.
+uint32_t inheritedNode(ThreadState& ts, const ContextTree& target);
 // Python context: puts the inherited frames in front of the thread's own.
 void prependInheritedFrames(ThreadState& ts, std::vector<uint32_t>& frames);
 
@@ -61,10 +61,5 @@ void adoptParentContext(ContextSnapshot parent);
 // Driving threads (backward / autograd.grad): begin returns a token for end.
 uint64_t beginDriving();
 void endDriving(uint64_t token);
-
-// Backward by forward layer: pushes `scopes` (outermost first, the first one rooted) on the
-// calling thread's stack; popRootedScopes removes what the matching push added.
-void pushRootedScopes(const std::vector<uint32_t>& scopes);
-void popRootedScopes();
 
 }  // namespace ftp

@@ -50,8 +50,8 @@ bool hasSymbol(void* library, const char* name);
 
 // The path of the first object the dynamic loader holds whose file name starts with
 // `filePrefix` (e.g. "libcupti.so"), or "" when none does. Asks the loader's own list
-// (dl_iterate_phdr): reading /proc/self/maps for it cost ~1 ms of the first session in a process
-// with torch's thousands of mappings.
+// (dl_iterate_phdr): reading /proc/self/maps for it, thousands of mappings in a process with
+// torch, would lengthen the first session (docs/performance.md).
 std::string loadedLibraryPath(const std::string& filePrefix);
 
 // Resolves `prefix + name` of every entry into its field; absent optional ones become nullptr.

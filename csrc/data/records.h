@@ -29,6 +29,9 @@ struct DeviceRecord {
   int32_t dynamicSharedMemory = 0;
   uint64_t bytes = 0;  // copies and sets
   uint64_t graphNodeId = 0;  // the graph node that ran it (graph launches), else 0
+  // Its times are on no clock the tracer converts (CUPTI stamps kernel-replay records 0 or on
+  // another clock): startNs holds 0 and endNs the duration; the profiler places it at its launch.
+  bool offClock = false;
 };
 
 // Launch geometry and resources, interned so that each trace event carries 4 bytes for them.

@@ -88,7 +88,7 @@ void AtomicOutFile::commit() {
   if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail("cannot replace", errno);
   tmp_.clear();
   // No fsync of the folder: after a power loss the name holds the old file or the new one,
-  // both whole, which is all this promises; it would cost a few ms per output.
+  // both whole, which is all this promises; a folder fsync would slow every output.
 }
 
 void JsonOut::micros(int64_t ns) {

@@ -35,15 +35,24 @@ void Profiler::onLaunch(uint32_t correlation, bool multiRecord, uint64_t launchN
   p.multi = multiRecord;
   ++ts.launchSerial;
   sessions_.forEach(mask, [&](int slot, Session& s) {
-    p.node[slot] = contextSource(s.context).resolve(ts, s);
+    p.node[slot] = contextSource(s.context).resolve(ts, s.contextTree());
     p.mask |= 1u << slot;
   });
   pending_.insert(correlation, p);
 }
 
-void Profiler::onRecord(const DeviceRecord& record, TimeSource source) {
+void Profiler::onRecord(const DeviceRecord& given, TimeSource source) {
   PendingLaunch p;
-  const bool found = pending_.takeForRecord(record.correlation, p);
+  const bool found = pending_.takeForRecord(given.correlation, p);
+  // A record off the tracer's clock starts at its launch call (or now, its launch unseen): on
+  // the profile's clock, its duration kept. Copied only then; the common record is used as is.
+  DeviceRecord placed;
+  if (given.offClock) {
+    placed = given;
+    placed.startNs = found ? p.launchNs : monotonicNs();
+    placed.endNs = placed.startNs + given.endNs;
+  }
+  const DeviceRecord& record = given.offClock ? placed : given;
   if (!found) {
     // A launch we did not see (an API without a callback): keep the time, under ROOT.
     uint32_t receivers = (sessions_.activeMask() | sessions_.closingMask()) & sessions_.sourceMask(source);
@@ -58,10 +67,11 @@ void Profiler::onRecord(const DeviceRecord& record, TimeSource source) {
   const bool haveCaptured = fromGraph && graphs_.find(record.graphNodeId, captured);
   // A tracer's launch time is taken in the launch call, before the kernel can run; the device
   // timer's may be taken after the call returned (hook="triton"), so only tracers are checked.
-  const bool checkClock = found && source == TimeSource::Tracer;
+  const bool checkClock = found && source == TimeSource::Tracer && !given.offClock;
   const int64_t lead = int64_t(p.launchNs) - int64_t(record.startNs);
   sessions_.forEach(p.mask, [&](int slot, Session& s) {
     if (!found) s.unattributed.fetch_add(1, std::memory_order_relaxed);
+    if (given.offClock) s.placedAtLaunch.fetch_add(1, std::memory_order_relaxed);
     if (checkClock) s.noteLaunchLead(lead);
     uint32_t node = p.node[slot];
     uint32_t state = p.state;

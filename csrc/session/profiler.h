@@ -90,6 +90,10 @@ class Profiler {
   void exitScope(bool cpuTimed);
   // Adds metrics to the node of the innermost scope (shadow sessions; scopes.cpp).
   void addScopeMetrics(const std::vector<std::pair<uint32_t, double>>& metrics);
+  // Backward by forward layer: pushes `scopes` (outermost first, the first one rooted) on the
+  // calling thread's stack; popRootedScopes removes what the matching push added.
+  void pushRootedScopes(const std::vector<uint32_t>& scopes);
+  void popRootedScopes();
   void pushState(uint32_t name);
   void popState();
   void setLaunchMetadata(LaunchMetadata* meta);

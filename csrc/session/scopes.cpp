@@ -14,7 +14,7 @@ namespace {
 // Where a scope's metrics (given at entry or exit, cpu_time) go in `s`: the scope's node, or under
 // a state the state's node below it, as a kernel launched there would be (TreeStore::recordNode).
 uint32_t scopeMetricNode(ThreadState& ts, Session& s) {
-  const uint32_t node = contextSource(ContextKind::Shadow).resolve(ts, s);
+  const uint32_t node = contextSource(ContextKind::Shadow).resolve(ts, s.contextTree());
   const uint32_t state = currentState(ts);
   if (!state) return node;
   std::lock_guard<std::mutex> lock(s.contexts().mutex());
@@ -59,6 +59,25 @@ void Profiler::exitScope(bool cpuTimed) {
                          timed ? scopeMetricNode(ts, s) : DataStore::kNoNode);
   });
   ts.scopes.pop_back();
+}
+
+// Backward by forward layer (context/inheritance.h): the pushed scopes' first entry is rooted, so
+// their resolution restarts at ROOT.
+void Profiler::pushRootedScopes(const std::vector<uint32_t>& scopes) {
+  ThreadState& ts = threadState();
+  ts.rootedPushes.push_back(ts.scopes.size());
+  if (scopes.empty()) return;
+  for (uint32_t name : scopes) enterScope(name, {});
+  ts.scopes[ts.rootedPushes.back()].rooted = true;
+}
+
+void Profiler::popRootedScopes() {
+  ThreadState& ts = threadState();
+  if (ts.rootedPushes.empty()) return;
+  const size_t depth = ts.rootedPushes.back();
+  ts.rootedPushes.pop_back();
+  // Scopes a backward function left open above ours go with them: the stack below stays exact.
+  while (ts.scopes.size() > depth) exitScope(false);
 }
 
 void Profiler::pushState(uint32_t name) { threadState().states.push_back(name); }

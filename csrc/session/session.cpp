@@ -1,6 +1,6 @@
 #include "session/session.h"
 
-#include "data/launch_log.h"
+#include "session/launch_log.h"
 
 #include <mutex>
 #include <vector>

@@ -7,13 +7,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "context/context_source.h"
 #include "core/clock.h"
 #include "data/records.h"
-#include "data/store.h"
+#include "store/store.h"
 
 namespace ftp {
 
-enum class ContextKind : uint8_t { Shadow = 0, Python = 1 };
 // Where a session's kernel times come from. A session takes only the launches and records of its
 // own source: with a CUPTI session and a device_timer session open at once, each launch is seen
 // by both routes, and each session must count it once.
@@ -28,6 +28,8 @@ class Session {
   DataStore& store() { return *store_; }
   // Scope, frame and state paths of this session (locked by contexts().mutex()).
   Tree& contexts() { return store_->contexts(); }
+  // The same tree as the context layer resolves into (context/context_source.h).
+  ContextTree contextTree() { return ContextTree{slot, uid, contexts()}; }
 
   // Adds a finished record launched under `contextNode` (and `state`, 0 = none).
   void addRecord(uint32_t contextNode, uint32_t state, const DeviceRecord& record,
@@ -52,6 +54,7 @@ class Session {
   const uint64_t createdNs = monotonicNs();  // host monotonic
   std::atomic<uint64_t> records{0};
   std::atomic<uint64_t> unattributed{0};  // records whose launch was not seen (attributed to ROOT)
+  std::atomic<uint64_t> placedAtLaunch{0};  // records off the tracer's clock, placed at their launch
   // The most a tracer's record started before its launch call (host clock), over the session's
   // records; kNoLead: none seen. A kernel cannot start before the call that launches it, so a
   // positive value is the tracer's clock disagreeing with the host's by at least that much.

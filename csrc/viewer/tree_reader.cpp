@@ -14,7 +14,6 @@
 #include <string_view>
 #include <vector>
 
-#include "bindings/bindings.h"
 #include "viewer/json_scanner.h"
 #include "viewer/node_layout.h"
 

@@ -16,7 +16,6 @@
 #include <limits>
 #include <vector>
 
-#include "bindings/bindings.h"
 #include "viewer/node_layout.h"
 
 namespace nb = nanobind;

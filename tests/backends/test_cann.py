@@ -54,7 +54,7 @@ def mspti_env(standin, monkeypatch):
 
 
 def join_counts():
-    stats = getattr(_native, "mspti_join_stats", None)  # a build without the join counts nothing
+    stats = getattr(_native.cann, "mspti_join_stats", None)  # a build without the join counts nothing
     return dict(stats()) if stats else {}
 
 
@@ -182,7 +182,7 @@ def test_records_come_once_unsubscribed_and_tracing_goes_on(standin, tmp_path):
 
 def test_unknown_kinds_unknown_times_and_lost_records_are_counted(standin, tmp_path):
     base = tmp_path / "z"
-    before = _native.mspti_stats()
+    before = _native.cann.mspti_stats()
     start(base)
     standin.standin_api_record(ACL_API)  # a newer kind (ACL_API), known to MSPTI, not to us
     lost = standin.standin_state(STATE_LOST)
@@ -196,7 +196,7 @@ def test_unknown_kinds_unknown_times_and_lost_records_are_counted(standin, tmp_p
         profiler.finalize()
     assert standin.standin_state(STATE_LOST) - lost == 2
     meta = load_meta(base)
-    after = _native.mspti_stats()
+    after = _native.cann.mspti_stats()
     assert after["unknown_kind_records"] - before["unknown_kind_records"] == 1
     assert after["unknown_timestamp_records"] - before["unknown_timestamp_records"] == 3
     assert (meta["kernel_records"], meta["lost_launches"], meta["dropped_records"]) == (5, 5, 0)
@@ -302,7 +302,7 @@ def test_the_command_line_preloads_mspti_so_library_launches_are_seen(standin, t
 
 def test_mstx_ranges_mirror_scopes_in_our_domain(standin, tmp_path):
     base = tmp_path / "mstx"
-    stats = _native.mspti_stats()
+    stats = _native.cann.mspti_stats()
     start(base, mode="mstx_enabled=true")
     with profiler.scope("outer"):
         with profiler.scope("inner"):
@@ -314,17 +314,17 @@ def test_mstx_ranges_mirror_scopes_in_our_domain(standin, tmp_path):
     profiler.finalize()
     meta = load_meta(base)
     assert meta["mstx"]["ranges_started"] - meta["mstx"]["ranges_ended"] == 0
-    after = _native.mspti_stats()
+    after = _native.cann.mspti_stats()
     assert after["scope_marker_records"] - stats["scope_marker_records"] == 4  # 2 ranges: start + end each
     assert after["marker_records"] - stats["marker_records"] == 6
     assert find(load_tree(base)[0], "outer", "inner", "add_kernel")["metrics"]["count"] == 1
     # Mirroring ends with the session: scopes of a plain session open no ranges.
-    started = _native.mstx_stats()["ranges_started"]
+    started = _native.cann.mstx_stats()["ranges_started"]
     start(tmp_path / "plain")
     with profiler.scope("not_mirrored"):
         triton_launch(standin, "add_kernel")
     profiler.finalize()
-    assert _native.mstx_stats()["ranges_started"] == started
+    assert _native.cann.mstx_stats()["ranges_started"] == started
 
 
 def test_scope_open_before_mirroring_is_left_alone(standin, tmp_path):
@@ -334,7 +334,7 @@ def test_scope_open_before_mirroring_is_left_alone(standin, tmp_path):
             triton_launch(standin, "add_kernel")
     profiler.finalize()
     assert standin.standin_state(STATE_RANGES_OPEN) == 0
-    stats = _native.mstx_stats()
+    stats = _native.cann.mstx_stats()
     assert stats["ranges_started"] == stats["ranges_ended"]
 
 

@@ -17,6 +17,7 @@ from flagtree.profiler.backends.nvidia import counters
 from flagtree.profiler.backends.nvidia.backend import NvidiaBackend
 from support.profiles import find, load_json, load_tree
 from standins import build_standin, load_standin
+from gpu.trace_checks import assert_kernels_follow_launches
 
 CTX = 0x1000
 CTX2 = 0x2000
@@ -79,7 +80,6 @@ class Gpu:
     def __init__(self, standin):
         self.standin = standin
         self.correlation = 9000
-        self.clock = 0
 
     def launch(self, kernel, values, context=CTX, slots=None, session=None, ranged=True, seen=True):
         self.correlation += 1
@@ -94,8 +94,8 @@ class Gpu:
             self.standin.standin_launch(context, kernel.encode())
         if seen:
             _native.testing.counters_on_launch_exit(context, corr)
-        _native.testing.record(corr, kernel, self.clock, self.clock + 100, 0)
-        self.clock += 1000
+        start = _native.core.monotonic_ns() + 1000  # on the profile's clock, just after the launch call
+        _native.testing.record(corr, kernel, start, start + 100, 0)
         return corr
 
 
@@ -218,6 +218,7 @@ def test_trace_mode_puts_metrics_in_kernel_event_args(standin, tmp_path):
     events = events["traceEvents"] if isinstance(events, dict) else events
     kernel = next(e for e in events if e.get("name") == "k" and e.get("ph") == "X")
     assert kernel["args"][BYTES_READ] == 64 and kernel["args"][WARPS] == 25
+    assert assert_kernels_follow_launches(events) == 1
 
 
 def test_dram_bandwidth_util_against_the_device_peak(standin, tmp_path):
@@ -225,13 +226,13 @@ def test_dram_bandwidth_util_against_the_device_peak(standin, tmp_path):
     slot = sessions._sessions[sid].slot
     peak = counters.dram_peaks_gbps([{"index": 0, "memory_clock_rate": 2_000_000, "bus_width": 4096}])
     assert peak == [2048.0]  # 2 GHz x 4096 bits x 2 / 8
-    _native.counters_load(standin.path)
-    _native.counters_add_session(standin.path, slot, [BYTES_READ, BYTES_WRITE, DURATION], 16, peak, CTX, 0)
-    _native.session_enable_extras(slot)
-    _native.session_set_mean_metrics(slot, _native.counters_mean_metrics())
+    _native.counters.counters_load(standin.path)
+    _native.counters.counters_add_session(standin.path, slot, [BYTES_READ, BYTES_WRITE, DURATION], 16, peak, CTX, 0)
+    _native.session.session_enable_extras(slot)
+    _native.session.session_set_mean_metrics(slot, _native.counters.counters_mean_metrics())
     Gpu(standin).launch("k", {BYTES_READ: 512_000, BYTES_WRITE: 512_000, DURATION: 1000}, slots=1 << slot)
-    _native.counters_flush()
-    _native.counters_remove_session(slot)
+    _native.counters.counters_flush()
+    _native.counters.counters_remove_session(slot)
     profiler.finalize()
     root, _ = load_tree(tmp_path / "u.hatchet")
     k = find(root, "k")["metrics"]
@@ -264,7 +265,7 @@ def test_passes_reported_for_a_multi_pass_set(standin, tmp_path):
 def test_cupti_without_range_profiler_is_a_clear_error(tmp_path):
     old = build_standin("cupti_counters_standin.c", tmp_path, "libcupti.so.12", ["-DSTANDIN_NO_RANGE_PROFILER"])
     with pytest.raises(RuntimeError, match=r"lacks cuptiRangeProfilerEnable.*CUPTI 12\.6 or newer"):
-        _native.counters_load(old)
+        _native.counters.counters_load(old)
 
 
 def test_list_metrics_helper_and_cli(standin):

@@ -29,6 +29,7 @@ def standin(tmp_path_factory):
     lib.standin_launch_running.restype = ctypes.c_uint32
     lib.standin_count.argtypes = [ctypes.c_char_p]
     lib.standin_record_clock_offset.argtypes = [ctypes.c_longlong]
+    lib.standin_record_clock.argtypes = [ctypes.c_int]
     lib.path = path
     return lib
 
@@ -73,7 +74,7 @@ def test_later_sessions_do_not_subscribe_or_enable_again(standin, tmp_path):
     # Parked: still subscribed with kernel activity on, launch callbacks off, nothing finalized.
     assert standin.standin_subscribed() and standin.standin_kernel_kind_enabled()
     assert not standin.standin_launch_callback_enabled()
-    assert _native.cupti_attach_stats()["parked"]
+    assert _native.nvidia.cupti_attach_stats()["parked"]
     for name in ("b", "c"):
         assert session(standin, tmp_path / name, 2)["kernel_records"] == 2
         assert kernel_count(tmp_path / name) == 2
@@ -84,7 +85,7 @@ def test_later_sessions_do_not_subscribe_or_enable_again(standin, tmp_path):
 def test_idle_launches_are_discarded_and_never_counted_later(standin, tmp_path):
     session(standin, tmp_path / "a", 1)
     callbacks = count(standin, "callback")
-    discarded = _native.cupti_attach_stats()["idle_discarded"]
+    discarded = _native.nvidia.cupti_attach_stats()["idle_discarded"]
     for _ in range(5):  # while parked: records written by the library, no callback of ours
         standin.standin_launch()
     running = standin.standin_launch_running()  # still on the GPU when the next session starts
@@ -97,7 +98,7 @@ def test_idle_launches_are_discarded_and_never_counted_later(standin, tmp_path):
     meta = load_meta(tmp_path / "b")
     assert (meta["kernel_records"], meta["unattributed_records"], meta["lost_launches"]) == (1, 0, 0)
     assert kernel_count(tmp_path / "b") == 1
-    assert _native.cupti_attach_stats()["idle_discarded"] == discarded + 6
+    assert _native.nvidia.cupti_attach_stats()["idle_discarded"] == discarded + 6
 
 
 def test_drops_while_parked_are_not_a_later_sessions(standin, tmp_path):
@@ -147,7 +148,7 @@ def test_idle_release_fires(standin, tmp_path, monkeypatch):
     while standin.standin_subscribed() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not standin.standin_subscribed()
-    assert not _native.cupti_attach_stats()["parked"]
+    assert not _native.nvidia.cupti_attach_stats()["parked"]
 
 
 def test_idle_release_runs_once_per_idle_period_on_the_native_clock(standin, tmp_path, monkeypatch):

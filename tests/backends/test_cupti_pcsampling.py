@@ -90,7 +90,7 @@ def test_serialized_samples_become_line_nodes_under_each_launch(backend, tmp_pat
     lib = backend
     profiler.start(str(tmp_path / "p"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized,interval=9,range=launch")
     assert config(lib)["enabled"] == 0  # contexts are enabled at their first launch (Proton's order)
-    _native.pcsampling_add_cubin(CUBIN)  # as the module-load callback hands it over
+    _native.pcsampling.pcsampling_add_cubin(CUBIN)  # as the module-load callback hands it over
     started = []
     with profiler.scope("attention"):
         sampled_launch(lib, 9001, "slow_kernel", [
@@ -125,7 +125,7 @@ def test_serialized_samples_become_line_nodes_under_each_launch(backend, tmp_pat
 def test_continuous_samples_go_to_the_launch_they_were_taken_in(backend, tmp_path):
     lib = backend
     profiler.start(str(tmp_path / "c"), backend="cupti", mode="pcsampling:range=launch")
-    _native.pcsampling_add_cubin(CUBIN)
+    _native.pcsampling.pcsampling_add_cubin(CUBIN)
     modes = []
     for corr, scope, samples in ((9101, "a", 10), (9102, "b", 4)):
         with profiler.scope(scope):  # continuous: the correlation id reads as 0, the launch is known
@@ -151,7 +151,7 @@ def test_session_range_samples_once_and_splits_a_functions_samples_among_its_lau
     lib.standin_pcs_fill_at_stop(fill_at_stop)
     try:
         profiler.start(str(tmp_path / "r"), backend="cupti", mode="pcsampling:range=session")
-        _native.pcsampling_add_cubin(CUBIN)
+        _native.pcsampling.pcsampling_add_cubin(CUBIN)
         started = []
         for corr, scope, function in ((9401, "a", "slow_kernel"), (9402, "b", "slow_kernel"), (9403, "c", "add_kernel")):
             with profiler.scope(scope):
@@ -180,7 +180,7 @@ def test_the_launch_that_creates_its_context_is_sampled(backend, tmp_path):
     context is created, and that first kernel's samples are kept."""
     lib = backend
     profiler.start(str(tmp_path / "first"), backend="cupti", mode="pcsampling")
-    _native.pcsampling_add_cubin(CUBIN)
+    _native.pcsampling.pcsampling_add_cubin(CUBIN)
     with profiler.scope("first"):
         _native.testing.launch(9501, False)
         _native.testing.pcsampling_launch_enter(9501, 0)  # no context current at ENTER
@@ -206,7 +206,7 @@ def test_samples_that_stop_flushes_into_the_configured_buffer_are_kept(backend, 
     lib.standin_pcs_fill_at_stop(1)
     try:
         profiler.start(str(tmp_path / "s"), backend="cupti", mode="pcsampling:range=launch")
-        _native.pcsampling_add_cubin(CUBIN)
+        _native.pcsampling.pcsampling_add_cubin(CUBIN)
         sampled_launch(lib, 9301, "slow_kernel", [(0, "slow_kernel", 16, "long_scoreboard", 21),
                                                   (0, "slow_kernel", 300, "selected", 2)])
         _native.testing.record(9301, "slow_kernel", 0, 100, 0)
@@ -223,7 +223,7 @@ def test_samples_that_stop_flushes_into_the_configured_buffer_are_kept(backend, 
 def test_a_launch_during_another_threads_sampled_launch_is_counted_not_sampled(backend, tmp_path):
     lib = backend
     profiler.start(str(tmp_path / "t"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized,range=launch")
-    _native.pcsampling_add_cubin(CUBIN)
+    _native.pcsampling.pcsampling_add_cubin(CUBIN)
     _native.testing.launch(9401, False)
     _native.testing.pcsampling_launch_enter(9401, CONTEXT)
     sampled_launch(lib, 9402, "add_kernel")  # CUPTI has one sampling range per context
@@ -295,7 +295,7 @@ def test_mode_defaults_and_environment(monkeypatch):
 def test_viewer_picks_lines_out_of_a_pcsampling_profile(backend, tmp_path, capsys):
     lib = backend
     profiler.start(str(tmp_path / "v"), backend="cupti_pcsampling", mode="pcsampling:collection=serialized")
-    _native.pcsampling_add_cubin(CUBIN)
+    _native.pcsampling.pcsampling_add_cubin(CUBIN)
     with profiler.scope("attention"):
         sampled_launch(lib, 9301, "slow_kernel", [(9301, "slow_kernel", 16, "long_scoreboard", 90),
                                                   (9301, "slow_kernel", 300, "barrier", 2)])
@@ -356,7 +356,7 @@ def test_a_session_range_takes_its_samples_at_stop_not_from_getdata(backend, tmp
     lib.standin_pcs_fill_at_stop(1)
     try:
         profiler.start(str(tmp_path / "h"), backend="cupti", mode="pcsampling")
-        _native.pcsampling_add_cubin(CUBIN)
+        _native.pcsampling.pcsampling_add_cubin(CUBIN)
         sampled_launch(lib, 9601, "slow_kernel", [(0, "slow_kernel", 300, "selected", 4)])
         _native.testing.record(9601, "slow_kernel", 0, 100, 0)
         profiler.finalize()

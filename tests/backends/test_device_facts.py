@@ -21,9 +21,11 @@ FACTS = [{"index": 0, "name": "Fake GPU", "arch": "90", "num_sms": 132, "clock_r
 
 
 class FakeNative:
-    """The two native calls _DeviceFacts makes, answering from a list."""
+    """The two native calls _DeviceFacts makes, answering from a list (the module and its nvidia
+    submodule in one)."""
 
     def __init__(self, answers):
+        self.nvidia = self
         self.answers = list(answers)
         self.prefetches = 0
         self.takes = 0
@@ -97,13 +99,13 @@ def test_a_forked_child_starts_over(fake):
 
 
 def test_native_prefetch_without_a_driver_raises_at_take_and_keeps_nothing():
-    if _native.cuda_driver_version():
+    if _native.nvidia.cuda_driver_version():
         pytest.skip("this machine has a CUDA driver")
-    _native.cuda_devices_prefetch()
+    _native.nvidia.cuda_devices_prefetch()
     with pytest.raises(_native.LibraryNotFound, match="libcuda"):
-        _native.cuda_devices_take()
+        _native.nvidia.cuda_devices_take()
     with pytest.raises(_native.LibraryNotFound):  # no prefetch left: asked again, fails again
-        _native.cuda_devices_take()
+        _native.nvidia.cuda_devices_take()
 
 
 CHILD = textwrap.dedent(r'''
@@ -112,7 +114,7 @@ CHILD = textwrap.dedent(r'''
     driver = ctypes.CDLL("libcuda.so.1")  # the stand-in, found through LD_LIBRARY_PATH
     out = {"main_tid": threading.get_native_id()}
     driver.standin_close_gate()  # holds this process's device queries until opened
-    _native.cuda_devices_prefetch()
+    _native.nvidia.cuda_devices_prefetch()
     out["returned_while_held"] = True  # prefetch did not wait for the held query
     while driver.standin_waiting() == 0:  # the query reached the driver on its own thread
         pass
@@ -121,7 +123,7 @@ CHILD = textwrap.dedent(r'''
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:  # no query thread here, the parent's may hold the slot's lock: ask anew
-            os.write(write, json.dumps(_native.cuda_devices_take()).encode())
+            os.write(write, json.dumps(_native.nvidia.cuda_devices_take()).encode())
             os._exit(0)
         os.close(write)
         child = b""
@@ -130,7 +132,7 @@ CHILD = textwrap.dedent(r'''
         os.waitpid(pid, 0)
         out["child_facts"] = json.loads(child)
     driver.standin_open_gate()
-    out["facts"] = _native.cuda_devices_take()
+    out["facts"] = _native.nvidia.cuda_devices_take()
     out["queries"] = driver.standin_queries()
     print(json.dumps(out))
 ''')

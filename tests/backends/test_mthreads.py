@@ -330,7 +330,7 @@ def test_buffers_handed_back_after_the_stops_flush_are_not_read(standin, tmp_pat
 def _native_stats():
     from flagtree.profiler import _native
 
-    return dict(_native.mupti_stats())
+    return dict(_native.mthreads.mupti_stats())
 
 
 def test_unknown_kinds_and_cut_records_are_skipped_and_counted(standin, tmp_path):

@@ -33,9 +33,9 @@ def corex(monkeypatch):
         return corex_triton.install(monkeypatch, driver_cls).active
 
     yield install
-    if _native.device_timer_running():
+    if _native.device_timer.device_timer_running():
         T.device_timer_host_hold(False)
-        _native.device_timer_free()
+        _native.device_timer.device_timer_free()
 
 
 def _run_stamped_launch(active, start_ns, end_ns, grid=(3, 1, 1)):
@@ -46,7 +46,7 @@ def _run_stamped_launch(active, start_ns, end_ns, grid=(3, 1, 1)):
 
     def kernel(slot, grid_dims):
         if slot:
-            T.device_timer_host_meta(slot, _native.device_timer_kernel_id("add_kernel"), grid_dims, 64 * 4)
+            T.device_timer_host_meta(slot, _native.device_timer.device_timer_kernel_id("add_kernel"), grid_dims, 64 * 4)
             T.device_timer_host_stamp(slot, 0, start_ns, end_ns)
 
     active.launcher_cls(metadata, kernel)(grid, 0x77)
@@ -151,7 +151,6 @@ def test_the_route_answer_for_a_target_is_kept_between_session_starts(corex, mon
     first, second = route.route_support(), route.route_support()
     assert first.supported and second is first
     assert len(calls) <= 1  # inspected at most once (a cached answer from an earlier test needs none)
-
 
 
 def test_a_device_timed_session_with_kernel_side_scopes_is_attached_to_them(tmp_path, corex, monkeypatch):

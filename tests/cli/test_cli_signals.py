@@ -13,7 +13,7 @@ import pytest
 # Run in the subprocess: wraps one step of the write so that it sends the signal first.
 DRIVER = textwrap.dedent('''
     import os, signal, sys, threading
-    from flagtree.profiler import cli, session
+    from flagtree.profiler import cli, session_outputs
     signum, where = getattr(signal, sys.argv[1]), sys.argv[2]
     # A pytest started in the background passes SIGINT on ignored; a terminal's Ctrl-C reaches a
     # foreground process, whose Python turns it into KeyboardInterrupt: this driver is that process.
@@ -23,23 +23,29 @@ DRIVER = textwrap.dedent('''
         os.kill(os.getpid(), signum)
 
     if where == "profile":  # before the profile's (native) writer starts
-        real_profile = session.write_profile
+        real_profile = session_outputs.write_profile
         def write_profile(*args, **kwargs):
             send()
             return real_profile(*args, **kwargs)
-        session.write_profile = write_profile
+        session_outputs.write_profile = write_profile
     elif where == "metadata":  # the metadata's temporary file exists and holds its text
         real_fsync = os.fsync
         def fsync(fd):
             send()
             return real_fsync(fd)
         os.fsync = fsync
-    else:  # from another thread, while the native writer runs (or just after it)
+    elif where == "after":  # the native writer has put the profile in place; the session has not noted it
         real_profile = session.write_profile
+        def write_profile(*args, **kwargs):
+            real_profile(*args, **kwargs)
+            send()
+        session.write_profile = write_profile
+    else:  # from another thread, while the native writer runs (or just after it)
+        real_profile = session_outputs.write_profile
         def write_profile(*args, **kwargs):
             threading.Thread(target=send).start()
             return real_profile(*args, **kwargs)
-        session.write_profile = write_profile
+        session_outputs.write_profile = write_profile
     sys.exit(cli.main(["-b", "interpreter", "-n", "prof", "script.py"]))
 ''')
 
@@ -121,3 +127,16 @@ def test_sigterm_during_the_native_write_leaves_whole_files_only(tmp_path):
         json.loads((tmp_path / "prof.hatchet").read_text())
     else:
         assert "not written: prof.hatchet" in line and not (tmp_path / "prof.hatchet").exists()
+
+
+@pytest.mark.parametrize("earlier", [False, True])
+def test_a_signal_just_after_the_native_write_says_the_profile_is_on_disk(tmp_path, earlier):
+    if earlier:  # an earlier run's profile: replaced by this write, which the line must tell apart
+        (tmp_path / "prof.hatchet").write_text("[]")
+    result = run_driver(tmp_path, "SIGINT", "after")
+    assert result.returncode == 130, result.stderr
+    assert our_lines(result) == [
+        "flagtree-profiler: Ctrl-C while the profile was written: the rest of the write was abandoned; "
+        "wrote prof.hatchet; not written: prof.meta.json"]
+    root = json.loads((tmp_path / "prof.hatchet").read_text())[0]
+    assert [c["frame"]["name"] for c in root["children"]] == ["work"]

@@ -162,7 +162,7 @@ def test_list_metrics_errors_have_one_prefix_and_status_2(capsys):
     assert captured.out == ""
     assert captured.err.startswith("flagtree-profiler: error: ")
     assert captured.err.count("error:") == 1 and "flagtree.profiler:" not in captured.err
-    if not _native.cuda_driver_version():
+    if not _native.nvidia.cuda_driver_version():
         assert "needs the CUDA driver (libcuda.so.1), which this machine lacks" in captured.err
         assert "even for a named chip" in captured.err
 

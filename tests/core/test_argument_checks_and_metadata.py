@@ -149,7 +149,7 @@ def test_the_session_keeps_the_options_its_backend_parsed(tmp_path, monkeypatch)
     monkeypatch.setattr(type(backend), "modes", ("fast",))
     monkeypatch.setattr(type(backend), "acquire", lambda self, options: (seen.append(options), original(self, options)))
     sid = profiler.start(str(tmp_path / "o"), mode="fast")
-    opened = sessions._sessions[sid]
+    opened = sessions.find_session(sid)
     assert seen == [opened.options] and opened.options.canonical() == "fast" and opened.mode == "fast"
     profiler.finalize()
     assert load_json(tmp_path / "o.meta.json")["mode"] == "fast"
@@ -157,7 +157,7 @@ def test_the_session_keeps_the_options_its_backend_parsed(tmp_path, monkeypatch)
 
 def test_backend_state_is_declared_not_added_to_the_session(tmp_path):
     sid = profiler.start(str(tmp_path / "s"))
-    opened = sessions._sessions[sid]
+    opened = sessions.find_session(sid)
     assert opened.state is None  # the interpreter backend keeps nothing per session
     from flagtree.profiler.backends.nvidia.cupti import CuptiBackend, SamplingState
     from flagtree.profiler.backends.instrumentation import InstrumentationBackend, InstrumentationState

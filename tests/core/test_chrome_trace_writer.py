@@ -5,15 +5,15 @@ import os
 
 import pytest
 
-from flagtree.profiler.writers import chrome_trace
 from flagtree.profiler.writers.chrome_trace import write_chrome_trace
+from support.orjson_switch import orjson_installed, without_orjson
 
 
 @pytest.mark.parametrize("orjson", [True, False])
 def test_events_and_tail_are_strict_json(tmp_path, monkeypatch, orjson):
     if not orjson:
-        monkeypatch.setattr(chrome_trace, "_orjson", None)
-    elif chrome_trace._orjson is None:
+        without_orjson(monkeypatch)
+    elif not orjson_installed():
         pytest.skip("orjson is not installed")
     path = tmp_path / "t.chrome_trace"
     events = ({"ph": "X", "name": f"k{i}", "ts": float(i), "dur": float("nan") if i == 1 else 1.0} for i in range(3))

@@ -17,22 +17,22 @@ def no_open_sessions():
 
 
 def slot_of(session_id):
-    return sessions._sessions[session_id].slot
+    return sessions.find_session(session_id).slot
 
 
 def test_extras_join_kernel_nodes_whether_early_or_late(tmp_path):
     sid = profiler.start(str(tmp_path / "x"))
     slot = slot_of(sid)
-    _native.session_enable_extras(slot)
-    _native.session_set_mean_metrics(slot, ["occupancy"])
+    _native.session.session_enable_extras(slot)
+    _native.session.session_set_mean_metrics(slot, ["occupancy"])
     with profiler.scope("mm"):
         _native.testing.launch(7001, False)
         _native.testing.launch(7002, False)
     # 7001: record first, then extras; 7002: extras first (held), then the record.
     _native.testing.record(7001, "gemm", 0, 10, 0)
-    _native.session_attach(slot, 7001, [("dram_bytes", 100.0), ("occupancy", 40.0)],
+    _native.session.session_attach(slot, 7001, [("dram_bytes", 100.0), ("occupancy", 40.0)],
                            [([("line", "k.py:3@gemm")], [("num_samples", 5.0)])])
-    _native.session_attach(slot, 7002, [("dram_bytes", 50.0), ("occupancy", 60.0)],
+    _native.session.session_attach(slot, 7002, [("dram_bytes", 50.0), ("occupancy", 60.0)],
                            [([("line", "k.py:3@gemm")], [("num_samples", 2.0)]),
                             ([("line", "k.py:9@gemm")], [("num_samples", 1.0)])])
     _native.testing.record(7002, "gemm", 10, 30, 0)
@@ -52,7 +52,7 @@ def test_extras_join_kernel_nodes_whether_early_or_late(tmp_path):
 def test_extras_without_a_launch_are_kept_and_counted(tmp_path):
     sid = profiler.start(str(tmp_path / "u"))
     slot = slot_of(sid)
-    _native.session_attach(slot, 7100, [("dram_bytes", 8.0)],
+    _native.session.session_attach(slot, 7100, [("dram_bytes", 8.0)],
                            [([("device_scope", "load")], [("cycles", 30.0)])])
     profiler.finalize()
     root, _ = load_tree(tmp_path / "u.hatchet")
@@ -65,14 +65,14 @@ def test_extras_without_a_launch_are_kept_and_counted(tmp_path):
 def test_trace_events_carry_attached_metrics(tmp_path):
     sid = profiler.start(str(tmp_path / "t"), data="trace")
     slot = slot_of(sid)
-    _native.session_set_mean_metrics(slot, ["sm_pct"])
+    _native.session.session_set_mean_metrics(slot, ["sm_pct"])
     _native.testing.launch(7201, False)
     _native.testing.launch(7202, False)
     _native.testing.record(7201, "copy", 0, 10, 0)
     _native.testing.record(7202, "copy", 10, 20, 0)
-    _native.session_attach(slot, 7201, [("dram_bytes", 64.0), ("sm_pct", 10.0)])
-    _native.session_attach(slot, 7201, [("sm_pct", 30.0)])  # a second pass of the same launch
-    _native.session_attach(slot, 7999, [("dram_bytes", 1.0)])  # no such launch
+    _native.session.session_attach(slot, 7201, [("dram_bytes", 64.0), ("sm_pct", 10.0)])
+    _native.session.session_attach(slot, 7201, [("sm_pct", 30.0)])  # a second pass of the same launch
+    _native.session.session_attach(slot, 7999, [("dram_bytes", 1.0)])  # no such launch
     # the records above are stamped near 0, far before their launches on the host's clock
     with pytest.warns(UserWarning, match="clock is off the host's"):
         profiler.finalize()
@@ -88,7 +88,7 @@ def test_trace_events_carry_attached_metrics(tmp_path):
 def test_bad_child_kind_is_a_clear_error(tmp_path):
     sid = profiler.start(str(tmp_path / "b"))
     with pytest.raises(ValueError, match="unknown node kind 'pc'"):
-        _native.session_attach(slot_of(sid), 1, [], [([("pc", "x")], [])])
+        _native.session.session_attach(slot_of(sid), 1, [], [([("pc", "x")], [])])
 
 
 def test_launch_slices_keep_their_kernel_names_when_metric_names_come_later(tmp_path):
@@ -103,7 +103,7 @@ def test_launch_slices_keep_their_kernel_names_when_metric_names_come_later(tmp_
         kernels[corr] = f"a_kernel_name_longer_than_small_strings_{i}"
         _native.testing.launch(corr, False)
         _native.testing.record(corr, kernels[corr], 10 * i, 10 * i + 5, 0)
-        _native.session_attach(slot, corr, [(f"metric_first_seen_here_{i}_{j}", float(j)) for j in range(8)])
+        _native.session.session_attach(slot, corr, [(f"metric_first_seen_here_{i}_{j}", float(j)) for j in range(8)])
     # the records above are stamped near 0, far before their launches on the host's clock
     with pytest.warns(UserWarning, match="clock is off the host's"):
         profiler.finalize()

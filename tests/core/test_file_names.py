@@ -32,3 +32,24 @@ def test_side_file_names_come_from_paths():
         spelt += [f"{module}:{n.lineno}: {n.value!r}" for n in _strings(tree)
                   if any(n.value == s or n.value.endswith(s) for s in SUFFIXES)]
     assert spelt == []
+
+
+def test_output_names_read_back_through_paths():
+    name = paths.parse_output_name("run/step.rank3.part12.hatchet")
+    assert (name.stem, name.base, name.rank, name.part, name.extension) == \
+        ("run/step.rank3", "run/step", 3, 12, ".hatchet")
+    whole = paths.parse_output_name("x.rank1.rank2.chrome_trace")  # the last rank is the file's
+    assert (whole.base, whole.rank, whole.part) == ("x.rank1", 2, None)
+    assert paths.parse_output_name("a.part2.part3.pftrace").stem == "a.part2"
+    assert paths.parse_output_name("d.rank1/x.hatchet").rank is None  # a folder's name is not a rank
+    assert paths.parse_output_name("x.rank1.meta.json") is None
+    assert paths.output_stem("run.rank1.part3.hatchet") == "run.rank1"
+    assert paths.output_stem("notes.txt") == "notes.txt"
+
+
+def test_every_name_a_session_writes_parses_back():
+    written = paths.output_paths(paths.ranked_name("run/x", 5), "trace")
+    for path, part in ((written.output, None), (written.part(7), 7)):
+        name = paths.parse_output_name(path)
+        assert (name.stem, name.base, name.rank, name.part) == ("run/x.rank5", "run/x", 5, part)
+    assert paths.parse_output_name(paths.output_paths("solo", "tree").part(0)).rank is None

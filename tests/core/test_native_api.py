@@ -2,12 +2,14 @@
 its errors are typed (Python catches by type, never by message), and what only tests call lives
 in _native.testing, out of the public module."""
 import json
+import types
 
 import pytest
 
 import flagtree.profiler as profiler
 from flagtree.profiler import _native, session
-from flagtree.profiler.viewer import devices, nodes
+from flagtree.profiler.common import devices
+from flagtree.profiler.viewer import nodes
 
 
 def names(enum):
@@ -53,15 +55,15 @@ def test_native_errors_are_runtime_errors(name):
 
 def test_a_missing_library_is_library_not_found():
     with pytest.raises(_native.LibraryNotFound, match=r"^cannot load /no/such/libcupti\.so: "):
-        _native.cupti_acquire("/no/such/libcupti.so", 1 << 20)
+        _native.nvidia.cupti_acquire("/no/such/libcupti.so", 1 << 20)
     with pytest.raises(_native.LibraryNotFound, match=r"^cannot load /no/such/libroctracer64\.so: "):
-        _native.roctracer_acquire("/no/such/libroctracer64.so", 1 << 20)
+        _native.roctracer.roctracer_acquire("/no/such/libroctracer64.so", 1 << 20)
 
 
 @pytest.mark.parametrize("load, sentence", [
-    (lambda path: _native.cupti_acquire(path, 1 << 20), r"^libc\.so\.6 lacks cuptiGetVersion$"),
-    (_native.counters_load, r"^libc\.so\.6 lacks cuptiGetResultString: hardware counters need .*CUPTI 12\.6"),
-    (lambda path: _native.roctracer_acquire(path, 1 << 20),
+    (lambda path: _native.nvidia.cupti_acquire(path, 1 << 20), r"^libc\.so\.6 lacks cuptiGetVersion$"),
+    (_native.counters.counters_load, r"^libc\.so\.6 lacks cuptiGetResultString: hardware counters need .*CUPTI 12\.6"),
+    (lambda path: _native.roctracer.roctracer_acquire(path, 1 << 20),
      r"^libc\.so\.6 lacks roctracer_error_string \(is it libroctracer64 of ROCm 5 or later\?\)$"),
 ])
 def test_a_library_without_the_functions_is_library_not_found_naming_the_first(load, sentence):
@@ -74,7 +76,22 @@ def test_test_only_functions_are_out_of_the_public_module():
              "scope_depth", "instrumentation_launch", "counters_on_launch_enter", "counters_on_launch_exit",
              "counters_is_additive", "counters_is_kernel_launch_api", "pcsampling_launch_enter",
              "pcsampling_launch_exit", "pcsampling_running", "pcsampling_context_created", "cupti_floor_start")
+    public = [_native] + [module for _, module in _submodules() if module is not _native.testing]
     for name in moved:
         assert callable(getattr(_native.testing, name)), name
-        assert not hasattr(_native, name), name
-    assert not [name for name in dir(_native) if name.startswith("_debug")]
+        assert not [module.__name__ for module in public if hasattr(module, name)], name
+    assert not [name for module in public for name in dir(module) if name.startswith("_debug")]
+
+
+def _submodules():
+    return [(name, getattr(_native, name)) for name in dir(_native)
+            if isinstance(getattr(_native, name), types.ModuleType)]
+
+
+def test_the_top_module_holds_submodules_and_shared_types_only():
+    loose = [name for name in dir(_native) if not name.startswith("__") and callable(getattr(_native, name))
+             and not isinstance(getattr(_native, name), type)]
+    assert loose == []  # every function lives in the submodule of its concern
+    names = {name for name, _ in _submodules()}
+    assert {"core", "context", "session", "dump", "viewer", "nvidia", "cann", "device_timer"} <= names
+    assert all(module.__name__ == f"flagtree.profiler._native.{name}" for name, module in _submodules())

@@ -101,14 +101,14 @@ def test_perfetto_matches_the_chrome_trace_of_the_same_run(tmp_path):
 
 def test_perfetto_is_a_third_of_the_json_or_less(tmp_path):
     for data in ("perfetto", "trace"):
-        slot = _native.session_create(0, 2 if data == "perfetto" else 1)
-        _native.scope_enter(_native.intern("step"))
+        slot = _native.session.session_create(0, 2 if data == "perfetto" else 1)
+        _native.context.scope_enter(_native.core.intern("step"))
         for i in range(20_000):
             _native.testing.launch(i + 1, False)
             _native.testing.record(i + 1, "kernel_a" if i % 2 else "kernel_b", 1000 + 10 * i, 1005 + 10 * i, 0)
-        _native.scope_exit()
-        _native.session_write(slot, str(tmp_path / f"t.{data}"), pid=os.getpid())
-        _native.session_remove(slot)
+        _native.context.scope_exit()
+        _native.dump.session_write(slot, str(tmp_path / f"t.{data}"), pid=os.getpid())
+        _native.session.session_remove(slot)
     size_pf = os.path.getsize(tmp_path / "t.perfetto")
     assert size_pf * 3 <= os.path.getsize(tmp_path / "t.trace")
     _, events = decode(tmp_path / "t.perfetto")
@@ -161,7 +161,7 @@ def test_kernels_that_overlap_on_a_stream_get_lanes_and_none_is_dropped(tmp_path
     # it (a concurrent-kernel buffer need not be in start order) and starts where a ends.
     kernels = [("a", 1000, 2000), ("b", 1500, 2500), ("c", 1600, 1700), ("d", 3000, 4000), ("e", 2000, 2100)]
     session_pair(tmp_path)
-    base = _native.monotonic_ns() + 1_000_000  # after the launch calls, as a kernel runs
+    base = _native.core.monotonic_ns() + 1_000_000  # after the launch calls, as a kernel runs
     with profiler.scope("overlap"):
         for corr, (name, start, end) in enumerate(kernels, 100):
             _native.testing.launch(corr, False)

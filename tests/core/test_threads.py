@@ -246,7 +246,7 @@ def test_torch_imported_after_the_session_opened_is_wrapped(tmp_path):
         "    @staticmethod\n"
         "    def backward(ctx, g):\n"
         "        done = threading.Event()\n"
-        "        _thread.start_new_thread(lambda: (seen.append(_native.context_inherited()), done.set()), ())\n"
+        "        _thread.start_new_thread(lambda: (seen.append(_native.context.context_inherited()), done.set()), ())\n"
         "        done.wait(30)\n"
         "        return g * 2\n"
         "with profiler.scope('late'):\n"

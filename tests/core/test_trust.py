@@ -145,12 +145,12 @@ def test_prune_graph_launches_forgets_only_old_graph_launches(tmp_path):
     profiler.start(str(tmp_path / "pr"))
     g_old = corr()
     _native.testing.launch(g_old, True)
-    cut = _native.monotonic_ns() + 1
-    while _native.monotonic_ns() <= cut:
+    cut = _native.core.monotonic_ns() + 1
+    while _native.core.monotonic_ns() <= cut:
         pass
     g_new = corr()
     _native.testing.launch(g_new, True)
-    assert _native.prune_graph_launches(cut) == 1
+    assert _native.session.prune_graph_launches(cut) == 1
     with profiler.scope("late"):
         _native.testing.record(g_new, "k", 0, 1, 0)  # still known: its launch context (ROOT)
         _native.testing.record(g_old, "k", 0, 1, 0)  # forgotten: unattributed, under ROOT

@@ -40,17 +40,17 @@ def _strict_load(path):
 
 
 def _host_kernel(name="k"):
-    t = _native.monotonic_ns()
-    _native.record_host_kernel(name, t, t + 500, (1, 1, 1), (32, 1, 1))
+    t = _native.core.monotonic_ns()
+    _native.session.record_host_kernel(name, t, t + 500, (1, 1, 1), (32, 1, 1))
 
 
 def _chain(depth, name="level"):
-    level = _native.intern(name)
+    level = _native.core.intern(name)
     for _ in range(depth):
-        _native.scope_enter(level)
+        _native.context.scope_enter(level)
     _host_kernel("innermost")
     for _ in range(depth):
-        _native.scope_exit()
+        _native.context.scope_exit()
 
 
 def _temps(folder):
@@ -116,14 +116,14 @@ def test_non_finite_metrics_are_written_as_null(tmp_path):
 
 
 def test_non_finite_extras_in_a_trace_are_null(tmp_path):
-    slot = _native.session_create(0, 1)  # shadow context, trace store
+    slot = _native.session.session_create(0, 1)  # shadow context, trace store
     try:
         _native.testing.launch(7, False)
         _native.testing.record(7, "k", 100, 200, 0)
-        _native.session_attach(slot, 7, [("ratio", math.nan), ("ok", 2.0)])
-        _native.session_write(slot, str(tmp_path / "tr.chrome_trace"), pid=os.getpid())
+        _native.session.session_attach(slot, 7, [("ratio", math.nan), ("ok", 2.0)])
+        _native.dump.session_write(slot, str(tmp_path / "tr.chrome_trace"), pid=os.getpid())
     finally:
-        _native.session_remove(slot)
+        _native.session.session_remove(slot)
     (kernel,) = [e for e in _strict_load(tmp_path / "tr.chrome_trace")["traceEvents"] if e.get("cat") == "kernel"]
     assert kernel["args"]["ratio"] is None and kernel["args"]["ok"] == 2.0
 
@@ -184,7 +184,7 @@ _WRITER_CHILD = textwrap.dedent("""
     sys.path.insert(0, sys.argv[4])
     from flagtree.profiler import _native as n
     events, path, how = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-    slot = n.session_create(0, 1)
+    slot = n.session.session_create(0, 1)
     for i in range(events):
         n.testing.launch(i + 1, False)
         n.testing.record(i + 1, "kernel", 1000 + i, 2000 + i, 0)
@@ -193,7 +193,7 @@ _WRITER_CHILD = textwrap.dedent("""
         resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
     print("writing", flush=True)
     try:
-        n.session_write(slot, path, pid=os.getpid())
+        n.dump.session_write(slot, path, pid=os.getpid())
     except RuntimeError as error:
         print("failed:", error, flush=True)
         sys.exit(3)
@@ -298,8 +298,8 @@ _SESSION_CHILD = textwrap.dedent("""
     from flagtree.profiler import _native as n
     profiler.start(sys.argv[1], data="trace", backend="interpreter")
     for i in range(int(sys.argv[2])):
-        t = n.monotonic_ns()
-        n.record_host_kernel("kernel", t, t + 100, (1, 1, 1), (32, 1, 1))
+        t = n.core.monotonic_ns()
+        n.session.record_host_kernel("kernel", t, t + 100, (1, 1, 1), (32, 1, 1))
     print("finalizing", flush=True)
     profiler.finalize()
     print("done", flush=True)
@@ -405,27 +405,27 @@ def test_metadata_versions_of_modules_not_imported_come_from_their_installed_met
 
     from flagtree.profiler.writers import metadata
 
-    metadata._installed_versions.cache_clear()
+    metadata.installed_versions.cache_clear()
     for distribution in ("triton", "torch", "nanobind", "pytest", "scikit-build-core"):
         try:
             expected = importlib_metadata.version(distribution)
         except importlib_metadata.PackageNotFoundError:
             continue
-        assert metadata._installed_version(distribution) == expected, distribution
+        assert metadata.installed_version(distribution) == expected, distribution
     first, later = tmp_path / "first", tmp_path / "later"
     (first / "Fake_Pkg-1.2.3.dist-info").mkdir(parents=True)
     (later / "fake_pkg-9.9.dist-info").mkdir(parents=True)
     (later / "eggy-0.4.1-py3.11.egg-info").mkdir()
     (later / "no_version.dist-info").mkdir()
     monkeypatch.setattr(sys, "path", [str(first), str(tmp_path / "missing"), str(later)] + sys.path)
-    metadata._installed_versions.cache_clear()
+    metadata.installed_versions.cache_clear()
     try:
-        assert metadata._installed_version("fake-pkg") == "1.2.3"
-        assert metadata._installed_version("eggy") == "0.4.1"
-        assert metadata._installed_version("no_version") is None
-        assert metadata._installed_version("not-installed-anywhere") is None
+        assert metadata.installed_version("fake-pkg") == "1.2.3"
+        assert metadata.installed_version("eggy") == "0.4.1"
+        assert metadata.installed_version("no_version") is None
+        assert metadata.installed_version("not-installed-anywhere") is None
     finally:
-        metadata._installed_versions.cache_clear()
+        metadata.installed_versions.cache_clear()
 
 
 def test_metadata_versions_do_not_import_importlib_metadata():

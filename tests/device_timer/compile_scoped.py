@@ -18,9 +18,9 @@ from triton_kernels import add_kernel  # noqa: E402
 from flagtree.profiler import _native  # noqa: E402
 from flagtree.profiler.backends.device_timer import compiler_hook as stamps  # noqa: E402
 from flagtree.profiler.backends.device_timer.scopes import scope_options  # noqa: E402
-from flagtree.profiler.backends.instrumentation import compiler_hook as scopes  # noqa: E402
-from flagtree.profiler.backends.instrumentation.kernel_info import kernel_info  # noqa: E402
-from flagtree.profiler.backends.instrumentation.options import options_from_compiler_mode  # noqa: E402
+from flagtree.profiler.kernel_scopes import compiler_hook as scopes  # noqa: E402
+from flagtree.profiler.kernel_scopes.kernel_info import kernel_info  # noqa: E402
+from flagtree.profiler.kernel_scopes.options import options_from_compiler_mode  # noqa: E402
 
 TARGET = GPUTarget("cuda", 90, 32)
 
@@ -52,7 +52,7 @@ def main():
     print(json.dumps({
         "scopes_mode": scopes_mode, "mode": mode, "mode_after_stamps": mode_after_stamps,
         "mode_restored": triton.knobs.compilation.instrumentation_mode == "",
-        "align_tag": _native.device_timer_layout()["align_tag"],
+        "align_tag": _native.device_timer.device_timer_layout()["align_tag"],
         "scoped_scratch": [scoped.metadata.profile_scratch_size, scoped.metadata.profile_scratch_align],
         "scoped_stamps": scoped.asm["ptx"].count("device_timer: entry stamp"),
         "scoped_header_words": info.layout.header_words,

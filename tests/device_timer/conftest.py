@@ -12,10 +12,10 @@ def ring():
     def start(slots, batch, offset_ns=0, **graph):
         _native.testing.device_timer_host_ring(slots, batch, offset_ns, **graph)
     yield start
-    if _native.device_timer_running():
+    if _native.device_timer.device_timer_running():
         _native.testing.device_timer_host_hold(False)
         _native.testing.device_timer_host_sync_fails(False)
-        _native.device_timer_free()
+        _native.device_timer.device_timer_free()
 
 
 @pytest.fixture
@@ -23,8 +23,8 @@ def allocator():
     from triton.runtime import _allocation
 
     previous = _allocation._profile_allocator.get()
-    _native.device_timer_set_fallback(previous)
-    _allocation.set_profile_allocator(_native.device_timer_allocate)
+    _native.device_timer.device_timer_set_fallback(previous)
+    _allocation.set_profile_allocator(_native.device_timer.device_timer_allocate)
     yield
     _allocation.set_profile_allocator(previous)
 

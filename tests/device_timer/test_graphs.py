@@ -8,7 +8,7 @@ from support.device_timer_ring import allocate
 from support.profiles import metrics_by_path
 
 T = _native.testing
-LAYOUT = _native.device_timer_layout()
+LAYOUT = _native.device_timer.device_timer_layout()
 CAPTURE_STREAM = 0x7777
 
 
@@ -23,7 +23,7 @@ def _end_capture(stream=CAPTURE_STREAM):
 
 
 def _entries(tagged, name, start, grid, block):
-    kid = _native.device_timer_name_kernel(name)
+    kid = _native.device_timer.device_timer_name_kernel(name)
     blocks = grid[0] * grid[1] * grid[2]
     for b in range(blocks):  # block leaders stamp a little after the first
         T.device_timer_host_graph_entry(tagged, kid, grid, block, b == 0, b, start + 3 * b)
@@ -55,18 +55,18 @@ def test_replays_of_two_captured_launches_are_timed_under_the_capture_context(tm
     _end_capture()
     descriptor = LAYOUT["graph_header_bytes"] + 256 * LAYOUT["graph_record_bytes"]
     assert first & 15 == LAYOUT["graph_tag"] and second - first == descriptor  # tagged, one each
-    t = _native.monotonic_ns()
+    t = _native.core.monotonic_ns()
     with profiler.scope("replays"):
         for i in range(100):
             _replay(first, "k1", t + 1_000 * i, t + 1_000 * i + 100)
             _replay(second, "k2", t + 1_000 * i + 200, t + 1_000 * i + 350, grid=(1, 1, 1), block=32)
-    _native.device_timer_drain()
+    _native.device_timer.device_timer_drain()
     profiler.finalize(sid)
     tree = metrics_by_path(tmp_path / "p.hatchet")
     assert tree[("capture", "k1")]["count"] == 100 and tree[("capture", "k1")]["time (ns)"] == 100 * 100
     assert tree[("capture", "k2")]["count"] == 100 and tree[("capture", "k2")]["time (ns)"] == 100 * 150
     assert not any(k[0] == "replays" for k in tree)  # where graph.replay() ran is not the context
-    stats = _native.device_timer_stats()
+    stats = _native.device_timer.device_timer_stats()
     assert (stats["graph_nodes"], stats["graph_replays_timed"], stats["graph_replays_lost"]) == (2, 200, 0)
     assert stats["records"] == 200 and stats["launches"] == 0 and stats["captured_untimed"] == 0
 
@@ -76,18 +76,18 @@ def test_each_readback_delivers_the_replays_since_the_last_once(tmp_path, ring, 
     sid = _session(tmp_path)
     node = _capture()
     _end_capture()
-    t = _native.monotonic_ns()
+    t = _native.core.monotonic_ns()
     for i in range(5):
         _replay(node, "k", t + 1_000 * i, t + 1_000 * i + 10 * (i + 1))
-    _native.device_timer_drain()
-    _native.device_timer_drain()  # nothing new: nothing delivered twice
+    _native.device_timer.device_timer_drain()
+    _native.device_timer.device_timer_drain()  # nothing new: nothing delivered twice
     for i in range(5, 20):  # 15 more: the most that fit between readbacks (R - 1)
         _replay(node, "k", t + 1_000 * i, t + 1_000 * i + 10 * (i + 1))
-    _native.device_timer_drain()
+    _native.device_timer.device_timer_drain()
     profiler.finalize(sid)
     node_metrics = metrics_by_path(tmp_path / "p.hatchet")[("k",)]
     assert node_metrics["count"] == 20 and node_metrics["time (ns)"] == sum(10 * (i + 1) for i in range(20))
-    stats = _native.device_timer_stats()
+    stats = _native.device_timer.device_timer_stats()
     assert stats["graph_replays_timed"] == 20 and stats["graph_replays_lost"] == 0
     assert stats["graph_readbacks"] == 3
 
@@ -97,19 +97,19 @@ def test_more_replays_than_records_lose_the_oldest_and_count_them(tmp_path, ring
     sid = _session(tmp_path)
     node = _capture()
     _end_capture()
-    t = _native.monotonic_ns()
+    t = _native.core.monotonic_ns()
     for i in range(20):  # the records wrap: each replay's last warp zeroed the next record
         _replay(node, "k", t + 1_000 * i, t + 1_000 * i + i + 1)
-    _native.device_timer_drain()
-    assert _native.device_timer_stats()["graph_replays_lost"] == 13  # 20 - (R - 1)
+    _native.device_timer.device_timer_drain()
+    assert _native.device_timer.device_timer_stats()["graph_replays_lost"] == 13  # 20 - (R - 1)
     for i in range(20, 23):
         _replay(node, "k", t + 1_000 * i, t + 1_000 * i + i + 1)
-    _native.device_timer_drain()
+    _native.device_timer.device_timer_drain()
     profiler.finalize(sid)
     node_metrics = metrics_by_path(tmp_path / "p.hatchet")[("k",)]
     # the newest seven of the first twenty, then all three: none with a stale start
     assert node_metrics["count"] == 10 and node_metrics["time (ns)"] == sum(range(14, 21)) + sum(range(21, 24))
-    stats = _native.device_timer_stats()
+    stats = _native.device_timer.device_timer_stats()
     assert stats["graph_replays_timed"] == 10 and stats["graph_replays_lost"] == 13
 
 
@@ -118,16 +118,16 @@ def test_a_replay_under_way_at_readback_is_read_at_the_next(tmp_path, ring, allo
     sid = _session(tmp_path)
     node = _capture()
     _end_capture()
-    t = _native.monotonic_ns()
+    t = _native.core.monotonic_ns()
     grid, block = (2, 1, 1), 64
     for i in range(2):
         _replay(node, "k", t + 1_000 * i, t + 1_000 * i + 50, grid, block)
     _entries(node, "k", t + 5_000, grid, block)
     _exits(node, t + 5_070, grid, block, warps=3)  # one warp of four still running
-    _native.device_timer_drain()
-    assert _native.device_timer_stats()["graph_replays_timed"] == 2
+    _native.device_timer.device_timer_drain()
+    assert _native.device_timer.device_timer_stats()["graph_replays_timed"] == 2
     T.device_timer_host_graph_exit(node, grid, block, 1, t + 5_070)
-    _native.device_timer_drain()
+    _native.device_timer.device_timer_drain()
     profiler.finalize(sid)
     node_metrics = metrics_by_path(tmp_path / "p.hatchet")[("k",)]
     assert node_metrics["count"] == 3 and node_metrics["time (ns)"] == 50 + 50 + 70
@@ -138,14 +138,14 @@ def test_a_running_replay_costs_the_oldest_record_when_the_node_is_full(tmp_path
     sid = _session(tmp_path)
     node = _capture()
     _end_capture()
-    t = _native.monotonic_ns()
+    t = _native.core.monotonic_ns()
     for i in range(3):
         _replay(node, "k", t + 1_000 * i, t + 1_000 * i + 10)
     _entries(node, "k", t + 9_000, (3, 1, 2), 96)  # its last warp will zero the oldest record
-    _native.device_timer_drain()
+    _native.device_timer.device_timer_drain()
     profiler.finalize(sid)
     assert metrics_by_path(tmp_path / "p.hatchet")[("k",)]["count"] == 2
-    assert _native.device_timer_stats()["graph_replays_lost"] == 1
+    assert _native.device_timer.device_timer_stats()["graph_replays_lost"] == 1
 
 
 def test_a_session_started_after_the_capture_files_replays_under_captured_at_unknown(tmp_path, ring, allocator):
@@ -155,9 +155,9 @@ def test_a_session_started_after_the_capture_files_replays_under_captured_at_unk
         node = _capture()
     _end_capture()
     late = _session(tmp_path, "late")
-    t = _native.monotonic_ns()
+    t = _native.core.monotonic_ns()
     _replay(node, "k", t, t + 400)
-    _native.device_timer_drain()
+    _native.device_timer.device_timer_drain()
     profiler.finalize(late)
     profiler.finalize(early)
     assert metrics_by_path(tmp_path / "early.hatchet")[("capture", "k")]["count"] == 1
@@ -168,12 +168,12 @@ def test_replays_from_before_a_session_began_are_not_its(tmp_path, ring, allocat
     ring(64, 16)
     node = _capture()
     _end_capture()
-    t = _native.monotonic_ns()
+    t = _native.core.monotonic_ns()
     _replay(node, "k", t, t + 400)  # no session open; read back at the session's first drain
     sid = _session(tmp_path)
-    t = _native.monotonic_ns()
+    t = _native.core.monotonic_ns()
     _replay(node, "k", t, t + 300)
-    _native.device_timer_drain()
+    _native.device_timer.device_timer_drain()
     profiler.finalize(sid)
     tree = metrics_by_path(tmp_path / "p.hatchet")
     assert tree[("<captured_at:unknown>", "k")]["count"] == 1
@@ -185,21 +185,21 @@ def test_readback_is_put_off_while_a_capture_is_open_or_the_device_cannot_sync(t
     sid = _session(tmp_path)
     with profiler.scope("capture"):
         node = _capture()
-    t = _native.monotonic_ns()
+    t = _native.core.monotonic_ns()
     _replay(node, "k", t, t + 100)  # (a replay of an earlier graph, say, while the capture goes on)
     syncs = T.device_timer_host_syncs()
-    _native.device_timer_drain()
+    _native.device_timer.device_timer_drain()
     assert T.device_timer_host_syncs() == syncs  # a device-wide sync would end the capture
     _end_capture()
     T.device_timer_host_sync_fails(True)
-    _native.device_timer_drain()
-    stats = _native.device_timer_stats()
+    _native.device_timer.device_timer_drain()
+    stats = _native.device_timer.device_timer_stats()
     assert stats["graph_readbacks_skipped"] == 2 and stats["graph_replays_timed"] == 0
     T.device_timer_host_sync_fails(False)
-    _native.device_timer_drain()
+    _native.device_timer.device_timer_drain()
     profiler.finalize(sid)
     assert metrics_by_path(tmp_path / "p.hatchet")[("capture", "k")]["count"] == 1
-    assert _native.device_timer_stats()["graph_replays_timed"] == 1
+    assert _native.device_timer.device_timer_stats()["graph_replays_timed"] == 1
 
 
 def test_a_full_graph_area_leaves_further_captured_launches_untimed_and_counted(tmp_path, ring, allocator):
@@ -208,7 +208,7 @@ def test_a_full_graph_area_leaves_further_captured_launches_untimed_and_counted(
     _end_capture()
     assert all(n & LAYOUT["graph_tag"] for n in nodes[:4]) and len(set(nodes[:4])) == 4
     assert nodes[4] == 0  # the kernel's stamps skip a null pointer
-    stats = _native.device_timer_stats()
+    stats = _native.device_timer.device_timer_stats()
     assert stats["graph_nodes"] == 4 and stats["captured_untimed"] == 1 and stats["launches"] == 0
 
 
@@ -218,9 +218,9 @@ def test_a_ring_without_a_graph_area_gives_captured_launches_no_slot_and_counts_
     nodes = [_capture() for _ in range(3)]
     _end_capture()
     assert nodes == [0, 0, 0]
-    stats = _native.device_timer_stats()
+    stats = _native.device_timer.device_timer_stats()
     assert stats["captured_untimed"] == 3 and stats["graph_nodes"] == 0 and stats["launches"] == 0
-    _native.device_timer_drain()  # no graph readback to do
+    _native.device_timer.device_timer_drain()  # no graph readback to do
 
 
 def test_ordinary_launches_and_graph_replays_side_by_side(tmp_path, ring, allocator):
@@ -229,20 +229,20 @@ def test_ordinary_launches_and_graph_replays_side_by_side(tmp_path, ring, alloca
     with profiler.scope("capture"):
         node = _capture()
     _end_capture()
-    t = _native.monotonic_ns()
+    t = _native.core.monotonic_ns()
     with profiler.scope("eager"):
         for i in range(12):  # the ring wraps while the graph replays
             slot = allocate()
             assert not slot & LAYOUT["graph_tag"]
-            kid = _native.device_timer_name_kernel("eager_k")
+            kid = _native.device_timer.device_timer_name_kernel("eager_k")
             T.device_timer_host_meta(slot, kid, (1, 1, 1), 32)
             T.device_timer_host_stamp(slot, 0, t + 1_000 * i, t + 1_000 * i + 20)
             _replay(node, "graph_k", t + 1_000 * i + 500, t + 1_000 * i + 530)
-    _native.device_timer_drain()
+    _native.device_timer.device_timer_drain()
     profiler.finalize(sid)
     tree = metrics_by_path(tmp_path / "p.hatchet")
     assert tree[("eager", "eager_k")]["count"] == 12 and tree[("capture", "graph_k")]["count"] == 12
-    stats = _native.device_timer_stats()
+    stats = _native.device_timer.device_timer_stats()
     assert stats["records"] == 24 and stats["launches"] == 12 and stats["graph_replays_timed"] == 12
 
 
@@ -251,14 +251,14 @@ def test_deferred_captured_launches_take_the_capture_context_in_the_exit_hook(tm
     done, still inside the capture's scope; the node is created then."""
     ring(64, 16)
     sid = _session(tmp_path)
-    _native.device_timer_defer_launches(True)
+    _native.device_timer.device_timer_defer_launches(True)
     with profiler.scope("capture"):
         node = _capture()
-        _native.device_timer_launch_done()
+        _native.device_timer.device_timer_launch_done()
     _end_capture()
-    t = _native.monotonic_ns()
+    t = _native.core.monotonic_ns()
     _replay(node, "k", t, t + 100)
-    _native.device_timer_drain()
+    _native.device_timer.device_timer_drain()
     profiler.finalize(sid)
     assert metrics_by_path(tmp_path / "p.hatchet")[("capture", "k")]["count"] == 1
 

@@ -16,8 +16,8 @@ import flagtree.profiler as profiler
 from flagtree.profiler import _native, session as sessions
 from flagtree.profiler.backends.device_timer import DeviceTimerState
 from flagtree.profiler.backends.device_timer.scopes import DeviceTimerScopes, scope_options
-from flagtree.profiler.backends.instrumentation.kernel_info import KernelInfo
-from flagtree.profiler.backends.instrumentation.layout import BlockLayout, SHORT_HEADER_WORDS
+from flagtree.profiler.kernel_scopes.kernel_info import KernelInfo
+from flagtree.profiler.kernel_scopes.layout import BlockLayout, SHORT_HEADER_WORDS
 from support.device_timer_ring import allocate as ring_allocate
 from support.profiles import find, load_tree
 
@@ -51,8 +51,8 @@ def scopes(ring, allocator, monkeypatch):
     def no_cupti(*args):
         raise AssertionError("CUPTI's launch correlation asked in a device_timer session")
 
-    monkeypatch.setattr(_native, "instrumentation_take_correlation", no_cupti)
-    monkeypatch.setattr(_native, "instrumentation_watch_launches", no_cupti)
+    monkeypatch.setattr(_native.instrumentation, "instrumentation_take_correlation", no_cupti)
+    monkeypatch.setattr(_native.instrumentation, "instrumentation_watch_launches", no_cupti)
     ring(64, 16, offset_ns=OFFSET)
     from triton.runtime import _allocation
 
@@ -74,7 +74,7 @@ def launch(scopes, info, raw, name="add_two_scopes", function=FUNCTION):
     """A launch as Triton's launcher and the GPU make it: the profile allocator (the ring's,
     forwarding to the scopes' pool), the kernel's buffers, the launch-exit hook. Its correlation."""
     scopes.scopes.registry[function] = info
-    piece = _native.device_timer_allocate(len(raw), 128, STREAM)
+    piece = _native.device_timer.device_timer_allocate(len(raw), 128, STREAM)
     scopes.scopes.collector.pool.view(piece).numpy()[:] = np.frombuffer(raw, dtype=np.uint8)
     scopes.scopes.launch_exit(types.SimpleNamespace(data={"function": function, "name": name, "stream": STREAM}))
     return scopes.scopes.collector.launches[-1].correlation
@@ -82,7 +82,7 @@ def launch(scopes, info, raw, name="add_two_scopes", function=FUNCTION):
 
 def finish(sid, scopes):
     scopes.scopes.drain()
-    _native.device_timer_drain()
+    _native.device_timer.device_timer_drain()
     scopes.scopes.detach_session(sessions._sessions[sid])
     profiler.finalize(sid)
 
@@ -93,7 +93,7 @@ def test_scoped_kernel_time_spans_its_blocks_and_carries_its_scopes(tmp_path, sc
     with profiler.scope("step"):
         correlations = [launch(scopes, info, raw) for _ in range(3)]
         stamped = ring_allocate()  # a kernel without scopes: a ring slot, as before
-    kid = _native.device_timer_name_kernel("plain_kernel")
+    kid = _native.device_timer.device_timer_name_kernel("plain_kernel")
     _native.testing.device_timer_host_meta(stamped, kid, (4, 1, 1), 128)
     _native.testing.device_timer_host_stamp(stamped, 0, OFFSET + 1_000, OFFSET + 1_700)
     finish(sid, scopes)
@@ -146,7 +146,7 @@ def test_launches_without_header_stamps_or_with_bad_blocks_are_counted_untimed(t
     launch(scopes, info, raw, name="unknown_kernel", function=FUNCTION + 2)
     del scopes.scopes.registry[FUNCTION + 2]  # a kernel whose metadata could not be read
     scopes.scopes.drain()
-    assert _native.pending_launches(sessions._sessions[sid].slot) == 0  # the untimed are forgotten
+    assert _native.session.pending_launches(sessions._sessions[sid].slot) == 0  # the untimed are forgotten
     finish(sid, scopes)
     assert short_correlation >= 0xD0000000
     assert scopes.snapshot() == {"scoped_launches_timed": 1, "scoped_launches_untimed": 3}

@@ -3,8 +3,8 @@ after ours, and ours after it? Each order runs in a fresh subprocess (run_order)
 when its tool recorded the kernels it ran (ours: kernel_records in the metadata; Proton: the kernel
 in its tree; torch.profiler: a CUDA kernel event).
 
-Orders: ours -> release -> Proton; ours (no release, still attached) -> Proton (expected to fail:
-that is what release() is for); Proton -> ours; ours -> release -> torch.profiler -> ours (the
+Orders: ours -> release -> Proton; ours (no release, still attached) -> Proton (Proton's start
+releases ours first); Proton -> ours; ours -> release -> torch.profiler -> ours (the
 last start may be refused, SubscriberTaken naming torch.profiler, if Kineto keeps CUPTI).
 Used by tests/gpu/test_handover_gpu.py and by dev/probe_handover.py (every order, with the default
 libcupti, Triton's bundled copy, the one Proton loads, with each file of that copy, and with the

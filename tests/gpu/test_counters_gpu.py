@@ -15,6 +15,7 @@ import triton
 import triton.language as tl
 
 import flagtree.profiler as profiler
+from trace_checks import assert_kernels_follow_launches
 
 BYTES_READ, BYTES_WRITE = "dram__bytes_read.sum", "dram__bytes_write.sum"
 COPY_ELEMENTS = 64 * 1024 * 1024  # float32: 256 MiB read, 256 MiB written (far above the 60 MB L2)
@@ -167,3 +168,4 @@ def test_trace_mode_kernel_events_carry_metrics(tmp_path):
     events = events["traceEvents"] if isinstance(events, dict) else events
     kernel = next(e for e in events if e.get("name") == "copy_kernel" and e.get("ph") == "X")
     assert kernel["args"][BYTES_READ] > 0
+    assert assert_kernels_follow_launches(events) == 1

@@ -16,9 +16,13 @@ from flagtree.profiler import _native  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                 "examples"))
+from trace_checks import assert_kernels_follow_launches  # noqa: E402
 from triton_kernels import add_kernel  # noqa: E402
 
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "src")
+# The device timer's launch time may be taken after the launch call returned (hook="triton"), by
+# when the grid may have started: a kernel may start up to that much before it.
+LAUNCH_SLACK_US = 1000.0
 
 
 def _tensors(n):
@@ -69,12 +73,12 @@ def test_no_cupti_is_loaded_by_a_session(tmp_path):
         from flagtree.profiler import _native
         import sys; sys.path.insert(0, {os.path.dirname(SRC) + '/examples'!r})
         from triton_kernels import add_kernel
-        before = _native.loaded_library_path("libcupti.so")
+        before = _native.core.loaded_library_path("libcupti.so")
         x = torch.rand(4096, device="cuda"); out = torch.empty_like(x)
         s = p.start({str(tmp_path / 'c')!r}, backend="device_timer")
         add_kernel[(4,)](x, x, out, 4096, BLOCK=1024)
         p.finalize(s)
-        print(before is None, _native.loaded_library_path("libcupti.so") is None)
+        print(before is None, _native.core.loaded_library_path("libcupti.so") is None)
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -127,6 +131,7 @@ def test_kernels_lie_inside_the_host_scope_that_launched_and_waited_for_them(tmp
     scopes = {e["name"]: e for e in events if e.get("cat") == "scope"}
     kernels = [e for e in events if e.get("cat") == "kernel"]
     assert len(kernels) == 15
+    assert assert_kernels_follow_launches(events, slack_us=LAUNCH_SLACK_US) == 15
     meta = json.load(open(tmp_path / "t.meta.json"))
     slack_us = (abs(meta["device_timer_clock_uncertainty_ns"]) + abs(meta["device_timer_clock_drift_ns"])) / 1e3 + 1
     for k in kernels:
@@ -155,6 +160,10 @@ def test_times_agree_with_cupti_for_the_same_launches(tmp_path):
 
     def kernels(name):
         events = json.load(open(tmp_path / f"{name}.chrome_trace"))["traceEvents"]
+        if name == "d":
+            assert_kernels_follow_launches(events, slack_us=LAUNCH_SLACK_US)
+        else:
+            assert_kernels_follow_launches(events)
         return sorted((e for e in events if e.get("cat") == "kernel"), key=lambda e: e["ts"])
 
     ours, theirs = kernels("d"), kernels("c")
@@ -215,6 +224,7 @@ def test_graph_replays_are_timed_each_under_the_capture_context(tmp_path):
     assert _flat(tmp_path / "t.hatchet")[("capture", "add_kernel")]["count"] == 200
     assert not any(k[0] == "replays" for k in _flat(tmp_path / "t.hatchet"))
     events = json.load(open(tmp_path / "g.chrome_trace"))["traceEvents"]
+    assert_kernels_follow_launches(events, slack_us=LAUNCH_SLACK_US)
     window = next(e for e in events if e.get("cat") == "scope" and e["name"] == "replays")
     replays = [e for e in events if e.get("cat") == "kernel" and e["args"]["correlation"] >= 0xE0000000]
     assert len(replays) == 200 and {e["args"]["context"] for e in replays} == {"capture"}
@@ -258,7 +268,7 @@ def scaled_sum(x, out, n, BLOCK: tl.constexpr, STEPS: tl.constexpr):
 
 n = 1 << 16
 x = torch.rand(n, device="cuda"); out = torch.empty_like(x); plain = torch.empty_like(x)
-before = _native.loaded_library_path("libcupti.so")  # torch may map one at import
+before = _native.core.loaded_library_path("libcupti.so")  # torch may map one at import
 s = p.start(NAME, backend="device_timer")
 with p.scope("step"):
     for _ in range(5):
@@ -273,7 +283,7 @@ with p.scope("again"):
         scaled_sum[(n // 1024,)](x, out, n, BLOCK=1024, STEPS=4)
 torch.cuda.synchronize()
 p.finalize(s)
-after = _native.loaded_library_path("libcupti.so")
+after = _native.core.loaded_library_path("libcupti.so")
 print(json.dumps({"cupti_loaded_by_session": after != before, "scoped_right": bool(torch.allclose(out, x * 10)),
                   "plain_right": bool(torch.allclose(plain, x + x))}))
 '''

@@ -135,7 +135,7 @@ def test_a_real_buffer_decodes_and_is_saved_for_cpu_fixtures(tmp_path):
     """The raw buffer of one launch decodes to one entry per warp and scope; with $OUT set (the GPU
     round) it is also saved, and became tests/instrumentation/fixtures/add_8blocks.*."""
     from flagtree.profiler.backends import get_backend
-    from flagtree.profiler.backends.instrumentation import layout as L
+    from flagtree.profiler.kernel_scopes import layout as L
 
     n = 8 * 1024
     x = torch.randn(n, device="cuda")

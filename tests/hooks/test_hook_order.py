@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from flagtree.profiler.hooks.triton_chain import _attach
+from flagtree.profiler.triton_glue.launch_hooks import attach
 
 knobs = pytest.importorskip("triton.knobs")
 
@@ -23,8 +23,8 @@ def test_the_recorder_runs_before_the_metadata_is_dropped(kind, owner, recorder_
     calls = []
     recorder = lambda metadata: calls.append("record")  # noqa: E731
     dropper = lambda metadata: calls.append("drop")  # noqa: E731
-    install = [lambda: _attach(owner, "hook", recorder, order="first"),
-               lambda: _attach(owner, "hook", dropper, order="last")]
+    install = [lambda: attach(owner, "hook", recorder, order="first"),
+               lambda: attach(owner, "hook", dropper, order="last")]
     undo = [step() for step in (install if recorder_first_installed else install[::-1])]
     owner.hook(None)
     assert calls == ["record", "drop"], kind

@@ -30,6 +30,7 @@ SCENARIOS = textwrap.dedent(r'''
     from flagtree.profiler import _native
     from flagtree.profiler.backends import get_backend
     from flagtree.profiler.hooks import triton as hook
+    from flagtree.profiler.triton_glue import launch_hooks
 
     OUT = sys.argv[2]
     SEEN = []  # what launch_metadata functions were called with
@@ -278,7 +279,7 @@ SCENARIOS = textwrap.dedent(r'''
 
         metadata = lazy(name, fn, args)
         knobs.runtime.launch_enter_hook(metadata)
-        _native.record_host_kernel(record_as or name, 100, 110, (1, 1, 1), (128, 1, 1))
+        _native.session.record_host_kernel(record_as or name, 100, 110, (1, 1, 1), (128, 1, 1))
         knobs.runtime.launch_exit_hook(metadata)
 
 
@@ -364,13 +365,13 @@ SCENARIOS = textwrap.dedent(r'''
             launch_enter_hook = None
             launch_exit_hook = None
 
-        hook._launch_hook_owner = lambda: CompiledKernel
+        launch_hooks.launch_hook_owner = lambda: CompiledKernel  # the owner Triton 3.2/3.3 have
         profiler.start(os.path.join(OUT, "p"), backend="interpreter")
         handle = hook.install(FakeGpuBackend())
         installed_enter = CompiledKernel.launch_enter_hook is not None
         metadata = lazy("mm_kernel", mm_meta, ((1, 1), None, {"M": 2, "N": 4, "K": 8}))
         CompiledKernel.launch_enter_hook(metadata)
-        _native.record_host_kernel("mm_kernel", 100, 110, (1, 1, 1), (128, 1, 1))
+        _native.session.record_host_kernel("mm_kernel", 100, 110, (1, 1, 1), (128, 1, 1))
         CompiledKernel.launch_exit_hook(metadata)
         handle.remove()
         profiler.finalize()

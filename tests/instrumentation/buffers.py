@@ -1,7 +1,7 @@
 """Profile buffers built the way an instrumented kernel writes them (layout.py describes it)."""
 import numpy as np
 
-from flagtree.profiler.backends.instrumentation import layout as L
+from flagtree.profiler.kernel_scopes import layout as L
 
 
 def block_words(layout, buffer_bytes, block_id, sm, warp_records, start_ns=0):

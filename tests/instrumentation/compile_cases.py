@@ -10,9 +10,9 @@ import triton.language as tl
 from triton.backends.compiler import GPUTarget
 
 import flagtree.profiler.language as pl
-from flagtree.profiler.backends.instrumentation import compiler_hook
-from flagtree.profiler.backends.instrumentation.kernel_info import kernel_info
-from flagtree.profiler.backends.instrumentation.options import parse_mode
+from flagtree.profiler.kernel_scopes import compiler_hook
+from flagtree.profiler.kernel_scopes.kernel_info import kernel_info
+from flagtree.profiler.kernel_scopes.options import parse_mode
 
 TARGET = GPUTarget("cuda", 90, 32)
 SIGNATURE = {"x": "*fp32", "y": "*fp32", "out": "*fp32", "n": "i32"}

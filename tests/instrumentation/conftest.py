@@ -37,7 +37,7 @@ def cpu_device(monkeypatch):
     monkeypatch.setattr(nvidia.NvidiaBackend, "dropped_records", lambda self: 0)
     monkeypatch.setattr(nvidia.NvidiaBackend, "device_info", lambda self: {})
     monkeypatch.setattr(nvidia.NvidiaBackend, "describe", lambda self: {"backend": "nvidia"})
-    monkeypatch.setattr(instrumentation, "_new_device_buffer", lambda n: torch.zeros(n, dtype=torch.uint8))
+    monkeypatch.setattr(instrumentation, "new_device_buffer", lambda n: torch.zeros(n, dtype=torch.uint8))
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
     yield
     import flagtree.profiler as profiler

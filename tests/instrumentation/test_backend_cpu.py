@@ -11,7 +11,7 @@ import flagtree.profiler as profiler
 from buffers import block_words, two_scopes
 from flagtree.profiler import _native
 from flagtree.profiler.backends import get_backend
-from flagtree.profiler.backends.instrumentation import layout as L
+from flagtree.profiler.kernel_scopes import layout as L
 from support.profiles import find, load_tree
 
 FUNCTION = 0x7F00_1234

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from buffers import block_words, h200_launch, two_scopes
-from flagtree.profiler.backends.instrumentation import device_reduce as D
-from flagtree.profiler.backends.instrumentation import layout as L
+from flagtree.profiler.kernel_scopes import device_reduce as D
+from flagtree.profiler.kernel_scopes import layout as L
 
 BUFFER_BYTES = 1024
 

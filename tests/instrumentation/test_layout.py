@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from buffers import h200_launch, launch_bytes, two_scopes
-from flagtree.profiler.backends.instrumentation import layout as L
+from flagtree.profiler.kernel_scopes import layout as L
 
 LAYOUT = L.BlockLayout(stride=8320, num_warps=4)
 

@@ -1,6 +1,6 @@
 import pytest
 
-from flagtree.profiler.backends.instrumentation.options import parse_mode
+from flagtree.profiler.kernel_scopes.options import parse_mode
 
 
 def test_defaults_and_canonical_form(monkeypatch):

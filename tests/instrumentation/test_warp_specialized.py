@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from flagtree.profiler.backends.instrumentation.compiler_hook import block_buffer_bytes, total_warps
-from flagtree.profiler.backends.instrumentation.warp_specialized import hoist_records
+from flagtree.profiler.kernel_scopes.compiler_hook import block_buffer_bytes, total_warps
+from flagtree.profiler.kernel_scopes.warp_specialized import hoist_records
 
 HERE = os.path.dirname(__file__)
 

@@ -61,8 +61,8 @@ def gluon_case():
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    from flagtree.profiler.backends.instrumentation import compiler_hook
-    from flagtree.profiler.backends.instrumentation.options import parse_mode
+    from flagtree.profiler.kernel_scopes import compiler_hook
+    from flagtree.profiler.kernel_scopes.options import parse_mode
 
     @gluon.jit
     def default_partition(x, out, BLOCK: gl.constexpr):

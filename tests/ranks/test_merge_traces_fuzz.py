@@ -14,6 +14,7 @@ from flagtree.profiler.writers import chrome_trace
 from flagtree.profiler.viewer.cli import main as viewer_main
 
 from ranks.test_merge_traces import one_host_meta, trace
+from support.orjson_switch import orjson_installed, without_orjson
 
 # Raw JSON text: NaN, Infinity and 1e999 are what broken writers put in files.
 HOSTILE = ["NaN", "Infinity", "-Infinity", "1e999", "-1e999", "{}", "[1]", "[[[[[]]]]]", "null", "true",
@@ -62,9 +63,8 @@ def input_events(text):
 @pytest.mark.parametrize("reader", ["orjson", "json"])
 def test_mutated_traces_are_merged_strictly_or_refused_in_one_line(tmp_path, capsys, monkeypatch, reader):
     if reader == "json":
-        monkeypatch.setattr(mt, "_orjson", None)
-        monkeypatch.setattr(chrome_trace, "_orjson", None)
-    elif mt._orjson is None:
+        without_orjson(monkeypatch)
+    elif not orjson_installed():
         pytest.skip("orjson is not installed")
     rng = random.Random(34)
     outcomes = {0: 0, 2: 0}
@@ -103,8 +103,7 @@ def test_mutated_traces_are_merged_strictly_or_refused_in_one_line(tmp_path, cap
 
 
 def test_a_nan_duration_is_skipped_counted_and_named(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(mt, "_orjson", None)  # Python's reader accepts NaN: the event is read
-    monkeypatch.setattr(chrome_trace, "_orjson", None)
+    without_orjson(monkeypatch)  # Python's reader accepts NaN: the event is read
     document = trace(1, 1, meta=one_host_meta(0, 5, 1))
     document["traceEvents"][4]["dur"] = "@@"
     path = tmp_path / "run.rank0.chrome_trace"

@@ -9,7 +9,7 @@ import pytest
 
 import flagtree.profiler as profiler
 from flagtree.profiler.distributed import ranks
-from flagtree.profiler import session
+from flagtree.profiler import session, session_checks
 from support.kernels import launch_add, tensors
 
 
@@ -65,9 +65,9 @@ def test_a_left_out_rank_pays_nothing(launcher, tmp_path, monkeypatch):
         raise AssertionError("a left-out rank selected or started a backend")
 
     # what a disabled start() must never reach: backend selection, a backend, the native session
-    monkeypatch.setattr(session, "select_backend", no_backend)
-    monkeypatch.setattr(session, "get_backend", no_backend)
-    monkeypatch.setattr(session.native, "session_create", no_backend)
+    monkeypatch.setattr(session_checks, "select_backend", no_backend)
+    monkeypatch.setattr(session_checks, "get_backend", no_backend)
+    monkeypatch.setattr(session.native.session, "session_create", no_backend)
     for _ in range(3):
         assert profiler.start(str(tmp_path / "x")) == -1
     assert session.open_sessions() == []
@@ -165,13 +165,13 @@ def test_gathered_payloads_round_trip_and_unsafe_names_are_refused(tmp_path):
 
     (tmp_path / "run.rank1.hatchet").write_bytes(b"[{}]")
     (tmp_path / "run.rank1.meta.json").write_text(json.dumps({"rank": 1}))
-    payload = gather._pack(1, [str(tmp_path / "run.rank1.hatchet"), str(tmp_path / "run.rank1.meta.json")],
-                           {"clock_offset_ns": -5})
-    rank, files = gather._unpack(payload)
+    payload = gather.pack_files(1, [str(tmp_path / "run.rank1.hatchet"), str(tmp_path / "run.rank1.meta.json")],
+                                {"clock_offset_ns": -5})
+    rank, files = gather.unpack_files(payload)
     assert rank == 1 and files[0] == ("run.rank1.hatchet", b"[{}]")
     assert json.loads(files[1][1])["clock_offset_ns"] == -5
     assert json.loads((tmp_path / "run.rank1.meta.json").read_text())["clock_offset_ns"] == -5  # both copies
     for bad in ("../evil", "a/b", "..", "x\x1b"):
         forged = json.dumps({"rank": 1, "files": [[bad, 1]]}).encode() + b"\nx"
         with pytest.raises(ValueError, match="refusing gathered file name"):
-            gather._unpack(forged)
+            gather.unpack_files(forged)

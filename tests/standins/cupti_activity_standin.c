@@ -12,8 +12,12 @@
  *   - a kernel may still run after its launch returns (standin_launch_running): its record
  *     is written when it ends (standin_finish_running);
  *   - cuptiFinalize detaches everything (callbacks, activity kinds, buffers' owner);
+ *   - timestamps are CLOCK_REALTIME ns, as cuptiGetTimestamp's and the records' are on Linux;
  *   - records may run on a clock off cuptiGetTimestamp's (standin_record_clock_offset), as CUPTI's
- *     did on the H200 in some processes: kernel records 16-31 ms before their launch calls.
+ *     did on the H200 in some processes: kernel records 16-31 ms before their launch calls;
+ *   - records may be stamped on no CUPTI clock at all (standin_record_clock): 0 ("timestamps
+ *     could not be collected"), or CLOCK_MONOTONIC, as the kernel-replay records of the counters
+ *     route were on the H200 (starts read decades before their launch calls).
  * Test-only counters (standin_*) tell how often each call was made. Single-threaded use only. */
 #include <cupti_activity.h>
 #include <cupti_callbacks.h>
@@ -41,10 +45,20 @@ static char g_context;
 static int64_t g_record_offset;
 static const char* const kKernelName = "standin_kernel";
 
-static uint64_t now_ns(void) {
+static int g_record_clock; /* 0: CUPTI's (realtime), 1: zero stamps, 2: CLOCK_MONOTONIC */
+
+static uint64_t clock_ns(clockid_t clock) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_ns(void) { return clock_ns(CLOCK_REALTIME); }
+
+static uint64_t record_start_ns(void) {
+  if (g_record_clock == 1) return 0;
+  if (g_record_clock == 2) return clock_ns(CLOCK_MONOTONIC) + 1000;
+  return (uint64_t)((int64_t)now_ns() + 1000 + g_record_offset);
 }
 
 static void deliver(void) {
@@ -70,8 +84,8 @@ static void write_kernel(uint32_t corr) {
   CUpti_ActivityKernel9 k;
   memset(&k, 0, sizeof k);
   k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.start = (uint64_t)((int64_t)now_ns() + 1000 + g_record_offset);
-  k.end = k.start + 5000;
+  k.start = record_start_ns();
+  k.end = g_record_clock == 1 ? 0 : k.start + 5000;
   k.correlationId = corr;
   k.gridX = k.gridY = k.gridZ = k.blockX = k.blockY = k.blockZ = 1;
   k.name = kKernelName;
@@ -197,6 +211,8 @@ EXPORT void standin_drop(int n) { g_dropped += (size_t)n; }
 EXPORT void standin_hold_slot(int held) { g_held_by_other = held; }
 /* Records from now on are stamped `ns` off the clock cuptiGetTimestamp reads. */
 EXPORT void standin_record_clock_offset(long long ns) { g_record_offset = ns; }
+/* Records from now on are stamped on CUPTI's clock (0), not at all (1) or on CLOCK_MONOTONIC (2). */
+EXPORT void standin_record_clock(int which) { g_record_clock = which; }
 EXPORT int standin_subscribed(void) { return g_subscribed; }
 EXPORT int standin_kernel_kind_enabled(void) { return g_kernel_kind; }
 EXPORT int standin_launch_callback_enabled(void) { return g_launch_enabled; }

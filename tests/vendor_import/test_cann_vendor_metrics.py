@@ -59,7 +59,7 @@ def _children(node, kind=None):
 def _profile_with_vendor_metrics(tmp_path, monkeypatch):
     x, y, out = tensors()
     sid = profiler.start(str(tmp_path / "prof"), backend="interpreter")
-    s = session_module._sessions[sid]
+    s = session_module.find_session(sid)
     metrics = CannVendorMetrics(_mode("vendor_metrics=aicore,bandwidth:device_id=0"), s)
     metrics.start()
     with profiler.scope("work"):
@@ -142,7 +142,7 @@ def test_missing_aclprof_is_a_clear_error(tmp_path, monkeypatch):
     sid = profiler.start(str(tmp_path / "p"), backend="interpreter")
     try:
         with pytest.raises(BackendUnavailable, match="libmsprofiler.so or libacl_prof.so"):
-            CannVendorMetrics(_mode("vendor_metrics=aicore"), session_module._sessions[sid]).start()
+            CannVendorMetrics(_mode("vendor_metrics=aicore"), session_module.find_session(sid)).start()
     finally:
         profiler.finalize(sid)
 
@@ -151,7 +151,7 @@ def test_no_msprof_still_writes_vendor_json_saying_why(toolkit, tmp_path, monkey
     os.unlink(toolkit / "bin" / "msprof")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     sid = profiler.start(str(tmp_path / "prof"), backend="interpreter")
-    metrics = CannVendorMetrics(_mode("vendor_metrics=aicore"), session_module._sessions[sid])
+    metrics = CannVendorMetrics(_mode("vendor_metrics=aicore"), session_module.find_session(sid))
     metrics.start()
     counts = metrics.finish()
     profiler.finalize(sid)

@@ -43,7 +43,6 @@ def test_ixkn_csv_units_messages_quoting_and_order():
     assert result.by_rule == {"name_order": 2} and result.unmatched == 1
 
 
-
 def test_ixkn_csv_columns_are_found_by_name_extra_and_missing_ones_tolerated():
     # Another column order, spelling differences, an extra column, no Context, Stream or Process Name.
     text = ('"Kernel Name","kernel id","Section","Metrics","Metric Unit","Value","Device","Process ID"\n'
@@ -103,9 +102,9 @@ def test_msprof_headers_are_normalised(tmp_path):
 
 
 def test_launch_log_exact_over_10000_launches_from_8_threads():
-    slot = _native.session_create(0, 0)
-    _native.session_set_active(slot, True)
-    _native.launch_log_enable(slot, True)
+    slot = _native.session.session_create(0, 0)
+    _native.session.session_set_active(slot, True)
+    _native.session.launch_log_enable(slot, True)
     try:
         def work(t):
             for i in range(1250):
@@ -120,19 +119,19 @@ def test_launch_log_exact_over_10000_launches_from_8_threads():
         result = match_rows(rows, launches, MSPROF_RULES)
         assert result.by_rule == {"correlation_id": len(rows)} and result.unmatched == 0
     finally:
-        _native.launch_log_enable(slot, False)
-        _native.session_remove(slot)
+        _native.session.launch_log_enable(slot, False)
+        _native.session.session_remove(slot)
 
 
 def test_log_is_off_by_default_and_per_session():
-    slot = _native.session_create(0, 0)
-    _native.session_set_active(slot, True)
+    slot = _native.session.session_create(0, 0)
+    _native.session.session_set_active(slot, True)
     try:
         _native.testing.launch(5, False)
         _native.testing.record(5, "k", 1, 2, 0)
-        assert _native.launch_log_entries(slot)["correlation"] == []
+        assert _native.session.launch_log_entries(slot)["correlation"] == []
     finally:
-        _native.session_remove(slot)
+        _native.session.session_remove(slot)
 
 
 def test_strict_atomic_json(tmp_path):
@@ -147,11 +146,11 @@ def test_strict_atomic_json(tmp_path):
 
 
 def test_rows_match_the_kernel_name_not_a_launch_metadata_rename():
-    slot = _native.session_create(0, 0)
-    _native.session_set_active(slot, True)
-    _native.launch_log_enable(slot, True)
+    slot = _native.session.session_create(0, 0)
+    _native.session.session_set_active(slot, True)
+    _native.session.launch_log_enable(slot, True)
     try:
-        _native.set_launch_metadata("renamed_by_hook", [])
+        _native.context.set_launch_metadata("renamed_by_hook", [])
         _native.testing.launch(1, False)
         _native.testing.record(1, "k", 10, 20, 0)
         (launch,) = session_launches(slot)
@@ -160,5 +159,5 @@ def test_rows_match_the_kernel_name_not_a_launch_metadata_rename():
         result = match_rows([VendorRow("ixkn", "k", ordinal=0)], [launch], IXKN_RULES)
         assert result.by_rule == {"name_order": 1}
     finally:
-        _native.launch_log_enable(slot, False)
-        _native.session_remove(slot)
+        _native.session.launch_log_enable(slot, False)
+        _native.session.session_remove(slot)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from flagtree.profiler.viewer.devices import PEAK_TFLOPS, DeviceTable, arch_key
+from flagtree.profiler.common.devices import PEAK_TFLOPS, DeviceTable, arch_key
 from flagtree.profiler.viewer.metrics import bind, parse_metrics
 from flagtree.profiler.viewer.profile_tree import compute_inclusive, load_profile
 from flagtree.profiler.viewer.render import format_float, format_integral

@@ -2,7 +2,7 @@
 
 ``viewer_inclusive`` must leave every node exactly what profile_tree.compute_inclusive leaves
 (the same sums, of the same types, from the same additions), and ``viewer_tree_rows`` must
-give render._tree_rows's rows; for a tree either one does not take, it returns None and
+give render.tree_rows's rows; for a tree either one does not take, it returns None and
 changes nothing. Trees here are random and have the awkward values: ties, None, NaN, -0.0,
 ints beside floats, huge ints.
 """
@@ -151,7 +151,7 @@ def test_native_rows_are_the_python_rows(monkeypatch, seed):
             assert fast is not None
             with monkeypatch.context() as patch:
                 patch.setattr(render, "NATIVE_ROWS", None)
-                slow = render._tree_rows(root, view)
+                slow = render.tree_rows(root, view)
             assert [n.name for n in fast[0]] == [n.name for n in slow[0]]
             assert all(a is b for a, b in zip(fast[0], slow[0]))
             assert fast[1:] == slow[1:] and fast[2] == slow[2]
@@ -171,7 +171,7 @@ def test_native_rows_sort_ties_like_python(monkeypatch):
     view.start(root)
     fast = ROWS(root, Node, None, None)
     monkeypatch.setattr(render, "NATIVE_ROWS", None)
-    assert [n.name for n in fast[0]] == [n.name for n in render._tree_rows(root, view)[0]]
+    assert [n.name for n in fast[0]] == [n.name for n in render.tree_rows(root, view)[0]]
 
 
 @native

@@ -2,7 +2,7 @@
 
 import pytest
 
-from flagtree.profiler.viewer.devices import Device
+from flagtree.profiler.common.devices import Device
 
 
 def _device(kind, arch, **props):

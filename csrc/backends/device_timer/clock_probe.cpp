@@ -7,7 +7,7 @@
 //          device value - host time after the read).
 // The words live in pinned host memory mapped write-combined: the host's reads and writes go to
 // memory, never to a cached copy that the device's accesses would not see. (A first version read
-// a cacheable word from the device only; on the H200 VM it read values tens of microseconds old.)
+// a cacheable word from the device only, and read stale values.)
 #include <algorithm>
 #include <atomic>
 #include <limits>
@@ -79,8 +79,8 @@ $ftp_emit_done:
 
 constexpr unsigned kSamples = 32;
 constexpr unsigned kMapped = CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
-// The probe's mapped words, allocated once with the ring (mapping pinned memory costs about a
-// millisecond a call: per probe it was most of a session's start).
+// The probe's mapped words, allocated once with the ring: mapping pinned memory is slow, and per
+// probe it was most of a session's start (docs/performance.md).
 constexpr size_t kHostClockWord = 0, kDeviceClockWord = 8, kStopWord = 16, kSamplesAt = 64;
 constexpr size_t kProbeBytes = kSamplesAt + kSamples * 24;
 

@@ -94,6 +94,21 @@ struct CuptiDialect {
     }
   }
 
+  // CUPTI's clock (CLOCK_REALTIME ns on Linux) to the host monotonic one. A stamp below the
+  // offset would land before the host booted: it is not on CUPTI's clock (0, "not collected",
+  // or another clock, as kernel-replay records of the counters route are), so only the
+  // duration is kept and the record is marked to be placed at its launch.
+  static void convertTimes(uint64_t start, uint64_t end, DeviceRecord& out, const DecodeContext& c) {
+    if (start == 0 || int64_t(start) < c.clockOffset) {
+      out.offClock = true;
+      out.startNs = 0;
+      out.endNs = end > start ? end - start : 0;
+      return;
+    }
+    out.startNs = start - c.clockOffset;
+    out.endNs = end - c.clockOffset;
+  }
+
   static void decodeKernel(const Record* record, DeviceRecord& out, DecodeContext& c) {
     // The Kernel9 layout: its leading fields are the same in every later record version the
     // library may write (checked against CUPTI 12 and 13 headers).
@@ -102,8 +117,7 @@ struct CuptiDialect {
     out.correlation = k->correlationId;
     out.deviceId = k->deviceId;
     out.streamId = k->streamId;
-    out.startNs = k->start - c.clockOffset;
-    out.endNs = k->end - c.clockOffset;
+    convertTimes(k->start, k->end, out, c);
     out.grid[0] = k->gridX, out.grid[1] = k->gridY, out.grid[2] = k->gridZ;
     out.block[0] = k->blockX, out.block[1] = k->blockY, out.block[2] = k->blockZ;
     out.registers = k->registersPerThread;
@@ -119,8 +133,7 @@ struct CuptiDialect {
     out.correlation = m.correlationId;
     out.deviceId = m.deviceId;
     out.streamId = m.streamId;
-    out.startNs = m.start - c.clockOffset;
-    out.endNs = m.end - c.clockOffset;
+    convertTimes(m.start, m.end, out, c);
     out.bytes = m.bytes;
     out.graphNodeId = m.graphNodeId;
     out.name = name;

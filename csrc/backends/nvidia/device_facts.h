@@ -1,8 +1,7 @@
 // The CUDA devices' fixed facts, read on a native thread while the first session runs.
 //
-// The driver takes a large part of a millisecond to answer each of the two clock attributes,
-// every time, and a Python thread costs about as much just to start (it must take the GIL to
-// run): so start() launches this query on a C++ thread, which never touches the GIL, and
+// The driver is slow to answer each of the two clock attributes, every time, and a Python thread
+// costs about as much just to start (it must take the GIL to run; docs/performance.md): so start() launches this query on a C++ thread, which never touches the GIL, and
 // finalize() takes its answer, off the first session's path. backends/nvidia.py keeps the answer
 // for the process.
 #pragma once

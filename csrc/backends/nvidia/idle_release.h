@@ -2,8 +2,8 @@
 // the rule): after the last session parks the tracer, a native thread detaches it once it has been
 // idle for FLAGTREE_PROFILER_CUPTI_IDLE_S seconds.
 //
-// Native rather than a threading.Timer: starting a Python thread at every finalize costs a large
-// part of a millisecond (it must take the GIL to run). One thread per process, started on first
+// Native rather than a threading.Timer: starting a Python thread at every finalize is a cost of
+// its own (it must take the GIL to run; docs/performance.md). One thread per process, started on first
 // use, sleeps on a condition variable between deadlines; a forked child starts its own.
 #pragma once
 

@@ -33,7 +33,7 @@ nb::list factsList(const std::vector<CudaDeviceInfo>& devices) {
   return out;
 }
 
-// The driver's answers take ~1 ms (the clock attributes): other Python threads run meanwhile.
+// The driver is slow to answer (the clock attributes): other Python threads run meanwhile.
 nb::list cudaDevices() {
   std::vector<CudaDeviceInfo> devices;
   {

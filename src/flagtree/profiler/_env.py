@@ -34,7 +34,7 @@ DEFAULT_BUFFER_SIZE = 8 << 20
 MAX_BUFFER_SIZE = 1 << 30  # one vendor buffer; CUPTI asks for a new one each time one fills
 MAX_BUFFER_LIMIT = 1 << 48
 # Parts: a part is a whole write of the session's data, so more than ten a second only writes
-# files (1e-6 s wrote 1,720 parts in 3 s); past a week, the timer is not what the user meant.
+# files (docs/performance.md); past a week, the timer is not what the user meant.
 MIN_PERIODIC_S = 0.1
 MAX_PERIODIC_S = 7 * 24 * 3600.0
 

@@ -18,6 +18,8 @@ reorders and duplicates code after these marks are placed, so their cycles are a
 """
 import warnings
 
+from .triton_glue.compiler_points import is_compiler_builder, is_gluon_semantic, libtriton
+
 TRITON_BUILTIN = "__triton_builtin__"
 
 # Set by the instrumentation backend while kernels compiled now must carry scope records.
@@ -35,16 +37,8 @@ def instrumentation_enabled():
     return _config["enabled"]
 
 
-def _is_gluon(semantic):
-    try:
-        from triton.experimental.gluon.language._semantic import GluonSemantic  # deferred: triton is heavy and optional
-    except ImportError:
-        return False
-    return isinstance(semantic, GluonSemantic)
-
-
 def _semantic_wants_records(semantic):
-    if _is_gluon(semantic):
+    if is_gluon_semantic(semantic):
         return True
     if _config["triton_kernels"]:
         return True
@@ -58,14 +52,6 @@ def _semantic_wants_records(semantic):
     return False
 
 
-def _is_compiler_builder(builder):
-    try:
-        from triton._C.libtriton import ir  # deferred: triton is heavy and optional
-    except ImportError:
-        return False
-    return isinstance(builder, ir.builder)
-
-
 def _unwrap(value):
     return getattr(value, "value", value)
 
@@ -75,15 +61,13 @@ def _record(is_start, name, semantic):
     if semantic is None or not _config["enabled"]:
         return None  # interpreter mode, or a compilation outside an instrumentation session
     builder = getattr(semantic, "builder", None)
-    if not _is_compiler_builder(builder) or not _semantic_wants_records(semantic):
+    if not is_compiler_builder(builder) or not _semantic_wants_records(semantic):
         return None  # the interpreter's builder records nothing
     name = _unwrap(name)
     if not isinstance(name, str) or not name:
         raise TypeError(f"flagtree.profiler.language: a scope name must be a non-empty string constant, "
                         f"got {name!r}")
-    from triton._C.libtriton import proton as triton_proton  # deferred: triton is heavy and optional
-
-    triton_proton.create_proton_record(builder, bool(_unwrap(is_start)), name)
+    libtriton("proton").create_proton_record(builder, bool(_unwrap(is_start)), name)
     return None
 
 

@@ -6,7 +6,8 @@ never write one metadata file.
 
 Under a distributed launch every name gets the process's rank first (ranked_name):
 ``<name>.rank<r>.hatchet``, ``<name>.rank<r>.part<k>.hatchet``, ``<name>.rank<r>.meta.json``;
-RANK_FILE recognises those names where they are read back (viewer, gather)."""
+parse_output_name and output_stem read those names back (viewer, gather, the trace merger): no
+other module parses them."""
 import os
 import re
 import tempfile
@@ -15,9 +16,10 @@ from dataclasses import dataclass
 DEFAULT_NAME = "flagtree"
 METADATA_SUFFIX = ".meta.json"
 EXTENSIONS = {"tree": ".hatchet", "trace": ".chrome_trace", "perfetto": ".pftrace"}
-# <base>.rank<r>[.part<k>]<extension>: group 1 the base, 2 the rank, 3 the extension
-RANK_FILE = re.compile(r"^(.*)\.rank(\d+)(?:\.part\d+)?(" +
-                       "|".join(re.escape(e) for e in EXTENSIONS.values()) + r")$", re.S)
+# ((<base>)[.rank<r>])[.part<k>]<extension>; the base is the shortest that leaves a match, so
+# the rank and part are the last ones before the extension.
+_OUTPUT_FILE = re.compile(r"^((.*?)(?:\.rank(\d+))?)(?:\.part(\d+))?(" +
+                          "|".join(re.escape(e) for e in EXTENSIONS.values()) + r")$", re.S)
 
 
 def ranked_name(name, rank):
@@ -73,6 +75,35 @@ def metadata_candidates(name, data):
 def is_metadata(path):
     """Whether `path` is a session's metadata file (``<name>[.<ext>].meta.json``)."""
     return path.endswith(METADATA_SUFFIX)
+
+
+@dataclass(frozen=True)
+class OutputName:
+    """A profile's file name read back: ``<stem>[.part<k>]<extension>``, where the stem is
+    ``<base>[.rank<r>]`` (the name the session wrote under, its rank included)."""
+    stem: str
+    base: str
+    rank: object  # int, or None when the name carries no rank
+    part: object  # int, or None for the whole-run file
+    extension: str
+
+
+def parse_output_name(path):
+    """The OutputName of `path` (a file name or a path), or None when it is not a profile's name."""
+    match = _OUTPUT_FILE.match(path)
+    if match is None:
+        return None
+    stem, base, rank, part, extension = match.groups()
+    return OutputName(stem, base, None if rank is None else int(rank),
+                      None if part is None else int(part), extension)
+
+
+def output_stem(path):
+    """`path` without its part number and extension (``run.rank1.part3.hatchet`` ->
+    ``run.rank1``), the name its metadata and sibling outputs go under; `path` itself when it
+    is not a profile's name."""
+    name = parse_output_name(path)
+    return path if name is None else name.stem
 
 
 def part_stem(path):

@@ -27,7 +27,7 @@ def _intern(name):
     found = _ids.get(name)
     if found is None:
         _check_text("scope or state name", name)
-        found = _ids[name] = native.intern(name)
+        found = _ids[name] = native.core.intern(name)
     return found
 
 
@@ -88,16 +88,16 @@ class scope(_Annotation):
         if _DISABLED:
             return self
         if self._metrics:
-            native.scope_enter_metrics(self._id, self._metrics)
+            native.context.scope_enter_metrics(self._id, self._metrics)
         else:
-            native.scope_enter(self._id)
+            native.context.scope_enter(self._id)
         if _boundary_hook is not None:
             _boundary_hook()
         return self
 
     def __exit__(self, *exc):
         if not _DISABLED:
-            left = native.scope_exit_checked(self._cpu_timed)
+            left = native.context.scope_exit_checked(self._cpu_timed)
             if left != self._id:
                 _warn_mismatch(self.name, left)
             if _boundary_hook is not None:
@@ -117,10 +117,10 @@ def _warn_mismatch(expected, left):
     if expected in _mismatch_warned:
         return
     _mismatch_warned.add(expected)
-    if left == native.NO_SCOPE:
+    if left == native.context.NO_SCOPE:
         found = "no scope was open on this thread"
     else:
-        found = f"the innermost scope was {native.scope_name_of(left)!r}, which was left instead"
+        found = f"the innermost scope was {native.context.scope_name_of(left)!r}, which was left instead"
     warnings.warn(f"flagtree.profiler: leaving scope {expected!r}, but {found}; scopes must nest "
                   f"(enter_scope/exit_scope pairs and with-blocks on one thread)", RuntimeWarning, stacklevel=3)
 
@@ -137,7 +137,7 @@ def exit_scope(name=None, metrics=None, cpu_timed=False):
     if name is not None:
         _check_name("scope", name)
     items = _metric_items(metrics) if metrics else []
-    left = native.scope_exit_checked(cpu_timed, items)
+    left = native.context.scope_exit_checked(cpu_timed, items)
     if name is not None and left != _intern(name):
         _warn_mismatch(name, left)
     if _boundary_hook is not None:
@@ -156,12 +156,12 @@ class state(_Annotation):
 
     def __enter__(self):
         if not _DISABLED:
-            native.state_push(self._id)
+            native.context.state_push(self._id)
         return self
 
     def __exit__(self, *exc):
         if not _DISABLED:
-            native.state_pop()
+            native.context.state_pop()
         return False
 
 
@@ -171,4 +171,4 @@ def enter_state(name):
 
 def exit_state(name=None):
     if not _DISABLED:
-        native.state_pop()
+        native.context.state_pop()

@@ -1,5 +1,6 @@
-"""Sessions on the Python side: argument checks, backend life cycle, and writing the outputs
-at finalize. The native core holds the data; this module decides when and where it goes.
+"""Sessions on the Python side: the open sessions, their backend life cycle, parts and
+finalize. The native core holds the data; this module decides when it goes. What start()
+accepts: session_checks.py; what a session writes, and in which order: session_outputs.py.
 
 Parts (long runs): ``flush_part()`` (or, with FLAGTREE_PROFILER_PERIODIC_S, a timer thread per
 session) writes what a session collected since its previous part to ``<name>.part<k>.hatchet``
@@ -21,22 +22,18 @@ import sys
 
 from . import _env
 from .distributed import gather, ranks
-from .backends import BackendUnavailable, get_backend, select_backend
+from .backends import BackendUnavailable
 # Every session installs these (scope inheritance by threads and autograd; NVTX ranges as scopes),
 # so they come with the package, not at the first start(); hooks/triton.py stays lazy (hook= only).
 from .hooks import inheritance, nvtx
-from .paths import base_name, check_writable, output_paths
+from .paths import check_writable, output_paths
+# CONTEXTS, DATA_KINDS and HOOKS are also read from here (the command's option choices).
+from .session_checks import CONTEXTS, DATA_KINDS, HOOKS, check_arguments, check_issued, PROTON_WORDS  # noqa: F401
+from .session_outputs import write_outputs, write_parts
 from .session_record import Session
-from .run_group import DATA_KINDS, join, members, run_facts, split_data, start_run_id
-from .viewer.safe_text import safe
-from .writers.atomic import remove
-from .writers.metadata import build_metadata, write_metadata
-from .writers.profile import device_clock_shift, write_profile
-from .session_warnings import warn_after_write
+from .run_group import join, members, split_data, start_run_id
+from .common.safe_text import safe
 from .native_core import native
-
-CONTEXTS = ("shadow", "python")
-HOOKS = ("triton",)
 
 _lock = threading.RLock()
 _sessions = {}  # id -> Session, open sessions only
@@ -58,11 +55,6 @@ def _tell_once(key, message):
     _cli["told"].add(key)
 
 
-def _check_choice(what, value, choices):
-    if value not in choices:
-        raise ValueError(f"unknown {what} {value!r}; supported: {', '.join(map(str, choices))}")
-
-
 def start(name=None, *, context="shadow", data="tree", backend=None, mode=None, hook=None):
     if ranks.profiling_off():
         return -1
@@ -70,23 +62,10 @@ def start(name=None, *, context="shadow", data="tree", backend=None, mode=None, 
         if _cli["session"] is not None:
             # A wrong argument is the script's bug under the command too; a mode is checked only
             # against a backend the script names (the one selected here may not be the one meant).
-            _check_arguments(name, context, data, backend, mode, hook, select=backend is not None)
+            check_arguments(name, context, data, backend, mode, hook, select=backend is not None)
             _tell_once("start", _DEFERRED)
             return _cli["session"]
         return _start_locked(name, context, data, backend, mode, hook)
-
-
-def _check_arguments(name, context, data, backend, mode, hook, select=True):
-    """(name without extension, backend, its options), or start()'s error; select=False: no backend."""
-    base = base_name(name)
-    _check_choice("context", context, CONTEXTS)
-    split_data(data)
-    if hook is not None:
-        _check_choice("hook", hook, HOOKS)
-    if not select:
-        return base, None, None
-    impl = get_backend(backend or select_backend())
-    return base, impl, impl.check_mode(mode)
 
 
 def _acquire(impl, options, chosen_by_environment):
@@ -100,8 +79,8 @@ def _acquire(impl, options, chosen_by_environment):
 
 def _start_locked(name, context, data, backend, mode, hook):
     """One session per data kind (run_group.py); the first one's id is the run's."""
+    base, impl, options = check_arguments(name, context, data, backend, mode, hook)
     kinds = split_data(data)
-    base, impl, options = _check_arguments(name, context, data, backend, mode, hook)
     base = ranks.output_base(base)  # <name>.rank<r> under a distributed launch
     for other in (m for s in _sessions.values() for m in members(s)):
         if other.name == base and other.data in kinds:
@@ -127,42 +106,49 @@ def _start_one(base, context, data, impl, options, hook, backend, primary=None):
     """Starts one native session of one data kind; `primary`: the run it is a companion in."""
     paths = output_paths(base, data, shared_name=primary is None and _name_kinds.get(base, data) != data)
     session = Session(_next_id[0], base, context, data, impl, options, hook, paths)
-    session.slot = native.session_create(native.ContextKind[context], native.DataKind[data],
+    session.slot = native.session.session_create(native.ContextKind[context], native.DataKind[data],
                                          native.TimeSource[impl.time_source_kind])
+    _start_backend(session, chosen_by_environment=backend is None and bool(_env.backend()))
+    if _env.nvtx_enabled():
+        nvtx.install()
+        session.nvtx = True
+    session.dropped_at_start = impl.dropped_records()
+    session.start_realtime_ns = native.core.realtime_ns()
+    session.start_monotonic_ns = native.core.monotonic_ns()
+    start_run_id(session)
+    return session
+
+
+def _start_backend(session, chosen_by_environment):
+    """Acquires the session's backend, attaches the session and installs its hooks; on any
+    failure undoes what was done, the native session included, and raises."""
+    impl = session.backend
     try:
-        _acquire(impl, options, chosen_by_environment=backend is None and bool(_env.backend()))
+        _acquire(impl, session.options, chosen_by_environment)
     except BaseException:
-        native.session_remove(session.slot)
+        native.session.session_remove(session.slot)
         raise
     # A backend may pick its time source while starting (tianshu: the device timer or the host).
-    native.session_set_time_source(session.slot, native.TimeSource[impl.time_source_kind])
+    native.session.session_set_time_source(session.slot, native.TimeSource[impl.time_source_kind])
     try:
         impl.attach_session(session)
     except BaseException:
-        native.session_remove(session.slot)
+        native.session.session_remove(session.slot)
         impl.release()
         raise
     try:
         inheritance.install()  # threads and autograd inherit scopes (hooks/inheritance.py)
         session.inheritance = True
-        if hook == "triton":
+        if session.hook == "triton":
             from .hooks.triton import install  # deferred: only hook= sessions use the launch-metadata hook
 
             session.hook_handle = install(impl)
     except BaseException:
         if session.inheritance:
             inheritance.uninstall()
-        native.session_remove(session.slot)
+        native.session.session_remove(session.slot)
         impl.release()
         raise
-    if _env.nvtx_enabled():
-        nvtx.install()
-        session.nvtx = True
-    session.dropped_at_start = impl.dropped_records()
-    session.start_realtime_ns = native.realtime_ns()
-    session.start_monotonic_ns = native.monotonic_ns()
-    start_run_id(session)
-    return session
 
 
 def _start_timer(session, interval):
@@ -175,7 +161,7 @@ def _start_timer(session, interval):
                 if stop.is_set() or _sessions.get(session.id) is not session:
                     return
                 try:
-                    _write_parts_locked([session])
+                    write_parts([session], _sessions.values())
                 except Exception as error:  # the program goes on; the next part tries again
                     warnings.warn(f"flagtree.profiler: periodic part of session {session.id} failed: {error}")
 
@@ -190,34 +176,15 @@ def flush_part(session_id=None):
     if ranks.profiling_off() or session_id == -1:
         return []
     with _lock:
-        return _write_parts_locked(_targets(session_id))
-
-
-def _write_parts_locked(sessions):
-    began = native.monotonic_ns()
-    # Every open session's backend is flushed (not only the targets'): graph launches made
-    # before `began` then have all their records delivered and can be forgotten.
-    for impl in {id(s.backend): s.backend for s in _sessions.values()}.values():
-        impl.flush()
-    native.prune_graph_launches(began)
-    return [_write_part(m) for s in sessions for m in members(s)]
-
-
-def _write_part(s, device_shift_ns=None):
-    """`device_shift_ns`: what the metadata states (finalize's last part); None: as found now."""
-    path = s.part_path(len(s.parts) + 1)
-    write_profile(s, path, part=True, other_data={"name": s.name, "part": len(s.parts) + 1, "session": s.id,
-                                                  "run_id": s.run_id},
-                  device_shift_ns=device_shift_ns)
-    s.parts.append(path)
-    return path
+        return write_parts(_targets(session_id), _sessions.values())
 
 
 def _targets(session_id):
     if session_id is None:
         return list(_sessions.values())
     if session_id not in _sessions:
-        raise ValueError(f"no open profiling session {session_id!r}; open sessions: {sorted(_sessions) or 'none'}")
+        raise ValueError(f"no open profiling session {session_id!r} ({PROTON_WORDS}{session_id!r}); "
+                         f"open sessions: {sorted(_sessions) or 'none'}")
     return [_sessions[session_id]]
 
 
@@ -227,7 +194,7 @@ def activate(session_id=None):
     with _lock:
         for s in _targets(session_id):
             for m in members(s):
-                native.session_set_active(m.slot, True)
+                native.session.session_set_active(m.slot, True)
 
 
 def deactivate(session_id=None):
@@ -236,7 +203,7 @@ def deactivate(session_id=None):
     with _lock:
         for s in _targets(session_id):
             for m in members(s):
-                native.session_set_active(m.slot, False)
+                native.session.session_set_active(m.slot, False)
 
 
 def finalize(session_id=None):
@@ -244,7 +211,7 @@ def finalize(session_id=None):
     if ranks.profiling_off() or session_id == -1:
         return
     with _lock:
-        _check_issued(session_id)
+        check_issued(session_id, _next_id[0], _sessions)
         if _cli["session"] is not None:
             _tell_once("finalize", _DEFERRED)
             return
@@ -253,29 +220,17 @@ def finalize(session_id=None):
         _finalize_locked(_targets(session_id))
 
 
-def _check_issued(session_id):
-    """finalize() is idempotent for a session start() returned, and an error for anything else
-    (as activate() is): a typo must not pass for a session already written."""
-    if session_id is None:
-        return
-    if type(session_id) is not int:
-        raise ValueError(f"session id must be an int returned by start(), got {session_id!r}")
-    if not 0 <= session_id < _next_id[0]:
-        raise ValueError(f"no profiling session {session_id!r} was started in this process; open sessions: "
-                         f"{sorted(_sessions) or 'none'}")
-
-
 def _finalize_locked(sessions):
     for s in sessions:
         for m in members(s):
-            native.session_begin_close(m.slot)
+            native.session.session_begin_close(m.slot)
     for impl in {id(s.backend): s.backend for s in sessions}.values():
         impl.flush()
     errors = []
     for s in sessions:
         try:
             s.extra_stats = s.backend.session_outputs(s) or {}
-            _write_outputs(s)
+            write_outputs(s)
         except Exception as error:  # one failed output must not lose the other sessions'
             errors.append(error)
         finally:
@@ -283,42 +238,6 @@ def _finalize_locked(sessions):
     gather.after_finalize(sessions)  # FLAGTREE_PROFILER_GATHER: every rank's files to rank 0
     if errors:
         raise errors[0]
-
-
-def _write_outputs(s):
-    s.stop_realtime_ns = native.realtime_ns()
-    counts = native.session_stats(s.slot)
-    stats = {
-        "kernel_records": counts["records"],
-        "unattributed_records": counts["unattributed"],
-        # launches whose records never arrived after the final flush
-        "lost_launches": native.pending_launches(s.slot),
-        "dropped_records": s.backend.dropped_records() - s.dropped_at_start,
-    }
-    shift = device_clock_shift(s, counts)
-    if shift:  # durations stand; a trace's device events are moved (writers/profile.py)
-        stats["device_clock_shift_ns"] = shift
-    unmatched = native.session_settle_extras(s.slot)
-    if unmatched:  # extras (counters, samples) whose launch never got a record
-        stats["unmatched_extras"] = unmatched
-    stats.update(s.extra_stats)
-    stats["lost_launches"] = max(native.pending_launches(m.slot) for m in members(s))
-    # Order: the old metadata goes first, the new one is written last, once the profile is in
-    # place. An interruption in between leaves a profile without metadata, never a profile
-    # beside the metadata of another run.
-    remove(s.metadata_path)
-    shifts = {m.data: (shift if m is s else device_clock_shift(m)) for m in members(s)}
-    for m in (m for m in members(s) if m.parts):  # the rest becomes the last part; no whole-run file
-        s.written.append(_write_part(m, shifts[m.data]))
-    if s.parts:
-        stats["parts"] = [p for m in members(s) for p in m.parts]
-    metadata = {**build_metadata(s, s.backend.metadata_facts(), stats), **run_facts(s)}
-    for m in (m for m in members(s) if not m.parts):
-        write_profile(m, m.output_path, other_data=metadata, device_shift_ns=shifts[m.data])
-        s.written.append(m.output_path)
-    write_metadata(s.metadata_path, metadata)
-    s.written.append(s.metadata_path)
-    warn_after_write(s, shifts, stats)
 
 
 def _close(s):
@@ -337,7 +256,7 @@ def _close(s):
     if s.inheritance:
         inheritance.uninstall()
         s.inheritance = False
-    native.session_remove(s.slot)
+    native.session.session_remove(s.slot)
     try:
         s.backend.detach_session(s)
     finally:

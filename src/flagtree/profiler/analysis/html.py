@@ -9,8 +9,8 @@ file names, numbers) is escaped for HTML after its control characters are writte
 from html import escape
 from itertools import islice
 
+from ..common.safe_text import safe
 from ..viewer.numbers import format_duration, format_plain
-from ..viewer.safe_text import safe
 from .frame import _sort_key
 
 TOP_KERNELS = 10
@@ -90,6 +90,8 @@ def _short_path(names):
 
 
 def _top_table(profile, shown):
+    if not profile.metrics:  # nodes but no metric (read() accepts such a file): nothing to rank by
+        return "<p>No metrics to rank kernels by.</p>"
     views = profile.top_nodes(TOP_KERNELS, kind="kernel")
     if not views:
         return "<p>No kernels.</p>"

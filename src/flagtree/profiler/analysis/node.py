@@ -9,7 +9,7 @@ derived columns (the profile's ``metrics`` order).
 from itertools import repeat
 from operator import attrgetter
 
-from ..viewer.safe_text import safe
+from ..common.safe_text import safe
 
 KINDS = ("root", "kernel", "scope")
 _NAME = attrgetter("name")

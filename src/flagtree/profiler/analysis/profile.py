@@ -22,7 +22,7 @@ from ..viewer.nodes import IDENTIFIERS
 from ..viewer.options import compile_regex
 from ..viewer.profile_tree import (compute_inclusive, exclude, hide_metadata, include,
                                    load_profiles, release)
-from ..viewer.safe_text import safe
+from ..common.safe_text import safe
 from .diff import fill_difference
 from .frame import _metric as metric_of, _need as need, to_dataframe, to_graphframe, top_frame, top_nodes
 from .html import profile_html

@@ -16,7 +16,7 @@ _instances = {}
 
 
 # backend -> (module, class): a backend's module is imported when it is asked for, so that the
-# first session does not import all nine (they would cost the first start a few ms).
+# first session does not import all nine (importing them all would lengthen the first start).
 _CLASSES = {"nvidia": (".nvidia.backend", "NvidiaBackend"), "interpreter": (".interpreter", "InterpreterBackend"),
             "roctracer": (".roctracer", "RoctracerBackend"), "cupti": (".nvidia.cupti", "CuptiBackend"),
             "cupti_pcsampling": (".nvidia.cupti", "CuptiPcSamplingBackend"),
@@ -71,14 +71,14 @@ def select_backend():
     explicit = _env.backend()
     if explicit:
         return explicit
-    from .interpreter import interpreter_active  # deferred: backend modules load when asked for
+    from ..triton_glue.target import interpreter_active  # deferred: read only without an explicit backend
 
     if interpreter_active():
         return "interpreter"
     try:
-        from triton.runtime import driver  # deferred: triton is heavy and optional
+        from ..triton_glue.target import current_target  # deferred: triton is heavy and optional
 
-        target = driver.active.get_current_target()
+        target = current_target()
     except Exception:  # no triton, or no device for its driver: fall back to NVIDIA's
         return "nvidia"
     if target.backend == "cuda":

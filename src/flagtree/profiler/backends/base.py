@@ -100,7 +100,7 @@ class Backend:
     def attach_session(self, session):
         """Called after acquire() with the session (``.options``, ``.state``, ``.data``, ``.name``,
         and ``.slot``, its handle for the native calls): backends that attach extras to launches
-        (counters, PC samples) start here, and call ``_native.session_enable_extras(session.slot)``."""
+        (counters, PC samples) start here, and call ``_native.session.session_enable_extras(session.slot)``."""
 
     def session_outputs(self, session):
         """At finalize, after flush() and before the outputs are written: attach what is still

@@ -6,15 +6,12 @@ scopes, states and writers as a GPU backend, so the whole pipeline runs on a CPU
 
 import importlib.util
 import inspect
-import os
 import platform
 
 from .base import Backend, BackendUnavailable, SharedUse
 from ..native_core import native
-
-
-def interpreter_active():
-    return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "yes", "on")
+from ..triton_glue.kernels import interpreter_module
+from ..triton_glue.target import interpreter_active
 
 
 def _bound_arguments(fn_self, args, kwargs):
@@ -74,7 +71,7 @@ class InterpreterBackend(Backend):
 
     def _patch(self):
         try:
-            from triton.runtime import interpreter  # deferred: triton is heavy and optional
+            interpreter = interpreter_module()
         except ImportError as error:
             raise BackendUnavailable(f"the interpreter backend needs triton: {error}") from None
         original = interpreter.InterpretedFunction.run
@@ -90,8 +87,7 @@ class InterpreterBackend(Backend):
         interpreter.InterpretedFunction.run = run
 
     def _unpatch(self):
-        from triton.runtime import interpreter  # deferred: triton is heavy and optional
-
+        interpreter = interpreter_module()
         if self._original_run is not None:
             interpreter.InterpretedFunction.run = self._original_run
             self._original_run = None
@@ -105,13 +101,13 @@ class InterpreterBackend(Backend):
             grid = evaluated  # as Triton gives it to launch_metadata on a GPU: not padded
         if self.before_launch is not None:
             self.before_launch(fn_self, args, grid, kwargs)
-        start = native.monotonic_ns()
+        start = native.core.monotonic_ns()
         result = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
-        end = native.monotonic_ns()
+        end = native.core.monotonic_ns()
         # A launch that raised ran no kernel, as on a GPU: only finished launches are recorded.
         dims = evaluated + (1,) * (3 - len(evaluated)) if evaluated is not None else (0, 0, 0)
         num_warps = int(kwargs.get("num_warps", 4) or 4)
-        native.record_host_kernel(name, start, end, dims, (num_warps * 32, 1, 1), native.DeviceType.CPU, 0, 0)
+        native.session.record_host_kernel(name, start, end, dims, (num_warps * 32, 1, 1), native.DeviceType.CPU, 0, 0)
         return result
 
     def device_info(self):

@@ -10,9 +10,9 @@ def loaded_library(file_prefix):
     """Path of a library already mapped into this process whose file name starts with
     `file_prefix` (e.g. "libcupti.so"), or None. Two copies of one vendor library in a process
     fight over its single subscriber, so an already-loaded copy is always preferred. The dynamic
-    loader's own list is asked (reading /proc/self/maps cost ~1 ms of the first session in a
-    process with torch)."""
-    return native.loaded_library_path(file_prefix)
+    loader's own list is asked: reading /proc/self/maps, thousands of lines in a process with
+    torch, would lengthen the first session (docs/performance.md)."""
+    return native.core.loaded_library_path(file_prefix)
 
 
 def could_load(path):

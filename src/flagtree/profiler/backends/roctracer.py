@@ -28,8 +28,6 @@ LIBRARY = "libroctracer64.so"
 ENV_PATH = "FLAGTREE_PROFILER_ROCTRACER_PATH"
 
 
-
-
 def roctracer_candidates():
     """[(where, path)] in the documented order; path None when that place is not set."""
     rocm = os.environ.get("ROCM_PATH", "").strip()
@@ -51,10 +49,11 @@ class RoctracerBackend(Backend):
 
     def acquire(self, options):
         buffer_bytes = _env.buffer_size()
-        tried = acquire_first(roctracer_candidates(), lambda path: native.roctracer_acquire(path, buffer_bytes),
+        tried = acquire_first(roctracer_candidates(),
+                              lambda path: native.roctracer.roctracer_acquire(path, buffer_bytes),
                               native.LibraryNotFound)
         if tried is None:
-            self._library = native.roctracer_library()
+            self._library = native.roctracer.roctracer_library()
             return
         raise BackendUnavailable(
             f"the roctracer backend needs ROCm's roctracer library ({LIBRARY}) and none could be "
@@ -62,10 +61,10 @@ class RoctracerBackend(Backend):
             + "\n  ".join(tried))
 
     def flush(self):
-        native.roctracer_flush()
+        native.roctracer.roctracer_flush()
 
     def release(self):
-        native.roctracer_release()
+        native.roctracer.roctracer_release()
 
     def dropped_records(self):
         # roctracer has no dropped-record query; see the module docstring.
@@ -78,8 +77,8 @@ class RoctracerBackend(Backend):
 
     def describe(self):
         return {"backend": self.name, "roctracer_library": self._library,
-                "roctracer_version": native.roctracer_version() or None,
-                "roctracer_records": dict(native.roctracer_stats()),
+                "roctracer_version": native.roctracer.roctracer_version() or None,
+                "roctracer_records": dict(native.roctracer.roctracer_stats()),
                 "dropped_records_note": "roctracer reports no dropped-record count; lost records appear "
                                         "as lost_launches, records without a seen launch as "
                                         "unattributed_records"}

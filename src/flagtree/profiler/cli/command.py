@@ -22,9 +22,10 @@ from .data_option import data_kinds, run_files
 from ..backends import KNOWN_BACKENDS, BackendUnavailable, implemented_backends
 from ..native_core import native
 from ..paths import part_stem
+from .interrupted_write import WriteInterrupted, abandon_the_write, identities, interrupted_line
 from ..backends.nvidia.counters import list_metrics
 from ..distributed.ranks import current as current_rank
-from ..viewer.safe_text import safe
+from ..common.safe_text import safe
 
 PROG = "flagtree-profiler"
 
@@ -227,34 +228,20 @@ def _install_sigterm():
         return None
 
 
-class _WriteInterrupted(BaseException):
-    """Ctrl-C or SIGTERM while the profile is written: the write is abandoned (BaseException, so
-    that no `except Exception` on the way keeps writing)."""
-
-    def __init__(self, signum):
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _abandon_the_write(signum, frame):
-    for number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(number, signal.SIG_IGN)  # the clean-up that follows runs to its end
-    raise _WriteInterrupted(signum)
-
-
 def _finish(opened, code):
     """Writes the profile and says where; a failed write turns a clean exit into status 1. A
     signal during the write abandons what is left of it (a native writer runs to its end first:
     its file is whole or absent), and one line says what was and was not written."""
     try:
-        previous = {n: signal.signal(n, _abandon_the_write) for n in (signal.SIGINT, signal.SIGTERM)}
+        previous = {n: signal.signal(n, abandon_the_write) for n in (signal.SIGINT, signal.SIGTERM)}
     except ValueError:  # main() called outside the main thread: signals can't be handled here
         previous = {}
+    before = identities(opened)
     try:
         return _write(opened, code)
-    except _WriteInterrupted as stop:
+    except WriteInterrupted as stop:
         _session.discard_command_session()  # what was not written is not written at exit either
-        _say(_interrupted_line(opened, stop.signum))
+        _say(interrupted_line(opened, stop.signum, before))
         return 128 + stop.signum
     finally:
         for number, handler in previous.items():
@@ -270,20 +257,6 @@ def _write(opened, code):
     for files in run_files(opened) if opened is not None else ():
         _say(_wrote_line(files))
     return code
-
-
-def _interrupted_line(opened, signum):
-    what = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
-    if opened is None:
-        return f"{what}: stopped (profiling was disabled: nothing to write)"
-    written = [p for p in opened.parts if p not in opened.written] + opened.written
-    missing = []
-    if not any(p != opened.metadata_path for p in opened.written):
-        missing.append("the last part" if opened.parts else opened.output_path)
-    if opened.metadata_path not in opened.written:
-        missing.append(opened.metadata_path)
-    return (f"{what} while the profile was written: the rest of the write was abandoned; wrote "
-            f"{', '.join(written) or 'nothing'}; not written: {', '.join(missing) or 'nothing'}")
 
 
 def _wrote_line(files):
@@ -325,7 +298,7 @@ def _list_metrics(options):
 
 
 def _list_metrics_hint(options):
-    if native.cuda_driver_version():
+    if native.nvidia.cuda_driver_version():
         return ""
     return ("; listing metrics needs the CUDA driver (libcuda.so.1), which this machine lacks: CUPTI's "
             "metric tables cannot be read offline here" + (", even for a named chip" if options.chip else ""))
@@ -374,7 +347,7 @@ def _begin(options, kind, target):
     """Starts the command's session: the Session (None when profiling is disabled), or False
     after saying why it could not start."""
     if kind == "pytest" and options.context == "python" and not options.keep_pytest_frames:
-        native.python_frames_skip(target_runner.PYTEST_FRAME_FILES)
+        native.context.python_frames_skip(target_runner.PYTEST_FRAME_FILES)
     try:
         session_id = _session.start_command_session(
             name=options.name or _default_name(kind, target), context=options.context,

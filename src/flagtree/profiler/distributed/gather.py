@@ -21,9 +21,9 @@ import warnings
 
 from .. import _env
 from . import ranks
-from ..paths import EXTENSIONS, RANK_FILE, is_metadata, side_file
+from ..paths import EXTENSIONS, is_metadata, parse_output_name, side_file
 from ..run_group import members
-from ..viewer.safe_text import safe
+from ..common.safe_text import safe
 from ..writers.atomic import strict_json, write_bytes
 
 PINGS = 8
@@ -141,7 +141,7 @@ def _send(peer, paths, root, rank, timeout_s):
     try:
         offset, error = _measure_offset(peer, root)
         clock = _clock_fields(offset, error, root, peer.backend)
-        payload = _pack(rank, paths, clock)
+        payload = pack_files(rank, paths, clock)
         peer.send_times([len(payload)], root, 2)
         peer.send(peer.torch.frombuffer(bytearray(payload), dtype=peer.torch.uint8), root, 3)
     except _Late as late:
@@ -155,7 +155,7 @@ def _clock_fields(offset, error, root, backend):
             "clock_sync": f"best of {PINGS} ping-pongs with rank {root} over torch.distributed ({backend})"}
 
 
-def _pack(rank, paths, meta_update):
+def pack_files(rank, paths, meta_update):
     """One byte string: a JSON header line {rank, files: [[name, size]...]}, then the files.
     Metadata files get `meta_update` first (also rewritten here, so both copies agree)."""
     blobs = []
@@ -177,7 +177,9 @@ def _updated_meta(path, data, update):
     return data
 
 
-def _unpack(payload):
+def unpack_files(payload):
+    """(rank, [(file name, bytes)]) of a pack_files payload; a name that could leave the
+    gather folder is refused (ValueError)."""
     newline = payload.index(b"\n")
     header = json.loads(payload[:newline])
     files, at = [], newline + 1
@@ -203,7 +205,7 @@ def _collect(peer, paths, members, timeout_s):
     arrived, missing, written = [members[0]], {}, []
     for rank in members[1:]:
         try:
-            files = _unpack(_receive_from(peer, rank, timeout_s))[1]
+            files = unpack_files(_receive_from(peer, rank, timeout_s))[1]
         except _Late as late:
             missing[rank] = str(late)
             continue
@@ -271,15 +273,13 @@ def _warn_missing(root, missing, timeout_s):
                   f"written. FLAGTREE_PROFILER_GATHER_TIMEOUT_S sets the wait.", stacklevel=4)
 
 
-
-
 def _merge_gathered_traces(paths):
     """<name>.merged.chrome_trace beside the gathered <name>.rank<r>.chrome_trace files."""
     groups = {}
     for path in paths:
-        match = RANK_FILE.match(path)
-        if match and match.group(3) == EXTENSIONS["trace"]:
-            groups.setdefault(match.group(1), []).append(path)
+        name = parse_output_name(path)
+        if name and name.rank is not None and name.extension == EXTENSIONS["trace"]:
+            groups.setdefault(name.base, []).append(path)
     from .merge_traces import merge_traces  # deferred: argparse and the merger load only when traces are gathered
 
     merged = []

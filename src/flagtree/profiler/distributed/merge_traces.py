@@ -21,13 +21,13 @@ import argparse
 import json
 import math
 import os
-import re
 import sys
 
 from ..run_id import mismatch
-from ..paths import EXTENSIONS, RANK_FILE, SIDE_FILES, metadata_candidates
+from ..paths import EXTENSIONS, SIDE_FILES, metadata_candidates, output_stem, parse_output_name
 from .ranks import LOSS_KEYS, losses
-from ..viewer.safe_text import safe
+from ..stop_signals import Stopped, ignore_stop_signals, stop_signals_unwind, stopped_status
+from ..common.safe_text import safe
 from ..writers.chrome_trace import chrome_trace
 
 try:  # optional speed-up
@@ -37,7 +37,6 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 DEVICE_TID_BASE = 1 << 30  # above any Linux thread id (pid_max <= 2**22)
 FLOW_NAMESPACE = 1 << 32
-_TRACE_SUFFIX = re.compile(r"(?:\.part\d+)?\.chrome_trace$")
 
 
 class TraceMergeError(ValueError):
@@ -70,8 +69,19 @@ def _load_json(path, data):
         raise TraceMergeError(f"'{path}' nests its JSON too deeply to be a Chrome trace") from None
 
 
+# A time beyond this (in us: 1e300, or ns ints beyond int64) is no time any clock gives; shifting
+# it would overflow a float (an integer of 400 digits has no float at all).
+_TIME_LIMIT = 1e300
+_NS_LIMIT = 1 << 63
+
+
 def _finite(value):
-    return type(value) is int or (type(value) is float and math.isfinite(value))
+    return type(value) in (int, float) and abs(value) <= _TIME_LIMIT and not math.isnan(value)
+
+
+def _ns(value):
+    """Is `value` a clock fact: an integer of ns within int64 (what our writers store)?"""
+    return type(value) is int and -_NS_LIMIT <= value < _NS_LIMIT
 
 
 def _id_like(value):
@@ -128,8 +138,7 @@ def _head_metadata(path):
 def _sibling_metadata(path):
     """The trace session's metadata: <name>.chrome_trace.meta.json where a tree session of the
     same name took <name>.meta.json (paths.output_paths), else <name>.meta.json."""
-    name = _TRACE_SUFFIX.sub("", path)
-    for meta_path in metadata_candidates(name, "trace"):
+    for meta_path in metadata_candidates(output_stem(path), "trace"):
         try:
             with open(meta_path) as handle:
                 meta = json.load(handle)
@@ -155,10 +164,10 @@ class Input:
             head = head if isinstance(head, dict) else {}
         sibling, self.meta_path = _sibling_metadata(path)
         self.meta = _clean_clock({**(head or {}), **sibling})
-        named = RANK_FILE.match(path)
-        named = named if named and named.group(3) == EXTENSIONS["trace"] else None
+        named = parse_output_name(path)
+        named = named.rank if named and named.extension == EXTENSIONS["trace"] else None
         rank = self.meta.get("rank")
-        self.rank = int(named.group(2)) if named else rank if type(rank) is int and rank >= 0 else 0
+        self.rank = named if named is not None else rank if type(rank) is int and rank >= 0 else 0
         self.host = str(self.meta.get("host") or "unknown host")
         self.pid = self.meta.get("pid") if type(self.meta.get("pid")) is int else None
         self.shift_us = 0.0
@@ -177,13 +186,13 @@ def _clean_clock(meta):
     """The metadata with clock facts of the wrong type left out: the trace may come from anywhere,
     and a clock fact that is not an integer is no clock fact (the trace keeps its own times)."""
     for key in ("trace_origin_monotonic_ns", "clock_offset_ns", "clock_offset_error_ns"):
-        if key in meta and type(meta[key]) is not int:
+        if key in meta and not _ns(meta[key]):
             del meta[key]
     base = meta.get("clock_base")
-    if base is not None and not (isinstance(base, dict) and type(base.get("realtime_ns")) is int
-                                 and type(base.get("monotonic_ns")) is int):
+    if base is not None and not (isinstance(base, dict) and _ns(base.get("realtime_ns"))
+                                 and _ns(base.get("monotonic_ns"))):
         del meta["clock_base"]
-    elif base is not None and type(base.get("error_ns")) is not int:
+    elif base is not None and not _ns(base.get("error_ns")):
         meta["clock_base"] = {**base, "error_ns": 0}
     return meta
 
@@ -357,7 +366,13 @@ def main(argv=None):
     parser.add_argument("traces", nargs="+", help="trace files, or folders of them")
     args = parser.parse_args(argv)
     try:
-        other = merge_traces(args.traces, args.output)
+        with stop_signals_unwind():
+            other = merge_traces(args.traces, args.output)
+    except (KeyboardInterrupt, Stopped) as stop:
+        ignore_stop_signals()
+        status, what = stopped_status(stop)
+        sys.stderr.write(f"merge_traces: stopped by {what}: {safe(args.output)} was not written\n")
+        return status
     except (TraceMergeError, OSError) as error:
         sys.stderr.write(f"merge_traces: error: {safe(str(error))}\n")
         return 2

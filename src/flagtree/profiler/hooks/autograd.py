@@ -41,7 +41,7 @@ _wrapped = []  # (owner, attribute, original, wrapper)
 _forward_mode = [False]
 _marks = {}  # thread ident -> _Marks of that thread's forward
 _sequence_nr = None  # torch._C._autograd._get_sequence_nr, bound at install
-_snapshot = None  # native.context_snapshot, bound at install
+_snapshot = None  # native.context.context_snapshot, bound at install
 
 
 class _Marks:
@@ -81,10 +81,10 @@ def _node_hooks(snapshot):
     tag = snapshot.extended(BACKWARD_SCOPE)
 
     def enter(grad_outputs):
-        native.rooted_scopes_push(tag if _forward_mode[0] else None)
+        native.context.rooted_scopes_push(tag if _forward_mode[0] else None)
 
     def leave(grad_inputs, grad_outputs):
-        native.rooted_scopes_pop()
+        native.context.rooted_scopes_pop()
 
     return tag.scopes, enter, leave
 
@@ -139,11 +139,11 @@ def _driving(original):
                 _tag_graph(outputs)
             except Exception:  # a profiler problem must not fail the user's backward
                 pass
-        token = native.drive_begin()
+        token = native.context.drive_begin()
         try:
             return original(*args, **kwargs)
         finally:
-            native.drive_end(token)
+            native.context.drive_end(token)
 
     run_backward.__wrapped__ = original
     run_backward.__name__ = getattr(original, "__name__", "run_backward")
@@ -181,7 +181,7 @@ def _wrap(torch, autograd):
     engine = getattr(getattr(torch, "_C", None), "_autograd", None)
     if _env.backward_scopes() == "forward" and hasattr(engine, "_get_sequence_nr"):
         global _sequence_nr, _snapshot
-        _sequence_nr, _snapshot = engine._get_sequence_nr, native.context_snapshot
+        _sequence_nr, _snapshot = engine._get_sequence_nr, native.context.context_snapshot
         _forward_mode[0] = True
         _scope_module()._boundary_hook = _mark
 

@@ -29,8 +29,6 @@ _state = {"users": 0, "module": None, "originals": None}
 _local = threading.local()
 
 
-
-
 def _torch_nvtx():
     if "torch" not in sys.modules:
         return None
@@ -50,15 +48,15 @@ def _wrap(module):
         key = msg if isinstance(msg, str) else str(msg)
         name = names.get(key)
         if name is None:
-            name = names.setdefault(key, native.intern(key))
-        native.scope_enter(name)
+            name = names.setdefault(key, native.core.intern(key))
+        native.context.scope_enter(name)
         _local.depth = getattr(_local, "depth", 0) + 1
         return result
 
     def range_pop(*args, **kwargs):
         if getattr(_local, "depth", 0) > 0:
             _local.depth -= 1
-            native.scope_exit(False)
+            native.context.scope_exit(False)
         return pop(*args, **kwargs)
 
     range_push.__wrapped__ = push

@@ -16,7 +16,10 @@ _original_start = None
 
 
 def _start(thread):
-    snapshot = native.context_snapshot(True)
+    # Held in a list the new thread empties: once adopted, the snapshot is the native side's
+    # alone. A daemon thread still running at exit would otherwise keep the Python object past
+    # the module's teardown (nanobind then reports it leaked).
+    snapshot = [native.context.context_snapshot(True)]
     run = thread.run
 
     def run_inheriting():
@@ -24,7 +27,7 @@ def _start(thread):
             del thread.run  # back to the class's run: no cycle through the thread object
         except AttributeError:
             pass
-        native.context_adopt(snapshot)
+        native.context.context_adopt(snapshot.pop())
         return run()
 
     thread.run = run_inheriting

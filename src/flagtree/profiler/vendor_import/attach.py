@@ -38,13 +38,14 @@ def attach_in_session(slot, data, result):
     """Attaches a MatchResult to the open session in `slot` (data "tree" or "trace")."""
     mean = sorted({name for m in result.matches for name in m.row.metrics if not is_additive(name)})
     if mean:
-        native.session_set_mean_metrics(slot, mean)
+        native.session.session_set_mean_metrics(slot, mean)
     for m in result.matches:
         metrics = list(m.row.metrics.items())
         if m.launch is not None:
-            native.session_attach(slot, m.launch.correlation, metrics)
+            native.session.session_attach(slot, m.launch.correlation, metrics)
         elif data == "tree":
-            native.session_add_held_row(slot, UNMATCHED_HOLDER, [m.row.source, m.row.name or "<no name>"], metrics)
+            native.session.session_add_held_row(slot, UNMATCHED_HOLDER, [m.row.source, m.row.name or "<no name>"],
+                                                metrics)
 
 
 # --- after the run: the written files -------------------------------------------------------

@@ -46,7 +46,7 @@ class Launch:
 
 def session_launches(slot):
     """The kernel launches of the session in `slot`, in launch order (needs the launch log on)."""
-    return launches_from_log(native.launch_log_entries(slot))
+    return launches_from_log(native.session.launch_log_entries(slot))
 
 
 def launches_from_log(columns):

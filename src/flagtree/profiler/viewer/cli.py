@@ -24,8 +24,9 @@ from .options import DEFAULT_METRICS, default_metrics, parse_depth, parse_thresh
 from .pipeline import summed
 from .profile_tree import release
 from .render import FRAME_FORMATS, View, render_metric_list, render_sorted, render_tree, use_color
-from .safe_text import safe
+from ..common.safe_text import safe
 from .. import progress
+from ..stop_signals import Stopped, ignore_stop_signals, stop_signals_unwind, stopped_status
 
 PROG = "flagtree-profiler-viewer"
 
@@ -243,9 +244,15 @@ def main(argv=None, release_trees=True) -> int:
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        with progress.running(PROG):  # lines on a terminal's stderr past a few seconds
+        # progress: lines on a terminal's stderr past a few seconds
+        with stop_signals_unwind(), progress.running(PROG):
             run(args, _writer(stream), stream, release_trees)
             _flush(stream)
+    except (KeyboardInterrupt, Stopped) as stop:
+        ignore_stop_signals()
+        status, what = stopped_status(stop)
+        _report(f"stopped by {what}: a file being written was not written (an earlier one stays as it was)")
+        return status
     except ViewerError as exc:
         _report(str(exc))
         return 2

@@ -17,7 +17,7 @@ import re
 
 from .errors import ViewerError
 from .flame import open_atomic, sorted_children
-from .safe_text import CONTROLS
+from ..common.safe_text import CONTROLS
 
 DEFAULT_LIMIT = 1 << 30
 _UNSAFE = re.compile(f"[%;{CONTROLS}]")

@@ -10,15 +10,15 @@ format is a module with such a function and one row in :data:`EXPORTERS`.
 
 import importlib
 import os
-import re
 
 from .. import progress
+from ..paths import parse_output_name
 from .errors import ViewerError
 from .flame import weight_of
 from .options import metric_specs
 from .pipeline import summed
 from .profile_tree import load_profiles, release
-from .safe_text import safe
+from ..common.safe_text import safe
 
 # (option dest, what the option writes, exporter module, reads ExportSource.weighted_groups):
 # the order they run in. The weighed trees are freed before an exporter that does not read them.
@@ -37,7 +37,6 @@ def exporter(module):
     return importlib.import_module(f".{module}", __package__).export
 
 # `a.rank3.hatchet`, `a.rank3.part1.hatchet`: files of one rank of a multi-process run.
-_RANK_RE = re.compile(r"\.rank(\d+)(?=\.)")
 
 
 def add_options(add):
@@ -106,12 +105,13 @@ class ExportSource:
 
 def rank_groups(paths):
     """[(label, paths)]: one group per rank when every file names its rank, else one group."""
-    ranks = [_RANK_RE.search(os.path.basename(p)) for p in paths]
-    if not paths or not all(ranks):
+    ranks = [parse_output_name(os.path.basename(p)) for p in paths]
+    ranks = [None if name is None else name.rank for name in ranks]
+    if not paths or None in ranks:
         return [(None, list(paths))]
     groups = {}
-    for path, match in zip(paths, ranks):
-        groups.setdefault(int(match.group(1)), []).append(path)
+    for path, rank in zip(paths, ranks):
+        groups.setdefault(rank, []).append(path)
     return [(f"rank {rank}", groups[rank]) for rank in sorted(groups)]
 
 

@@ -7,7 +7,7 @@ import contextlib
 import re
 
 from ..writers.atomic import atomic_file, write_text
-from .devices import DEVICE_KINDS
+from ..common.devices import DEVICE_KINDS
 from .errors import ViewerError
 from .metrics import CPU_TIME, TIME, needed_keys
 from .pipeline import summed

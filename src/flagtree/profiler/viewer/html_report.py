@@ -20,14 +20,14 @@ from .report_data import build_payload, embed_json
 from .report_changes import biggest_changes
 from .report_summary import summary, timeline_beside
 from .report_timeline import load_run_trace, timeline_payload
-from .safe_text import safe
+from ..common.safe_text import safe
 
 MAX_TABLE_ROWS = 2000
 _ASSETS = ("report.html", "report.css", "report.js", "timeline.js")
 
 
 def _asset(name):
-    from importlib import resources  # deferred: ~50 ms of imports, paid only when a report is written
+    from importlib import resources  # deferred: its imports are paid only when a report is written
 
     return resources.files(__package__).joinpath("report", name).read_text(encoding="utf-8")
 
@@ -112,9 +112,12 @@ def kernel_metadata(paths, roots):
         stack = [(raw_root, root)] if raw_root is not None else []
         while stack:
             raw, node = stack.pop()
-            for raw_child in raw.get("children") or ():
+            children = raw.get("children")
+            # The file may have been replaced since the tree was loaded: take only what fits.
+            for raw_child in children if type(children) is list else ():
                 frame = raw_child.get("frame") if type(raw_child) is dict else None
-                child = node.children.get(frame.get("name")) if type(frame) is dict else None
+                name = frame.get("name") if type(frame) is dict else None
+                child = node.children.get(name) if type(name) is str else None
                 if child is None:
                     continue
                 meta = raw_child.get("metadata")
@@ -174,6 +177,9 @@ def build_report(source, args):
         progress.step(f"reading the timeline {timeline['file']}" if timeline else "building the page")
         events = load_run_trace(timeline, profile.sources)
         payload["summary"] = summary(profile, column, values_of, events, timeline)
+        if payload["nonNumbers"]:  # said where the reader looks first: the icicle leaves them out
+            payload["summary"]["facts"].append(
+                ("not numbers", f"{payload['nonNumbers']:,} nodes hold values that are not numbers: left out of the widths"))
         if other is not None:  # a diff report opens with what changed most
             payload["summary"]["changes"] = biggest_changes(profile, other, column, values_of, other_values)
         payload["timeline"] = timeline_payload(events, timeline["file"]) if events is not None else None

@@ -12,7 +12,7 @@ import re
 from collections import deque
 from itertools import repeat
 
-from .devices import FLOP_WIDTHS, DeviceTable
+from ..common.devices import FLOP_WIDTHS, DeviceTable
 from .errors import ViewerError
 from .nodes import IDENTIFIERS
 

@@ -19,14 +19,18 @@ Every failure is a :class:`ViewerError` with a one-line message.
 import json
 import os
 import re
+import stat
 
 from ..run_id import mismatch
+from ..paths import EXTENSIONS, parse_output_name
 from .errors import ViewerError
 from .nodes import IDENTIFIERS, NO_CHILDREN, NO_METRICS, Node, merge_into
 from .reader import read_tree
 
 try:  # the optional native sums (csrc/viewer/tree_walks.cpp); the same sums without
-    from .._native import viewer_inclusive as NATIVE_INCLUSIVE
+    from ..native_core import native
+
+    NATIVE_INCLUSIVE = native.viewer.viewer_inclusive
 except ImportError:
     NATIVE_INCLUSIVE = None
 
@@ -66,6 +70,7 @@ def preorder(root):
 
 def load_profile(path):
     """Read one ``.hatchet`` file into a Profile; ViewerError on bad input."""
+    _refuse_devices(path)
     names = set()
     try:
         with open(path, "rb") as handle:
@@ -87,6 +92,17 @@ def load_profile(path):
     profile = Profile(root, device_info, [path], names)
     profile.has_metadata = metadata
     return profile
+
+
+def _refuse_devices(path):
+    """A device (`/dev/zero`, a disk) is refused before any read: it never ends. A FIFO or pipe
+    (`<(zcat run.hatchet.gz)`) is read as a stream: its writer ends it."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):  # missing, unreadable, a NUL in the name: the read says why
+        return
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        raise ViewerError(f"cannot read profile '{path}': a device, not a profile file")
 
 
 def merge_devices(dst, src):
@@ -135,9 +151,6 @@ def concurrent_sessions(path_a, path_b):
     return a[1] < b[2] and b[1] < a[2]
 
 
-_PART = re.compile(r"\.part(\d+)\.hatchet$")
-
-
 def part_paths(path):
     """``name.part<k>.hatchet`` files of a ``name.hatchet`` (the parts of a long run), by k."""
     if not path.endswith(".hatchet"):
@@ -149,9 +162,9 @@ def part_paths(path):
         return []
     parts = []
     for entry in entries:
-        match = _PART.search(entry)
-        if match and entry[:match.start()] == base:
-            parts.append((int(match.group(1)), os.path.join(folder, entry)))
+        name = parse_output_name(entry)
+        if name and name.part is not None and name.extension == EXTENSIONS["tree"] and name.stem == base:
+            parts.append((name.part, os.path.join(folder, entry)))
     return [p for _, p in sorted(parts)]
 
 

@@ -9,9 +9,8 @@ each folding a contiguous slice of the ranks) and the partial trees are joined b
 """
 import json
 import os
-import re
 
-from ..paths import RANK_FILE
+from ..paths import EXTENSIONS, METADATA_SUFFIX, output_stem, parse_output_name
 from ..run_id import mismatch
 from .errors import ViewerError
 from .nodes import IDENTIFIERS, Node
@@ -31,13 +30,12 @@ class _LazyNumpy:
 
 
 np = _LazyNumpy()
-_PART = re.compile(r"(?:\.part\d+)?\.hatchet$")
 FILES_PER_WORKER = 32  # below this a worker's start-up costs more than it saves
 
 
 def _rank_match(path):
-    match = RANK_FILE.match(os.path.basename(path))
-    return match if match and match.group(3) == ".hatchet" else None
+    name = parse_output_name(os.path.basename(path))
+    return name if name and name.rank is not None and name.extension == EXTENSIONS["tree"] else None
 
 
 def is_rank_file(path):
@@ -67,7 +65,7 @@ def metadata_of(path):
 def metadata_with_problem(path):
     """(the .meta.json beside a profile or {}, None or the sentence saying why it is not used:
     its run id is not the profile's, so another run wrote it under the same name)."""
-    meta_path = _PART.sub("", path) + ".meta.json"
+    meta_path = output_stem(path) + METADATA_SUFFIX
     try:
         with open(meta_path) as handle:
             meta = json.load(handle)
@@ -80,13 +78,13 @@ def metadata_with_problem(path):
 
 
 def meta_key(path):
-    return _PART.sub("", path)
+    return output_stem(path)
 
 
 def rank_of(path, meta):
     named = _rank_match(path)
     if named:
-        return int(named.group(2))
+        return named.rank
     return meta["rank"] if type(meta.get("rank")) is int else 0
 
 
@@ -238,7 +236,7 @@ def merge_files(files, keys, workers=None):
     for rank_slice, rank in zip(np.array_split(np.asarray(ranks), workers), range(workers)):
         members = set(rank_slice.tolist())
         slices[rank] = [(p, r) for p, r in files if r in members]
-    # A process pool's imports (~20 ms) are paid only by merges big enough to use one.
+    # A process pool's imports are paid only by merges big enough to use one.
     import multiprocessing  # deferred: a pool only for merges big enough
     from concurrent.futures import ProcessPoolExecutor  # deferred: as above
 

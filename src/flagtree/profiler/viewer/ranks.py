@@ -250,7 +250,7 @@ def run(args, write, stream=None, release_trees=True):
 
 def merge_traces_command(args, write):
     """--merge-traces OUT: the positional files are Chrome traces, merged into one timeline."""
-    # orjson, uuid and zoneinfo come with it (~0.1 s): paid only by --merge-traces
+    # orjson, uuid and zoneinfo come with it: paid only by --merge-traces
     from ..distributed.merge_traces import TraceMergeError, merge_traces, summary_line  # deferred: see above
 
     try:

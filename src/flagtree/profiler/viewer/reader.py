@@ -27,7 +27,9 @@ from .native_read import read_native
 from .nodes import Node, attach, make_node, not_profile, plain_metrics
 
 try:  # the optional native fast path (csrc/viewer/tree_reader.cpp); the viewer works without
-    from .._native import viewer_read_tree as NATIVE_READ
+    from ..native_core import native
+
+    NATIVE_READ = native.viewer.viewer_read_tree
 except ImportError:
     NATIVE_READ = None
 

@@ -13,10 +13,12 @@ from operator import attrgetter
 
 from .nodes import IDENTIFIERS, Node, stored_values
 from .numbers import format_duration, format_plain
-from .safe_text import UNSAFE, safe
+from ..common.safe_text import UNSAFE, safe
 
 try:  # the optional native print order (csrc/viewer/tree_walks.cpp); the same rows without
-    from .._native import viewer_tree_rows as NATIVE_ROWS
+    from ..native_core import native
+
+    NATIVE_ROWS = native.viewer.viewer_tree_rows
 except ImportError:
     NATIVE_ROWS = None
 
@@ -162,7 +164,7 @@ _LAST = float("inf")
 _NAME = attrgetter("name")
 
 
-def _tree_rows(root, view):
+def tree_rows(root, view):
     """Nodes in print order, with their depths and whether each is its parent's last child
     (three flat lists: a tuple per row would cost more than the row's node)."""
     if NATIVE_ROWS is not None and view.values_of is stored_values:
@@ -309,7 +311,7 @@ def _safe_name(name):
 def render_tree(root, view, write):
     """Write the indented tree, children by first metric, descending."""
     view.start(root)
-    nodes, depths, lasts = _tree_rows(root, view)
+    nodes, depths, lasts = tree_rows(root, view)
     _emit(view, nodes, _tree_texts(view, nodes, depths, lasts), write)
 
 

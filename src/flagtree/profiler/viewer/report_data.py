@@ -9,7 +9,7 @@ import re
 
 from ..writers.atomic import strict_json
 from .flame import HOST, Interned, device_label
-from .safe_text import CONTROLS
+from ..common.safe_text import CONTROLS
 
 # Rates and ratios lose nothing visible at five significant digits, and shrink a lot.
 _DIGITS = 5
@@ -91,13 +91,33 @@ def build_payload(profile, other, specs, offset, values_of, other_values, meta):
     a_columns = _columns(nodes, columns, offset, values_of)
     b_columns = _columns([(b, None, 0) for _, b, _ in nodes], columns, offset, other_values) \
         if other is not None else [None] * len(columns)
+    not_numbers = 0
     for spec, a_col, b_col in zip(columns, a_columns, b_columns):
+        if spec.get("additive"):
+            present = [a is not None for a, _, _ in nodes]
+            not_numbers = max(not_numbers, _sum_past_non_numbers(parent, a_col, present))
         spec.update(a=a_col, b=b_col)
     metrics = specs
     return {"strings": strings.items, "parent": parent, "name": name, "kernel": kernel,
             "device": device, "metrics": metrics, "meta": {"keys": list(_META_KEYS), "index": meta_index, "ref": meta_ref,
                      "rows": [list(row) for row in meta_rows.items]},
-            "sources": list(profile.sources)}
+            "sources": list(profile.sources), "nonNumbers": not_numbers}
+
+
+def _sum_past_non_numbers(parent, column, present):
+    """A NaN (or infinite) value in a profile makes every inclusive sum above it NaN, written as
+    null: the icicle, whose widths are those sums, had nothing to draw. Each such ancestor gets
+    the sum of its children that are numbers instead. Returns how many nodes of the profile
+    (`present`) hold no number under a parent that holds one: those left out of the widths."""
+    sums, has = [0] * len(column), [False] * len(column)
+    for i in range(len(column) - 1, -1, -1):  # preorder reversed: children before their parent
+        if column[i] is None and has[i]:
+            column[i] = _compact(sums[i])
+        up = parent[i]
+        if up >= 0 and column[i] is not None:
+            sums[up] += column[i]
+            has[up] = True
+    return sum(1 for i, up in enumerate(parent) if present[i] and column[i] is None and up >= 0 and has[up])
 
 
 def embed_json(payload):

@@ -7,20 +7,19 @@ Values are formatted here, as the terminal viewer would; the page only lays them
 
 import heapq
 import os
-import re
 
+from ..paths import output_stem
 from .metrics import FLOP_KEYS
 from ..run_id import run_id_of
 from .rank_merge import metadata_with_problem
 from .report_trace_summary import SPREAD_HEAD, spread_cells, spread_note, trace_figures
 
 TOP_ROWS = 15
-_HATCHET = re.compile(r"(?:\.part\d+)?\.hatchet$")
 _TIMELINES = ((".pftrace", "Perfetto trace"), (".chrome_trace", "Chrome trace"))
 
 
 def format_time(ns):
-    if ns is None:
+    if ns is None or not _finite(ns):
         return "-"
     for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
         if abs(ns) >= scale:
@@ -46,8 +45,17 @@ def _metas(sources):
 
 
 def _number(meta, key):
+    """A finite number a float can hold (a 400-digit integer is none: it cannot be formatted)."""
     value = meta.get(key)
-    return value if type(value) in (int, float) else None
+    return value if _finite(value) else None
+
+
+def _finite(value):
+    return type(value) in (int, float) and abs(value) <= 1e300 and value == value
+
+
+def _list(value):
+    return value if type(value) is list else ()
 
 
 def facts(sources, busy_ns, launches, distinct):
@@ -57,7 +65,7 @@ def facts(sources, busy_ns, launches, distinct):
     metas = [m for m in metas if m]
     out = [("metadata", problem) for problem in problems]
     devices = sorted({f"{d.get('type', 'device')}:{d.get('index', 0)} {d.get('name') or d.get('arch') or ''}".strip()
-                      for m in metas for d in m.get("devices") or () if isinstance(d, dict)})
+                      for m in metas for d in _list(m.get("devices")) if isinstance(d, dict)})
     if devices:
         out.append(("device", ", ".join(devices)))
     backends = sorted({str(m["backend"]) for m in metas if m.get("backend")})
@@ -76,7 +84,7 @@ def facts(sources, busy_ns, launches, distinct):
     if metas:
         lost = sum(max(_number(m, "lost_launches") or 0, _number(m, "dropped_records") or 0) for m in metas)
         out.append(("lost records", f"{lost:,}" if lost else "none"))
-    overhead = [(k, v) for m in metas for k, v in sorted(m.items()) if "overhead" in k and type(v) in (int, float)]
+    overhead = [(k, v) for m in metas for k, v in sorted(m.items()) if "overhead" in k and _finite(v)]
     for key, value in overhead:
         out.append(("profiler overhead" + ("" if len(overhead) == 1 else f" ({key})"),
                     format_time(value) if key.endswith("_ns") else f"{value:g}"))
@@ -148,7 +156,8 @@ def summary(profile, column, values_of, events=None, timeline=None):
         row = by_name.get(node.name)
         if row is None:
             row = by_name[node.name] = [0, 0, 0.0, 0, 0]  # count, time, util x time, FLOP, time with util
-        time = (values[time_at] if time_at is not None else None) or 0
+        time = values[time_at] if time_at is not None else None
+        time = time if _finite(time) else 0  # a NaN time would make every share NaN
         row[0] += (values[count_at] if count_at is not None else None) or 0
         row[1] += time
         util = values[util_at] if util_at is not None else None
@@ -175,7 +184,7 @@ def timeline_beside(sources):
     """{'file': name, 'kind': ...} of the first session timeline written beside a source by the
     same run (a Chrome trace of another run id is passed over; a Perfetto trace is not checked)."""
     for path in sources:
-        stem = _HATCHET.sub("", path)
+        stem = output_stem(path)
         for extension, kind in _TIMELINES:
             if os.path.isfile(stem + extension) and _same_run(path, stem + extension):
                 return {"file": os.path.basename(stem + extension), "kind": kind}

@@ -4,10 +4,12 @@ SIGKILL, a full disk) leaves the previous file or none, never a truncated one, a
 planted at the target is replaced rather than followed. JSON is strict: NaN and infinities are
 written as null. (Native outputs do the same in csrc/dump/out_file.cpp.)"""
 import contextlib
+import errno
 import itertools
 import json
 import math
 import os
+import stat
 
 _counter = itertools.count()
 
@@ -53,6 +55,11 @@ def atomic_file(path):
     """``with atomic_file(path) as out: out.write(b"...")``: a binary file that appears at `path`
     whole when the block ends, or not at all (for outputs written piece by piece)."""
     path = os.fspath(path)
+    stream = _special_stream(path)
+    if stream is not None:
+        with stream as out:
+            yield out
+        return
     folder = os.path.dirname(os.path.abspath(path))
     temp, fd = _create_temporary(folder, os.path.basename(path))
     try:
@@ -69,6 +76,31 @@ def atomic_file(path):
         raise
     # No fsync of the folder (as in the native writers): after a power loss the name holds the
     # old file or the new one, both whole.
+
+
+def _special_stream(path):
+    """An open stream to `path` when it is (or links to) a FIFO or a character device (`/dev/null`,
+    a terminal, `/proc/self/fd/1`): those are written to in place as a shell's `>` would, since
+    renaming over them would replace the device or leave the reader with nothing. Other kinds
+    that are not regular files (a block device, a socket, a folder) are refused: neither a stream
+    nor a replacement is what their owner meant. None: write the usual way (a regular file, no
+    file, or a link to one, which the rename replaces)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # nothing there, or a dangling link: the rename puts a file there
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    if not (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
+        raise OSError(errno.EINVAL, "not a regular file, a FIFO or a character device", path)
+    # No O_CREAT, no O_TRUNC: should the name have become a regular file since the stat, opening
+    # it changes nothing, and the check below sends it the usual way.
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    now = os.fstat(fd).st_mode
+    if stat.S_ISFIFO(now) or stat.S_ISCHR(now):
+        return os.fdopen(fd, "wb")
+    os.close(fd)
+    return None
 
 
 def _create_temporary(folder, name):

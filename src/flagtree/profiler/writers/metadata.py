@@ -1,6 +1,6 @@
 """The metadata file beside each output: versions, backend, devices, command line, times,
 record counts. Written as `<name>.meta.json`, atomically, after the profile (see
-session._write_outputs for the order)."""
+session_outputs.py for the order)."""
 import functools
 import os
 import socket
@@ -19,20 +19,20 @@ _IMPORT_NAMES = {"triton": "triton", "torch": "torch"}
 @functools.lru_cache(maxsize=None)
 def _version(distribution):
     """The distribution's version: the imported module's __version__ when it has one, else the
-    version in the name of its installed metadata folder (see _installed_version)."""
+    version in the name of its installed metadata folder (see installed_version)."""
     module = sys.modules.get(_IMPORT_NAMES.get(distribution, ""))
     version = getattr(module, "__version__", None)
     if isinstance(version, str) and version:
         return version
-    return _installed_version(distribution)
+    return installed_version(distribution)
 
 
-def _installed_version(distribution):
+def installed_version(distribution):
     """The version in the name of the first `<name>-<version>.dist-info` (or `.egg-info`) folder
     on sys.path, the one an import would find; None when there is none. importlib.metadata would
-    tell the same, but importing it and scanning every distribution cost 2-10 ms at the first
-    finalize of a process that never imported Triton."""
-    return _installed_versions().get(_project_key(distribution))
+    tell the same, but importing it and scanning every distribution is a cost of its own at the
+    first finalize of a process that never imported Triton (docs/performance.md)."""
+    return installed_versions().get(_project_key(distribution))
 
 
 def _project_key(name):
@@ -41,9 +41,10 @@ def _project_key(name):
 
 
 @functools.lru_cache(maxsize=1)
-def _installed_versions():
+def installed_versions():
     """{normalized name: version} of the metadata folders on sys.path, first one wins: one
-    listing per path entry for all look-ups."""
+    listing per path entry for all look-ups, kept for the process (``cache_clear()`` reads
+    sys.path again)."""
     found = {}
     for entry in sys.path:
         try:
@@ -66,8 +67,8 @@ def build_metadata(session, backend_facts, stats):
         "flagtree_profiler_version": __version__,
         "triton_version": _version("triton"),
         "torch_version": _version("torch"),
-        # What platform.python_version() parses out of sys.version, without its regex (1 ms the
-        # first time on the H200).
+        # What platform.python_version() parses out of sys.version, without compiling its regex
+        # at the first finalize (docs/performance.md).
         "python_version": sys.version.split()[0],
         "name": session.name,
         "context": session.context,

@@ -18,8 +18,8 @@ CLOCK_WARN_NS = 1_000_000  # a shift a trace's reader is told of at finalize
 
 def device_clock_shift(session, counts=None):
     """Nanoseconds to add to the session's device times so that no kernel starts before its
-    launch call (0 when none does by more than CLOCK_SLACK_NS); `counts`: native.session_stats."""
-    lead = (counts or native.session_stats(session.slot)).get("max_launch_lead_ns")
+    launch call (0 when none does by more than CLOCK_SLACK_NS); `counts`: native.session.session_stats."""
+    lead = (counts or native.session.session_stats(session.slot)).get("max_launch_lead_ns")
     return lead if lead is not None and lead > CLOCK_SLACK_NS else 0
 
 
@@ -44,4 +44,4 @@ def write_profile(session, path, *, part=False, other_data=None, device_shift_ns
     a tree leaves out its empty nodes and zeroes its metrics, a trace empties its events).
     `device_shift_ns`: what a trace adds to its device times (None: device_clock_shift now)."""
     request = _REQUESTS[session.data](session, other_data, device_shift_ns)
-    return native.session_write(session.slot, os.fspath(path), part=part, **request)
+    return native.dump.session_write(session.slot, os.fspath(path), part=part, **request)

@@ -23,12 +23,13 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 
-from ...hooks.triton_chain import _attach, _launch_hook_owner
+from ...triton_glue import kernels as triton_kernels, target as triton_target
+from ...triton_glue.launch_hooks import attach, attach_kernel_load_hook, launch_hook_owner
 from ...native_core import native as _native_module
 from ..base import Backend, BackendUnavailable, device_info_of
 from . import compiler_hook, route
 from . import scopes as kernel_scopes
-from ..instrumentation.kernel_scopes import InstrumentationState
+from ...kernel_scopes.scopes import InstrumentationState
 
 DEFAULT_SLOTS = 1 << 14
 DEFAULT_GRAPH_REPLAYS = 256
@@ -93,12 +94,18 @@ def _native():
     return _native_module
 
 
+def _cuda_driver_version():
+    from ..nvidia.backend import cuda_driver_version  # deferred: backend modules load when asked for
+
+    return cuda_driver_version()
+
+
 def start_cuda_ring(slots, batch, graph_records):
     """The ring on the current CUDA device (the CUDA driver API: also CoreX's libcuda); the
     clock offset probed at start. `graph_records`: replay records per captured launch (0: none)."""
-    if not _native().cuda_driver_version():
+    if not _cuda_driver_version():
         raise BackendUnavailable("backend 'device_timer' needs the CUDA driver (libcuda.so.1) and a GPU")
-    return _native().device_timer_start(slots, batch, graph_records)
+    return _native().device_timer.device_timer_start(slots, batch, graph_records)
 
 
 class DeviceTimerBackend(Backend):
@@ -130,7 +137,7 @@ class DeviceTimerBackend(Backend):
             compiler_hook.check_triton()
         except BackendUnavailable as error:
             return str(error)
-        if not _native().cuda_driver_version():
+        if not _cuda_driver_version():
             return "no CUDA driver (libcuda.so.1) on this machine"
         return None
 
@@ -154,9 +161,6 @@ class DeviceTimerBackend(Backend):
             self._users += 1
 
     def _install(self, options):
-        import triton  # deferred: triton is heavy and optional
-        from triton.runtime import _allocation  # deferred: triton is heavy and optional
-
         native = _native()
         self._options = options
         # The ring outlives the session (kept for the next one, as CUPTI stays attached for the
@@ -165,19 +169,17 @@ class DeviceTimerBackend(Backend):
         # pointers (PTX); elsewhere a captured launch gets no slot and is counted.
         graph_records = options.graph_replays if self.support.stamper.times_graph_replays else 0
         self.clock_at_start = self.start_ring(options.slots, options.batch_slots(), graph_records)
-        self._undo.append(native.device_timer_drain)
-        previous = _allocation._profile_allocator.get()
-        native.device_timer_set_fallback(previous)
-        from triton.runtime import driver  # deferred: triton is heavy and optional
-
-        native.device_timer_set_thread_device(driver.active.get_current_device)
-        _allocation.set_profile_allocator(native.device_timer_allocate)
-        self._undo.append(lambda: _allocation.set_profile_allocator(previous))
+        self._undo.append(native.device_timer.device_timer_drain)
+        previous = triton_kernels.profile_allocator()
+        native.device_timer.device_timer_set_fallback(previous)
+        native.device_timer.device_timer_set_thread_device(triton_target.current_device_getter())
+        self._undo.append(triton_kernels.set_profile_allocator(native.device_timer.device_timer_allocate))
         self._install_scopes(options, previous)
-        compiler_hook.install(native, native.device_timer_plane_bytes(), native.device_timer_layout()["lanes"],
-                              graph_records, self.support.stamper, beside=self.scopes.mode if self.scopes else None)
+        compiler_hook.install(native, native.device_timer.device_timer_plane_bytes(),
+                              native.device_timer.device_timer_layout()["lanes"], graph_records, self.support.stamper,
+                              beside=self.scopes.mode if self.scopes else None)
         self._undo.append(compiler_hook.uninstall)
-        self._undo.append(_attach(triton.knobs.runtime, "kernel_load_end_hook", _kernel_loaded))
+        self._undo.append(attach_kernel_load_hook(_kernel_loaded))
 
     def _install_scopes(self, options, fallback):
         """Kernel-side scopes beside the stamps, where Triton's proton passes lower them (the PTX
@@ -221,11 +223,11 @@ class DeviceTimerBackend(Backend):
         """Frees the ring a finished session kept (device memory, pinned mirror, stream, worker)."""
         with self._lock:
             if self._users == 0:
-                _native().device_timer_free()
+                _native().device_timer.device_timer_free()
 
     def attach_session(self, session):
         with self._lock:
-            session.state.counts_at_start = dict(_native().device_timer_stats())
+            session.state.counts_at_start = dict(_native().device_timer.device_timer_stats())
             session.state.stamped_at_start = compiler_hook.stats["stamped"]
             if self.scopes is not None:
                 self.scopes.scopes.attach_session(session)
@@ -247,13 +249,13 @@ class DeviceTimerBackend(Backend):
         native = _native()
         if on:
             if not self._hooked:
-                self._undo_exit = _attach(_launch_hook_owner(), "launch_exit_hook", _launch_done, order="first")
-                native.device_timer_defer_launches(True)
+                self._undo_exit = attach(launch_hook_owner(), "launch_exit_hook", _launch_done, order="first")
+                native.device_timer.device_timer_defer_launches(True)
             self._hooked.append(session)
             return
         self._hooked.remove(session)
         if not self._hooked:
-            native.device_timer_defer_launches(False)
+            native.device_timer.device_timer_defer_launches(False)
             self._undo_exit()
             self._undo_exit = None
 
@@ -263,7 +265,7 @@ class DeviceTimerBackend(Backend):
             if self._users:
                 if self.scopes is not None:
                     self.scopes.scopes.drain()
-                _native().device_timer_drain()
+                _native().device_timer.device_timer_drain()
 
     def session_outputs(self, session):
         native = _native()
@@ -271,8 +273,8 @@ class DeviceTimerBackend(Backend):
             if not self._users:
                 return {"time_source": self.name}
             scope_stats = self._scope_stats(session)
-            native.device_timer_drain()
-            now = native.device_timer_stats()
+            native.device_timer.device_timer_drain()
+            now = native.device_timer.device_timer_stats()
             start = session.state.counts_at_start
             stats = {"time_source": self.name,
                      "device_timer_covers": "Triton kernels launched in the session (stamped at compile time); "
@@ -318,7 +320,7 @@ class DeviceTimerBackend(Backend):
                  "device_timer_clock_uncertainty_ns": start.get("uncertainty_ns"),
                  "device_timer_clock_realtime_minus_probe_ns": start.get("realtime_minus_probe_ns")}
         try:
-            end = native.device_timer_check_clock()
+            end = native.device_timer.device_timer_check_clock()
         except RuntimeError as error:
             facts["device_timer_clock_check"] = f"not measured: {error}"
             return facts
@@ -335,7 +337,6 @@ class DeviceTimerBackend(Backend):
             return {}
 
     def describe(self):
-        native = _native()
         devices = []
         try:
             from ..nvidia.backend import cuda_devices  # deferred: backend modules load when asked for
@@ -344,7 +345,7 @@ class DeviceTimerBackend(Backend):
         except Exception:
             pass
         return {"backend": self.name, "time_source": self.name, "tracing_library": None,
-                "cuda_driver_version": native.cuda_driver_version(), "devices": devices}
+                "cuda_driver_version": _cuda_driver_version(), "devices": devices}
 
 
 def _warn_graph_losses(stats, options, session):
@@ -362,10 +363,10 @@ def _warn_graph_losses(stats, options, session):
 
 
 def _launch_done(metadata):
-    _native().device_timer_launch_done()
+    _native().device_timer.device_timer_launch_done()
 
 
 def _kernel_loaded(module, function, name, metadata_group, hash_):
     """Triton's kernel_load_end_hook: a kernel from the disk cache gets its name registered
     (its stamps carry only a hash of it)."""
-    _native().device_timer_name_kernel(str(name))
+    _native().device_timer.device_timer_name_kernel(str(name))

@@ -16,7 +16,8 @@ import threading
 import warnings
 
 from ..base import BackendUnavailable
-from ..instrumentation.options import MODE_JOINER
+from ...kernel_scopes.options import MODE_JOINER
+from ...triton_glue import stages as triton_stages, versions as triton_versions
 from . import stampers
 
 MODE_PREFIX = "flagtree-device-timer"
@@ -38,24 +39,13 @@ def mode_string(plane_bytes, lanes, records, stamper=stampers.PTX):
 def check_triton():
     """BackendUnavailable unless Triton has the hooks this route uses (3.5 or later)."""
     try:
-        import triton  # deferred: triton is heavy and optional
+        version = triton_versions.triton_version()
     except ImportError as error:
         raise BackendUnavailable(f"backend 'device_timer' needs triton: {error}") from None
-    runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
-    missing = [name for name in ("add_stages_inspection_hook", "kernel_load_end_hook")
-               if runtime is None or not hasattr(runtime, name)]
-    compilation = getattr(getattr(triton, "knobs", None), "compilation", None)
-    if compilation is None or not hasattr(compilation, "instrumentation_mode"):
-        missing.append("compilation.instrumentation_mode")
-    try:
-        from triton.runtime import _allocation  # deferred: triton is heavy and optional
-    except ImportError:
-        _allocation = None
-    if _allocation is None or not hasattr(_allocation, "set_profile_allocator"):
-        missing.append("runtime._allocation.set_profile_allocator")
+    missing = triton_versions.missing_compiler_hooks()
     if missing:
         raise BackendUnavailable(f"backend 'device_timer' needs Triton 3.5 or later; triton "
-                                 f"{triton.__version__} lacks {', '.join(missing)}")
+                                 f"{version} lacks {', '.join(missing)}")
 
 
 def _not_stamped(name, reason):
@@ -86,12 +76,13 @@ def stamp_stage(stage_fn, native, plane_bytes, lanes, records, stamper=stampers.
             reason = "it already uses profile scratch memory (another instrumentation)"
         else:
             try:
-                stamped = stamper.stamp(text, native.device_timer_name_kernel(name), plane_bytes, lanes, records)
+                stamped = stamper.stamp(text, native.device_timer.device_timer_name_kernel(name), plane_bytes, lanes,
+                                        records)
             except stampers.NotStampable as error:
                 reason = str(error)
             else:
                 metadata["profile_scratch_size"] = SCRATCH_BYTES
-                metadata["profile_scratch_align"] = native.device_timer_layout()["align_tag"]
+                metadata["profile_scratch_align"] = native.device_timer.device_timer_layout()["align_tag"]
                 stats["stamped"] += 1
                 if originals is not None:
                     while len(originals) >= 16:  # a compile that failed between stages left its entry
@@ -151,36 +142,25 @@ def install(native, plane_bytes, lanes, records, stamper=stampers.PTX, beside=No
     the instrumentation_mode of the kernel-side scopes' compiler hook, installed just before by
     the same backend; the two modes are joined into one (the cache key changes with either)."""
     global _installed
-    import triton  # deferred: triton is heavy and optional
-
     with _lock:
         if _installed is not None:
             raise RuntimeError("backend 'device_timer': the compiler hook is already installed")
-        compilation = triton.knobs.compilation
-        previous_mode = compilation.instrumentation_mode
+        previous_mode = triton_stages.instrumentation_mode()
         if previous_mode and previous_mode != beside:
             raise RuntimeError(f"backend 'device_timer': Triton's instrumentation_mode is already "
                                f"{previous_mode!r} (Triton's proton profiler, or backend='instrumentation'?); "
                                f"stop it first: one instrumentation at a time")
-        runtime = triton.knobs.runtime
-        previous_hook = runtime.add_stages_inspection_hook
 
-        def hook(*args, **kwargs):
-            if not args and not kwargs:  # later Triton asks for a cache-key part
-                return previous_hook() if previous_hook is not None else ("", MODE_PREFIX)
-            if previous_hook is not None:
-                previous_hook(*args, **kwargs)
-            stages = kwargs["stages"] if "stages" in kwargs else args[1]
+        def edit(stages):
             wrap_stages(stages, native, plane_bytes, lanes, records, stamper, scoped=bool(beside))
 
-        runtime.add_stages_inspection_hook = hook
+        undo_hook = triton_stages.chain_stages_hook(edit, MODE_PREFIX)
         own = mode_string(plane_bytes, lanes, records, stamper)
-        compilation.instrumentation_mode = f"{beside}{MODE_JOINER}{own}" if beside else own
+        undo_mode = triton_stages.set_instrumentation_mode(f"{beside}{MODE_JOINER}{own}" if beside else own)
 
         def undo():
-            compilation.instrumentation_mode = previous_mode
-            if runtime.add_stages_inspection_hook is hook:
-                runtime.add_stages_inspection_hook = previous_hook
+            undo_mode()
+            undo_hook()
 
         _installed = undo
 

@@ -8,14 +8,13 @@ on its name: the answer holds for a build that gains or lacks the pieces, and sa
 is missing. The ring device (the native ring over the CUDA driver API) is started by the
 backend; whether it starts is the last check, made at acquire().
 """
-import sys
 import threading
-import types
 from dataclasses import dataclass, field
 
 from ..base import BackendUnavailable
-from ..interpreter import interpreter_active
 from . import compiler_hook, stampers
+from ...triton_glue import kernels as triton_kernels, stages as triton_stages, target as triton_target
+from ...triton_glue.target import interpreter_active
 
 _lock = threading.Lock()
 _answers = {}  # (target, compiler class, driver class) -> RouteSupport
@@ -32,76 +31,13 @@ class RouteSupport:
         return self.stamper is not None
 
 
-def current_target():
-    from triton.runtime import driver  # deferred: triton is heavy and optional
-
-    return driver.active.get_current_target()
-
-
 def compiler_backend(target):
     """The Triton backend (compiler and driver classes) that compiles for `target`."""
-    from triton.backends import backends  # deferred: triton is heavy and optional
-
-    for name, backend in backends.items():
-        if backend.compiler.supports_target(target):
-            return name, backend
-    raise BackendUnavailable(f"no Triton compiler backend supports target {target!r} "
-                             f"(installed: {', '.join(sorted(backends)) or 'none'})")
-
-
-def registered_stages(compiler_cls, target):
-    """(stage names in order, whether add_stages called the stages inspection hook), from the
-    compiler's own add_stages with default options: nothing is compiled."""
-    import triton  # deferred: triton is heavy and optional
-    from triton.backends.compiler import Language  # deferred: triton is heavy and optional
-
-    runtime = triton.knobs.runtime
-    compiler = compiler_cls(target)
-    options = compiler.parse_options({})
-    stages, seen = {}, []
-    with _lock:
-        previous = runtime.add_stages_inspection_hook
-
-        def recorder(*args, **kwargs):
-            if not args and not kwargs:
-                return previous() if previous is not None else ("", "")
-            seen.append(True)
-            if previous is not None:  # a compile on another thread meanwhile keeps its hook
-                return previous(*args, **kwargs)
-            return None
-
-        runtime.add_stages_inspection_hook = recorder
-        try:
-            try:
-                compiler.add_stages(stages, options, Language.TRITON)
-            except TypeError:  # a compiler of the Triton before languages (stages, options)
-                compiler.add_stages(stages, options)
-        finally:
-            runtime.add_stages_inspection_hook = previous
-    return list(stages), bool(seen)
-
-
-def _code_names(code):
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _code_names(const)
-    return names
-
-
-def launcher_passes_profile_scratch(driver_cls):
-    """Whether the code of the driver's module (its launcher) asks Triton's profile allocator
-    for the kernel's profile scratch pointer (``_allocation._profile_allocator``)."""
-    module = sys.modules.get(driver_cls.__module__)
-    for value in vars(module).values() if module else ():
-        functions = []
-        if isinstance(value, type) and value.__module__ == module.__name__:
-            functions = [f for f in vars(value).values() if isinstance(f, types.FunctionType)]
-        elif isinstance(value, types.FunctionType) and value.__module__ == module.__name__:
-            functions = [value]
-        if any("_profile_allocator" in _code_names(f.__code__) for f in functions):
-            return True
-    return False
+    found = triton_target.compiler_backend_for(target)
+    if found is None:
+        raise BackendUnavailable(f"no Triton compiler backend supports target {target!r} "
+                                 f"(installed: {', '.join(sorted(triton_target.compiler_backends())) or 'none'})")
+    return found
 
 
 def route_support(target=None):
@@ -114,7 +50,7 @@ def route_support(target=None):
                                    "no compiled kernel to stamp", facts=facts)
     try:
         compiler_hook.check_triton()
-        target = target if target is not None else current_target()
+        target = target if target is not None else triton_target.current_target()
         facts["target"] = f"{getattr(target, 'backend', '?')}:{getattr(target, 'arch', '?')}"
         facts["target_kind"] = stampers.target_kind(target)
         name, backend = compiler_backend(target)
@@ -124,7 +60,7 @@ def route_support(target=None):
             known = _answers.get(key)
         if known is not None:
             return known
-        stages, hooked = registered_stages(backend.compiler, target)
+        stages, hooked = triton_stages.registered_stages(backend.compiler, target)
     except BackendUnavailable as error:
         return RouteSupport(reason=str(error), facts=facts)
     except Exception as error:  # a vendor build's compiler or driver that cannot answer here
@@ -138,7 +74,7 @@ def route_support(target=None):
 def _judge(name, backend, target, stages, hooked, facts):
     """The RouteSupport of an inspected target: the first missing piece, or its stamper."""
     facts["stages"] = stages
-    facts["launcher_profile_scratch"] = launcher_passes_profile_scratch(backend.driver)
+    facts["launcher_profile_scratch"] = triton_kernels.launcher_passes_profile_scratch(backend.driver)
     if not hooked:
         return RouteSupport(reason=f"Triton backend {name!r}: its compiler's add_stages does not call "
                                    f"knobs.runtime.add_stages_inspection_hook (no stage can be wrapped)", facts=facts)

@@ -1,6 +1,6 @@
 """Kernel-side scopes (``flagtree.profiler.language``) in a device_timer session, with no CUPTI.
 
-The scopes themselves are backend="instrumentation"'s (instrumentation/kernel_scopes.py: Triton's
+The scopes themselves are the shared kernel_scopes package's (kernel_scopes/scopes.py: Triton's
 proton passes, the buffer pool, the drain): a kernel with scopes gets ``cycles``,
 ``normalized_cycles`` and ``count`` children per scope, and with data="trace" its intervals go
 to ``<name>.device_scopes.json``. Such a kernel uses the profile scratch pointer for its scope
@@ -19,9 +19,9 @@ import threading
 from dataclasses import dataclass
 
 from ..base import BackendUnavailable
-from ..instrumentation import compiler_hook as scope_compiler_hook
-from ..instrumentation.kernel_scopes import KernelScopes
-from ..instrumentation.options import InstrumentationOptions
+from ...kernel_scopes import compiler_hook as scope_compiler_hook
+from ...kernel_scopes.scopes import KernelScopes
+from ...kernel_scopes.options import InstrumentationOptions
 from ...native_core import native as _native
 
 COUNTS = ("scoped_launches_timed", "scoped_launches_untimed")
@@ -70,13 +70,13 @@ class DeviceTimerScopes:
         place of `fallback` (the profile allocator before the ring's), put back on stop."""
 
         def behind_ring_allocator(collector):
-            self.native.device_timer_set_fallback(collector)
-            return lambda: self.native.device_timer_set_fallback(fallback)
+            self.native.device_timer.device_timer_set_fallback(collector)
+            return lambda: self.native.device_timer.device_timer_set_fallback(fallback)
 
         self.scopes.install(options, behind_ring_allocator)
 
     def _correlate(self, launch_ns):
-        return self.native.device_timer_scoped_launch(launch_ns)
+        return self.native.device_timer.device_timer_scoped_launch(launch_ns)
 
     def _record(self, launch, info, summary):
         times = summary.device_time()
@@ -84,14 +84,15 @@ class DeviceTimerScopes:
             self._untimed(launch)
             return
         blocks = launch.piece.size // info.layout.stride
-        self.native.device_timer_scoped_record(launch.correlation, launch.name, times[0], times[1], (blocks, 1, 1),
-                                               (info.layout.num_warps * 32, 1, 1), launch.stream)
+        self.native.device_timer.device_timer_scoped_record(launch.correlation, launch.name, times[0], times[1],
+                                                            (blocks, 1, 1), (info.layout.num_warps * 32, 1, 1),
+                                                            launch.stream)
         with self._lock:
             self.counts.scoped_launches_timed += 1
 
     def _untimed(self, launch):
         if launch.correlation:
-            self.native.device_timer_forget_launch(launch.correlation)
+            self.native.device_timer.device_timer_forget_launch(launch.correlation)
         with self._lock:
             self.counts.scoped_launches_untimed += 1
 

@@ -10,10 +10,11 @@ per-block, per-warp intervals go to ``<name>.device_scopes.json`` (Chrome trace 
 """
 from ..base import BackendUnavailable, SharedUse
 from ..nvidia.backend import NvidiaBackend
-from . import compiler_hook
-from .kernel_scopes import InstrumentationState, KernelScopes, _new_device_buffer
-from .options import FORMS, parse_mode
+from ...kernel_scopes import compiler_hook
+from ...kernel_scopes.scopes import InstrumentationState, KernelScopes, new_device_buffer
+from ...kernel_scopes.options import FORMS, parse_mode
 from ...native_core import native
+from ...triton_glue.kernels import set_profile_allocator
 
 
 class InstrumentationBackend(NvidiaBackend):
@@ -27,8 +28,8 @@ class InstrumentationBackend(NvidiaBackend):
         self._lock = self._use.lock  # also guards the open sessions and the collector
         # Kernel nodes come from CUPTI: a launch is named by the correlation id its launch
         # callback gave (read on the launching thread, right after the launch call).
-        self.scopes = KernelScopes(self.name, lambda launch_ns: native.instrumentation_take_correlation(),
-                                   lambda session: session.state, new_buffer=lambda n: _new_device_buffer(n))
+        self.scopes = KernelScopes(self.name, lambda launch_ns: native.instrumentation.instrumentation_take_correlation(),
+                                   lambda session: session.state, new_buffer=lambda n: new_device_buffer(n))
 
     @property
     def collector(self):
@@ -70,11 +71,11 @@ class InstrumentationBackend(NvidiaBackend):
         compiler_hook.route()
         super().acquire(None)
         try:
-            native.instrumentation_watch_launches(True)
+            native.instrumentation.instrumentation_watch_launches(True)
             try:
-                self.scopes.install(options, _as_profile_allocator)
+                self.scopes.install(options, set_profile_allocator)
             except BaseException:
-                native.instrumentation_watch_launches(False)
+                native.instrumentation.instrumentation_watch_launches(False)
                 raise
         except BaseException:
             super().release()
@@ -87,7 +88,7 @@ class InstrumentationBackend(NvidiaBackend):
         try:
             self.scopes.stop()
         finally:
-            native.instrumentation_watch_launches(False)
+            native.instrumentation.instrumentation_watch_launches(False)
             super().release()
 
     def attach_session(self, session):
@@ -108,12 +109,3 @@ class InstrumentationBackend(NvidiaBackend):
         facts = super().describe()
         facts["backend"] = self.name
         return facts
-
-
-def _as_profile_allocator(collector):
-    """Puts the collector in as Triton's profile allocator; returns the undo."""
-    from triton.runtime import _allocation  # deferred: triton is heavy and optional
-
-    previous = _allocation._profile_allocator.get()
-    _allocation.set_profile_allocator(collector)
-    return lambda: _allocation.set_profile_allocator(previous)

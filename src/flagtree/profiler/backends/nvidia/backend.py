@@ -2,8 +2,9 @@
 
 Which libcupti is loaded, in this order (the first that loads wins):
   1. FLAGTREE_PROFILER_CUPTI_PATH, then the copy the tracer subscribed with before in this process
-  2. Triton's bundled copy (triton/backends/nvidia/lib/cupti/libcupti.so), the file Proton loads,
-     when its CUDA major is supported and not newer than the driver's
+  2. Triton's bundled copy (triton/backends/nvidia/lib/cupti/libcupti.so, or the folder
+     TRITON_CUPTI_LIB_PATH names), the file Proton loads, when its CUDA major is supported and
+     not newer than the driver's
   3. a copy already loaded in this process (two copies cannot share CUPTI's one subscriber slot)
   4. the nvidia-cuda-cupti wheel (nvidia/cu13/lib, nvidia/cuda_cupti/lib)
   5. CUDA_HOME (extras/CUPTI/lib64, lib64, targets/*/lib)
@@ -33,11 +34,9 @@ from ...native_core import native
 SUPPORTED_CUDA_MAJORS = (12, 13)
 
 
-
-
 def _major_of(path):
     """12 for ".../libcupti.so.12.8.90", None without a version. String work, not a regex: the
-    regex's first compile was 0.5 ms of the first session."""
+    regex's first compile would be paid by the first session (docs/performance.md)."""
     _, found, version = os.path.basename(path).partition("libcupti.so.")
     digits = version[:len(version) - len(version.lstrip("0123456789"))]
     return int(digits) if found and digits else None
@@ -67,10 +66,12 @@ def _path_major(path):
 
 
 def triton_cupti(driver_major=None):
-    """Triton's bundled libcupti (the path Proton dlopens: <dir>/libcupti.so), or None when Triton
-    bundles none, or one of an unsupported major or newer than the driver."""
-    for entry in sys.path:
-        folder = os.path.join(entry, "triton", "backends", "nvidia", "lib", "cupti")
+    """Triton's bundled libcupti (the path Proton dlopens: <dir>/libcupti.so, <dir> being
+    TRITON_CUPTI_LIB_PATH when set, as Proton reads it), or None when Triton bundles none, or one
+    of an unsupported major or newer than the driver."""
+    chosen = os.environ.get("TRITON_CUPTI_LIB_PATH")
+    folders = [chosen] if chosen else [os.path.join(e, "triton", "backends", "nvidia", "lib", "cupti") for e in sys.path]
+    for folder in folders:
         versioned = glob.glob(os.path.join(folder, "libcupti.so.*"))
         if not versioned and not os.path.isfile(os.path.join(folder, "libcupti.so")):
             continue
@@ -85,7 +86,7 @@ def triton_cupti(driver_major=None):
 
 def iter_cupti_candidates(driver_major=None, proton_first=True, used=None):
     """The libcupti paths to try, in the documented order, found as they are asked for: the first
-    session stops at the first that loads instead of globbing every sys.path entry (~5 ms).
+    session stops at the first that loads instead of globbing every sys.path entry.
     proton_first=False (hardware counters, which need the driver's major): no Triton copy first,
     and a loaded copy of another major than the driver's is not preferred either. `used`: the
     copy this process subscribed with before, tried right after the explicit path."""
@@ -129,10 +130,10 @@ def _api_major(api_version):
 
 class _DeviceFacts:
     """The CUDA devices' fixed facts, queried once per process: every session writes them
-    (device_info, describe). The driver answers the two clock attributes in 0.35-0.7 ms each,
-    every time (H200, driver 580), so the first session starts the query at start() and
-    finalize() takes its answer, off the first session's path. The query runs on a native
-    thread (csrc/backends/nvidia/device_facts.h): a Python one cost ~0.4 ms more at start()."""
+    (device_info, describe). The driver is slow to answer the two clock attributes, every time
+    (docs/performance.md), so the first session starts the query at start() and finalize()
+    takes its answer, off the first session's path. The query runs on a native thread
+    (csrc/backends/nvidia/device_facts.h): starting a Python one would cost start() more."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -143,7 +144,7 @@ class _DeviceFacts:
         with self._lock:
             if self._devices is not None or self._pending:
                 return
-            native.cuda_devices_prefetch()
+            native.nvidia.cuda_devices_prefetch()
             self._pending = True
 
     def get(self):
@@ -152,7 +153,7 @@ class _DeviceFacts:
                 # The prefetched answer, or a query now; a failure (RuntimeError: no driver) is
                 # raised to this caller and not kept, so the next call asks the driver again.
                 self._pending = False
-                self._devices = native.cuda_devices_take()
+                self._devices = native.nvidia.cuda_devices_take()
             return self._devices
 
 
@@ -174,6 +175,12 @@ def cuda_devices():
     """The CUDA devices' facts of this process (the _DeviceFacts answer, cached): what every
     CUDA-side backend reads them through. RuntimeError without a driver."""
     return _device_facts.get()
+
+
+def cuda_driver_version():
+    """The CUDA driver's version (0 without a driver): what the other CUDA-side backends report
+    it through, leaving _native.nvidia to this backend."""
+    return native.nvidia.cuda_driver_version()
 
 
 @dataclass
@@ -204,7 +211,7 @@ class NvidiaBackend(Backend):
         if not isinstance(session.options, counters.CounterMode):
             return
         try:
-            devices = cuda_devices()  # cached: the driver takes ~1 ms to answer each time
+            devices = cuda_devices()  # cached: the driver is slow to answer, every time
         except RuntimeError:
             devices = []
         counters.start_session(self._library, session, session.options.metrics, devices)
@@ -224,14 +231,14 @@ class NvidiaBackend(Backend):
         """The libcupti for hardware counters: the one traced with if it is of the driver's major
         (Triton's CUPTI 12 build gave no metrics under a CUDA 13 driver on the H200), else the
         first candidate of the counters' order that has the Range Profiler API."""
-        version = native.cuda_driver_version()
+        version = native.nvidia.cuda_driver_version()
         driver_major = version // 1000 if version else None
         if self._library and _path_major(self._library) in (None, driver_major):
             return self._library
         failures = []
         for path in cupti_candidates(driver_major, proton_first=False):
             try:
-                native.counters_load(path)
+                native.counters.counters_load(path)
                 return path
             except native.LibraryNotFound as error:
                 failures.append(str(error))
@@ -239,7 +246,7 @@ class NvidiaBackend(Backend):
                            "set FLAGTREE_PROFILER_CUPTI_PATH. Tried:\n  " + "\n  ".join(failures))
 
     def unavailable_reason(self):
-        if not native.cuda_driver_version():
+        if not native.nvidia.cuda_driver_version():
             return "no CUDA driver (libcuda.so.1) on this machine"
         tried = cupti_candidates()
         if not any(could_load(p) for p in tried):
@@ -247,7 +254,7 @@ class NvidiaBackend(Backend):
         return None
 
     def _driver_major(self):
-        version = native.cuda_driver_version()
+        version = native.nvidia.cuda_driver_version()
         if not version:
             raise BackendUnavailable(
                 f"the {self.name} backend needs the CUDA driver (libcuda.so.1) and a GPU, and this machine has "
@@ -258,7 +265,7 @@ class NvidiaBackend(Backend):
     def acquire(self, options):
         driver_major = self._driver_major()
         buffer_bytes = _env.buffer_size()
-        native.cupti_set_buffer_limit(_env.buffer_limit())
+        native.nvidia.cupti_set_buffer_limit(_env.buffer_limit())
         failures = []
         cupti_attach.before_acquire()
         # Hardware counters need the libcupti of the driver's major; plain tracing takes Triton's
@@ -267,19 +274,19 @@ class NvidiaBackend(Backend):
         # cannot (error 39), while 12 -> 13 works (the tracer, parked on another copy, attaches
         # afresh: dialect_tracer_impl.h).
         counting = isinstance(options, counters.CounterMode)
-        used = native.cupti_library() or None  # the tracer's, whichever backend took it
+        used = native.nvidia.cupti_library() or None  # the tracer's, whichever backend took it
         if used and counting and _path_major(used) not in (None, driver_major):
             used = None
         for path in iter_cupti_candidates(driver_major, proton_first=not counting, used=used):
             try:
-                native.cupti_acquire(path, buffer_bytes)
+                native.nvidia.cupti_acquire(path, buffer_bytes)
             except native.LibraryNotFound as error:  # cannot load, or too old: try the next
                 failures.append(str(error))
                 continue
             except RuntimeError as error:  # keeps the type (SubscriberTaken: another tool)
                 raise type(error)(f"flagtree.profiler: {error}") from None
-            self._library = native.cupti_library()
-            self._check_version(native.cupti_version())
+            self._library = native.nvidia.cupti_library()
+            self._check_version(native.nvidia.cupti_version())
             if counting:
                 self._check_counters_major(driver_major)
             _device_facts.prefetch()  # answered while the session runs; written at finalize
@@ -289,7 +296,7 @@ class NvidiaBackend(Backend):
             "the nvidia-cuda-cupti wheel. Tried:\n  " + "\n  ".join(failures))
 
     def _check_counters_major(self, driver_major):
-        major = _api_major(native.cupti_version())
+        major = _api_major(native.nvidia.cupti_version())
         if major in (None, driver_major):
             return
         held = self._library
@@ -307,14 +314,14 @@ class NvidiaBackend(Backend):
                           f"CUDA majors {SUPPORTED_CUDA_MAJORS}; kernel records may be misread", stacklevel=3)
 
     def flush(self):
-        native.cupti_flush()
+        native.nvidia.cupti_flush()
 
     def release(self):
-        native.cupti_release()
+        native.nvidia.cupti_release()
         cupti_attach.after_release()
 
     def dropped_records(self):
-        return int(native.cupti_dropped())
+        return int(native.nvidia.cupti_dropped())
 
     def device_info(self):
         try:
@@ -329,5 +336,5 @@ class NvidiaBackend(Backend):
             devices = [{"index": d["index"], "name": d["name"], "arch": d["arch"]} for d in cuda_devices()]
         except RuntimeError:
             pass
-        return {"backend": self.name, "cupti_library": self._library, "cupti_version": native.cupti_version(),
-                "cuda_driver_version": native.cuda_driver_version(), "devices": devices}
+        return {"backend": self.name, "cupti_library": self._library, "cupti_version": native.nvidia.cupti_version(),
+                "cuda_driver_version": native.nvidia.cuda_driver_version(), "devices": devices}

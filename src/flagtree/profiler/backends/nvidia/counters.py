@@ -7,6 +7,7 @@ starts and stops a session's collection, and lists the metrics a chip offers.
 from dataclasses import dataclass
 
 from ... import _env
+from ...common.devices import arch_key, peak_bandwidth
 from .. import get_backend
 from ...native_core import native
 
@@ -24,8 +25,6 @@ DURATION_METRIC = "gpu__time_duration.sum"
 DERIVED_METRICS = ("achieved_occupancy (%)", "dram_bandwidth (GB/s)", "dram_bandwidth_util (%)")
 MODE_FORMS = '"metrics" (a default set) or "metrics=<name>,<name>,..."'
 LIST_HINT = "list the valid names with flagtree.profiler.list_metrics() or `flagtree-profiler --list-metrics`"
-
-
 
 
 def parse_mode(mode):
@@ -60,11 +59,12 @@ class CounterMode:
 
 
 def dram_peaks_gbps(devices):
-    """Each device's DRAM peak in GB/s: memory clock (kHz) x bus width (bits) x 2 (double data rate) / 8."""
+    """Each device's DRAM peak in GB/s (0.0 where unknown), by device index, as the viewer's
+    ``util`` metric computes it (common/devices.py)."""
     peaks = []
     for d in sorted(devices, key=lambda d: d["index"]):
-        peaks.append(d["memory_clock_rate"] * 1e3 * d["bus_width"] * 2 / 8 / 1e9
-                     if d.get("memory_clock_rate") and d.get("bus_width") else 0.0)
+        bandwidth = peak_bandwidth(arch_key("CUDA", d.get("arch", "")), d)
+        peaks.append(bandwidth / 1e9 if bandwidth else 0.0)
     return peaks
 
 
@@ -72,30 +72,30 @@ def start_session(library, session, metrics, devices):
     """Starts collecting `metrics` for `session` on the libcupti at `library`; `devices` (the
     backend's cached device list) gives each GPU's DRAM peak."""
     try:
-        native.counters_load(library)
+        native.counters.counters_load(library)
     except RuntimeError as error:  # keeps the type (LibraryNotFound: CUPTI older than 12.6)
         raise type(error)(f"flagtree.profiler: {error}") from None
-    context = native.counters_current_context()
+    context = native.counters.counters_current_context()
     try:
-        native.counters_add_session(library, session.slot, list(metrics), _env.counter_ranges(),
+        native.counters.counters_add_session(library, session.slot, list(metrics), _env.counter_ranges(),
                                     dram_peaks_gbps(devices), context, -1)
     except ValueError as error:  # an unknown metric (the message says how to list them)
         raise ValueError(f"flagtree.profiler: {error}") from None
     except RuntimeError as error:  # keeps the type (Unsupported: not on this GPU)
         raise type(error)(f"flagtree.profiler: hardware counters cannot start: {error}") from None
     try:
-        native.session_enable_extras(session.slot)
-        native.session_set_mean_metrics(session.slot, native.counters_mean_metrics())
+        native.session.session_enable_extras(session.slot)
+        native.session.session_set_mean_metrics(session.slot, native.counters.counters_mean_metrics())
     except BaseException:
-        native.counters_remove_session(session.slot)  # session.py will not call detach_session
+        native.counters.counters_remove_session(session.slot)  # session.py will not call detach_session
         raise
 
 
 def session_outputs(session, metrics):
     """Decodes what is still in the counter images (their metrics reach the kernel nodes) and
     returns the counts for the metadata file."""
-    native.counters_flush()
-    stats = native.counters_stats()
+    native.counters.counters_flush()
+    stats = native.counters.counters_stats()
     out = {
         "counter_metrics": list(metrics),
         "counter_passes": stats["passes"],
@@ -111,7 +111,7 @@ def session_outputs(session, metrics):
 
 
 def stop_session(session):
-    native.counters_remove_session(session.slot)
+    native.counters.counters_remove_session(session.slot)
 
 
 def list_metrics(chip=None, submetrics=False):
@@ -134,14 +134,14 @@ def list_metrics(chip=None, submetrics=False):
 
 def _list_reinitialising(nvidia, library, chip, submetrics):
     try:
-        return native.counters_list_metrics(library, chip, submetrics)
+        return native.counters.counters_list_metrics(library, chip, submetrics)
     except native.NotInitialized:
         pass
     # A finished session ends with cuptiFinalize (so other tools can attach), after which CUPTI
     # answers NOT_INITIALIZED until a client subscribes again: subscribe briefly, then ask again.
     nvidia.acquire(None)
     try:
-        return native.counters_list_metrics(library, chip, submetrics)
+        return native.counters.counters_list_metrics(library, chip, submetrics)
     finally:
         nvidia.release()
 

@@ -5,31 +5,28 @@ Mode string: ``pcsampling[:key=value,...]`` with keys
   interval=<5..31>   log2 of the GPU cycles between samples (FLAGTREE_PROFILER_PCSAMPLING_INTERVAL)
   collection=continuous|serialized   CUPTI's collection-mode attribute (FLAGTREE_PROFILER_PCSAMPLING_COLLECTION)
   range=session|launch   session (default): one range per context from its first launch to finalize
-      (or a module unload), no per-launch cost (9x on 2,000 tiny launches on the H200, the spec's
-      "about 20x"); continuous-mode samples are per function, split equally among its launches.
+      (or a module unload), no per-launch cost; continuous-mode samples are per function, split
+      equally among its launches.
       launch: every launch is sampled alone, cuCtxSynchronize + Start at the launch call, Stop +
-      GetData when it returns (Proton's order): exact per-launch samples, ~117x launch-bound.
+      GetData when it returns (Proton's order): exact per-launch samples, far slower when
+      launch-bound. Both overheads: docs/reference/pc-sampling.md.
 "cupti_pcsampling" samples with mode None; "cupti" with mode None records kernels only.
 """
-import gc
-import sys
 import time
 from dataclasses import dataclass
 
 from ... import _env
 from .backend import NvidiaBackend
 from ...native_core import native
+from ...triton_glue.kernels import compiled_kernels
 
 MODE_FORM = "pcsampling[:interval=<5..31>,collection=continuous|serialized,range=session|launch]"
 CHOICES = {"collection": ("continuous", "serialized"), "range": ("session", "launch")}
 SCRATCH_BYTES = 16 << 20  # CUPTI's decoded-record buffer (Proton's size, seen to work on the H200)
 # The device buffer samples land in (CUPTI's default is 512 MiB, Proton's 128 MiB). Its size is
-# paid at every Start: 122 / 73 / 61 ms for 128 / 32 / 8 MiB on the H200, none of them dropping
-# a sample of the 800,000 a 3.2 ms kernel gives at interval 10 (bench/results/pcsampling-*).
+# paid at every Start, and a smaller one dropped no sample (docs/reference/pc-sampling.md).
 HARDWARE_BYTES = 32 << 20
 BUFFER_PCS = 20000  # PC records per GetData call
-
-
 
 
 @dataclass(frozen=True)
@@ -78,15 +75,8 @@ def parse_pcsampling_mode(mode):
 def loaded_triton_cubins():
     """Cubins of Triton kernels compiled in this process (modules loaded before the session
     started never reach the module-load callback, and the line lookup needs their cubin)."""
-    compiler = sys.modules.get("triton.compiler.compiler")
-    kind = getattr(compiler, "CompiledKernel", None)
-    if kind is None:
-        return []
-    # type(), not isinstance(): isinstance reads __class__, which some lazy module proxies
-    # (torch.distributed's) answer with a deprecation warning.
-    kernels = [obj for obj in gc.get_objects() if type(obj) is kind]
     cubins = []
-    for obj in kernels:
+    for obj in compiled_kernels():
         asm = getattr(obj, "asm", None)
         if isinstance(asm, dict) and isinstance(asm.get("cubin"), bytes):
             cubins.append(asm["cubin"])
@@ -120,9 +110,9 @@ class CuptiBackend(NvidiaBackend):
         options = session.options
         if options is None:
             return
-        native.session_enable_extras(session.slot)
+        native.session.session_enable_extras(session.slot)
         try:
-            native.pcsampling_start(session.slot, self.pcsampling_library, options.interval,
+            native.pcsampling.pcsampling_start(session.slot, self.pcsampling_library, options.interval,
                                     options.collection == "serialized", SCRATCH_BYTES, HARDWARE_BYTES,
                                     BUFFER_PCS, options.range == "session")
         except RuntimeError as error:
@@ -132,17 +122,17 @@ class CuptiBackend(NvidiaBackend):
     def session_outputs(self, session):
         if not session.state.sampling:
             return {}
-        missing = set(native.pcsampling_stop())
+        missing = set(native.pcsampling.pcsampling_stop())
         started = time.perf_counter()
         if not missing <= self._searched_crcs:
             # Some samples are in modules loaded before the session (the module-load callback never
             # saw them): their line look-up needs the cubin, which Triton keeps in its kernels.
             for cubin in loaded_triton_cubins():
-                native.pcsampling_add_cubin(cubin)
+                native.pcsampling.pcsampling_add_cubin(cubin)
             self._searched_crcs |= missing
         scan_s = time.perf_counter() - started
         session.state.sampling = False
-        stats = dict(native.pcsampling_finish())
+        stats = dict(native.pcsampling.pcsampling_finish())
         stats["pcsampling_cubin_scan_s"] = scan_s
         return stats
 
@@ -150,7 +140,7 @@ class CuptiBackend(NvidiaBackend):
         # A session closed without outputs (an error at start) still stops sampling.
         if session.state.sampling:
             session.state.sampling = False
-            native.pcsampling_finish()
+            native.pcsampling.pcsampling_finish()
 
     def describe(self):
         info = super().describe()

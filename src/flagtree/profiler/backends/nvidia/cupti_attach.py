@@ -1,23 +1,27 @@
 """The release rule of the CUPTI subscription kept between sessions.
 
-Subscribing to CUPTI and enabling its activity kinds is most of a session's fixed cost (7-10 ms
-in a process with torch loaded), so after the last session the native tracer stays attached
+Subscribing to CUPTI and enabling its activity kinds is most of a session's fixed cost
+(docs/performance.md, Session cost), so after the last session the native tracer stays attached
 ("parked": activity on, launch callbacks off, records discarded). It lets go, so that another
 CUPTI client (Proton, torch.profiler, Nsight) can attach, on the first of:
   - flagtree.profiler.release();
   - FLAGTREE_PROFILER_CUPTI_IDLE_S seconds with no session (0: at every finalize);
-  - interpreter exit.
+  - interpreter exit;
+  - a Proton session starting in this process (triton.profiler's start, wrapped once parked:
+    Proton's cuptiSubscribe would otherwise fail with error 39 while we hold the slot).
 The next session after a release subscribes afresh."""
 import atexit
+import functools
+import importlib.abc
+import importlib.machinery
 import os
+import sys
 
 from ... import _env
 from ...native_core import native
 
 _exit_hook = [None]  # the pid that registered the exit hook
 _exiting = [False]
-
-
 
 
 def before_acquire():
@@ -40,19 +44,20 @@ def _release_at_exit():
 def after_release():
     """The nvidia backend released the tracer: if that was the last session it is parked now;
     start the idle clock (or release at once when the idle time is 0). The clock runs on a
-    native thread (csrc/backends/nvidia/idle_release.h): a threading.Timer cost ~0.3 ms to start
-    at every finalize."""
-    if not native.cupti_attach_stats()["parked"]:
+    native thread (csrc/backends/nvidia/idle_release.h): starting a threading.Timer at every
+    finalize would cost each finalize more."""
+    if not native.nvidia.cupti_attach_stats()["parked"]:
         return
+    _release_before_proton()
     idle = 0 if _exiting[0] else _env.cupti_idle_seconds()
     if idle <= 0:
         release()
         return
-    native.cupti_idle_release_arm(idle)
+    native.nvidia.cupti_idle_release_arm(idle)
 
 
 def _cancel_idle_timer():
-    native.cupti_idle_release_cancel()
+    native.nvidia.cupti_idle_release_cancel()
 
 
 def release():
@@ -60,4 +65,55 @@ def release():
     attach in this process. Returns True if it released, False if there was nothing to release
     or a session is still running (finalize it first)."""
     _cancel_idle_timer()
-    return bool(native.cupti_detach())
+    return bool(native.nvidia.cupti_detach())
+
+
+# Where Proton's sessions start: the module's own `start` (its `profile` decorator calls it) and
+# the package's re-export of it.
+_PROTON_STARTS = ("triton.profiler.profile", "triton.profiler")
+
+
+def _release_before_proton():
+    """Wraps Proton's start to release our parked subscription first: now where it is imported,
+    at its import (a finder on sys.meta_path) where it is not yet."""
+    if "triton.profiler.profile" not in sys.modules and not any(isinstance(f, _ProtonImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _ProtonImport())
+    for name in _PROTON_STARTS:
+        _wrap_start(sys.modules.get(name))
+
+
+def _wrap_start(module):
+    start = getattr(module, "start", None)
+    if start is not None and not getattr(start, "_flagtree_releases_first", False):
+        module.start = _releasing_first(start)
+
+
+class _ProtonImport(importlib.abc.MetaPathFinder):
+    """Finds triton.profiler.profile as the path finder does; its start is wrapped once run."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "triton.profiler.profile":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+
+        def run_then_wrap(module):
+            run(module)
+            _wrap_start(module)
+
+        spec.loader.exec_module = run_then_wrap
+        return spec
+
+
+def _releasing_first(start):
+    @functools.wraps(start)
+    def start_after_release(*args, **kwargs):
+        if native.nvidia.cupti_attach_stats()["parked"]:
+            release()
+        return start(*args, **kwargs)
+
+    start_after_release._flagtree_releases_first = True
+    return start_after_release
+

@@ -173,30 +173,30 @@ class CannBackend(DialectBackend):
     def after_acquire(self):
         if not self._undo_hooks:
             self._install_launch_hooks()
-        refusal = native.mspti_callback_refusal()
+        refusal = native.cann.mspti_callback_refusal()
         if refusal and not self._told_preload:
             self._told_preload = True
             warnings.warn(preload_message(refusal), stacklevel=3)
 
     def _install_launch_hooks(self):
-        from ...hooks.triton_chain import _attach, _launch_hook_owner  # deferred: loads Triton's hook owner
+        from ...triton_glue.launch_hooks import attach, launch_hook_owner  # deferred: loads Triton's hook owner
 
         try:
-            owner = _launch_hook_owner()
+            owner = launch_hook_owner()
         except (ImportError, RuntimeError) as error:  # no Triton: MSPTI's callbacks only
             self._hook_error = str(error)
             return
 
         def enter(metadata):
-            native.mspti_launch_enter()
+            native.cann.mspti_launch_enter()
 
         def exit(metadata):
-            native.mspti_launch_exit()
+            native.cann.mspti_launch_exit()
 
         # Last in the enter chain (after hook="triton" has set the launch's metadata), first in the
         # exit chain (the id is popped right after the launch).
-        self._undo_hooks.append(_attach(owner, "launch_enter_hook", enter, order="last"))
-        self._undo_hooks.append(_attach(owner, "launch_exit_hook", exit, order="first"))
+        self._undo_hooks.append(attach(owner, "launch_enter_hook", enter, order="last"))
+        self._undo_hooks.append(attach(owner, "launch_exit_hook", exit, order="first"))
 
     def acquire(self, options):
         super().acquire(options)
@@ -210,7 +210,7 @@ class CannBackend(DialectBackend):
         super().release()
 
     def check_no_other_profiler(self):
-        if getattr(native, "mspti_running")():
+        if getattr(native.cann, "mspti_running")():
             return  # our own tracer already runs (a second session): nothing new subscribes
         found = other_profilers()
         if found:
@@ -222,7 +222,7 @@ class CannBackend(DialectBackend):
         mode = self.session_mode(session)
         if mode.options.get("mstx_enabled"):
             try:
-                native.mstx_acquire()
+                native.cann.mstx_acquire()
             except RuntimeError as error:
                 raise RuntimeError(f"flagtree.profiler: {error}") from None
             session.state.mstx = True
@@ -230,29 +230,29 @@ class CannBackend(DialectBackend):
     def session_outputs(self, session):
         out = {}
         if session.state.mstx:
-            out["mstx"] = dict(native.mstx_stats())
+            out["mstx"] = dict(native.cann.mstx_stats())
         return out
 
     def _stop_mstx(self, session):
         if session.state.mstx:
             session.state.mstx = False
-            native.mstx_release()
+            native.cann.mstx_release()
 
     def detach_session(self, session):
         self._stop_mstx(session)
 
     def device_info(self):
-        devices = list(native.npu_devices()) if self._library else []
+        devices = list(native.cann.npu_devices()) if self._library else []
         return {"NPU": {str(d["index"]): {"arch": d["arch"]} for d in devices}} if devices else {}
 
     def describe(self):
         info = super().describe()
         info[f"{self.prefix}_records"]["drop_count"] = "not reported by MSPTI"
-        info["mspti_join"] = dict(native.mspti_join_stats())
-        refusal = native.mspti_callback_refusal()
+        info["mspti_join"] = dict(native.cann.mspti_join_stats())
+        refusal = native.cann.mspti_callback_refusal()
         info["mspti_callbacks"] = "enabled" if not refusal else f"refused: {refusal}"
         info["launch_source"] = ("Triton's launch hook" + ("" if refusal else " and MSPTI's runtime callbacks")
                                  if self._hook_error is None else f"MSPTI's runtime callbacks ({self._hook_error})")
-        info["devices"] = [{"index": d["index"], "arch": d["arch"]} for d in native.npu_devices()] \
+        info["devices"] = [{"index": d["index"], "arch": d["arch"]} for d in native.cann.npu_devices()] \
             if self._library else []
         return info

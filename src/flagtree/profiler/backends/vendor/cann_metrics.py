@@ -77,8 +77,8 @@ class CannVendorMetrics:
 
     # -- collection ------------------------------------------------------------------------------
     def start(self):
-        native.session_enable_extras(self.session.slot)
-        native.launch_log_enable(self.session.slot, True)
+        native.session.session_enable_extras(self.session.slot)
+        native.session.launch_log_enable(self.session.slot, True)
         self.library = find_library()
         self._lib = _load(self.library)
         os.makedirs(self.output_dir, exist_ok=True)
@@ -139,7 +139,7 @@ class CannVendorMetrics:
         offset = (self.session.start_realtime_ns or 0) - (self.session.start_monotonic_ns or 0)
         rows = [row for path in files for row in msprof_csv.read_file(path, offset)]
         launches = session_launches(self.session.slot)
-        native.launch_log_enable(self.session.slot, False)  # read once: free it
+        native.session.launch_log_enable(self.session.slot, False)  # read once: free it
         result = match_rows(rows, launches, MSPROF_RULES, task_ids=self._task_ids(launches))
         attach_in_session(self.session.slot, self.session.data, result)
         if result.time_only:

@@ -1,6 +1,6 @@
 """What the non-NVIDIA CUPTI-dialect backends (mthreads through MUPTI, cann through MSPTI) share:
 finding the vendor library in a documented order, starting the native tracer of that dialect
-(``native.<prefix>_acquire``), the vendor mode grammar (backends/vendor/mode_options.py), and the
+(``native.<name>.<prefix>_acquire``), the vendor mode grammar (backends/vendor/mode_options.py), and the
 metadata. Each backend names its library, environment variable, install folders, metrics and
 options; the native side is one shared tracer instantiated per vendor table.
 """
@@ -10,8 +10,6 @@ from ..base import Backend, BackendUnavailable
 from ..libraries import acquire_first, could_load, library_candidates
 from .mode_options import parse_vendor_mode
 from ...native_core import native
-
-
 
 
 class DialectBackend(Backend):
@@ -68,12 +66,12 @@ class DialectBackend(Backend):
 
     def acquire(self, options):
         self.check_no_other_profiler()
-        getattr(native, f"{self.prefix}_set_buffer_limit")(_env.buffer_limit())
+        getattr(getattr(native, self.name), f"{self.prefix}_set_buffer_limit")(_env.buffer_limit())
         buffer_bytes = _env.buffer_size()
-        acquire = getattr(native, f"{self.prefix}_acquire")
+        acquire = getattr(getattr(native, self.name), f"{self.prefix}_acquire")
         tried = acquire_first(self.candidates(), lambda path: acquire(path, buffer_bytes), native.LibraryNotFound)
         if tried is None:
-            self._library = getattr(native, f"{self.prefix}_library")()
+            self._library = getattr(getattr(native, self.name), f"{self.prefix}_library")()
             self.after_acquire()
             return
         raise BackendUnavailable(
@@ -84,14 +82,14 @@ class DialectBackend(Backend):
         """Called once the tracer runs (e.g. to find the vendor driver)."""
 
     def flush(self):
-        getattr(native, f"{self.prefix}_flush")()
+        getattr(getattr(native, self.name), f"{self.prefix}_flush")()
 
     def release(self):
-        getattr(native, f"{self.prefix}_release")()
+        getattr(getattr(native, self.name), f"{self.prefix}_release")()
 
     def dropped_records(self):
-        return int(getattr(native, f"{self.prefix}_dropped")())
+        return int(getattr(getattr(native, self.name), f"{self.prefix}_dropped")())
 
     def describe(self):
-        stats = dict(getattr(native, f"{self.prefix}_stats")())
+        stats = dict(getattr(getattr(native, self.name), f"{self.prefix}_stats")())
         return {"backend": self.name, f"{self.prefix}_library": self._library, f"{self.prefix}_records": stats}

@@ -45,7 +45,7 @@ import os
 from ..base import device_info_of
 from .dialect import DialectBackend
 from ...native_core import native
-from ...viewer.devices import Device
+from ...common.devices import Device
 
 LIBRARY = "libmupti.so"
 ENV_PATH = "FLAGTREE_PROFILER_MUPTI_PATH"
@@ -76,7 +76,7 @@ class MthreadsBackend(DialectBackend):
 
     def after_acquire(self):
         try:
-            self._driver = native.musa_load_driver()
+            self._driver = native.mthreads.musa_load_driver()
             self._driver_error = None
         except RuntimeError as error:  # tracing works without it; devices and metrics do not
             self._driver, self._driver_error = None, str(error)
@@ -94,9 +94,9 @@ class MthreadsBackend(DialectBackend):
         session.state.chosen = chosen
         if not groups:
             return
-        native.session_enable_extras(session.slot)
-        native.session_set_mean_metrics(session.slot, native.mupti_metric_names(groups))
-        native.mupti_metrics_session(session.slot, groups)
+        native.session.session_enable_extras(session.slot)
+        native.session.session_set_mean_metrics(session.slot, native.mthreads.mupti_metric_names(groups))
+        native.mthreads.mupti_metrics_session(session.slot, groups)
 
     def session_outputs(self, session):
         chosen = session.state.chosen
@@ -110,19 +110,19 @@ class MthreadsBackend(DialectBackend):
     def detach_session(self, session):
         if session.state.chosen:
             session.state.chosen = ()
-            native.mupti_metrics_session(session.slot, 0)
+            native.mthreads.mupti_metrics_session(session.slot, 0)
 
     def _devices(self):
         if self._driver is None:
             return []
-        return list(native.musa_devices())
+        return list(native.mthreads.musa_devices())
 
     def device_info(self):
         devices = self._devices()
         return device_info_of("MUSA", devices) if devices else {}
 
     def peak_bandwidths(self):
-        """{device index: GB/s}, computed as the viewer computes it (so util agrees)."""
+        """{device index: GB/s}, computed where the viewer computes it (common/devices.py), so util agrees."""
         out = {}
         for d in self._devices():
             bandwidth = Device("MUSA", str(d["index"]), d).bandwidth
@@ -135,5 +135,5 @@ class MthreadsBackend(DialectBackend):
         if self._driver_error:
             info["musa_driver_error"] = self._driver_error
         info["devices"] = [{"index": d["index"], "name": d["name"], "arch": d["arch"]} for d in self._devices()]
-        info["occupancy_launches_measured"] = int(native.mupti_metrics_measured())
+        info["occupancy_launches_measured"] = int(native.mthreads.mupti_metrics_measured())
         return info

@@ -19,7 +19,7 @@ in the metadata, with ``time_source_reason``):
 makes a session fail with the reason when the route cannot run, ``time_source=host`` keeps host
 times.
 
-Mode (vendor_mode.py grammar): ``vendor_metrics=launch_stats,occupancy,instruction,memory``
+Mode (mode_options.py grammar): ``vendor_metrics=launch_stats,occupancy,instruction,memory``
 (the ixKN sections wanted; the ``--ixkn`` wrapper passes them as ``--section``),
 ``ixkn_import_path=<csv or .ixkn-rep>`` (import an ixKN run's CSV into this session's kernel
 nodes at finalize), ``launch_log=on`` (write ``<name>.launches.json`` for an import after the run;
@@ -35,11 +35,12 @@ from .corex import corex_detected
 from .mode_options import parse_bool, parse_vendor_mode
 from ...native_core import native
 from ... import _env
-from ...hooks.triton import _attach, _launch_hook_owner
+from ...triton_glue.kernels import interpreter_module
+from ...triton_glue.launch_hooks import attach, launch_hook_owner
+from ...triton_glue.target import compiler_backends, interpreter_active
 from ...vendor_import import attach_in_session, ixkn_import, session_launches
 from ...paths import side_file
 from ...writers.atomic import write_json
-from ..interpreter import interpreter_active
 
 DEVICE_TYPE_COREX = 5
 METRICS = ("launch_stats", "occupancy", "instruction", "memory")
@@ -91,14 +92,14 @@ def parse_mode(mode):
 
 def kernel_scope_route():
     """Raises BackendUnavailable naming what Triton's build lacks for kernel-side scopes on CoreX."""
-    from ..instrumentation import compiler_hook  # deferred: only kernel_scopes=on loads the instrumentation backend
+    from ...kernel_scopes import compiler_hook  # deferred: only kernel_scopes=on loads the kernel-side scopes
 
     try:
         compiler_hook.triton_proton()  # the proton dialect's passes
     except BackendUnavailable as error:
         raise BackendUnavailable(f"backend 'tianshu': kernel_scopes needs Triton's proton dialect: {error}") from None
     try:
-        from triton.backends import backends as compilers  # deferred: triton is heavy and optional
+        compilers = compiler_backends()
     except ImportError as error:
         raise BackendUnavailable(f"backend 'tianshu': kernel_scopes needs triton.backends: {error}") from None
     corex = next((compilers[k] for k in ("corex", "iluvatar") if k in compilers), None)
@@ -132,7 +133,7 @@ class TianshuBackend(Backend):
 
     def unavailable_reason(self):
         try:
-            _launch_hook_owner()
+            launch_hook_owner()
         except RuntimeError as error:
             return str(error)
         return None
@@ -198,12 +199,12 @@ class TianshuBackend(Backend):
 
     def _install(self):
         try:
-            owner = _launch_hook_owner()
+            owner = launch_hook_owner()
         except RuntimeError as error:
             raise BackendUnavailable(f"backend 'tianshu': {error}") from None
-        self._undo.append(_attach(owner, "launch_enter_hook", self._enter))
+        self._undo.append(attach(owner, "launch_enter_hook", self._enter))
         # First in the exit chain: the launch is recorded before hook="triton" drops its metadata.
-        self._undo.append(_attach(owner, "launch_exit_hook", self._exit, order="first"))
+        self._undo.append(attach(owner, "launch_exit_hook", self._exit, order="first"))
         if interpreter_active():
             self._patch_interpreter()
 
@@ -214,10 +215,10 @@ class TianshuBackend(Backend):
         # The kernel's own name, read now: hook="triton" evaluates launch_metadata after this hook,
         # and Triton then merges its "name" into the same dict (the rename reaches the record
         # through the native launch metadata; vendor rows match the kernel's own name).
-        stack.append((native.monotonic_ns(), self._own_name(metadata)))
+        stack.append((native.core.monotonic_ns(), self._own_name(metadata)))
 
     def _exit(self, metadata):
-        end = native.monotonic_ns()
+        end = native.core.monotonic_ns()
         stack = getattr(self._local, "starts", None)
         if not stack:
             return  # the enter hook ran before this backend was installed
@@ -240,20 +241,19 @@ class TianshuBackend(Backend):
         return self._streams[key]
 
     def _record(self, name, start, end, grid, block, stream):
-        native.record_host_kernel(name, start, end, grid, block, DEVICE_TYPE_COREX, self.device_id, stream)
+        native.session.record_host_kernel(name, start, end, grid, block, DEVICE_TYPE_COREX, self.device_id, stream)
 
     def _patch_interpreter(self):
-        from triton.runtime import interpreter  # deferred: triton is heavy and optional
-
+        interpreter = interpreter_module()
         original = interpreter.InterpretedFunction.run
         backend = self
 
         def run(fn_self, *args, grid, warmup, **kwargs):
             if warmup:
                 return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
-            start = native.monotonic_ns()
+            start = native.core.monotonic_ns()
             result = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
-            end = native.monotonic_ns()
+            end = native.core.monotonic_ns()
             dims = tuple(getattr(interpreter.interpreter_builder, "grid_dim", None) or (0, 0, 0))
             backend._record(fn_self.fn.__name__, start, end, dims, (0, 0, 0), 0)
             return result
@@ -268,8 +268,8 @@ class TianshuBackend(Backend):
 
     # -- sessions --------------------------------------------------------------------------------
     def attach_session(self, session):
-        native.session_enable_extras(session.slot)  # the host-time label and imports join by correlation
-        native.launch_log_enable(session.slot, True)
+        native.session.session_enable_extras(session.slot)  # the host-time label and imports join by correlation
+        native.session.launch_log_enable(session.slot, True)
         if self._device_timer is not None:
             # The device_timer backend keeps its per-session counts in a state of its own.
             view = DeviceTimerView(session, self._device_timer.SessionState())
@@ -280,7 +280,7 @@ class TianshuBackend(Backend):
         if session.state.device_view is not None and self._device_timer is not None:
             self._device_timer.detach_session(session.state.device_view)
         try:
-            native.launch_log_enable(session.slot, False)
+            native.session.launch_log_enable(session.slot, False)
         except ValueError:  # the slot is already freed
             pass
 
@@ -290,7 +290,7 @@ class TianshuBackend(Backend):
             stats = self._device_timer.session_outputs(session.state.device_view)
         else:
             for launch in launches:
-                native.session_attach(session.slot, launch.correlation, [(HOST_TIMED, 1.0)])
+                native.session.session_attach(session.slot, launch.correlation, [(HOST_TIMED, 1.0)])
             stats = {"time_source": "host", HOST_TIMED: len(launches)}
         stats["time_source_reason"] = self.time_source_reason
         mode = session.options or parse_mode(None)
@@ -331,5 +331,5 @@ def write_launch_log(session):
 
     path = side_file(session.name, "launch_log")
     write_json(path, {"pid": os.getpid(), "data": session.data,
-                             "columns": native.launch_log_entries(session.slot)})
+                             "columns": native.session.launch_log_entries(session.slot)})
     return path

@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "data/store.h"
+#include "store/store.h"
 #include "data/trace.h"
 
 namespace ftp {

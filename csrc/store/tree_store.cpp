@@ -1,4 +1,4 @@
-#include "data/tree_store.h"
+#include "store/tree_store.h"
 
 #include <mutex>
 

@@ -64,9 +64,11 @@ void registerInheritanceBindings(nb::module_& m) {
   });
   m.def("drive_begin", &beginDriving);
   m.def("drive_end", &endDriving);
-  m.def("rooted_scopes_push", [](const SnapshotHandle* h) { pushRootedScopes(h ? h->context->scopes : std::vector<uint32_t>()); },
+  m.def("rooted_scopes_push", [](const SnapshotHandle* h) {
+          Profiler::instance().pushRootedScopes(h ? h->context->scopes : std::vector<uint32_t>());
+        },
         nb::arg("snapshot").none(), "None pushes nothing but still pairs with one pop.");
-  m.def("rooted_scopes_pop", &popRootedScopes);
+  m.def("rooted_scopes_pop", []() { Profiler::instance().popRootedScopes(); });
   m.def("scope_exit_checked", &exitScopeChecked, nb::arg("cpu_timed") = false,
         nb::arg("metrics") = std::vector<std::pair<std::string, double>>());
   m.def("scope_name_of", [](uint32_t id) { return nameOf(id); });

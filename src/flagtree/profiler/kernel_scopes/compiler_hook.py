@@ -9,12 +9,8 @@ compiles in (``triton._C.libtriton.proton``). We put our pass pipeline there:
 * llvmir -> llvm: ``add_allocate_proton_global_scratch_buffer`` (Triton <= 3.6; later versions fold
   it into the next pass) and ``add_convert_proton_nvidia_gpu_to_llvm``.
 
-Two ways Triton exposes that point:
-
-* Triton 3.5 and 3.6: the class attribute ``CUDABackend.instrumentation`` (an object with
-  ``patch(stage, pm, context)`` and ``load_dialects(context)``);
-* later Triton (3.7+, checked on 3.9): ``triton._instrumentation.register_instrumentation(point=...,
-  backend="nvidia", callback=...)`` with points "load-dialects", "ttgpuir-to-llvmir", "llvmir-to-llvm".
+Triton exposes that point as a class attribute (3.5/3.6) or through registered callbacks (3.7+);
+triton_glue/compiler_points.py installs either.
 
 ``triton.knobs.compilation.instrumentation_mode`` is set to our options' string while the hook is
 installed: Triton puts it in the kernel's compile options, so it is part of the in-memory and
@@ -25,8 +21,9 @@ active at once (clear error).
 import re
 import threading
 
-from ... import language
-from ..base import BackendUnavailable
+from .. import language
+from ..backends.base import BackendUnavailable
+from ..triton_glue import compiler_points, stages as triton_stages, target as triton_target, versions
 from .warp_specialized import hoisted_module
 
 PROFILE_BUFFER_ALIGNMENT = 128
@@ -67,15 +64,15 @@ def block_buffer_bytes(requested, warps):
 def triton_proton():
     """Triton's compiled-in proton dialect bindings, or BackendUnavailable saying why not."""
     try:
-        import triton  # deferred: triton is heavy and optional
-        from triton._C.libtriton import proton  # deferred: triton is heavy and optional
+        version = versions.triton_version()
+        proton = compiler_points.libtriton("proton")
     except ImportError as error:
         raise BackendUnavailable(f"backend 'instrumentation' needs Triton 3.5 or later with its proton "
                                  f"dialect (triton._C.libtriton.proton): {error}") from None
     for name in ("create_proton_record", "add_convert_proton_to_protongpu", "add_allocate_proton_shared_memory",
                  "add_convert_proton_nvidia_gpu_to_llvm", "get_scope_id_names", "load_dialects"):
         if not hasattr(proton, name):
-            raise BackendUnavailable(f"backend 'instrumentation': triton {triton.__version__}'s proton dialect "
+            raise BackendUnavailable(f"backend 'instrumentation': triton {version}'s proton dialect "
                                      f"lacks {name}; supported: Triton 3.5, 3.6 and later")
     return proton
 
@@ -83,31 +80,19 @@ def triton_proton():
 def route():
     """'register' (Triton 3.7+), 'class_attribute' (3.5/3.6), or BackendUnavailable."""
     try:
-        import triton._instrumentation as points  # deferred: triton is heavy and optional
-
-        if hasattr(points, "register_instrumentation"):
-            return "register"
-    except ImportError:
-        pass
-    try:
-        from triton.backends.nvidia.compiler import CUDABackend  # deferred: triton is heavy and optional
+        found = compiler_points.point_route()
     except ImportError as error:
         raise BackendUnavailable(f"backend 'instrumentation' needs Triton's NVIDIA backend: {error}") from None
-    if "instrumentation" in vars(CUDABackend):
-        return "class_attribute"
-    import triton  # deferred: triton is heavy and optional
-
-    raise BackendUnavailable(f"backend 'instrumentation': triton {triton.__version__} has no compiler "
-                             f"instrumentation point (needs Triton 3.5 or later)")
+    if found is None:
+        raise BackendUnavailable(f"backend 'instrumentation': triton {versions.triton_version()} has no compiler "
+                                 f"instrumentation point (needs Triton 3.5 or later)")
+    return found
 
 
 def max_shared_memory(arch):
     """Bytes of shared memory a block may use: from the current device if there is one."""
     try:
-        from triton.runtime import driver  # deferred: triton is heavy and optional
-
-        device = driver.active.get_current_device()
-        return int(driver.active.utils.get_device_properties(device)["max_shared_mem"])
+        return int(triton_target.current_device_properties()["max_shared_mem"])
     except Exception:  # no GPU (CPU compile for tests): the architecture's documented limit
         return _MAX_SHARED_BY_ARCH.get(arch, 101376)
 
@@ -128,8 +113,7 @@ class _Pipelines:
         self.proton.load_dialects(context)
 
     def to_llvmir(self, pm):
-        from triton._C.libtriton import passes  # deferred: triton is heavy and optional
-
+        passes = compiler_points.libtriton("passes")
         p, o = self.proton, self.options
         warps = getattr(_lowering, "warps", None)
         size = block_buffer_bytes(o.buffer_size, warps) if warps else o.buffer_size
@@ -165,75 +149,34 @@ class _ClassAttributeHook:
             self.stages[stage](pm)
 
 
+_IN_USE = "; stop it before start(backend='instrumentation')"
+
+
 def _install_class_attribute(pipelines):
-    from triton.backends.nvidia.compiler import CUDABackend  # deferred: triton is heavy and optional
-
-    previous = vars(CUDABackend).get("instrumentation")
-    if previous:
-        raise RuntimeError("backend 'instrumentation': Triton's compiler instrumentation is already in use "
-                           "(Triton's proton profiler?); stop it before start(backend='instrumentation')")
-    CUDABackend.instrumentation = _ClassAttributeHook(pipelines)
-
-    def undo():
-        CUDABackend.instrumentation = previous
-
-    return undo
-
-
-_POINTS = ("load-dialects", "ttgpuir-to-llvmir", "llvmir-to-llvm")
+    try:
+        return compiler_points.install_class_attribute(_ClassAttributeHook(pipelines))
+    except RuntimeError as error:
+        raise RuntimeError(f"backend 'instrumentation': {error}{_IN_USE}") from None
 
 
 def _install_register(pipelines):
-    import triton._instrumentation as points  # deferred: triton is heavy and optional
-
-    callbacks = {"load-dialects": pipelines.load_dialects, "ttgpuir-to-llvmir": pipelines.to_llvmir,
-                 "llvmir-to-llvm": pipelines.to_llvm}
-    taken = [p for p in _POINTS if (p, "nvidia") in getattr(points, "_callbacks", {})]
-    if taken:
-        raise RuntimeError(f"backend 'instrumentation': Triton's instrumentation points {taken} are already in "
-                           f"use (Triton's proton profiler?); stop it before start(backend='instrumentation')")
-    for point in _POINTS:
-        points.register_instrumentation(point=point, backend="nvidia", callback=callbacks[point])
-
-    def undo():
-        for point in _POINTS:
-            points.unregister_instrumentation(point=point, backend="nvidia")
-
-    return undo
+    callbacks = dict(zip(compiler_points.SCOPE_POINTS, (pipelines.load_dialects, pipelines.to_llvmir,
+                                                        pipelines.to_llvm)))
+    try:
+        return compiler_points.install_register(callbacks)
+    except RuntimeError as error:
+        raise RuntimeError(f"backend 'instrumentation': {error}{_IN_USE}") from None
 
 
-def _install_stages_hook():
-    """Chains onto triton.knobs.runtime.add_stages_inspection_hook (where Triton has it) to learn
-    each module's total warps just before its TritonGPU -> LLVM lowering, and to move the records
-    of warp-specialized loops where the partitioner keeps them (warp_specialized.py); returns the
-    undo."""
-    import triton  # deferred: triton is heavy and optional
-
-    runtime = getattr(triton.knobs, "runtime", None)
-    if runtime is None or not hasattr(runtime, "add_stages_inspection_hook"):
-        return lambda: None
-    previous = runtime.add_stages_inspection_hook
-
-    def hook(*args, **kwargs):
-        if not args and not kwargs:  # Triton asks for the cache key part of the custom stages
-            return previous() if previous is not None else ("", "flagtree")
-        if previous is not None:
-            previous(*args, **kwargs)
-        stages = kwargs["stages"] if "stages" in kwargs else args[1]
-        llir = stages.get("llir")
-        if llir is not None:
-            stages["llir"] = lambda src, metadata: _lower_knowing_warps(llir, src, metadata)
-        ttgir = stages.get("ttgir")
-        if ttgir is not None:
-            stages["ttgir"] = lambda src, metadata: ttgir(hoisted_module(src), metadata)
-
-    runtime.add_stages_inspection_hook = hook
-
-    def undo():
-        if runtime.add_stages_inspection_hook is hook:
-            runtime.add_stages_inspection_hook = previous
-
-    return undo
+def _edit_stages(stages):
+    """Learns each module's total warps just before its TritonGPU -> LLVM lowering, and moves the
+    records of warp-specialized loops where the partitioner keeps them (warp_specialized.py)."""
+    llir = stages.get("llir")
+    if llir is not None:
+        stages["llir"] = lambda src, metadata: _lower_knowing_warps(llir, src, metadata)
+    ttgir = stages.get("ttgir")
+    if ttgir is not None:
+        stages["ttgir"] = lambda src, metadata: ttgir(hoisted_module(src), metadata)
 
 
 def _lower_knowing_warps(llir, src, metadata):
@@ -249,9 +192,7 @@ def _lower_knowing_warps(llir, src, metadata):
 
 def current_arch():
     try:
-        from triton.runtime import driver  # deferred: triton is heavy and optional
-
-        return int(driver.active.get_current_target().arch)
+        return int(triton_target.current_target().arch)
     except Exception:
         return 90
 
@@ -259,21 +200,18 @@ def current_arch():
 def install(options, arch=None):
     """Kernels compiled from now on carry scope records (until uninstall)."""
     global _installed
-    import triton  # deferred: triton is heavy and optional
-
     with _lock:
         if _installed is not None:
             raise RuntimeError("backend 'instrumentation': the compiler hook is already installed")
         pipelines = _Pipelines(options, arch if arch is not None else current_arch())
         undo_point = (_install_register if route() == "register" else _install_class_attribute)(pipelines)
-        undo_stages = _install_stages_hook()
-        previous_mode = triton.knobs.compilation.instrumentation_mode
-        triton.knobs.compilation.instrumentation_mode = options.compiler_mode()
+        undo_stages = triton_stages.chain_stages_hook(_edit_stages, "flagtree") or (lambda: None)
+        undo_mode = triton_stages.set_instrumentation_mode(options.compiler_mode())
         language._set_enabled(True, options.triton)
 
         def undo():
             language._set_enabled(False, False)
-            triton.knobs.compilation.instrumentation_mode = previous_mode
+            undo_mode()
             undo_stages()
             undo_point()
 

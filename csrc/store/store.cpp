@@ -1,9 +1,9 @@
-#include "data/store.h"
+#include "store/store.h"
 
 #include <mutex>
 
-#include "data/trace_store.h"
-#include "data/tree_store.h"
+#include "store/trace_store.h"
+#include "store/tree_store.h"
 
 namespace ftp {
 

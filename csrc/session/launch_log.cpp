@@ -1,4 +1,4 @@
-#include "data/launch_log.h"
+#include "session/launch_log.h"
 
 #include <memory>
 #include <mutex>

@@ -17,7 +17,7 @@ An empty mode (None or "") means every default. Keys:
 """
 import dataclasses
 
-from ... import _env
+from .. import _env
 
 # What Triton's proton lowering compiles (others exist in its enums but fail in the pass).
 GRANULARITIES = ("warp",)

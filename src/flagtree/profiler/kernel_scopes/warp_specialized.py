@@ -18,6 +18,8 @@ import os
 import re
 import tempfile
 
+from ..triton_glue.compiler_points import libtriton
+
 _FOR = re.compile(r"^(\s*)(?:%[^=]+= )?scf\.for\b.*\{\s*$")
 _RECORD = re.compile(r"^\s*proton\.record (start|end) ")
 _WARP_SPECIALIZE = re.compile(r"\btt\.warp_specialize\b")
@@ -70,8 +72,7 @@ def hoisted_module(module):
     hoisted = hoist_records(text)
     if hoisted is None:
         return module
-    from triton._C.libtriton import ir  # deferred: triton is heavy and optional
-
+    ir = libtriton("ir")
     context = module.context
     handle, path = tempfile.mkstemp(suffix=".ttir")
     try:

@@ -52,7 +52,7 @@ class DataStore {
   // returns how many launches that was.
   virtual uint64_t settleExtras() = 0;
 
-  // Vendor imports (data/launch_log.h). The node a launch's record landed on: its kernel node
+  // Vendor imports (session/launch_log.h). The node a launch's record landed on: its kernel node
   // (tree) or its context node (trace). Caller holds mutex().
   virtual uint32_t recordNode(uint32_t context, uint32_t state, RecordKind kind, uint32_t name) = 0;
   // A vendor row no launch explains, kept with its metrics at `node` (tree; a trace shows

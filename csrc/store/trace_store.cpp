@@ -1,4 +1,4 @@
-#include "data/trace_store.h"
+#include "store/trace_store.h"
 
 #include <algorithm>
 #include <mutex>

@@ -14,7 +14,7 @@ Memory bandwidth comes from device_info: memory clock x bus width x transfers pe
 CUDA reports half the data rate as the memory clock (x2); HIP reports the HBM clock, which
 moves 2 bits per pin per clock on HBM2e (gfx90a) but 4 on HBM3/HBM3E (gfx942, gfx950): with
 x2 everywhere an MI300X read 2.66 TB/s instead of its 5.3 TB/s, and utilization twice the
-truth (the 125% seen on gfx950).
+truth.
 """
 
 import math
@@ -115,7 +115,7 @@ class Device:
         if peak is not None:
             scale = _scale(peak, props)
             self.peak_flops = {w: t * 1e12 * scale for w, t in peak.tflops.items()}
-        self.bandwidth = _bandwidth(self.arch, props)
+        self.bandwidth = peak_bandwidth(self.arch, props)
 
     @property
     def known(self):
@@ -125,7 +125,10 @@ class Device:
         return f"{self.kind}:{self.index} arch {self.arch or '?'}"
 
 
-def _bandwidth(arch, props):
+def peak_bandwidth(arch, props):
+    """DRAM peak in bytes/s of a device_info entry of table key ``arch`` (see :func:`arch_key`),
+    or None where device_info lacks the memory clock or the bus width. The one place this is
+    computed: the viewer's ``util`` and the peaks backends write into the metadata agree."""
     clock_khz = _positive(props.get("memory_clock_rate"))
     bus_bits = _positive(props.get("bus_width"))
     if clock_khz is None or bus_bits is None:

@@ -4,6 +4,7 @@ import os
 import re
 import tempfile
 
+from ..triton_glue.compiler_points import libtriton
 from .layout import CLOCK_BITS_LONG, CLOCK_BITS_SHORT, BlockLayout, header_words_from_ptx
 
 _RECORD = re.compile(r'proton\.record\s+(start|end)\s+"([^"]*)"')
@@ -40,9 +41,7 @@ def scopes_from_ttgir(ttgir):
 
 
 def _scopes_from_module(ttgir):
-    from triton._C.libtriton import ir  # deferred: triton is heavy and optional
-    from triton._C.libtriton import nvidia  # deferred: triton is heavy and optional
-    from triton._C.libtriton import proton  # deferred: triton is heavy and optional
+    ir, nvidia, proton = (libtriton(name) for name in ("ir", "nvidia", "proton"))
 
     context = ir.context()
     ir.load_dialects(context)

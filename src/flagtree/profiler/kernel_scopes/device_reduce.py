@@ -2,7 +2,7 @@
 
 Tree mode needs, per launch and kernel-side scope, only the summed cycles, the number of closed
 intervals and the number of warps (units) that recorded it. Copying every block's records to the
-host and decoding them there took ~55 ms per 16,384-block launch; here one drain runs the
+host and decoding them there is slow for big grids (docs/performance.md); here one drain runs the
 decoder of layout.parse_launch/summarize as tensor operations on the pool itself, for all the
 launches of one kernel at once, and copies a few numbers per launch back. The rules are the same as
 layout.py's (tests compare the two on random buffers):

@@ -16,11 +16,12 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 
-from ...native_core import native
-from ...paths import side_file
-from ...writers.device_scopes import write_device_scopes
-from ...hooks.triton_chain import _attach, _launch_hook_owner
-from ..base import BackendUnavailable
+from ..native_core import native
+from ..paths import side_file
+from ..writers.device_scopes import write_device_scopes
+from ..triton_glue import versions
+from ..triton_glue.launch_hooks import attach, attach_kernel_load_hook, launch_hook_owner
+from ..backends.base import BackendUnavailable
 from . import compiler_hook
 from .options import options_from_compiler_mode
 from .pool import ProfileBufferPool
@@ -69,17 +70,16 @@ class KernelScopes:
         """Compiler hook, launch-exit and kernel-load hooks; `place_collector(collector)` puts the
         collector into the profile allocator chain and returns the undo."""
         import torch  # deferred: torch is heavy and optional
-        import triton  # deferred: triton is heavy and optional
 
         from .collector import Collector  # deferred: numpy, needed once kernels load
 
-        if not hasattr(triton.knobs.runtime, "kernel_load_end_hook"):
+        if not versions.has_kernel_load_hook():
             raise BackendUnavailable(f"backend {self.owner!r}: kernel-side scopes need "
                                      f"triton.knobs.runtime.kernel_load_end_hook (Triton 3.5 or later); "
-                                     f"this is Triton {triton.__version__}")
+                                     f"this is Triton {versions.triton_version()}")
         try:
             self.options = options
-            new_buffer = self._new_buffer or _new_device_buffer
+            new_buffer = self._new_buffer or new_device_buffer
             self.collector = Collector(ProfileBufferPool(options.pool_mb << 20, new_buffer), self.registry,
                                        self._deliver, self._synchronize or torch.cuda.synchronize)
             self.collector.sessions = self._active_sessions
@@ -92,7 +92,7 @@ class KernelScopes:
                 self._installed = True
                 if self.registry:  # instrumented kernels loaded in an earlier session launch again
                     self._hook_launch_exit()
-            self._undo.append(_attach(triton.knobs.runtime, "kernel_load_end_hook", self.kernel_loaded))
+            self._undo.append(attach_kernel_load_hook(self.kernel_loaded))
         except BaseException:
             self.uninstall()
             raise
@@ -111,7 +111,7 @@ class KernelScopes:
         reads the hook. Called under self.lock."""
         if self._installed and self._unhook_exit is None:
             # First in the exit chain: hook="triton" drops the launch's metadata in its own exit.
-            self._unhook_exit = _attach(_launch_hook_owner(), "launch_exit_hook", self.launch_exit, order="first")
+            self._unhook_exit = attach(launch_hook_owner(), "launch_exit_hook", self.launch_exit, order="first")
 
     def _unhook_launch_exit(self):
         with self.lock:
@@ -131,8 +131,8 @@ class KernelScopes:
 
     # -- sessions ----------------------------------------------------------------------------
     def attach_session(self, session):
-        native.session_enable_extras(session.slot)
-        native.session_set_mean_metrics(session.slot, MEAN_METRICS)
+        native.session.session_enable_extras(session.slot)
+        native.session.session_set_mean_metrics(session.slot, MEAN_METRICS)
         with self.lock:
             state = self._state_of(session)
             state.totals_at_start = dict(self.collector.totals.as_stats())
@@ -146,7 +146,7 @@ class KernelScopes:
 
     def _active_sessions(self):
         open_now = tuple(self._sessions.values())  # one snapshot: sessions may open and close meanwhile
-        return tuple(s for s in open_now if native.session_is_active(s.slot))
+        return tuple(s for s in open_now if native.session.session_is_active(s.slot))
 
     # -- Triton hooks ------------------------------------------------------------------------
     def kernel_loaded(self, module, function, name, metadata_group, hash_):
@@ -186,7 +186,7 @@ class KernelScopes:
                 continue  # closed since the launch
             state = self._state_of(session)
             if launch.correlation:
-                native.session_attach(session.slot, launch.correlation, metrics, children)
+                native.session.session_attach(session.slot, launch.correlation, metrics, children)
             if state.trace_events is not None:
                 records = records if records is not None else trace_records()
                 events, _ = trace_events(info, records, f"{launch.name} (launch {launch.correlation})",
@@ -196,7 +196,7 @@ class KernelScopes:
 
     def clock_ghz(self):
         try:
-            from ..nvidia.backend import cuda_devices  # deferred: backend modules load when asked for
+            from ..backends.nvidia.backend import cuda_devices  # deferred: backend modules load when asked for
 
             rate = cuda_devices()[0]["clock_rate"]  # kHz; cached, asked once per launch in trace mode
             return rate / 1e6 if rate else DEFAULT_CLOCK_GHZ
@@ -226,7 +226,8 @@ class KernelScopes:
         return stats
 
 
-def _new_device_buffer(nbytes):
+def new_device_buffer(nbytes):
+    """`nbytes` of CUDA device memory (torch), the pool's default buffer."""
     import torch  # deferred: torch is heavy and optional
 
     return torch.empty(nbytes, dtype=torch.uint8, device="cuda")
@@ -244,7 +245,7 @@ def _info_from_cache(name, metadata_group):
         metadata = json.load(handle)
     if not metadata.get("profile_scratch_size"):
         return None
-    if metadata.get("profile_scratch_align") == native.device_timer_layout()["align_tag"]:
+    if metadata.get("profile_scratch_align") == native.device_timer.device_timer_layout()["align_tag"]:
         return None  # the device timer's ring slot (stamps), not scope buffers
     options = options_from_compiler_mode(metadata.get("instrumentation_mode", ""))
     if options is None:

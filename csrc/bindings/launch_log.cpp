@@ -1,4 +1,4 @@
-// Python bindings of the per-session launch log (data/launch_log.h):
+// Python bindings of the per-session launch log (session/launch_log.h):
 // flagtree.profiler._native.launch_log_*.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
@@ -9,7 +9,7 @@
 
 #include "core/strings.h"
 #include "bindings/bindings.h"
-#include "data/launch_log.h"
+#include "session/launch_log.h"
 #include "session/profiler.h"
 
 namespace nb = nanobind;

@@ -1,0 +1,100 @@
+"""What a session writes: its parts while it runs, and at finalize its profile and metadata.
+A run of several data kinds (run_group.py) writes each kind's profile and one metadata.
+
+Order at finalize: the old metadata goes first, the new one is written last, once the profile is
+in place. An interruption in between leaves a profile without metadata, never a profile beside
+the metadata of another run. File names: paths.py; every file through the writers (atomic).
+"""
+import warnings
+
+from .common.safe_text import safe
+from .native_core import native
+from .run_group import lost_launches, members, run_facts
+from .writers.atomic import remove
+from .writers.metadata import build_metadata, write_metadata
+from .writers.profile import CLOCK_WARN_NS, device_clock_shift, write_profile
+
+
+def write_parts(sessions, open_sessions):
+    """Writes the next part of each of `sessions`; returns the paths. Every open session's
+    backend is flushed first (not only the targets'): graph launches made before then have all
+    their records delivered and can be forgotten."""
+    began = native.core.monotonic_ns()
+    for impl in {id(s.backend): s.backend for s in open_sessions}.values():
+        impl.flush()
+    native.session.prune_graph_launches(began)
+    return [write_part(m) for s in sessions for m in members(s)]
+
+
+def write_part(s, device_shift_ns=None):
+    """`device_shift_ns`: what the metadata states (finalize's last part); None: as found now."""
+    path = s.part_path(len(s.parts) + 1)
+    write_profile(s, path, part=True, other_data={"name": s.name, "part": len(s.parts) + 1, "session": s.id,
+                                                  "run_id": s.run_id},
+                  device_shift_ns=device_shift_ns)
+    s.parts.append(path)
+    return path
+
+
+def _stats(s):
+    """The counts the metadata carries: records, losses, and what the backend adds."""
+    counts = native.session.session_stats(s.slot)
+    stats = {
+        "kernel_records": counts["records"],
+        "unattributed_records": counts["unattributed"],
+        # launches whose records never arrived after the final flush
+        "lost_launches": native.session.pending_launches(s.slot),
+        "dropped_records": s.backend.dropped_records() - s.dropped_at_start,
+    }
+    if counts.get("placed_at_launch"):  # stamped off the tracer's clock: start at their launch call
+        stats["records_placed_at_launch"] = counts["placed_at_launch"]
+    shift = device_clock_shift(s, counts)
+    if shift:  # durations stand; a trace's device events are moved (writers/profile.py)
+        stats["device_clock_shift_ns"] = shift
+    unmatched = native.session.session_settle_extras(s.slot)
+    if unmatched:  # extras (counters, samples) whose launch never got a record
+        stats["unmatched_extras"] = unmatched
+    stats.update(s.extra_stats)
+    # each of the run's sessions counts its launches apart
+    stats["lost_launches"] = lost_launches(lambda m: native.session.pending_launches(m.slot), s)
+    return stats, shift
+
+
+def write_outputs(s):
+    """Writes a finalized run's profiles (or their last parts), one per data kind, and its one
+    metadata, then warns of a clock shift or lost records."""
+    s.stop_realtime_ns = native.core.realtime_ns()
+    stats, shift = _stats(s)
+    remove(s.metadata_path)  # first: see the module docstring
+    shifts = {m.data: (shift if m is s else device_clock_shift(m)) for m in members(s)}
+    for m in (m for m in members(s) if m.parts):  # the rest becomes the last part; no whole-run file
+        s.written.append(write_part(m, shifts[m.data]))
+    if s.parts:
+        stats["parts"] = [p for m in members(s) for p in m.parts]
+    metadata = {**build_metadata(s, s.backend.metadata_facts(), stats), **run_facts(s)}
+    for m in (m for m in members(s) if not m.parts):
+        write_profile(m, m.output_path, other_data=metadata, device_shift_ns=shifts[m.data])
+        s.written.append(m.output_path)
+    write_metadata(s.metadata_path, metadata)
+    s.written.append(s.metadata_path)
+    _warn_of_losses(s, stats, shifts)
+
+
+def _warn_of_losses(s, stats, shifts):
+    """`shifts`: {data kind: device shift applied}."""
+    # stacklevel 5: the user's finalize() call (session.finalize, its _finalize_locked, write_outputs, here).
+    shift = max((v for kind, v in shifts.items() if kind != "tree"), default=0)
+    if shift >= CLOCK_WARN_NS:  # a tree holds durations only: nothing is off there
+        warnings.warn(f"flagtree.profiler: in session {s.id} kernel records started up to {shift / 1e6:.1f} ms "
+                      f"before the calls that launched them: the tracer's clock is off the host's; the trace "
+                      f"moves kernels later by that much (durations are unaffected; metadata: "
+                      f"device_clock_shift_ns)", stacklevel=5)
+    # A dropped record leaves its launch without a record, so the two counts overlap: the
+    # larger one is the loss.
+    lost = max(stats["dropped_records"], stats["lost_launches"])
+    if lost:
+        warnings.warn(f"flagtree.profiler: {lost} kernel records were lost in session {s.id} "
+                      f"({stats['lost_launches']} launches got no record; the vendor library reported "
+                      f"{stats['dropped_records']} records dropped for lack of buffer space); raise "
+                      f"FLAGTREE_PROFILER_BUFFER_SIZE (or FLAGTREE_PROFILER_BUFFER_LIMIT). Counts are in "
+                      f"{safe(s.metadata_path)}", stacklevel=5)

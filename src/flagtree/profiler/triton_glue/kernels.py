@@ -1,0 +1,79 @@
+"""Compiled kernels and their launchers: the profile allocator a launcher asks for a kernel's
+profile scratch memory, whether a driver's launcher asks it at all, the interpreter's launch, and
+the CompiledKernel objects alive in this process.
+
+compiled_kernels() is also where seeing kernels compiled before a session starts: the objects
+libraries hold (FlagGems' LibEntry, torch inductor's launchers) are among them; redirecting one's
+launcher, or stamping it at first sight, goes beside it here.
+"""
+import gc
+import sys
+import types
+
+
+def _allocation():
+    from triton.runtime import _allocation  # deferred: triton is heavy and optional
+
+    return _allocation
+
+
+def profile_allocator():
+    """The profile allocator Triton's launchers call now for a kernel's profile scratch memory
+    (Triton 3.5-3.9: ``triton.runtime._allocation``; earlier ones have none, see
+    versions.missing_compiler_hooks)."""
+    return _allocation()._profile_allocator.get()
+
+
+def set_profile_allocator(allocator):
+    """Makes `allocator(size, alignment, stream)` Triton's profile allocator (3.5-3.9); returns the
+    undo, which puts back the one found here."""
+    allocation = _allocation()
+    previous = allocation._profile_allocator.get()
+    allocation.set_profile_allocator(allocator)
+    return lambda: allocation.set_profile_allocator(previous)
+
+
+def _code_names(code):
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def launcher_passes_profile_scratch(driver_cls):
+    """Whether the code of a Triton driver's module (its launcher) asks Triton's profile allocator
+    for the kernel's profile scratch pointer (``_allocation._profile_allocator``): NVIDIA's from
+    3.5 on; a vendor driver only if its launcher was written to."""
+    module = sys.modules.get(driver_cls.__module__)
+    for value in vars(module).values() if module else ():
+        functions = []
+        if isinstance(value, type) and value.__module__ == module.__name__:
+            functions = [f for f in vars(value).values() if isinstance(f, types.FunctionType)]
+        elif isinstance(value, types.FunctionType) and value.__module__ == module.__name__:
+            functions = [value]
+        if any("_profile_allocator" in _code_names(f.__code__) for f in functions):
+            return True
+    return False
+
+
+def compiled_kernels():
+    """Every ``CompiledKernel`` alive in this process, if Triton's compiler was imported (else
+    none; nothing is imported here). Each has ``asm`` (stage name -> code; "cubin" bytes on
+    NVIDIA), ``metadata`` and, once loaded, ``function`` and ``run`` (its launcher), on 3.2-3.9."""
+    compiler = sys.modules.get("triton.compiler.compiler")
+    kind = getattr(compiler, "CompiledKernel", None)
+    if kind is None:
+        return []
+    # type(), not isinstance(): isinstance reads __class__, which some lazy module proxies
+    # (torch.distributed's) answer with a deprecation warning.
+    return [obj for obj in gc.get_objects() if type(obj) is kind]
+
+
+def interpreter_module():
+    """Triton's interpreter (``triton.runtime.interpreter``; ImportError without Triton): its
+    ``InterpretedFunction.run`` is the launch under TRITON_INTERPRET=1 and its
+    ``interpreter_builder.grid_dim`` the grid of the launch running, on 3.2-3.9."""
+    from triton.runtime import interpreter  # deferred: triton is heavy and optional
+
+    return interpreter
