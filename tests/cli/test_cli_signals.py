@@ -35,11 +35,11 @@ DRIVER = textwrap.dedent('''
             return real_fsync(fd)
         os.fsync = fsync
     elif where == "after":  # the native writer has put the profile in place; the session has not noted it
-        real_profile = session.write_profile
+        real_profile = session_outputs.write_profile
         def write_profile(*args, **kwargs):
             real_profile(*args, **kwargs)
             send()
-        session.write_profile = write_profile
+        session_outputs.write_profile = write_profile
     else:  # from another thread, while the native writer runs (or just after it)
         real_profile = session_outputs.write_profile
         def write_profile(*args, **kwargs):
