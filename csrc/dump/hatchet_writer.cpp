@@ -1,5 +1,7 @@
 #include "dump/hatchet_writer.h"
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "dump/out_file.h"
@@ -13,7 +15,8 @@ bool hasMetrics(const NodeMetrics& m) {
 
 class HatchetWriter {
  public:
-  HatchetWriter(const HatchetInput& input, JsonOut& out) : in_(input), nodes_(input.tree.nodes()), out_(out) {}
+  HatchetWriter(const HatchetInput& input, JsonOut& out, std::string rootMembers)
+      : in_(input), nodes_(input.tree.nodes()), out_(out), rootMembers_(std::move(rootMembers)) {}
 
   uint64_t write(bool prune) {
     markKept(prune);
@@ -77,7 +80,9 @@ class HatchetWriter {
 
   void open(uint32_t id) {
     const TreeNode& n = nodes_[id];
-    out_.raw(R"({"frame":{"name":")");
+    out_.raw('{');
+    if (id == Tree::kRoot && !rootMembers_.empty()) out_.raw(rootMembers_), out_.raw(',');
+    out_.raw(R"("frame":{"name":")");
     out_.raw(names_[n.name]);
     out_.raw(R"(","type":"function","kind":")");
     out_.raw(nodeKindName(n.kind));
@@ -152,14 +157,23 @@ class HatchetWriter {
   std::vector<uint8_t> keep_;
   std::vector<uint32_t> first_;
   std::vector<uint32_t> children_;
+  std::string rootMembers_;  // `"key":value,...` written first in the root object, or empty
 };
+
+// The members inside a JSON object's braces ("" for "{}" or anything not an object).
+std::string objectMembers(const std::string& json) {
+  const size_t open = json.find('{'), close = json.rfind('}');
+  if (open == std::string::npos || close == std::string::npos || close <= open) return {};
+  std::string inner = json.substr(open + 1, close - open - 1);
+  return inner.find_first_not_of(" \t\r\n") == std::string::npos ? std::string() : inner;
+}
 
 }  // namespace
 
 uint64_t writeHatchet(const HatchetInput& input, const OutputRequest& request, AtomicOutFile& file) {
   JsonOut out(file);
   out.raw('[');
-  const uint64_t written = HatchetWriter(input, out).write(request.part);
+  const uint64_t written = HatchetWriter(input, out, objectMembers(request.otherDataJson)).write(request.part);
   out.raw(',');
   out.raw(request.deviceInfoJson);
   out.raw(']');

@@ -8,7 +8,9 @@ namespace ftp {
 struct OutputRequest {
   std::string path;
   std::string deviceInfoJson = "{}";  // tree: the second element of [root, device_info]
-  std::string otherDataJson = "{}";   // trace: the session metadata, embedded as "otherData"
+  // trace: the session metadata, embedded as "otherData"; tree: members the root node carries
+  // before its frame (the run id), a place hatchet's and Proton's readers pass over
+  std::string otherDataJson = "{}";
   uint64_t originNs = 0;              // trace: host monotonic time shown as t=0
   int pid = 0;                        // trace: the profiled process, for the host tracks
   // A periodic part: the tree leaves out empty nodes and zeroes its metrics once written, the

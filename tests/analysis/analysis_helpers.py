@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from flagtree.profiler.viewer.cli import main
-from flagtree.profiler.viewer.render import column_notation, format_float, format_floats, format_integral
+from flagtree.profiler.viewer.render import format_float, format_floats, format_integral
 
 FIXTURES = Path(__file__).resolve().parent.parent / "viewer" / "fixtures"
 FIXTURE_NAMES = sorted(p.name for p in FIXTURES.glob("*.hatchet"))
@@ -78,9 +78,8 @@ def cell(value, integral, notation=None):
 
 
 def column_cells(values, integral):
-    """A whole column as the viewer prints it: float columns in one notation."""
-    notation = None if integral else column_notation(values)
-    return [cell(v, integral, notation) for v in values]
+    """A whole column as the viewer prints it: plain decimals, cell by cell (no --sci)."""
+    return [cell(v, integral) for v in values]
 
 
 def profile_cells(profile, columns):

@@ -211,7 +211,7 @@ def test_inactive_session_launches_get_no_counters(standin, tmp_path):
 def test_trace_mode_puts_metrics_in_kernel_event_args(standin, tmp_path):
     session = counters_session(standin, tmp_path, f"metrics={BYTES_READ},{WARPS}", name="t", data="trace")
     Gpu(standin).launch("k", {BYTES_READ: 64, WARPS: 25}, session=session)
-    profiler.finalize()
+    profiler.finalize()  # the stand-in stamps CLOCK_REALTIME as CUPTI does: no clock warning
     events = load_json(tmp_path / "t.chrome_trace")
     events = events["traceEvents"] if isinstance(events, dict) else events
     kernel = next(e for e in events if e.get("name") == "k" and e.get("ph") == "X")

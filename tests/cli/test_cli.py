@@ -161,11 +161,16 @@ def test_signals_and_interrupts_still_write_the_profile(workdir, ending, status)
 
 
 def test_pytest_form_runs_the_tests_in_process(workdir):
-    (workdir / "test_tiny.py").write_text(KERNEL + "\n\ndef test_launches():\n    launch(3)\n")
+    (workdir / "test_tiny.py").write_text(KERNEL + "\n\ndef test_launches():\n    launch(3)\n\n\n"
+                                          "def test_more():\n    launch(2)\n")
     result = run_cli(workdir, "pytest", "-q", "-p", "no:cacheprovider", "test_tiny.py")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "1 passed" in result.stdout
-    assert kernel_count(workdir / "pytest.hatchet") == 3
+    assert "2 passed" in result.stdout
+    assert kernel_count(workdir / "pytest.hatchet") == 5
+    # In the default (shadow) context each test's kernels sit under a scope named by its node id.
+    root = json.loads((workdir / "pytest.hatchet").read_text())[0]
+    counts = {path[1:-1]: node["metrics"]["count"] for path, node in kernel_nodes(root)}
+    assert counts == {("test_tiny.py::test_launches",): 3, ("test_tiny.py::test_more",): 2}
     assert result.stderr.splitlines()[-1] == "flagtree-profiler: wrote pytest.hatchet"
 
 
@@ -203,7 +208,7 @@ def test_without_a_gpu_the_command_turns_on_triton_interpreter(workdir):
 
 @pytest.mark.parametrize("argv, message", [
     (["-c", "stack", "x.py"], "argument -c/--context: invalid choice: 'stack'"),
-    (["-d", "csv", "x.py"], "argument -d/--data: invalid choice: 'csv'"),
+    (["-d", "csv", "x.py"], "argument -d/--data: unknown data 'csv'; supported: tree, trace, perfetto, or several"),
     (["--bogus", "x.py"], "unrecognized arguments: --bogus"),
     ([], "no script to run"),
     (["missing_script.py", "-n", "x"], "can't open file 'missing_script.py'"),

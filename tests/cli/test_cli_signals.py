@@ -15,6 +15,9 @@ DRIVER = textwrap.dedent('''
     import os, signal, sys, threading
     from flagtree.profiler import cli, session_outputs
     signum, where = getattr(signal, sys.argv[1]), sys.argv[2]
+    # A pytest started in the background passes SIGINT on ignored; a terminal's Ctrl-C reaches a
+    # foreground process, whose Python turns it into KeyboardInterrupt: this driver is that process.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def send():
         os.kill(os.getpid(), signum)

@@ -115,8 +115,11 @@ def test_vendor_metrics_choose_sections_and_skip_shifts_name_order(workdir):
 
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_signals_write_profile_and_exit_as_the_plain_command(workdir, signum, code):
+    # The child gets Ctrl-C as a foreground process would, even when pytest runs in the background
+    # (which starts it with SIGINT ignored, and an ignored signal stays ignored across exec).
     child = subprocess.Popen(_command(target_args=("wait",)), cwd=workdir, env=_env(),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while not os.path.exists(workdir / "ready") and time.time() < deadline:
         time.sleep(0.1)

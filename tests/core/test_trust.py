@@ -132,7 +132,9 @@ def test_graph_replay_in_python_context_and_trace(tmp_path):
         g = corr()
         _native.testing.launch(g, True)
         _native.testing.record(g, "k", 0, 1, 61)
-    profiler.finalize()
+    # the records above are stamped near 0, far before their launches on the host's clock
+    with pytest.warns(UserWarning, match="clock is off the host's"):
+        profiler.finalize()
     events = load_json(tmp_path / "t.chrome_trace")["traceEvents"]
     kernels = [e for e in events if e.get("cat") == "kernel"]
     assert [k["args"]["context"] for k in kernels] == ["run/<captured_at>/cap"]

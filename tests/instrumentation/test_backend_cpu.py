@@ -82,7 +82,9 @@ def test_trace_mode_writes_per_block_per_warp_timeline(tmp_path, cpu_device, com
     backend = get_backend("instrumentation")
     info = load_kernel(backend, compiled)
     launch(backend, info, 7000, blocks=20, start_ns=5_000_000)
-    profiler.finalize()
+    # the records above are stamped near 0, far before their launches on the host's clock
+    with pytest.warns(UserWarning, match="clock is off the host's"):
+        profiler.finalize()
     meta = json.loads((tmp_path / "tr.meta.json").read_text())
     trace = json.loads((tmp_path / "tr.device_scopes.json").read_text())
     assert meta["device_scope_trace"].endswith("tr.device_scopes.json")

@@ -65,13 +65,15 @@ def test_summary_of_a_real_session_comes_from_its_metadata_and_tree(viewer, tmp_
     assert facts["kernels"] == "5 launched, 2 distinct" and facts["lost records"] == "none"
     assert "profiler overhead" not in facts  # the metadata has no such figure
     head, rows = summary["kernels"]["head"], summary["kernels"]["rows"]
-    assert head == ["kernel", "count", "time", "mean", "share"]  # no util or FLOP columns on a CPU
+    # no util or FLOP columns on a CPU; no timeline beside the tree, so no spread of single launches
+    assert head == ["kernel", "count", "total", "mean", "min", "max", "median", "std dev", "share"]
     assert [r[0] for r in rows] == sorted(times, key=lambda k: -times[k][1])
-    for name, count, total, mean, share in rows:
+    for name, count, total, mean, low, high, median, std, share in rows:
         assert int(count) == times[name][0]
         assert shows(total, times[name][1] / 1e6)
         assert shows(mean, times[name][1] / 1e6 / times[name][0])
-    assert sum(float(r[4][:-1]) for r in rows) == pytest.approx(100, abs=0.2)
+        assert [low, high, median, std] == ["-"] * 4
+    assert sum(float(r[8][:-1]) for r in rows) == pytest.approx(100, abs=0.2)
     scopes = {r[0]: r for r in summary["scopes"]["rows"]}
     assert set(scopes) == {"attention", "mlp"} and summary["timeline"] is None
 
@@ -79,10 +81,10 @@ def test_summary_of_a_real_session_comes_from_its_metadata_and_tree(viewer, tmp_
 def test_top_kernels_get_util_and_tflops_columns_when_the_metrics_exist(viewer, tmp_path):
     summary = payload_of(report(viewer, tmp_path, fixture("nested_scopes.hatchet")))["summary"]
     head, rows = summary["kernels"]["head"], summary["kernels"]["rows"]
-    assert head == ["kernel", "count", "time", "mean", "share", "util", "TFLOP/s"]
+    assert head == ["kernel", "count", "total", "mean", "min", "max", "median", "std dev", "share", "util", "TFLOP/s"]
     attn = {r[0]: r for r in rows}["attn_fwd"]
-    assert attn[6] == "137.439"  # 137438953472 FLOP in 1 ms, as the tooltip says
-    assert 0 < float(attn[5]) <= 1
+    assert attn[10] == "137.439"  # 137438953472 FLOP in 1 ms, as the tooltip says
+    assert 0 < float(attn[9]) <= 1
 
 
 def test_top_scopes_rank_by_exclusive_time(viewer, write_profile, tmp_path):
@@ -149,7 +151,8 @@ def test_summary_and_top_kernels_on_screen(browser, viewer, tmp_path, session_pr
     facts = browser.eval("document.getElementById('facts').innerText")
     assert "backend\tinterpreter" in facts.replace("\n", "\t") and "5 launched, 2 distinct" in facts
     table = browser.eval("document.getElementById('top-kernels').innerText")
-    assert table.splitlines()[0].split("\t") == ["kernel", "count", "time", "mean", "share"]
+    assert table.splitlines()[0].split("\t") == ["kernel", "count", "total", "mean", "min", "max", "median",
+                                                 "std dev", "share"]
     assert table.splitlines()[1].startswith("add_kernel\t4\t")
     summary_top = browser.eval("document.getElementById('summary').getBoundingClientRect().bottom")
     assert summary_top <= browser.eval("document.getElementById('flame').getBoundingClientRect().top")

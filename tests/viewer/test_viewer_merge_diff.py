@@ -130,7 +130,7 @@ def test_list_metrics(viewer):
           flops16
           time (ns)
         Derived metrics usable with -m:
-          time/s, time/ms, time/us, time/ns, time/%, avg_time/s, avg_time/ms, avg_time/us, avg_time/ns, flop16/s, gflop16/s, tflop16/s, flop/s, gflop/s, tflop/s, byte/s, gbyte/s, tbyte/s, util
+          time, time/s, time/ms, time/us, time/ns, time/%, avg_time, avg_time/s, avg_time/ms, avg_time/us, avg_time/ns, flop16/s, gflop16/s, tflop16/s, flop/s, gflop/s, tflop/s, byte/s, gbyte/s, tbyte/s, util
     """)
 
 

@@ -162,7 +162,8 @@ def test_user_metric_by_name(write_profile):
 
 @pytest.mark.parametrize("value,text", [
     (None, "-"), (0, "0.000"), (0.25, "0.250"), (1234.5678, "1234.568"),
-    (0.0015, "1.500e-03"), (3.2e12, "3.200e+12"), (-2.5, "-2.500"),
+    (0.0015, "0.001500"), (3.2e12, "3200000000000.000"), (-2.5, "-2.500"), (-0.000012345, "-0.00001234"),
+    (2.5e15, "2.500e+15"),
 ])
 def test_format_float(value, text):
     assert format_float(value) == text

@@ -11,14 +11,14 @@ def expect(text):
     return textwrap.dedent(text).lstrip("\n")
 
 
-def test_default_metric_is_time_in_seconds(viewer):
+def test_default_metric_is_time_in_the_unit_each_value_reads_best_in(viewer):
     status, out, err = viewer("-d", "1", NESTED)
     assert (status, err) == (0, "")
     assert out == expect("""
-           time/s
-        1.000e-02  ROOT
-        8.500e-03  |- /home/u/app.py:42@main
-        1.500e-03  `- /home/u/app.py:80@save
+             time
+        10.000 ms  ROOT
+         8.500 ms  |- /home/u/app.py:42@main
+         1.500 ms  `- /home/u/app.py:80@save
     """)
 
 

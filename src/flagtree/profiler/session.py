@@ -31,6 +31,7 @@ from .paths import check_writable, output_paths
 from .session_checks import CONTEXTS, DATA_KINDS, HOOKS, check_arguments, check_issued, PROTON_WORDS  # noqa: F401
 from .session_outputs import write_outputs, write_parts
 from .session_record import Session
+from .run_group import join, members, split_data, start_run_id
 from .common.safe_text import safe
 from .native_core import native
 
@@ -77,15 +78,33 @@ def _acquire(impl, options, chosen_by_environment):
 
 
 def _start_locked(name, context, data, backend, mode, hook):
+    """One session per data kind (run_group.py); the first one's id is the run's."""
     base, impl, options = check_arguments(name, context, data, backend, mode, hook)
+    kinds = split_data(data)
     base = ranks.output_base(base)  # <name>.rank<r> under a distributed launch
-    for other in _sessions.values():
-        if other.name == base and other.data == data:
+    for other in (m for s in _sessions.values() for m in members(s)):
+        if other.name == base and other.data in kinds:
             raise ValueError(f"a session writing {other.output_path!r} is already open (session {other.id})")
     check_writable(base)
     periodic = _env.periodic_seconds()  # a bad value is an error before anything starts
+    session = _start_one(base, context, kinds[0], impl, options, hook, backend)
+    try:
+        for kind in kinds[1:]:  # no hook of their own: the first session's serves every kind
+            join(session, _start_one(base, context, kind, impl, options, None, backend, session))
+    except BaseException:
+        _close(session)
+        raise
+    _sessions[session.id] = session
+    _next_id[0] += 1
+    _name_kinds.setdefault(base, kinds[0])  # claimed once the session runs: a failed start claims nothing
+    if periodic is not None:
+        _start_timer(session, periodic)
+    return session.id
 
-    paths = output_paths(base, data, shared_name=_name_kinds.get(base, data) != data)
+
+def _start_one(base, context, data, impl, options, hook, backend, primary=None):
+    """Starts one native session of one data kind; `primary`: the run it is a companion in."""
+    paths = output_paths(base, data, shared_name=primary is None and _name_kinds.get(base, data) != data)
     session = Session(_next_id[0], base, context, data, impl, options, hook, paths)
     session.slot = native.session.session_create(native.ContextKind[context], native.DataKind[data],
                                          native.TimeSource[impl.time_source_kind])
@@ -96,12 +115,8 @@ def _start_locked(name, context, data, backend, mode, hook):
     session.dropped_at_start = impl.dropped_records()
     session.start_realtime_ns = native.core.realtime_ns()
     session.start_monotonic_ns = native.core.monotonic_ns()
-    _next_id[0] += 1
-    _sessions[session.id] = session
-    _name_kinds.setdefault(base, data)  # claimed once the session runs: a failed start claims nothing
-    if periodic is not None:
-        _start_timer(session, periodic)
-    return session.id
+    start_run_id(session)
+    return session
 
 
 def _start_backend(session, chosen_by_environment):
@@ -178,7 +193,8 @@ def activate(session_id=None):
         return
     with _lock:
         for s in _targets(session_id):
-            native.session.session_set_active(s.slot, True)
+            for m in members(s):
+                native.session.session_set_active(m.slot, True)
 
 
 def deactivate(session_id=None):
@@ -186,7 +202,8 @@ def deactivate(session_id=None):
         return
     with _lock:
         for s in _targets(session_id):
-            native.session.session_set_active(s.slot, False)
+            for m in members(s):
+                native.session.session_set_active(m.slot, False)
 
 
 def finalize(session_id=None):
@@ -205,7 +222,8 @@ def finalize(session_id=None):
 
 def _finalize_locked(sessions):
     for s in sessions:
-        native.session.session_begin_close(s.slot)
+        for m in members(s):
+            native.session.session_begin_close(m.slot)
     for impl in {id(s.backend): s.backend for s in sessions}.values():
         impl.flush()
     errors = []
@@ -223,7 +241,10 @@ def _finalize_locked(sessions):
 
 
 def _close(s):
-    _sessions.pop(s.id, None)
+    for companion in s.companions:
+        _close(companion)
+    if s.metadata_owner is None:  # a companion shares its run's id but is not an open session
+        _sessions.pop(s.id, None)
     if s.timer_stop is not None:
         s.timer_stop.set()  # not joined: it may be waiting for the lock held here
     if s.nvtx:

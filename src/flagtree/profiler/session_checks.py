@@ -1,10 +1,10 @@
 """What start() and finalize() accept, checked before anything starts: the choices of context,
-data and hook, the backend and its mode, and the session ids finalize() takes."""
+data (one kind or several, run_group.py) and hook, the backend and its mode, and the session ids finalize() takes."""
 from .backends import get_backend, select_backend
 from .paths import base_name
+from .run_group import DATA_KINDS, split_data  # noqa: F401 (DATA_KINDS: the command's choices)
 
 CONTEXTS = ("shadow", "python")
-DATA_KINDS = ("tree", "trace", "perfetto")
 HOOKS = ("triton",)
 
 
@@ -17,7 +17,7 @@ def check_arguments(name, context, data, backend, mode, hook, select=True):
     """(name without extension, backend, its options), or start()'s error; select=False: no backend."""
     base = base_name(name)
     check_choice("context", context, CONTEXTS)
-    check_choice("data", data, DATA_KINDS)
+    split_data(data)  # one kind, or several joined by commas (run_group.py)
     if hook is not None:
         check_choice("hook", hook, HOOKS)
     if not select:

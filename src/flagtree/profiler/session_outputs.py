@@ -1,4 +1,5 @@
 """What a session writes: its parts while it runs, and at finalize its profile and metadata.
+A run of several data kinds (run_group.py) writes each kind's profile and one metadata.
 
 Order at finalize: the old metadata goes first, the new one is written last, once the profile is
 in place. An interruption in between leaves a profile without metadata, never a profile beside
@@ -8,6 +9,7 @@ import warnings
 
 from .common.safe_text import safe
 from .native_core import native
+from .run_group import lost_launches, members, run_facts
 from .writers.atomic import remove
 from .writers.metadata import build_metadata, write_metadata
 from .writers.profile import CLOCK_WARN_NS, device_clock_shift, write_profile
@@ -21,13 +23,14 @@ def write_parts(sessions, open_sessions):
     for impl in {id(s.backend): s.backend for s in open_sessions}.values():
         impl.flush()
     native.session.prune_graph_launches(began)
-    return [write_part(s) for s in sessions]
+    return [write_part(m) for s in sessions for m in members(s)]
 
 
 def write_part(s, device_shift_ns=None):
     """`device_shift_ns`: what the metadata states (finalize's last part); None: as found now."""
     path = s.part_path(len(s.parts) + 1)
-    write_profile(s, path, part=True, other_data={"name": s.name, "part": len(s.parts) + 1, "session": s.id},
+    write_profile(s, path, part=True, other_data={"name": s.name, "part": len(s.parts) + 1, "session": s.id,
+                                                  "run_id": s.run_id},
                   device_shift_ns=device_shift_ns)
     s.parts.append(path)
     return path
@@ -52,30 +55,36 @@ def _stats(s):
     if unmatched:  # extras (counters, samples) whose launch never got a record
         stats["unmatched_extras"] = unmatched
     stats.update(s.extra_stats)
+    # each of the run's sessions counts its launches apart
+    stats["lost_launches"] = lost_launches(lambda m: native.session.pending_launches(m.slot), s)
     return stats, shift
 
 
 def write_outputs(s):
-    """Writes a finalized session's profile (or its last part) and metadata, then warns of a
-    clock shift or lost records."""
+    """Writes a finalized run's profiles (or their last parts), one per data kind, and its one
+    metadata, then warns of a clock shift or lost records."""
     s.stop_realtime_ns = native.core.realtime_ns()
     stats, shift = _stats(s)
     remove(s.metadata_path)  # first: see the module docstring
-    if s.parts:  # the rest becomes the last part; no whole-run file is written
-        s.written.append(write_part(s, shift))
-        stats["parts"] = list(s.parts)
-    metadata = build_metadata(s, s.backend.metadata_facts(), stats)
-    if not s.parts:
-        write_profile(s, s.output_path, other_data=metadata, device_shift_ns=shift)
-        s.written.append(s.output_path)
+    shifts = {m.data: (shift if m is s else device_clock_shift(m)) for m in members(s)}
+    for m in (m for m in members(s) if m.parts):  # the rest becomes the last part; no whole-run file
+        s.written.append(write_part(m, shifts[m.data]))
+    if s.parts:
+        stats["parts"] = [p for m in members(s) for p in m.parts]
+    metadata = {**build_metadata(s, s.backend.metadata_facts(), stats), **run_facts(s)}
+    for m in (m for m in members(s) if not m.parts):
+        write_profile(m, m.output_path, other_data=metadata, device_shift_ns=shifts[m.data])
+        s.written.append(m.output_path)
     write_metadata(s.metadata_path, metadata)
     s.written.append(s.metadata_path)
-    _warn_of_losses(s, stats, shift)
+    _warn_of_losses(s, stats, shifts)
 
 
-def _warn_of_losses(s, stats, shift):
+def _warn_of_losses(s, stats, shifts):
+    """`shifts`: {data kind: device shift applied}."""
     # stacklevel 5: the user's finalize() call (session.finalize, its _finalize_locked, write_outputs, here).
-    if shift >= CLOCK_WARN_NS and s.data != "tree":  # a tree holds durations only: nothing is off there
+    shift = max((v for kind, v in shifts.items() if kind != "tree"), default=0)
+    if shift >= CLOCK_WARN_NS:  # a tree holds durations only: nothing is off there
         warnings.warn(f"flagtree.profiler: in session {s.id} kernel records started up to {shift / 1e6:.1f} ms "
                       f"before the calls that launched them: the tracer's clock is off the host's; the trace "
                       f"moves kernels later by that much (durations are unaffected; metadata: "

@@ -30,6 +30,9 @@ class Session:
         self.parts = []  # paths of the parts written so far
         self.written = []  # what finalize wrote, in order (a write cut short says what is there)
         self.timer_stop = None  # threading.Event of the periodic-part thread, if any
+        self.run_id = None  # written into every file of the run (run_id.py)
+        self.companions = []  # sessions of the other data kinds of one run (run_group.py)
+        self.metadata_owner = None  # a companion: the session whose metadata describes it
 
     @property
     def output_path(self):

@@ -7,6 +7,8 @@ time on the file. Neither pandas nor hatchet is needed to import this module.
 
 import heapq
 import math
+import sys
+import warnings
 from itertools import repeat
 from operator import attrgetter, itemgetter
 
@@ -94,6 +96,7 @@ def to_graphframe(profile):
 
     frame = to_dataframe(profile)
     rows = profile._rows
+    _warn_if_too_deep(max(rows.depths, default=0))
     nodes = []
     append = nodes.append
     for at, (name, kind, parent, depth) in enumerate(
@@ -110,6 +113,20 @@ def to_graphframe(profile):
     inclusive = [f"{key} (inc)" for key in exclusive] + list(profile.metrics)
     default = profile.metrics[0] if profile.metrics else (inclusive[0] if inclusive else "name")
     return GraphFrame(Graph([nodes[0]]), frame, exclusive, inclusive, default_metric=default)
+
+
+# hatchet's tree(), update_inclusive_columns() and the like recurse once per level: past Python's
+# recursion limit, less what the caller's own frames take, they raise RecursionError.
+RECURSION_MARGIN = 100
+
+
+def _warn_if_too_deep(depth):
+    limit = sys.getrecursionlimit() - RECURSION_MARGIN
+    if depth >= limit:
+        warnings.warn(f"this profile is {depth:,} levels deep: hatchet's tree(), update_inclusive_columns() and other "
+                      f"calls that recurse per level raise RecursionError past about {limit:,} levels, and filter() "
+                      f"has been seen to hang on such a tree; Profile's own nodes(), find(), top() and "
+                      f"to_dataframe() do not recurse (docs/reference/analysis.md)", stacklevel=3)
 
 
 def _sort_key(value):

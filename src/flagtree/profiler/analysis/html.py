@@ -10,6 +10,7 @@ from html import escape
 from itertools import islice
 
 from ..common.safe_text import safe
+from ..viewer.numbers import format_duration, format_plain
 from .frame import _sort_key
 
 TOP_KERNELS = 10
@@ -28,9 +29,9 @@ def _number(value, integral=False):
         return "nan"
     if integral and float(value).is_integer() and abs(value) < 1e15:
         return f"{int(value):,}"
-    if value == 0 or 0.01 <= abs(value) < 1e6:
+    if value == 0 or abs(value) >= 0.1 or value != value * 2:  # the last: infinities
         return f"{value:,.3f}"
-    return f"{value:.3e}"
+    return format_plain(value)  # no e-notation: the digits a small value has
 
 
 def _columns(profile):
@@ -57,7 +58,7 @@ def _summary(profile):
     if "time (ns)" in profile.stored_metrics:
         total = order[0].incl[profile.stored_metrics.index("time (ns)")]
         if total is not None:
-            parts.append(f"GPU time {_number(total * 1e-6)} ms")
+            parts.append(f"device time {format_duration(total)}")  # a device, or the CPU (interpreter)
     kind = "difference " if profile.is_diff else ""
     return (f"<p><b>FlagTree profile {kind}</b><code>{_text(profile.label)}</code>: "
             f"{_text(', '.join(parts))}</p>")
@@ -76,6 +77,18 @@ def _present(shown, nodes):
     return [col for col in shown if any(col[1](node) is not None for node in nodes)]
 
 
+PATH_ENDS = 3  # a path longer than twice this shows its first and last names and a count between
+
+
+def _short_path(names):
+    """The path as `a -> b -> c`; a deep one as its ends around `... (n more) ...`, so that one
+    row of a 100,000-deep chain stays a line."""
+    if len(names) <= 2 * PATH_ENDS:
+        return " -> ".join(names)
+    middle = f"... ({len(names) - 2 * PATH_ENDS:,} more) ..."
+    return " -> ".join([*names[:PATH_ENDS], middle, *names[-PATH_ENDS:]])
+
+
 def _top_table(profile, shown):
     if not profile.metrics:  # nodes but no metric (read() accepts such a file): nothing to rank by
         return "<p>No metrics to rank kernels by.</p>"
@@ -87,10 +100,12 @@ def _top_table(profile, shown):
     lines = [_row(head, header=True)]
     for view in views:
         node = view._node
-        cells = [(_text(node.name), ""), (_text(" -> ".join(view.path[:-1])), "")]
+        cells = [(_text(node.name), ""), (_text(_short_path(view.path[:-1])), "")]
         cells += [(_number(get(node), integral), _NUM) for _, get, integral in shown]
         lines.append(_row(cells))
-    title = f"<p><b>Top kernels</b> by {_text(profile.metrics[0] if profile.metrics else '')}</p>"
+    title = (f"<p><b>Top kernel nodes</b> by {_text(profile.metrics[0] if profile.metrics else '')} (each "
+             f"calling context apart; <code>top(by=\"kernel\")</code> sums a kernel's contexts, as the report's "
+             f"top kernels)</p>")
     return title + "<table>" + "".join(lines) + "</table>"
 
 

@@ -31,8 +31,21 @@ class Rows:
         return self.row[id(node)]
 
 
+def file_order(root):
+    """Preorder with siblings as the file lists them (the sums' walk hands them back reversed)."""
+    out, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if node.children:
+            stack.extend(reversed(node.children.values()))
+    return out
+
+
 def preorder_rows(order):
-    """Rows of a preorder node list (parents before children), without recursion."""
+    """Rows of a preorder node list (parents before children), without recursion; siblings in
+    file order (file_order), so a DataFrame lists them as the profile does."""
+    order = file_order(order[0]) if order else order
     row = dict(zip(map(id, order), range(len(order))))
     parents = list(map(row.get, map(id, map(_PARENT, order)), repeat(-1)))
     parents[0] = -1

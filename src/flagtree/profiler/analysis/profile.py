@@ -24,9 +24,10 @@ from ..viewer.profile_tree import (compute_inclusive, exclude, hide_metadata, in
                                    load_profiles, release)
 from ..common.safe_text import safe
 from .diff import fill_difference
-from .frame import to_dataframe, to_graphframe, top_frame, top_nodes
+from .frame import _metric as metric_of, _need as need, to_dataframe, to_graphframe, top_frame, top_nodes
 from .html import profile_html
 from .node import KINDS, NodeView, preorder_rows
+from .top_kernels import top_by_kernel
 
 # The derived columns a profile gets unless read(metrics=...) says otherwise, where the
 # profile has what they need (usable_specs): time, share, time per call, CPU time, rates, util.
@@ -229,9 +230,18 @@ class Profile:
         the viewer's --print-sorted orders (missing values last, then by name)."""
         return top_nodes(self, n, metric, kind)
 
-    def top(self, n=10, metric=None, kind="kernel"):
-        """``top_nodes`` as a DataFrame: path, name, kind and every derived column, with the
-        chosen metric first; the index is the node id of to_dataframe(). Needs pandas."""
+    def top(self, n=10, metric=None, kind="kernel", by="node"):
+        """by="node": ``top_nodes`` as a DataFrame (path, name, kind and every derived column,
+        the chosen metric first; the index is the node id of to_dataframe()). by="kernel": the
+        kernels summed by name over their calling contexts, as the HTML report's top kernels
+        (top_kernels.py; `kind` must be "kernel"). Needs pandas."""
+        if by == "kernel":
+            if kind != "kernel":
+                raise ValueError(f"top(by='kernel') ranks kernels; kind={kind!r} needs by='node'")
+            return top_by_kernel(self, n, metric_of(self, metric), lambda node: NodeView(self, node),
+                                 need("pandas", "pandas", "Profile.top()"))
+        if by != "node":
+            raise ValueError(f"by must be 'kernel' (summed by name) or 'node' (one calling context), got {by!r}")
         return top_frame(self, self.top_nodes(n, metric, kind), metric)
 
     def diff(self, other, metrics=None):

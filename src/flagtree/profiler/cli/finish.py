@@ -4,6 +4,7 @@ import signal
 
 from .. import session as _session
 from ..paths import part_stem
+from .data_option import run_files
 from .interrupted_write import WriteInterrupted, abandon_the_write, identities, interrupted_line
 from .output import say
 
@@ -46,8 +47,8 @@ def _write(opened, code):
     except Exception as error:
         say(f"error: could not write the profile: {error}")
         return code or 1
-    if opened is not None:
-        say(_wrote_line(opened.data_files()))
+    for files in run_files(opened) if opened is not None else ():
+        say(_wrote_line(files))
     return code
 
 

@@ -7,12 +7,13 @@ import sys
 
 from .. import session as _session
 from ..backends import registrations
+from .data_option import data_kinds
 from .output import PROG
 
 EPILOG = """\
 examples:
   flagtree-profiler examples/vector_add.py              # writes vector_add.hatchet
-  flagtree-profiler -n runs/add -d trace train.py --steps 10   # runs/add.chrome_trace
+  flagtree-profiler -n runs/add -d tree,trace train.py   # runs/add.hatchet, .chrome_trace
   flagtree-profiler -c python model.py                  # kernels under <file>:<line>@<function>
   flagtree-profiler -b interpreter -k triton bench.py   # launch metadata via Triton's hook
   flagtree-profiler -n tests pytest -x tests/kernels    # profile a test run
@@ -25,8 +26,8 @@ Ctrl-C or SIGTERM; the command exits with the target's code (1 on an exception, 
 Ctrl-C, 143 on SIGTERM). The script's own flagtree.profiler.start()/finalize() calls defer
 to the command's session. With -b interpreter, or without a GPU driver and without --backend,
 the command sets TRITON_INTERPRET=1 (unless it is set) so Triton's interpreter runs the kernels
-on the CPU and they are profiled with host-measured times. Under `pytest -c python`, pytest's
-and pluggy's frames above each test are left out (--keep-pytest-frames keeps them).
+on the CPU, profiled with host-measured times. Under pytest each test's kernels go under a scope
+named by its node id; with -c python, pytest's frames are left out (--keep-pytest-frames keeps them).
 View a profile with: flagtree-profiler-viewer NAME.hatchet
 """
 
@@ -60,9 +61,9 @@ def parser(extensions):
     result.add_argument("-c", "--context", default="shadow", choices=_session.CONTEXTS,
                         help="how kernels are attributed: shadow = scopes and states (default), "
                              "python = the Python call stack")
-    result.add_argument("-d", "--data", default="tree", choices=_session.DATA_KINDS,
-                        help="tree = NAME.hatchet call tree (default), trace = NAME.chrome_trace timeline, "
-                             "perfetto = NAME.pftrace timeline (Perfetto's protobuf format)")
+    result.add_argument("-d", "--data", default="tree", type=data_kinds,
+                        help="tree = NAME.hatchet call tree (default), trace = NAME.chrome_trace timeline, perfetto "
+                             "= NAME.pftrace (Perfetto protobuf); several joined by commas (tree,trace): one run")
     result.add_argument("-m", "--mode", help="backend-specific collection mode (default: none)")
     result.add_argument("-k", "--hook", choices=_session.HOOKS,
                         help="triton = also record launch metadata through Triton's launch hook")

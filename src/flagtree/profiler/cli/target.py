@@ -7,6 +7,8 @@ import sys
 import types
 import zipfile
 
+from . import pytest_scopes
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # The command's own files, above the target in a traceback (python -m flagtree.profiler[.cli]).
 _LAUNCHER_FILES = (os.path.abspath(__file__), os.path.join(_HERE, "command.py"), os.path.join(_HERE, "__main__.py"),
@@ -50,7 +52,7 @@ def _run_pytest(args):
     import pytest  # deferred: only pytest targets need it
 
     sys.argv = ["pytest", *args]
-    code = pytest.main(list(args))
+    code = pytest.main(list(args), plugins=[pytest_scopes.plugin()])  # a scope per test
     if code:
         raise SystemExit(int(code))
 

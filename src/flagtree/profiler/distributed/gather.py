@@ -22,6 +22,7 @@ import warnings
 from .. import _env
 from . import ranks
 from ..paths import EXTENSIONS, is_metadata, parse_output_name, side_file
+from ..run_group import members
 from ..common.safe_text import safe
 from ..writers.atomic import strict_json, write_bytes
 
@@ -39,8 +40,8 @@ def after_finalize(sessions):
     if not sessions or not _env.gather_enabled():
         return None
     paths = []
-    for s in sessions:
-        paths += s.data_files() + [s.metadata_path]
+    for s in sessions:  # a run of several data kinds: each kind's files, the one metadata
+        paths += [path for member in members(s) for path in member.data_files()] + [s.metadata_path]
     try:
         return gather_files([p for p in paths if os.path.isfile(p)], _env.gather_timeout())
     except Exception as error:  # the files are written; a failed gather must not fail the program

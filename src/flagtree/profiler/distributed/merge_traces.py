@@ -23,6 +23,7 @@ import math
 import os
 import sys
 
+from ..run_id import mismatch
 from ..paths import EXTENSIONS, SIDE_FILES, metadata_candidates, output_stem, parse_output_name
 from .ranks import LOSS_KEYS, losses
 from ..stop_signals import Stopped, ignore_stop_signals, stop_signals_unwind, stopped_status
@@ -145,6 +146,8 @@ def _sibling_metadata(path):
             continue
         except (OSError, ValueError, RecursionError):
             return {}, None
+        if mismatch(path, meta, meta_path):  # another run's, written under the same name
+            continue
         return meta if isinstance(meta, dict) else {}, meta_path
     return {}, None
 

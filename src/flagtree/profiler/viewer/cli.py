@@ -25,16 +25,18 @@ from .pipeline import summed
 from .profile_tree import release
 from .render import FRAME_FORMATS, View, render_metric_list, render_sorted, render_tree, use_color
 from ..common.safe_text import safe
+from .. import progress
 from ..stop_signals import Stopped, ignore_stop_signals, stop_signals_unwind, stopped_status
 
 PROG = "flagtree-profiler-viewer"
 
 EPILOG = """\
 metrics (-m, comma-separated):
-  time/s time/ms time/us time/ns   inclusive GPU time
+  time                             inclusive device time, each value in its unit (default)
+  time/s time/ms time/us time/ns   the same in one unit
   time/%                           share of the root's inclusive time
-  avg_time/s|ms|us|ns              time per call (time / count)
-  cpu_time/s|ms|us|ns              inclusive CPU time
+  avg_time[/s|ms|us|ns]            time per call (time / count)
+  cpu_time[/s|ms|us|ns]            inclusive CPU time
   count, bytes, cycles, <name>     any stored metric by its own name
   flop8/s .. flop64/s, flop/s      achieved FLOP rate (prefix g or t: gflop16/s, tflop/s)
   byte/s gbyte/s tbyte/s           achieved memory throughput
@@ -99,7 +101,9 @@ def build_parser():
     )
     add = parser.add_argument
     add("profiles", nargs="+", metavar="profile.hatchet", help="profile file(s); several are merged")
-    add("-m", "--metrics", default=DEFAULT_METRICS, help="comma-separated metrics with units (default: time/s)")
+    add("-m", "--metrics", default=DEFAULT_METRICS, help="comma-separated metrics, with units (time/ms) or "
+        "without (time: each value in the unit it reads best in, ns/us/ms/s); default: time")
+    add("--sci", action="store_true", help="e-notation for values under 0.1 or from 1e6 on (default: plain decimals)")
     add("-i", "--include", metavar="REGEX", help="keep only paths through nodes whose name matches")
     add("-e", "--exclude", metavar="REGEX", help="drop nodes whose name matches, with their subtrees")
     add("-d", "--depth", metavar="N", help="print down to depth N (the root is depth 0)")
@@ -170,7 +174,7 @@ def run(args, write, stream=None, release_trees=True):
         trees += [other.root, diff_tree(profile.root, other.root, values_of, other_values)]
         values_of = stored_values  # diff_tree stores each difference node's values
     view = View(metrics, values_of, depth=depth, threshold=threshold, frame_format=args.format,
-                color=use_color(stream, args.no_color), diff=diff)
+                color=use_color(stream, args.no_color), diff=diff, scientific=args.sci)
     try:
         render = render_sorted if args.print_sorted else render_tree
         render(trees[-1], view, write)
@@ -240,7 +244,8 @@ def main(argv=None, release_trees=True) -> int:
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        with stop_signals_unwind():
+        # progress: lines on a terminal's stderr past a few seconds
+        with stop_signals_unwind(), progress.running(PROG):
             run(args, _writer(stream), stream, release_trees)
             _flush(stream)
     except (KeyboardInterrupt, Stopped) as stop:

@@ -11,6 +11,7 @@ format is a module with such a function and one row in :data:`EXPORTERS`.
 import importlib
 import os
 
+from .. import progress
 from ..paths import parse_output_name
 from .errors import ViewerError
 from .flame import weight_of
@@ -52,6 +53,7 @@ def requested(args):
 
 def load(paths):
     """The viewer's loader; running out of memory here is said as such."""
+    progress.step(f"reading {', '.join(safe(str(p)) for p in paths)}")
     try:
         return load_profiles(paths)
     except MemoryError:

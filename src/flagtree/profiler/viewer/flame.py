@@ -48,7 +48,7 @@ def weight_of(profile, spec, selection):
     whole numbers); other metrics are computed on the node's own (exclusive) values."""
     metrics, _ = summed(profile, [spec], selection, keep_own=True)
     family = spec.split("/", 1)[0]
-    if family in ("time", "cpu_time") and "/" in spec:
+    if family in ("time", "cpu_time") and ("/" in spec or spec == family):  # `time`: the default
         key = TIME if family == "time" else CPU_TIME
         return Weight(key, "nanoseconds", lambda node: node.metrics.get(key))
     keys = needed_keys(metrics)  # the order of root.incl (pipeline.summed sums these keys)

@@ -6,7 +6,9 @@ as compact JSON (columns of numbers plus one string table) drawn on a canvas by 
 """
 
 import json
+import sys
 
+from .. import progress
 from .diff import diff_tree
 from .errors import ViewerError
 from .flame import write_atomic
@@ -15,10 +17,13 @@ from .options import metric_specs, parse_depth, parse_threshold
 from .profile_tree import IDENTIFIERS, release
 from .render import View, render_tree
 from .report_data import build_payload, embed_json
-from .report_summary import summary
+from .report_changes import biggest_changes
+from .report_summary import summary, timeline_beside
+from .report_timeline import load_run_trace, timeline_payload
+from ..common.safe_text import safe
 
 MAX_TABLE_ROWS = 2000
-_ASSETS = ("report.html", "report.css", "report.js")
+_ASSETS = ("report.html", "report.css", "report.js", "timeline.js")
 
 
 def _asset(name):
@@ -58,7 +63,7 @@ def report_specs(profile):
 def menu_id(spec):
     """The report menu entry that shows the first -m metric (time/ms is the 'time' entry)."""
     for family in ("time", "cpu_time"):
-        if spec.startswith(family + "/") and spec != "time/%":
+        if spec == family or spec.startswith(family + "/") and spec != "time/%":
             return family + "/ns"
     if "flop" in spec and spec.endswith("/s"):  # tflop16/s and friends: the FLOP/s entry
         return "flop/s"
@@ -132,7 +137,8 @@ def _table(args, profile, metrics, values_of, other, other_values):
         root = diff_tree(root, other.root, columns, lambda node: other_values(node)[:count])
         columns = lambda node: node.values
     view = View(metrics[:count], columns, depth=parse_depth(args.depth),
-                threshold=parse_threshold(args.threshold), frame_format=args.format, diff=diff)
+                threshold=parse_threshold(args.threshold), frame_format=args.format, diff=diff,
+                scientific=getattr(args, "sci", False))
     parts = []
     try:
         render_tree(root, view, parts.append)
@@ -159,6 +165,7 @@ def build_report(source, args):
     specs = _common_specs(profile, other)
     user = metric_specs(args.metrics, profile.names)
     wanted = user + [s["id"] for s in column_specs(specs)]  # a list: names may hold commas
+    progress.step("summing the tree")
     metrics, values_of = source.summed(profile, wanted)
     other_values = source.summed(other, wanted)[1] if other is not None else None
     try:
@@ -166,10 +173,20 @@ def build_report(source, args):
         meta = kernel_metadata(profile.sources, [profile.root] * len(profile.sources))
         payload = build_payload(profile, other, specs, len(user), values_of, other_values, meta)
         column = {spec["id"]: len(user) + at for at, spec in enumerate(column_specs(specs))}
-        payload["summary"] = summary(profile, column, values_of)
+        timeline = timeline_beside(profile.sources)
+        progress.step(f"reading the timeline {timeline['file']}" if timeline else "building the page")
+        events = load_run_trace(timeline, profile.sources)
+        payload["summary"] = summary(profile, column, values_of, events, timeline)
         if payload["nonNumbers"]:  # said where the reader looks first: the icicle leaves them out
             payload["summary"]["facts"].append(
                 ("not numbers", f"{payload['nonNumbers']:,} nodes hold values that are not numbers: left out of the widths"))
+        if other is not None:  # a diff report opens with what changed most
+            payload["summary"]["changes"] = biggest_changes(profile, other, column, values_of, other_values)
+        payload["timeline"] = timeline_payload(events, timeline["file"]) if events is not None else None
+        del events  # the payload holds what the page needs
+        for label, text in payload["summary"]["facts"]:
+            if label == "metadata":  # another run's metadata beside the profile: said, not used
+                print(f"flagtree-profiler-viewer: note: {safe(text)}", file=sys.stderr)
         payload["table"] = table
         payload["title"] = profile.label
         payload["diffSource"] = args.diff_profile
@@ -178,11 +195,13 @@ def build_report(source, args):
         release(profile.root)
         if other is not None:
             release(other.root)
+    progress.step("writing the page")
     return assemble(payload)
 
 
 def assemble(payload):
-    template, css, script = (_asset(name) for name in _ASSETS)
+    template, css, script, timeline = (_asset(name) for name in _ASSETS)
+    script += "\n" + timeline  # after report.js, whose window.__report it reads
     if "</script" in script.lower() or "</style" in css.lower():
         raise AssertionError("inline assets must not close their own element")
     head, rest = template.split("/*CSS*/", 1)

@@ -44,8 +44,9 @@ class Metric:
     scopes and ROOT.
     """
 
-    def __init__(self, label, make, needs, integral=False, prepare=None, kernels_only=False):
+    def __init__(self, label, make, needs, integral=False, prepare=None, kernels_only=False, unit=None):
         self.label = label
+        self.unit = unit  # "duration": nanoseconds, each shown in the unit it reads best in
         self.make = make
         self.needs = tuple(needs)
         self.integral = integral
@@ -170,6 +171,10 @@ def _util_make(index):
 
 def _time_metric(spec, family, unit, ctx):
     key = CPU_TIME if family == "cpu_time" else TIME
+    if unit is None:  # `time`, `cpu_time`, `avg_time`: nanoseconds shown in a unit chosen per value
+        metric = _time_metric(spec, family, "ns", ctx)
+        metric.unit, metric.integral = "duration", False
+        return metric
     if unit == "%" and family == "time":
         ctx.require(spec, key)
         return Metric(spec, _percent(key), [key])
@@ -225,6 +230,8 @@ def parse_one(spec, ctx):
     match = _TIME_RE.match(spec)
     if match:
         return _time_metric(spec, match.group(1), match.group(2), ctx)
+    if spec in ("time", "avg_time", "cpu_time"):
+        return _time_metric(spec, spec, None, ctx)
     match = _FLOP_RE.match(spec)
     if match:
         return _flop_metric(spec, match.group(1), match.group(2), ctx)
@@ -299,9 +306,9 @@ def usable_specs(names, device_info):
     """The derived specs that would work on a profile with these metrics."""
     specs = []
     if TIME in names:
-        specs += [f"time/{u}" for u in TIME_UNITS] + ["time/%"]
+        specs += ["time"] + [f"time/{u}" for u in TIME_UNITS] + ["time/%"]
         if "count" in names:
-            specs += [f"avg_time/{u}" for u in TIME_UNITS]
+            specs += ["avg_time"] + [f"avg_time/{u}" for u in TIME_UNITS]
         widths = [w for w in FLOP_WIDTHS if FLOP_KEYS[w] in names]
         specs += [f"{p}flop{w}/s" for w in widths for p in ("", "g", "t")]
         if widths:
@@ -312,7 +319,7 @@ def usable_specs(names, device_info):
         if (widths or has_bytes) and DeviceTable(device_info).any_known():
             specs.append("util")
     if CPU_TIME in names:
-        specs += [f"cpu_time/{u}" for u in TIME_UNITS]
+        specs += ["cpu_time"] + [f"cpu_time/{u}" for u in TIME_UNITS]
     return specs
 
 

@@ -69,16 +69,16 @@ class _DefaultMetrics(str):
     """The ``-m`` a user did not write: it compares and splits as its text, and ``is`` tells it apart."""
 
 
-DEFAULT_METRICS = _DefaultMetrics("time/s")
+DEFAULT_METRICS = _DefaultMetrics("time")
 
 
 def default_metrics(metrics, names):
-    """``-m`` for one profile: as given; when left out, time/s, or for a profile without device
+    """``-m`` for one profile: as given; when left out, time (each value in its own unit), or for a profile without device
     times (scope metrics alone, counters alone) what it has: CPU time, else its stored metrics."""
     if metrics is not DEFAULT_METRICS or "time (ns)" in names:
         return metrics
     if "cpu_time (ns)" in names:
-        return "cpu_time/s"
+        return "cpu_time"
     stored = sorted(n for n in names if not n.startswith("__") and n not in IDENTIFIERS)
     return stored or metrics
 

@@ -21,6 +21,7 @@ import os
 import re
 import stat
 
+from ..run_id import mismatch
 from ..paths import EXTENSIONS, parse_output_name
 from .errors import ViewerError
 from .nodes import IDENTIFIERS, NO_CHILDREN, NO_METRICS, Node, merge_into
@@ -131,6 +132,8 @@ def _session_span(path):
         if len(data) > _META_LIMIT:
             return None
         meta = json.loads(data)
+        if mismatch(path, meta, base + ".meta.json"):  # another run's: says nothing of this one
+            return None
         pid, start, stop = meta["pid"], meta["start_time_ns"], meta["stop_time_ns"]
     except (OSError, ValueError, KeyError, TypeError, RecursionError, IndexError):
         return None

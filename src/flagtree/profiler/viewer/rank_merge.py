@@ -11,6 +11,7 @@ import json
 import os
 
 from ..paths import EXTENSIONS, METADATA_SUFFIX, output_stem, parse_output_name
+from ..run_id import mismatch
 from .errors import ViewerError
 from .nodes import IDENTIFIERS, Node
 from .profile_tree import load_profile, merge_devices, release
@@ -56,13 +57,24 @@ def expand_inputs(paths):
 
 
 def metadata_of(path):
-    """The .meta.json written beside a profile (parts share their session's), or {}."""
+    """The .meta.json written beside a profile (parts share their session's), or {}: also {}
+    when it belongs to another run (see metadata_with_problem)."""
+    return metadata_with_problem(path)[0]
+
+
+def metadata_with_problem(path):
+    """(the .meta.json beside a profile or {}, None or the sentence saying why it is not used:
+    its run id is not the profile's, so another run wrote it under the same name)."""
+    meta_path = output_stem(path) + METADATA_SUFFIX
     try:
-        with open(output_stem(path) + METADATA_SUFFIX) as handle:
+        with open(meta_path) as handle:
             meta = json.load(handle)
-        return meta if isinstance(meta, dict) else {}
     except (OSError, ValueError, RecursionError):
-        return {}
+        return {}, None
+    if not isinstance(meta, dict):
+        return {}, None
+    problem = mismatch(path, meta, meta_path) if os.path.isfile(path) else None
+    return ({}, problem) if problem else (meta, None)
 
 
 def meta_key(path):

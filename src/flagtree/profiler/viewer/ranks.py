@@ -239,7 +239,7 @@ def run(args, write, stream=None, release_trees=True):
         return node.values
 
     view = View([m for m, _ in shown], values_of, depth=depth, threshold=threshold, frame_format=args.format,
-                color=use_color(stream, args.no_color))
+                color=use_color(stream, args.no_color), scientific=args.sci)
     try:
         (render_sorted if args.print_sorted else render_tree)(root, view, write)
         write(losses_text(files))

@@ -12,6 +12,7 @@ from itertools import islice, repeat
 from operator import attrgetter
 
 from .nodes import IDENTIFIERS, Node, stored_values
+from .numbers import format_duration, format_plain
 from ..common.safe_text import UNSAFE, safe
 
 try:  # the optional native print order (csrc/viewer/tree_walks.cpp); the same rows without
@@ -58,28 +59,23 @@ def format_frame(name, style):
 
 
 def format_float(value):
-    """Three decimals, or e-notation where that would hide digits (< 0.1, >= 1e6)."""
-    if value is None:
-        return "-"
-    if value == 0 or 0.1 <= abs(value) < 1e6:
-        return f"{value:.3f}"
-    return f"{value:.3e}"
+    """Plain decimals (numbers.py): e-notation only with --sci (column_notation)."""
+    return format_plain(value)
 
 
 def format_floats(values, notation=None):
     """format_float over a column, without a call per cell; ``notation`` ('f' or 'e', from
-    column_notation) makes every cell of the column one kind."""
+    column_notation under --sci) makes every cell of the column one kind; None: plain."""
     if notation == "e":
         return ["-" if v is None else f"{v:.3e}" for v in values]
     if notation == "f":
         return ["-" if v is None else f"{v:.3f}" for v in values]
-    return ["-" if v is None else f"{v:.3f}" if v == 0 or 0.1 <= abs(v) < 1e6 else f"{v:.3e}"
-            for v in values]
+    return [format_plain(v) for v in values]
 
 
 def column_notation(values):
-    """'e' when some value of a column needs e-notation (non-zero under 0.1, 1e6 or more, not
-    finite), else 'f': one notation a column, so that its values line up and compare."""
+    """--sci: 'e' when some value of a column needs e-notation (non-zero under 0.1, 1e6 or more,
+    not finite), else 'f': one notation a column, so that its values line up and compare."""
     for v in values:
         if v is not None and v != 0 and not 0.1 <= abs(v) < 1e6:
             return "e"
@@ -93,6 +89,12 @@ def format_integral(value):
     if value is not None and abs(value) < 1e15 and float(value).is_integer():
         return str(int(value))
     return format_float(value)
+
+
+def _formatter(metric):
+    if getattr(metric, "unit", None) == "duration":
+        return format_duration
+    return format_integral if metric.integral else format_float
 
 
 def use_color(stream, flag_off):
@@ -113,9 +115,10 @@ class View:
     """
 
     def __init__(self, metrics, values_of, *, depth=None, threshold=0.0,
-                 frame_format="full", color=False, diff=False):
+                 frame_format="full", color=False, diff=False, scientific=False):
         self.labels = [safe(m.label) + (" (diff)" if diff else "") for m in metrics]
-        self.formatters = [format_integral if m.integral else format_float for m in metrics]
+        self.formatters = [_formatter(m) for m in metrics]
+        self.scientific = scientific  # --sci: e-notation where a float column needs it
         self.values_of = values_of
         self.depth = depth
         self.frame_format = frame_format
@@ -202,7 +205,7 @@ def _widths(view, values):
     view.notations = []
     for index, (label, fmt) in enumerate(zip(view.labels, view.formatters)):
         column = [row[index] for row in values]
-        notation = column_notation(column) if fmt is format_float else None
+        notation = column_notation(column) if fmt is format_float and view.scientific else None
         view.notations.append(notation)
         cells = _column_cells(fmt, column, notation)
         widths.append(max(len(label), max(map(len, cells), default=0)))

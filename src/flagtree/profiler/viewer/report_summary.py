@@ -10,7 +10,9 @@ import os
 
 from ..paths import output_stem
 from .metrics import FLOP_KEYS
-from .rank_merge import metadata_of
+from ..run_id import run_id_of
+from .rank_merge import metadata_with_problem
+from .report_trace_summary import SPREAD_HEAD, spread_cells, spread_note, trace_figures
 
 TOP_ROWS = 15
 _TIMELINES = ((".pftrace", "Perfetto trace"), (".chrome_trace", "Chrome trace"))
@@ -30,8 +32,16 @@ def _share(part, whole):
 
 
 def _metas(sources):
-    """The metadata of every source (``<name>.meta.json``, or ``<file>.meta.json``), or {}."""
-    return [metadata_of(path) or metadata_of(path + ".hatchet") for path in sources]
+    """(the metadata of every source (``<name>.meta.json``, or ``<file>.meta.json``) or {},
+    the sentences saying which metadata files belong to another run and are not used)."""
+    metas, problems = [], []
+    for path in sources:
+        meta, problem = metadata_with_problem(path)
+        if not meta and not problem:
+            meta, problem = metadata_with_problem(path + ".hatchet")
+        metas.append(meta)
+        problems += [problem] if problem else []
+    return metas, problems
 
 
 def _number(meta, key):
@@ -51,8 +61,9 @@ def _list(value):
 def facts(sources, busy_ns, launches, distinct):
     """[(label, text)] for the summary: device, backend, wall time, busy time and share,
     kernels, lost records, profiler overhead (only what the metadata has)."""
-    metas = [m for m in _metas(sources) if m]
-    out = []
+    metas, problems = _metas(sources)
+    metas = [m for m in metas if m]
+    out = [("metadata", problem) for problem in problems]
     devices = sorted({f"{d.get('type', 'device')}:{d.get('index', 0)} {d.get('name') or d.get('arch') or ''}".strip()
                       for m in metas for d in _list(m.get("devices")) if isinstance(d, dict)})
     if devices:
@@ -109,8 +120,32 @@ def _path(node):
     return " > ".join(reversed(names))
 
 
-def summary(profile, column, values_of):
-    """The summary payload. ``column[id]`` is where a report metric sits in ``values_of(node)``."""
+def wall_ns(sources):
+    """The session's wall time from the metadata beside the sources, or None."""
+    metas = [m for m in _metas(sources)[0] if m]
+    starts, stops = [_number(m, "start_time_ns") for m in metas], [_number(m, "stop_time_ns") for m in metas]
+    return max(stops) - min(starts) if metas and None not in starts and None not in stops else None
+
+
+def _kernel_table(by_name, busy, has_util, has_flop, figures):
+    """Nsight Systems' kernel summary columns, top TOP_ROWS by total time."""
+    spread = figures["spread"] if figures else None
+    head = ["kernel", "count", "total", "mean", *SPREAD_HEAD, "share"]
+    head += ["util"] * has_util + ["TFLOP/s"] * has_flop
+    rows = []
+    for name, (count, time, util_time, flop, timed) in heapq.nlargest(TOP_ROWS, by_name.items(),
+                                                                      key=lambda item: item[1][1]):
+        row = [name, f"{count:,.0f}", format_time(time), format_time(time / count) if count else "-",
+               *spread_cells(spread, name), _share(time, busy)]
+        row += [f"{util_time / timed:.3f}" if timed else "-"] * has_util
+        row += [f"{flop / time * 1e-3:.3f}" if time and flop else "-"] * has_flop
+        rows.append(row)
+    return {"head": head, "rows": rows, "total": len(by_name)}
+
+
+def summary(profile, column, values_of, events=None, timeline=None):
+    """The summary payload. ``column[id]`` is where a report metric sits in ``values_of(node)``;
+    `events`: the run's timeline (trace_events.TraceEvents) named by `timeline`, or None."""
     time_at, count_at, util_at = column.get("time/ns"), column.get("count"), column.get("util")
     flop_at = [column[key] for key in FLOP_KEYS.values() if key in column]
     time_of = (lambda node: values_of(node)[time_at]) if time_at is not None else (lambda node: None)
@@ -133,30 +168,29 @@ def summary(profile, column, values_of):
             row[3] += values[at] or 0
     busy = sum(row[1] for row in by_name.values()) if "time/ns" in column else None
     launches = sum(row[0] for row in by_name.values())
-    top = heapq.nlargest(TOP_ROWS, by_name.items(), key=lambda item: item[1][1])
-    head = ["kernel", "count", "time", "mean", "share"]
-    has_util, has_flop = util_at is not None, bool(flop_at)
-    head += ["util"] * has_util + ["TFLOP/s"] * has_flop
-    rows = []
-    for name, (count, time, util_time, flop, timed) in top:
-        row = [name, f"{count:,.0f}", format_time(time), format_time(time / count) if count else "-", _share(time, busy)]
-        row += [f"{util_time / timed:.3f}" if timed else "-"] * has_util
-        row += [f"{flop / time * 1e-3:.3f}" if time and flop else "-"] * has_flop
-        rows.append(row)
+    figures = trace_figures(events, wall_ns(profile.sources)) if events is not None and len(events) else None
+    kernel_table = _kernel_table(by_name, busy, util_at is not None, bool(flop_at), figures)
+    kernel_table["note"] = spread_note(figures, timeline["file"] if timeline else None)
     scope_rows = [[_path(node), format_time(own), _share(own, busy), format_time(time_of(node))]
                   for node, own in heapq.nlargest(TOP_ROWS, scopes, key=lambda item: item[1]) if own > 0]
-    return {"facts": facts(profile.sources, busy, launches, len(by_name)),
-            "kernels": {"head": head, "rows": rows, "total": len(by_name)},
+    return {"facts": facts(profile.sources, busy, launches, len(by_name)) + (figures["devices"] if figures else []),
+            "kernels": kernel_table, "steps": figures["steps"] if figures else None,
             "scopes": {"head": ["scope", "exclusive time", "share", "inclusive time"], "rows": scope_rows,
                        "total": len(scopes)},
-            "timeline": timeline_beside(profile.sources)}
+            "timeline": timeline if timeline is not None else timeline_beside(profile.sources)}
 
 
 def timeline_beside(sources):
-    """{'file': name, 'kind': ...} of the first session timeline written beside a source."""
+    """{'file': name, 'kind': ...} of the first session timeline written beside a source by the
+    same run (a Chrome trace of another run id is passed over; a Perfetto trace is not checked)."""
     for path in sources:
         stem = output_stem(path)
         for extension, kind in _TIMELINES:
-            if os.path.isfile(stem + extension):
+            if os.path.isfile(stem + extension) and _same_run(path, stem + extension):
                 return {"file": os.path.basename(stem + extension), "kind": kind}
     return None
+
+
+def _same_run(profile, timeline):
+    ours, theirs = run_id_of(profile), run_id_of(timeline)
+    return ours is None or theirs is None or ours == theirs

@@ -24,7 +24,9 @@ def device_clock_shift(session, counts=None):
 
 
 def _tree_request(session, other_data, device_shift_ns):
-    return {"device_info": strict_json(session.backend.device_info(), separators=(",", ":"))}
+    # other_data of a tree: members of its root node, written before its frame (run_id.py)
+    return {"device_info": strict_json(session.backend.device_info(), separators=(",", ":")),
+            "other_data": strict_json({"run_id": session.run_id} if session.run_id else {}, separators=(",", ":"))}
 
 
 def _trace_request(session, other_data, device_shift_ns):

@@ -9,7 +9,7 @@
   var $ = function (id) { return document.getElementById(id); };
   var canvas = $("flame"), ctx = canvas.getContext("2d");
   var state = { metric: 0, base: "a", zoom: 0, matches: null, query: "" };
-  var report = window.__report = { nodeCount: N, drawnNodes: 0, drawMs: 0, readyMs: 0, matches: 0 };
+  var report = window.__report = { nodeCount: N, drawnNodes: 0, drawMs: 0, readyMs: 0, matches: 0, data: D };
 
   // Children in CSR form (offsets + flat list); nodes come parents first.
   var childStart = new Int32Array(N + 1), childList = new Int32Array(Math.max(N - 1, 0));
@@ -78,7 +78,13 @@
   }
 
   // ---- number formatting ----
-  function fmtNum(v, digits) { return Math.abs(v) >= 1e6 || (v !== 0 && Math.abs(v) < 1e-2) ? v.toExponential(digits) : v.toFixed(digits); }
+  // Plain decimals, as the terminal viewer (numbers.py): four significant digits under 0.1,
+  // e-notation only from 1e15 on.
+  function fmtNum(v, digits) {
+    var a = Math.abs(v);
+    if (a >= 1e15 || !isFinite(v)) return a >= 1e15 && isFinite(v) ? v.toExponential(digits) : String(v);
+    return v !== 0 && a < 0.1 ? v.toFixed(Math.min(20, digits - Math.floor(Math.log10(a)))) : v.toFixed(digits);
+  }
   function scaled(v, units, base) {
     var k = 0, a = Math.abs(v);
     while (k < units.length - 1 && a >= base) { a /= base; v /= base; k++; }
@@ -337,6 +343,12 @@
     });
     fillTable($("top-kernels"), sum.kernels, $("kernels-note"), "kernels");
     fillTable($("top-scopes"), sum.scopes, $("scopes-note"), "scopes");
+    if (sum.kernels.note) $("kernels-spread").textContent = sum.kernels.note;
+    if (sum.steps) {
+      $("steps-kind").textContent = sum.steps.kind === "step" ? "step (top-level scope)" : "tenth of the run (no steps marked)";
+      fillTable($("steps"), sum.steps, $("steps-note"), sum.steps.kind + "s"); $("steps-box").hidden = false;
+    }
+    if (sum.changes) { fillTable($("changes"), sum.changes, $("changes-note"), "kernels"); $("changes-box").hidden = false; }
     if (sum.timeline) drawTimeline(sum.timeline);
   }
   function fillTable(table, part, note, what) {
@@ -360,7 +372,8 @@
   function drawTimeline(t) {
     var p = $("timeline"), button = document.createElement("button"), text = document.createElement("span");
     button.type = "button"; button.id = "open-perfetto"; button.textContent = "Open " + t.file + " in Perfetto";
-    text.textContent = "This session's timeline (" + t.kind + ") is " + t.file + ", beside the profile: press the button " +
+    text.textContent = (D.timeline ? "The timeline below is this run's " + t.file + ", drawn offline. Perfetto's web UI (it needs the internet) also opens it: press the button " :
+      "This session's timeline (" + t.kind + ") is " + t.file + ", beside the profile: press the button ") +
       "and pick that file (the report hands it to " + PERFETTO + "), or open " + PERFETTO + " and drop the file on it" +
       (t.kind === "Chrome trace" ? "; chrome://tracing opens it too." : ".");
     button.addEventListener("click", function () { $("timeline-file").click(); });
