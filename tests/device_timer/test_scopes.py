@@ -131,6 +131,9 @@ def test_scoped_kernel_starts_on_the_profile_clock_through_the_ring_offset(tmp_p
     assert {e["name"] for e in scoped} == {"load", "store"}
     assert {e["pid"] for e in scoped} == {f"add_two_scopes (launch {event['args']['correlation']}) block {b}"
                                           for b in range(8)}
+    # Proton's call_stack: the host context of the kernel's event above, from the root, then the kernel
+    host = [name for name in event["args"]["context"].split("/") if name]
+    assert all(e["args"]["call_stack"] == ["ROOT", *host, "add_two_scopes"] for e in scoped)
 
 
 def test_launches_without_header_stamps_or_with_bad_blocks_are_counted_untimed(tmp_path, scopes):

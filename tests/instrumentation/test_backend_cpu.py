@@ -12,6 +12,7 @@ from buffers import block_words, two_scopes
 from flagtree.profiler import _native
 from flagtree.profiler.backends import get_backend
 from flagtree.profiler.kernel_scopes import layout as L
+from flagtree.profiler.kernel_scopes.scopes import InstrumentationState, add_call_stacks
 from support.profiles import find, load_tree
 
 FUNCTION = 0x7F00_1234
@@ -81,7 +82,8 @@ def test_trace_mode_writes_per_block_per_warp_timeline(tmp_path, cpu_device, com
     profiler.start(str(tmp_path / "tr"), backend="instrumentation", mode="triton=on", data="trace")
     backend = get_backend("instrumentation")
     info = load_kernel(backend, compiled)
-    launch(backend, info, 7000, blocks=20, start_ns=5_000_000)
+    with profiler.scope("step"):
+        launch(backend, info, 7000, blocks=20, start_ns=5_000_000)
     # the records above are stamped near 0, far before their launches on the host's clock
     with pytest.warns(UserWarning, match="clock is off the host's"):
         profiler.finalize()
@@ -103,6 +105,8 @@ def test_trace_mode_writes_per_block_per_warp_timeline(tmp_path, cpu_device, com
     # Proton's fields: cat is the kernel, args say where the interval ran
     assert {e["cat"] for e in events} == {info.name}
     assert first[0]["args"]["block"] == 3 and first[0]["args"]["warp"] == 0 and "sm" in first[0]["args"]
+    # Proton's call_stack: the launch's host context from the root down, then the kernel
+    assert all(e["args"]["call_stack"] == ["ROOT", "step", info.name] for e in events)
 
 
 def test_nvidia_and_instrumentation_sessions_merge_into_time_and_cycles(tmp_path, cpu_device, compiled):
@@ -166,3 +170,17 @@ def test_the_launch_exit_hook_goes_in_once_an_instrumented_kernel_is_known(tmp_p
 def test_bad_mode_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="supported forms"):
         profiler.start(str(tmp_path / "x"), backend="instrumentation", mode="granularity=cta")
+
+
+def test_call_stack_comes_from_the_launch_log_and_is_left_out_when_unknown():
+    state = InstrumentationState(trace_events=[{"args": {}} for _ in range(5)])
+    state.trace_launches = [(11, 0, 2), (12, 2, 3), (13, 3, 4), (0, 4, 5)]
+    log = {"correlation": [11, 11, 12, 7], "name": ["k", "k", "k", "m"],
+           "kind": ["kernel", "kernel", "kernel", "memcpy"],
+           "path": [[("frame", "run.py:3@main"), ("kernel", "k")],  # a tree session: the kernel node
+                    [("scope", "replay"), ("kernel", "k")],  # a later record of 11: not its launch
+                    [("scope", "outer"), ("scope", "inner")],  # a trace session: the context node
+                    []]}
+    add_call_stacks(state, log)
+    stacks = [e["args"].get("call_stack") for e in state.trace_events]
+    assert stacks == [["ROOT", "run.py:3@main", "k"]] * 2 + [["ROOT", "outer", "inner", "k"], None, None]

@@ -37,6 +37,7 @@ class InstrumentationState:
     gathered for ``<name>.device_scopes.json``."""
     totals_at_start: dict = field(default_factory=dict)
     trace_events: list = None  # None for data="tree"
+    trace_launches: list = field(default_factory=list)  # (correlation, first event, end) per launch
     blocks_left_out: int = 0
 
 
@@ -138,6 +139,8 @@ class KernelScopes:
             state.totals_at_start = dict(self.collector.totals.as_stats())
             if session.data in ("trace", "perfetto"):
                 state.trace_events = []
+                # the host context of each launch, for the events' call_stack (read at finalize)
+                native.session.launch_log_enable(session.slot, True)
             self._sessions[session.id] = session
 
     def detach_session(self, session):
@@ -191,7 +194,9 @@ class KernelScopes:
                 records = records if records is not None else trace_records()
                 events, _ = trace_events(info, records, f"{launch.name} (launch {launch.correlation})",
                                          self.clock_ghz())
+                first = len(state.trace_events)
                 state.trace_events.extend(events)
+                state.trace_launches.append((launch.correlation, first, len(state.trace_events)))
                 state.blocks_left_out += max(0, summary.good_blocks - TRACE_BLOCKS)
 
     def clock_ghz(self):
@@ -215,6 +220,8 @@ class KernelScopes:
             stats["instrumentation_options"] = self.options.canonical() if self.options else ""
             stats["instrumentation_route"] = compiler_hook.route()
             if state.trace_events is not None:
+                add_call_stacks(state, native.session.launch_log_entries(session.slot))
+                native.session.launch_log_enable(session.slot, False)  # read once: free it
                 path = side_file(session.name, "device_scopes")
                 write_device_scopes(path, state.trace_events, self.clock_ghz())
                 stats["device_scope_trace"] = path
@@ -224,6 +231,27 @@ class KernelScopes:
                           f"records were overwritten in full per-block buffers; raise the instrumentation "
                           f"mode's buffer_size (counts in {session.metadata_path})", stacklevel=5)
         return stats
+
+
+def add_call_stacks(state, log):
+    """Gives each trace event ``args.call_stack`` as Proton's instrumentation traces have it: the
+    names of the launch's context from the tree's root down (``ROOT``, scopes or Python frames),
+    then the kernel. `log`: the session's launch log (native.session.launch_log_entries), where
+    the launch's record landed; a launch without a record there (correlation unknown, record
+    lost) gets none rather than a made-up context."""
+    stacks = {}
+    for correlation, name, kind, path in zip(log["correlation"], log["name"], log["kind"], log["path"]):
+        if kind != "kernel" or correlation in stacks:
+            continue  # the first record of a correlation is its launch (a graph replays it)
+        names = [step[1] for step in path]
+        if not path or path[-1][0] != "kernel":  # trace sessions log the context node, not the kernel
+            names.append(name)
+        stacks[correlation] = ["ROOT"] + names
+    for correlation, first, end in state.trace_launches:
+        stack = stacks.get(correlation) if correlation else None
+        if stack is not None:
+            for event in state.trace_events[first:end]:
+                event["args"]["call_stack"] = stack
 
 
 def new_device_buffer(nbytes):
