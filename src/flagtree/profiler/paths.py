@@ -11,7 +11,7 @@ other module parses them."""
 import os
 import re
 import tempfile
-from dataclasses import dataclass
+from typing import NamedTuple
 
 DEFAULT_NAME = "flagtree"
 METADATA_SUFFIX = ".meta.json"
@@ -27,8 +27,7 @@ def ranked_name(name, rank):
     return name if rank is None else f"{name}.rank{rank}"
 
 
-@dataclass(frozen=True)
-class OutputPaths:
+class OutputPaths(NamedTuple):
     """Every file name one session writes."""
     output: str  # the whole-run file: <name>.hatchet, <name>.chrome_trace or <name>.pftrace
     metadata: str
@@ -77,8 +76,7 @@ def is_metadata(path):
     return path.endswith(METADATA_SUFFIX)
 
 
-@dataclass(frozen=True)
-class OutputName:
+class OutputName(NamedTuple):
     """A profile's file name read back: ``<stem>[.part<k>]<extension>``, where the stem is
     ``<base>[.rank<r>]`` (the name the session wrote under, its rank included)."""
     stem: str

@@ -12,7 +12,6 @@ Reading one back costs a few KiB of the file: the head of a tree, the head or ta
 """
 import os
 import re
-import uuid
 
 _ID = r'"run_id"\s*:\s*"([0-9a-f]{32})"'
 # The root object opens the file; its run id, when there is one, is its first member.
@@ -23,7 +22,7 @@ _TRACE_BYTES = 1 << 20  # otherData is the session's metadata: a few KiB, rarely
 
 
 def new_run_id():
-    return uuid.uuid4().hex
+    return os.urandom(16).hex()
 
 
 def _read(path, size, tail):

@@ -1,6 +1,5 @@
 """Finding vendor libraries without loading them: copies already mapped into this process, and
 whether a candidate path could load."""
-import ctypes.util
 import os
 import re
 from ..native_core import native
@@ -19,6 +18,8 @@ def could_load(path):
     """True when `path` is an existing file, or a bare soname the loader's cache knows."""
     if os.sep in path:
         return os.path.isfile(path)
+    import ctypes.util  # deferred: it loads subprocess, a cost every import of the package would pay
+
     stem = re.sub(r"^lib|\.so.*$", "", path)
     return ctypes.util.find_library(stem) is not None
 

@@ -13,6 +13,7 @@ _MAX_DECIMALS = 24  # 4 significant digits of a value down to 1e-21; smaller one
 # From here on a plain number is a wall of digits no one reads (a corrupt or summed-over counter):
 # e-notation is the honest form.
 PLAIN_LIMIT = 1e15
+_INFINITY = float("inf")
 
 
 def format_plain(value):
@@ -28,15 +29,32 @@ def format_plain(value):
 
 
 def format_duration(ns):
-    """A time in nanoseconds in the unit it reads best in: '83.270 ms', '950 ns'; '-' for None."""
+    """A time in nanoseconds in the unit it reads best in: '83.270 ms', '950 ns'; '-' for None.
+    Called once a cell: the units are tested inline, largest first (DURATION_UNITS)."""
     if ns is None:
         return "-"
-    if not math.isfinite(ns):
+    size = abs(ns)
+    if size >= 1e9:
+        return f"{ns / 1e9:.3f} s" if size != _INFINITY else f"{ns} ns"
+    if size >= 1e6:
+        return f"{ns / 1e6:.3f} ms"
+    if size >= 1e3:
+        return f"{ns / 1e3:.3f} us"
+    if size != size:  # NaN
         return f"{ns} ns"
-    for unit, scale in DURATION_UNITS:
-        if abs(ns) >= scale:
-            return f"{ns / scale:.3f} {unit}"
     return f"{ns:.0f} ns" if float(ns).is_integer() else f"{ns:.3f} ns"
+
+
+def format_plain_column(values):
+    """format_plain over a column, the common case (0 or 0.1 to 1e15) inline: no call per cell."""
+    return ["-" if v is None else f"{v:.3f}" if v == 0 or 0.1 <= abs(v) < PLAIN_LIMIT else format_plain(v)
+            for v in values]
+
+
+def format_duration_column(values):
+    """format_duration over a column, microseconds and milliseconds inline: no call per cell."""
+    return ["-" if v is None else f"{v / 1e6:.3f} ms" if 1e6 <= abs(v) < 1e9
+            else f"{v / 1e3:.3f} us" if 1e3 <= abs(v) < 1e6 else format_duration(v) for v in values]
 
 
 def format_scientific(value):

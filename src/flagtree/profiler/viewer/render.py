@@ -12,7 +12,7 @@ from itertools import islice, repeat
 from operator import attrgetter
 
 from .nodes import IDENTIFIERS, Node, stored_values
-from .numbers import format_duration, format_plain
+from .numbers import format_duration, format_duration_column, format_plain, format_plain_column
 from ..common.safe_text import UNSAFE, safe
 
 try:  # the optional native print order (csrc/viewer/tree_walks.cpp); the same rows without
@@ -70,7 +70,7 @@ def format_floats(values, notation=None):
         return ["-" if v is None else f"{v:.3e}" for v in values]
     if notation == "f":
         return ["-" if v is None else f"{v:.3f}" for v in values]
-    return [format_plain(v) for v in values]
+    return format_plain_column(values)
 
 
 def column_notation(values):
@@ -191,7 +191,9 @@ def tree_rows(root, view):
 
 
 def _column_cells(fmt, column, notation=None):
-    return format_floats(column, notation) if fmt is format_float else list(map(fmt, column))
+    if fmt is format_float:
+        return format_floats(column, notation)
+    return format_duration_column(column) if fmt is format_duration else list(map(fmt, column))
 
 
 def _widths(view, values):
