@@ -114,3 +114,13 @@ def test_architecture_add_a_backend_names_only_what_the_contract_and_the_toy_hav
     for name in ("mode_grammar", "options_from", "SharedUse", "SessionState", "acquire", "release",
                  "register_backend", "native.session.record_host_kernel"):
         assert name in toy_source and name in section, name
+
+
+def test_architecture_add_a_backend_shows_the_declared_launch_hooks():
+    with open(os.path.join(ROOT, "docs", "ARCHITECTURE.md")) as f:
+        section = _section(f.read(), "Add a backend")
+    with open(toy_backend.__file__) as f:
+        toy_source = f.read()
+    for name in ("LaunchHooks", "launch_hooks", "LAUNCH_HOOKS", "launch_enter", "launch_exit"):
+        assert name in toy_source and f"`{name}`" in section, name
+    assert isinstance(toy_backend.ToyBackend.launch_hooks, base.LaunchHooks)

@@ -3,13 +3,15 @@ through this file, and tests/backends/test_toy_backend.py holds both to it.
 
 The toy times Python functions as if they were kernels: ``ToyBackend.kernel(fn)`` wraps `fn`,
 and every call of the wrapper while a session is open is one kernel record (host-timed) under
-the calling thread's scopes.
+the calling thread's scopes. It declares Triton launch hooks too (``LAUNCH_HOOKS``): while a
+session is open, each Triton launch is one more record, named after the kernel.
 """
 import functools
+import threading
 from dataclasses import dataclass
 
 from flagtree.profiler.backends import register_backend
-from flagtree.profiler.backends.base import Backend, SharedUse
+from flagtree.profiler.backends.base import Backend, LaunchHooks, SharedUse
 from flagtree.profiler.backends.mode import ModeGrammar, Option
 from flagtree.profiler.native_core import native
 
@@ -36,17 +38,25 @@ class ToyState:
     kernels: int = 0
 
 
+# Triton's launch hooks, declared: the base attaches the named methods when the first session
+# opens and takes them out after the last closes. The exit hook goes first in Triton's chain, so
+# it sees the launch before hook="triton" drops its metadata; without Triton the toy runs on.
+LAUNCH_HOOKS = LaunchHooks(enter="launch_enter", exit="launch_exit", exit_order="first", required=False)
+
+
 # 2. The backend: the contract's attributes and hooks, nothing wired by hand.
 class ToyBackend(Backend):
     name = "toy"
     mode_grammar = MODE_GRAMMAR
     SessionState = ToyState
+    launch_hooks = LAUNCH_HOOKS
 
     def __init__(self):
         self._use = SharedUse()  # the first acquire() installs, the last release() removes
         self._sessions = []
         self._options = ToyOptions()
         self.installed = False
+        self._starts = threading.local()
 
     def options_from(self, parsed):
         return ToyOptions(**parsed.values)
@@ -96,6 +106,21 @@ class ToyBackend(Backend):
             return result
 
         return timed
+
+    def launch_enter(self, metadata):
+        """Triton's launch enter hook (declared in LAUNCH_HOOKS): the launch's start."""
+        self._starts.__dict__.setdefault("stack", []).append(native.core.monotonic_ns())
+
+    def launch_exit(self, metadata):
+        """Triton's launch exit hook: the launch as one record, named after its kernel."""
+        stack = self._starts.__dict__.get("stack")
+        if not stack:
+            return  # entered before the hooks went in
+        start = stack.pop()
+        data = getattr(metadata, "data", None) or (metadata if isinstance(metadata, dict) else {})
+        if self._options.record:
+            self._record(self._options.label + str(data.get("name") or "<kernel>"), start,
+                         native.core.monotonic_ns())
 
     def _record(self, name, start, end):
         native.session.record_host_kernel(name, start, end, (1, 1, 1), (1, 1, 1), native.DeviceType.CPU, 0, 0)

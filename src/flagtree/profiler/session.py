@@ -70,7 +70,7 @@ def start(name=None, *, context="shadow", data="tree", backend=None, mode=None, 
 
 def _acquire(impl, options, chosen_by_environment):
     try:
-        impl.acquire(options)
+        impl.open_use(options)  # acquire() and the declared launch hooks
     except BackendUnavailable as error:
         if not chosen_by_environment:
             raise
@@ -134,7 +134,7 @@ def _start_backend(session, chosen_by_environment):
         impl.attach_session(session)
     except BaseException:
         native.session.session_remove(session.slot)
-        impl.release()
+        impl.close_use()
         raise
     try:
         inheritance.install()  # threads and autograd inherit scopes (hooks/inheritance.py)
@@ -147,7 +147,7 @@ def _start_backend(session, chosen_by_environment):
         if session.inheritance:
             inheritance.uninstall()
         native.session.session_remove(session.slot)
-        impl.release()
+        impl.close_use()
         raise
 
 
@@ -260,7 +260,7 @@ def _close(s):
     try:
         s.backend.detach_session(s)
     finally:
-        s.backend.release()
+        s.backend.close_use()
 
 
 def open_sessions():

@@ -7,6 +7,11 @@ is what acquire() and attach_session() receive; ``session.mode`` is its normalis
 (``options.canonical()``), for the metadata file.
 What a backend keeps per session lives in ``session.state``, an instance of the backend's
 ``SessionState`` class made fresh for each session, never in attributes added to the session.
+
+What a backend needs from Triton is declared, not wired: ``launch_hooks`` (a LaunchHooks) goes
+into Triton's launch enter/exit hooks when the backend's first session opens and comes out after
+its last closes; the session opens and closes a backend through open_use() and close_use(),
+which wrap acquire() and release() with that.
 """
 import threading
 
@@ -59,6 +64,47 @@ class SharedUse:
                 uninstall()
 
 
+class LaunchHooks:
+    """A backend's declaration of Triton launch hooks: `enter` and `exit` name its attributes
+    (methods, or callables `prepare` sets) called with Triton's launch metadata, `enter_order` and
+    `exit_order` their place in Triton's chains (triton_glue/launch_hooks.attach: "first", "last"
+    or None). `prepare` names a method called once Triton's hooks are found, before they go in
+    (to choose the hooks for this process); when it returns False none go in for this use (the
+    backend takes its launches another way). `required`: a Triton without launch hooks makes the
+    backend unavailable; otherwise it runs without them (``launch_hooks_missing`` on the backend
+    says why)."""
+    __slots__ = ("enter", "exit", "enter_order", "exit_order", "prepare", "required")
+
+    def __init__(self, enter=None, exit=None, *, enter_order=None, exit_order="first", prepare=None,
+                 required=True):
+        self.enter, self.exit, self.enter_order, self.exit_order = enter, exit, enter_order, exit_order
+        self.prepare, self.required = prepare, required
+
+    def install(self, backend, undo):
+        """Attaches the named methods of `backend`, appending each undo function to `undo`."""
+        from ..triton_glue.launch_hooks import attach, launch_hook_owner  # deferred: loads Triton's hook owner
+
+        try:
+            owner = launch_hook_owner()
+        except (ImportError, RuntimeError) as error:
+            if self.required:
+                raise BackendUnavailable(f"backend {backend.name!r}: {error}") from None
+            backend.launch_hooks_missing = str(error)
+            return
+        if self.prepare and getattr(backend, self.prepare)() is False:
+            return
+        for attribute, name, order in (("launch_enter_hook", self.enter, self.enter_order),
+                                       ("launch_exit_hook", self.exit, self.exit_order)):
+            if name:
+                undo.append(attach(owner, attribute, getattr(backend, name), order=order))
+
+
+def _undo_all(undo):
+    """Runs and forgets each undo function, the last added first."""
+    while undo:
+        undo.pop()()
+
+
 class Backend:
     #: name as users spell it in start(backend=...)
     name = ""
@@ -78,6 +124,11 @@ class Backend:
     library = ""
     env_path = ""
     loader_names = ()
+    #: Triton launch hooks this backend needs (a LaunchHooks; None: none): installed by
+    #: open_use() for the first session, removed by close_use() after the last
+    launch_hooks = None
+    #: why the declared launch hooks are not installed (a Triton without them), else ""
+    launch_hooks_missing = ""
 
     def unavailable_reason(self):
         """None when this backend can run here, else a sentence saying what is missing.
@@ -135,6 +186,34 @@ class Backend:
         """A ValueError for a mode the grammar read but this backend refuses, worded as the
         grammar words its own."""
         return self.mode_grammar.error(self.name, mode, problem)
+
+    # -- what the session calls: acquire()/release() with the declared hooks around them -------
+    def _declared_use(self):
+        use = self.__dict__.get("_declared")
+        if use is None:
+            use = self.__dict__.setdefault("_declared", (SharedUse(), []))
+        return use
+
+    def open_use(self, options):
+        """acquire(), then the declared launch hooks for the first open session (if they cannot
+        go in, the acquire is undone and the error raised)."""
+        self.acquire(options)
+        if self.launch_hooks is None:
+            return
+        use, undo = self._declared_use()
+        try:
+            use.acquire(lambda: self.launch_hooks.install(self, undo))
+        except BaseException:
+            _undo_all(undo)  # hooks that went in before the failing one
+            self.release()
+            raise
+
+    def close_use(self):
+        """The declared launch hooks out after the last open session, then release()."""
+        if self.launch_hooks is not None:
+            use, undo = self._declared_use()
+            use.release(lambda: _undo_all(undo))
+        self.release()
 
     def acquire(self, options):
         """Starts collecting for one more session (the first call starts the vendor tracer);

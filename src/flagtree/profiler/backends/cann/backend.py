@@ -52,7 +52,7 @@ import os
 import sys
 import warnings
 
-from ..base import SharedUse
+from ..base import LaunchHooks
 from ..dialect import DialectBackend
 from ..mode import Option, vendor_grammar
 from .preload import install_dirs, keep_from_children, restart
@@ -130,6 +130,12 @@ class CannBackend(DialectBackend):
     env_path = ENV_PATH
     prefix = "mspti"
     mode_grammar = MODE_GRAMMAR
+    # MSPTI does not see rtKernelLaunch: Triton's launch hooks join launches to kernels. Last in
+    # the enter chain (after hook="triton" has set the launch's metadata), first in the exit chain
+    # (the id is popped right after the launch); they go in once the tracer runs and come out
+    # before it stops. Without Triton, MSPTI's callbacks only.
+    launch_hooks = LaunchHooks(enter="_launch_enter", exit="_launch_exit", enter_order="last", exit_order="first",
+                               prepare="_choose_launch_join", required=False)
 
     class SessionState:
         def __init__(self):
@@ -137,10 +143,7 @@ class CannBackend(DialectBackend):
 
     def __init__(self):
         super().__init__()
-        self._undo_hooks = []
         self._told_preload = False
-        self._use = SharedUse()  # the launch hooks go with the last user
-        self._hook_error = None
         self._queued = False
 
     def before_command(self):
@@ -158,44 +161,19 @@ class CannBackend(DialectBackend):
                              f"aclprof alone, and leave vendor_metrics out of this session's mode")
         return options
 
-    # --- launches: Triton's launch hook (MSPTI does not see rtKernelLaunch) ---
+    # --- launches: Triton's launch hooks (declared in launch_hooks) ---
     def after_acquire(self):
-        if not self._undo_hooks:
-            self._install_launch_hooks()
         keep_from_children()  # MSPTI has read LD_PRELOAD by now
         refusal = native.cann.mspti_callback_refusal()
         if refusal and not self._told_preload:
             self._told_preload = True
             warnings.warn(preload_message(refusal), stacklevel=3)
 
-    def _install_launch_hooks(self):
-        from ...triton_glue.launch_hooks import attach, launch_hook_owner  # deferred: loads Triton's hook owner
-
-        try:
-            owner = launch_hook_owner()
-        except (ImportError, RuntimeError) as error:  # no Triton: MSPTI's callbacks only
-            self._hook_error = str(error)
-            return
-
+    def _choose_launch_join(self):
+        """The launch hooks for this process: queue order by name when the task queue runs the
+        launches, else the external correlation id pushed around each launch."""
         self._queued = task_queue_on()
-        enter, exit = launch_hooks(native.cann, self._queued)
-        # Last in the enter chain (after hook="triton" has set the launch's metadata), first in the
-        # exit chain (the id is popped right after the launch).
-        self._undo_hooks.append(attach(owner, "launch_enter_hook", enter, order="last"))
-        self._undo_hooks.append(attach(owner, "launch_exit_hook", exit, order="first"))
-
-    def acquire(self, options):
-        with self._use.lock:
-            super().acquire(options)
-            self._use.acquire(lambda: None)  # the hooks went in with the tracer (after_acquire)
-
-    def release(self):
-        self._use.release(self._remove_launch_hooks)  # before the tracer stops
-        super().release()
-
-    def _remove_launch_hooks(self):
-        while self._undo_hooks:
-            self._undo_hooks.pop()()
+        self._launch_enter, self._launch_exit = launch_hooks(native.cann, self._queued)
 
     def check_no_other_profiler(self):
         if getattr(native.cann, "mspti_running")():
@@ -237,13 +215,14 @@ class CannBackend(DialectBackend):
         info = super().describe()
         info[f"{self.prefix}_records"]["drop_count"] = "not reported by MSPTI"
         info["mspti_join"] = dict(native.cann.mspti_join_stats())
-        if self._hook_error is None:
+        if not self.launch_hooks_missing:
             info["triton_launch_join"] = describe_join(self._queued)
         info["copy_times"] = "host: MSPTI stamps MEMCPY and MEMSET records around the host call"
         refusal = native.cann.mspti_callback_refusal()
         info["mspti_callbacks"] = "enabled" if not refusal else f"refused: {refusal}"
         info["launch_source"] = ("Triton's launch hook" + ("" if refusal else " and MSPTI's runtime callbacks")
-                                 if self._hook_error is None else f"MSPTI's runtime callbacks ({self._hook_error})")
+                                 if not self.launch_hooks_missing
+                                 else f"MSPTI's runtime callbacks ({self.launch_hooks_missing})")
         info["devices"] = [{"index": d["index"], "arch": d["arch"]} for d in native.cann.npu_devices()] \
             if self._library else []
         return info

@@ -30,13 +30,13 @@ import os
 import threading
 from dataclasses import dataclass
 
-from ..base import Backend, BackendUnavailable, SharedUse
+from ..base import Backend, BackendUnavailable, LaunchHooks, SharedUse
 from .corex import corex_detected
 from ..mode import Option, vendor_grammar, vendor_mode
 from ...native_core import native
 from ... import _env
 from ...triton_glue.kernels import interpreter_module
-from ...triton_glue.launch_hooks import attach, launch_hook_owner
+from ...triton_glue.launch_hooks import launch_hook_owner
 from ...triton_glue.target import compiler_backends, interpreter_active
 from ...vendor_import import attach_in_session, session_launches
 from . import ixkn_import
@@ -103,6 +103,10 @@ def kernel_scope_route():
 class TianshuBackend(Backend):
     name = "tianshu"
     SessionState = TianshuState
+    # Host times come from Triton's launch hooks (none while the device timer times kernels). The
+    # exit hook is first in its chain: the launch is recorded before hook="triton" drops its
+    # metadata.
+    launch_hooks = LaunchHooks(enter="_enter", exit="_exit", exit_order="first", prepare="_host_timed")
 
     def __init__(self):
         self._use = SharedUse()
@@ -188,14 +192,15 @@ class TianshuBackend(Backend):
         if self._device_timer is not None:
             self._device_timer.flush()
 
+    def _host_timed(self):
+        """Whether the declared launch hooks go in: only while kernels are host-timed."""
+        return self.time_source == "host"
+
     def _install(self):
         try:
-            owner = launch_hook_owner()
+            launch_hook_owner()
         except RuntimeError as error:
             raise BackendUnavailable(f"backend 'tianshu': {error}") from None
-        self._undo.append(attach(owner, "launch_enter_hook", self._enter))
-        # First in the exit chain: the launch is recorded before hook="triton" drops its metadata.
-        self._undo.append(attach(owner, "launch_exit_hook", self._exit, order="first"))
         if interpreter_active():
             self._patch_interpreter()
 
