@@ -24,7 +24,7 @@ print("driver", _native.nvidia.cuda_driver_version(), "cupti candidates", cupti_
 print("loaded cupti:", [l.split()[-1] for l in open("/proc/self/maps") if "libcupti" in l][:3])
 PY
 if [ "$what" = tests ] || [ "$what" = all ]; then
-  FLAGTREE_GPU_TESTS=1 timeout 400 python3 -m pytest -q -p no:cacheprovider tests/gpu "$@" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
+  FLAGTREE_GPU_TESTS=1 timeout 540 python3 -m pytest -q -p no:cacheprovider tests/gpu "$@" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
 fi
 if [ "$what" = check ]; then   # the whole GPU suite, then the figures a change must not worsen
   FLAGTREE_GPU_TESTS=1 timeout 280 python3 -m pytest -q -p no:cacheprovider tests/gpu "$@" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25
