@@ -13,10 +13,11 @@ See the README for backends, outputs and the viewer, docs/reference/analysis.md 
 from .backends import KNOWN_BACKENDS, available_backends
 from .profile import profile
 from .scope import cpu_timed_scope, enter_scope, enter_state, exit_scope, exit_state, scope, state
-from .session import activate, deactivate, finalize, flush_part, start
+from .schedule_steps import schedule
+from .session import activate, deactivate, finalize, flush_part, start, step
 
 __all__ = [
-    "start", "activate", "deactivate", "finalize", "flush_part", "profile",
+    "start", "activate", "deactivate", "finalize", "flush_part", "profile", "schedule", "step",
     "scope", "cpu_timed_scope", "enter_scope", "exit_scope",
     "state", "enter_state", "exit_state",
     "KNOWN_BACKENDS", "available_backends",

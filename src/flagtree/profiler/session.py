@@ -30,6 +30,7 @@ from .paths import check_writable, output_paths
 # CONTEXTS, DATA_KINDS and HOOKS are also read from here (the command's option choices).
 from .session_checks import CONTEXTS, DATA_KINDS, HOOKS, check_arguments, check_issued, PROTON_WORDS  # noqa: F401
 from .session_outputs import write_outputs, write_parts
+from . import schedule_steps as scheduling
 from .session_record import Session
 from .run_group import join, members, split_data, start_run_id
 from .common.safe_text import safe
@@ -55,7 +56,9 @@ def _tell_once(key, message):
     _cli["told"].add(key)
 
 
-def start(name=None, *, context="shadow", data="tree", backend=None, mode=None, hook=None):
+def start(name=None, *, context="shadow", data="tree", backend=None, mode=None, hook=None, schedule=None):
+    """`schedule`: what profiler.schedule(...) returns; step() then moves the session through it."""
+    scheduling.check(schedule)
     if ranks.profiling_off():
         return -1
     with _lock:
@@ -65,7 +68,10 @@ def start(name=None, *, context="shadow", data="tree", backend=None, mode=None, 
             check_arguments(name, context, data, backend, mode, hook, select=backend is not None)
             _tell_once("start", _DEFERRED)
             return _cli["session"]
-        return _start_locked(name, context, data, backend, mode, hook)
+        session_id = _start_locked(name, context, data, backend, mode, hook)
+        if schedule is not None:
+            scheduling.begin(_sessions[session_id], schedule)
+        return session_id
 
 
 def _acquire(impl, options, chosen_by_environment):
@@ -186,6 +192,18 @@ def _targets(session_id):
         raise ValueError(f"no open profiling session {session_id!r} ({PROTON_WORDS}{session_id!r}); "
                          f"open sessions: {sorted(_sessions) or 'none'}")
     return [_sessions[session_id]]
+
+
+def step(session_id=None):
+    """Ends one step of every scheduled session (or of this one): schedule.py. Returns the
+    parts written. Sessions started without schedule= are left alone: with none, a no-op."""
+    if ranks.profiling_off() or session_id == -1:
+        return []
+    with _lock:
+        written = []
+        for s in (s for s in _targets(session_id) if s.stepping is not None):
+            written += scheduling.advance(s, lambda s=s: write_parts([s], _sessions.values()))
+        return written
 
 
 def activate(session_id=None):

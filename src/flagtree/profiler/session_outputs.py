@@ -10,6 +10,7 @@ import warnings
 from .common.safe_text import safe
 from .native_core import native
 from .run_group import lost_launches, members, run_facts
+from .schedule_steps import part_steps
 from .writers.atomic import remove
 from .writers.metadata import build_metadata, write_metadata
 from .writers.profile import CLOCK_WARN_NS, device_clock_shift, write_profile
@@ -29,10 +30,13 @@ def write_parts(sessions, open_sessions):
 def write_part(s, device_shift_ns=None):
     """`device_shift_ns`: what the metadata states (finalize's last part); None: as found now."""
     path = s.part_path(len(s.parts) + 1)
-    write_profile(s, path, part=True, other_data={"name": s.name, "part": len(s.parts) + 1, "session": s.id,
-                                                  "run_id": s.run_id},
-                  device_shift_ns=device_shift_ns)
+    steps = part_steps(s)
+    other = {"name": s.name, "part": len(s.parts) + 1, "session": s.id, "run_id": s.run_id}
+    if steps is not None:  # a scheduled session: the steps of the active window this part holds
+        other["steps"] = steps
+    write_profile(s, path, part=True, other_data=other, device_shift_ns=device_shift_ns)
     s.parts.append(path)
+    s.part_steps.append(steps)
     return path
 
 
@@ -71,6 +75,10 @@ def write_outputs(s):
         s.written.append(write_part(m, shifts[m.data]))
     if s.parts:
         stats["parts"] = [p for m in members(s) for p in m.parts]
+        if s.stepping is not None:  # one entry per entry of parts
+            stats["part_steps"] = [steps for m in members(s) for steps in m.part_steps]
+    if s.stepping is not None:
+        stats["schedule"] = repr(s.stepping.plan)
     metadata = {**build_metadata(s, s.backend.metadata_facts(), stats), **run_facts(s)}
     for m in (m for m in members(s) if not m.parts):
         write_profile(m, m.output_path, other_data=metadata, device_shift_ns=shifts[m.data])

@@ -28,6 +28,8 @@ class Session:
         self.dropped_at_start = 0
         self.nvtx = False
         self.parts = []  # paths of the parts written so far
+        self.part_steps = []  # per part: its step numbers (schedule.py), None when unscheduled
+        self.stepping = None  # schedule.py's Stepping of a session started with schedule=
         self.written = []  # what finalize wrote, in order (a write cut short says what is there)
         self.timer_stop = None  # threading.Event of the periodic-part thread, if any
         self.run_id = None  # written into every file of the run (run_id.py)

@@ -24,9 +24,13 @@ def device_clock_shift(session, counts=None):
 
 
 def _tree_request(session, other_data, device_shift_ns):
-    # other_data of a tree: members of its root node, written before its frame (run_id.py)
+    # other_data of a tree: members of its root node, written before its frame (run_id.py);
+    # a scheduled session's part also says its steps (schedule_steps.py)
+    root = {"run_id": session.run_id} if session.run_id else {}
+    if other_data and "steps" in other_data:
+        root["steps"] = other_data["steps"]
     return {"device_info": strict_json(session.backend.device_info(), separators=(",", ":")),
-            "other_data": strict_json({"run_id": session.run_id} if session.run_id else {}, separators=(",", ":"))}
+            "other_data": strict_json(root, separators=(",", ":"))}
 
 
 def _trace_request(session, other_data, device_shift_ns):

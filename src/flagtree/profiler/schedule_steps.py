@@ -1,0 +1,115 @@
+"""schedule() and step(): collection by steps, in the manner of ``torch.profiler.schedule``:
+``schedule(...)`` says which steps are recorded and ``step()`` (session.py) ends one step.
+
+Steps are counted from 0 at start(). After ``skip_first`` steps, cycles of ``wait`` + ``warmup`` +
+``active`` steps follow, ``repeat`` of them (0: until finalize). In wait and warmup steps the
+session is deactivated (launches are not recorded). Warmup is deactivated too, not recorded and
+dropped: the native core has no way to discard what it collected short of writing it, and a
+warmup's purpose here (the program's first launches, compilation, caches) is served all the
+same. Each cycle's active steps end in one part (``<name>.part<k>.hatchet``) whose ``steps`` lists
+those step numbers; after the last cycle the session stays deactivated until finalize.
+"""
+from .native_core import native
+from .run_group import members
+
+_ARGUMENTS = ("wait", "warmup", "active", "repeat", "skip_first")
+
+
+class Schedule:
+    """What ``schedule()`` returns; ``action(step)`` is "skip", "wait", "warmup", "active" or
+    "done", and ``window_ends(step)`` whether the step is the last of an active window."""
+
+    def __init__(self, wait, warmup, active, repeat, skip_first):
+        self.wait, self.warmup, self.active = wait, warmup, active
+        self.repeat, self.skip_first = repeat, skip_first
+
+    def __repr__(self):
+        return "schedule(" + ", ".join(f"{n}={getattr(self, n)}" for n in _ARGUMENTS) + ")"
+
+    def action(self, step):
+        if step < self.skip_first:
+            return "skip"
+        step -= self.skip_first
+        cycle = self.wait + self.warmup + self.active
+        if self.repeat and step // cycle >= self.repeat:
+            return "done"
+        within = step % cycle
+        if within < self.wait:
+            return "wait"
+        return "warmup" if within < self.wait + self.warmup else "active"
+
+    def window_ends(self, step):
+        cycle = self.wait + self.warmup + self.active
+        return self.action(step) == "active" and (step - self.skip_first) % cycle == cycle - 1
+
+
+def schedule(*, wait=0, warmup=0, active=1, repeat=0, skip_first=0):
+    """A schedule for ``start(..., schedule=...)``: skip ``skip_first`` steps, then repeat
+    ``wait`` steps unrecorded, ``warmup`` steps unrecorded, ``active`` steps recorded into one part,
+    ``repeat`` times (0: until finalize). Raises ValueError on a bad argument."""
+    values = {"wait": wait, "warmup": warmup, "active": active, "repeat": repeat, "skip_first": skip_first}
+    for name, value in values.items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"schedule: {name} must be an int, not {type(value).__name__} ({value!r})")
+        if value < (1 if name == "active" else 0):
+            need = "at least 1" if name == "active" else "0 or more"
+            raise ValueError(f"schedule: {name}={value}: {name} must be {need}")
+    return Schedule(**values)
+
+
+def check(plan):
+    """start()'s ``schedule=``: None or what schedule() returned."""
+    if plan is not None and not isinstance(plan, Schedule):
+        raise ValueError(f"schedule= takes what flagtree.profiler.schedule(...) returns, not {plan!r}")
+
+
+class Stepping:
+    """One scheduled session's place in its schedule: the current step and the steps of the
+    active window being collected."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.step = 0
+        self.window = []
+
+
+def _set_active(session, active):
+    for m in members(session):
+        native.session.session_set_active(m.slot, active)
+
+
+def begin(session, plan):
+    """At start(): the session follows `plan` from step 0."""
+    session.stepping = Stepping(plan)
+    for m in members(session):
+        m.stepping = session.stepping
+    _enter(session)
+
+
+def _enter(session):
+    stepping = session.stepping
+    active = stepping.plan.action(stepping.step) == "active"
+    if active:
+        stepping.window.append(stepping.step)
+    _set_active(session, active)
+
+
+def advance(session, write_part):
+    """Ends the current step: the last step of an active window writes the window as one part
+    (`write_part()`, session.py's flush); then the next step's action applies. Returns the
+    paths written."""
+    stepping = session.stepping
+    written = []
+    if stepping.plan.window_ends(stepping.step):
+        _set_active(session, False)
+        written = write_part()
+        stepping.window = []
+    stepping.step += 1
+    _enter(session)
+    return written
+
+
+def part_steps(session):
+    """The step numbers the part being written holds; None for an unscheduled session."""
+    stepping = session.stepping
+    return None if stepping is None else list(stepping.window)

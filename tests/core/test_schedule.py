@@ -1,0 +1,106 @@
+"""schedule() and step() on the CPU: real Triton kernels through the interpreter backend; each
+step launches under its own scope, so a part shows which steps it holds."""
+import glob
+
+import pytest
+
+import flagtree.profiler as profiler
+from support.kernels import launch_add, tensors
+from support.profiles import kernel_counts, load_json, load_tree
+
+
+@pytest.fixture(autouse=True)
+def no_open_sessions():
+    yield
+    profiler.finalize()
+
+
+def run_steps(sid, count, x, y, out):
+    written = []
+    for k in range(count):
+        with profiler.scope(f"step{k}"):
+            launch_add(x, y, out)
+        written += profiler.step(sid)
+    return written
+
+
+def steps_in(path):
+    return sorted(int(p[0][4:]) for p in kernel_counts(load_tree(path)[0]))
+
+
+def test_each_active_window_is_one_part_with_its_steps(tmp_path):
+    x, y, out = tensors()
+    plan = profiler.schedule(wait=1, warmup=1, active=2, repeat=2, skip_first=1)
+    sid = profiler.start(str(tmp_path / "s"), schedule=plan)
+    written = run_steps(sid, 12, x, y, out)
+    profiler.finalize(sid)
+    parts = [str(tmp_path / f"s.part{k}.hatchet") for k in (1, 2, 3)]
+    assert written == parts[:2]
+    # step 0 skipped; cycles of 4 from step 1: wait 1, warmup 2, active 3-4; wait 5, warmup 6, active 7-8
+    assert steps_in(parts[0]) == [3, 4]
+    assert steps_in(parts[1]) == [7, 8]
+    assert kernel_counts(load_tree(parts[0])[0]) == {("step3", "add_kernel"): 1, ("step4", "add_kernel"): 1}
+    # after repeat windows nothing is collected: the last part (finalize's) is empty
+    assert steps_in(parts[2]) == []
+    assert sorted(glob.glob(str(tmp_path / "s*.hatchet"))) == sorted(parts)
+    assert load_tree(parts[0])[0]["steps"] == [3, 4]
+    meta = load_json(tmp_path / "s.meta.json")
+    assert meta["parts"] == parts
+    assert meta["part_steps"] == [[3, 4], [7, 8], []]
+    assert meta["schedule"] == "schedule(wait=1, warmup=1, active=2, repeat=2, skip_first=1)"
+    merged = profiler.read(parts)
+    assert merged is not None
+
+
+def test_repeat_zero_collects_until_finalize(tmp_path):
+    x, y, out = tensors()
+    sid = profiler.start(str(tmp_path / "r"), schedule=profiler.schedule(wait=1, active=1))
+    written = run_steps(sid, 6, x, y, out)
+    with profiler.scope("tail"):
+        launch_add(x, y, out)  # step 6: wait, not recorded
+    profiler.finalize(sid)
+    assert [steps_in(p) for p in written] == [[1], [3], [5]]
+    meta = load_json(tmp_path / "r.meta.json")
+    assert meta["part_steps"] == [[1], [3], [5], []]
+
+
+def test_window_cut_by_finalize_keeps_its_steps(tmp_path):
+    x, y, out = tensors()
+    sid = profiler.start(str(tmp_path / "c"), data="tree,trace", schedule=profiler.schedule(active=3))
+    written = run_steps(sid, 5, x, y, out)
+    profiler.finalize(sid)
+    assert written == [str(tmp_path / "c.part1.hatchet"), str(tmp_path / "c.part1.chrome_trace")]
+    assert steps_in(tmp_path / "c.part2.hatchet") == [3, 4]
+    meta = load_json(tmp_path / "c.meta.json")
+    # step 5 had begun (no launches yet) when finalize cut the window
+    assert dict(zip(meta["parts"], meta["part_steps"]))[str(tmp_path / "c.part2.chrome_trace")] == [3, 4, 5]
+    assert load_json(tmp_path / "c.part1.chrome_trace")["otherData"]["steps"] == [0, 1, 2]
+
+
+def test_step_without_a_schedule_does_nothing(tmp_path):
+    x, y, out = tensors()
+    assert profiler.step() == []  # nothing open
+    sid = profiler.start(str(tmp_path / "n"))
+    written = run_steps(sid, 3, x, y, out)
+    assert profiler.step() == []
+    profiler.finalize(sid)
+    assert written == []
+    assert steps_in(tmp_path / "n.hatchet") == [0, 1, 2]
+    assert "part_steps" not in load_json(tmp_path / "n.meta.json")
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"active": 0}, "active=0: active must be at least 1"),
+    ({"wait": -1}, "wait=-1: wait must be 0 or more"),
+    ({"repeat": 1.5}, "repeat must be an int"),
+    ({"skip_first": True}, "skip_first must be an int"),
+])
+def test_bad_schedule_arguments_raise(arguments, message):
+    with pytest.raises(ValueError, match=message):
+        profiler.schedule(**arguments)
+
+
+def test_start_rejects_what_schedule_did_not_make(tmp_path):
+    with pytest.raises(ValueError, match="schedule= takes"):
+        profiler.start(str(tmp_path / "b"), schedule=lambda step: True)
+    assert profiler.session.open_sessions() == []
