@@ -167,10 +167,10 @@ def test_a_library_held_stamped_kernel_is_timed_as_it_is(tmp_path, device):
     assert meta["device_timer_kernels_stamped_at_first_launch"] == 0 and meta["device_timer_launches_not_timed"] == 0
 
 
-def _inductor_autotuner(kernel):
-    """A real inductor launcher (TritonCompileResult.make_launcher, which captures the kernel's
-    launcher and function when it is made) run by a real CachingAutotuner, both made before the
-    session."""
+def _autotuner_over(kernel, compile_result, compiled):
+    """A real CachingAutotuner of `kernel`'s function whose one launcher is
+    `compile_result(compiled, ...).make_launcher()` (inductor's launcher of `compiled`), with a
+    fixed grid, made before the session."""
     from torch._inductor.runtime import triton_heuristics as heuristics  # noqa: I001 (torch is heavy)
     from torch._inductor.runtime.hints import DeviceProperties
     import torch
@@ -179,10 +179,19 @@ def _inductor_autotuner(kernel):
     config = triton.Config({"BLOCK": 1024}, num_warps=4)
     meta = {"device": DeviceProperties.create(torch.device("cpu")), "device_type": "cuda",
             "signature": dict(compiled_kernels.SIGNATURE), "constants": {}}
-    launcher = heuristics.TritonCompileResult(kernel, config, meta, grid).make_launcher()
+    launcher = compile_result(compiled, config, meta, grid).make_launcher()
     tuner = heuristics.CachingAutotuner(kernel.src.fn, meta, [config], None, [], False, None, inductor_meta=grid)
     tuner.launchers = [launcher]
     return tuner
+
+
+def _inductor_autotuner(kernel):
+    """A real inductor launcher (TritonCompileResult.make_launcher, which captures the kernel's
+    launcher and function when it is made) run by a real CachingAutotuner, both made before the
+    session."""
+    from torch._inductor.runtime import triton_heuristics as heuristics  # noqa: I001 (torch is heavy)
+
+    return _autotuner_over(kernel, heuristics.TritonCompileResult, kernel)
 
 
 def _run_tuner(tuner, times):
@@ -226,21 +235,12 @@ def _static_autotuner(kernel):
     StaticTritonCompileResult.make_launcher (which forgets the cubin's path), run by a real
     CachingAutotuner; made before the session."""
     from torch._inductor.runtime import triton_heuristics as heuristics  # noqa: I001 (torch is heavy)
-    from torch._inductor.runtime.hints import DeviceProperties
     from torch._inductor.runtime.static_triton_launcher import StaticallyLaunchedCudaKernel
-    import torch
 
     kernel._cubin_path = kernel.metadata_group["add_kernel.cubin"]
     static = StaticallyLaunchedCudaKernel(kernel)
     static.__dict__["C_impl"] = compiled_kernels.StandinStaticLauncher
-    grid = heuristics.FixedGrid.setup_grid_as_args()
-    config = triton.Config({"BLOCK": 1024}, num_warps=4)
-    meta = {"device": DeviceProperties.create(torch.device("cpu")), "device_type": "cuda",
-            "signature": dict(compiled_kernels.SIGNATURE), "constants": {}}
-    launcher = heuristics.StaticTritonCompileResult(static, config, meta, grid).make_launcher()
-    tuner = heuristics.CachingAutotuner(kernel.src.fn, meta, [config], None, [], False, None, inductor_meta=grid)
-    tuner.launchers = [launcher]
-    return tuner, static
+    return _autotuner_over(kernel, heuristics.StaticTritonCompileResult, static), static
 
 
 def _in_triton_cache(tmp_path, monkeypatch):
