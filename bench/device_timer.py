@@ -18,6 +18,7 @@ its 50 launches (CUDA events) over none's: the stamped kernel's own cost. Agreem
 the child, and the launch counts of both.
 
     python bench/device_timer.py --reps 5 [--out DIR]
+    FLAGTREE_BENCH_WORKLOADS=launch_a1,launch_a5 python bench/device_timer.py ...   # some only
 """
 import argparse
 import json
@@ -148,8 +149,17 @@ def session_facts(config):
             and isinstance(v, (int, float, str)) and k != "device_timer_stamps"}
 
 
+def chosen():
+    """The workloads this run measures: FLAGTREE_BENCH_WORKLOADS (comma-separated names) or all."""
+    names = [n for n in os.environ.get("FLAGTREE_BENCH_WORKLOADS", "").split(",") if n]
+    unknown = sorted(set(names) - set(LAUNCHES))
+    if unknown:
+        raise SystemExit(f"FLAGTREE_BENCH_WORKLOADS: unknown workloads {unknown}; known: {sorted(LAUNCHES)}")
+    return [w for w in LAUNCHES if not names or w in names]
+
+
 def measure(config_names, reps, outdir):
-    runs = {w: workload(w) for w in LAUNCHES}
+    runs = {w: workload(w) for w in chosen()}
     configs = [Config(c, outdir) for c in config_names]
     for w, run in runs.items():  # warm-up: plain and stamped compiles, each profiler once
         run(null_scope)
@@ -234,7 +244,7 @@ def main(argv=None):
         raise SystemExit("the CUPTI process failed")
     theirs = json.loads(child.stdout.strip().splitlines()[-1])
     report = {"machine": os.uname().nodename, "reps": args.reps, "workloads": {}}
-    for w in LAUNCHES:
+    for w in chosen():
         row = {"none_median_s": mine[w]["none_median_s"], "cupti_process_none_median_s": theirs[w]["none_median_s"]}
         for name, values in list(mine[w].items()) + list(theirs[w].items()):
             if isinstance(values, dict):
