@@ -23,7 +23,13 @@ def facts(out, tag):
     import triton
     print(tag, "TRITON_CACHE_DIR env", os.environ.get("TRITON_CACHE_DIR"), "knobs", triton.knobs.cache.dir,
           "torch triton_cache_dir", triton_cache_dir(0))
-    tuners = [o for o in gc.get_objects() if isinstance(o, th.CachingAutotuner)]
+    tuners = []
+    for o in gc.get_objects():
+        try:
+            if type(o) is not type and isinstance(o, th.CachingAutotuner):
+                tuners.append(o)
+        except ReferenceError:
+            pass
     print(tag, "autotuners", len(tuners))
     for t in tuners[:6]:
         print(tag, "tuner", t.fn.__name__, "inductor_meta keys", sorted(t.inductor_meta)[:40])
