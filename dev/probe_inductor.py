@@ -38,9 +38,10 @@ def facts(out, tag):
             k = r.kernel
             print(tag, "  result", type(r).__name__, type(k).__name__, "hash", getattr(k, "hash", None),
                   "cubin_path", getattr(k, "cubin_path", None), "asm keys", sorted(getattr(k, "asm", {}) or {}))
-            from torch._inductor.runtime.triton_compat import triton_hash_to_path_key
+            import base64
+            key = base64.b32encode(bytes.fromhex(k.hash)).decode().rstrip("=")
             for base in {triton_cache_dir(0), triton.knobs.cache.dir}:
-                folder = os.path.join(base, triton_hash_to_path_key(k.hash))
+                folder = os.path.join(base, key)
                 print(tag, "    folder", folder, sorted(os.listdir(folder)) if os.path.isdir(folder) else "absent")
     try:
         from torch._inductor.codecache import PyCodeCache

@@ -88,7 +88,7 @@ def main():
         for k, f in variants.items():
             results[k].append(f())
     med = {k: round(statistics.median(v), 3) for k, v in results.items()}
-    print(json.dumps({"per_launch_us_median": med, "runs": results, "args": a.args}, indent=1))
+    print(json.dumps({"args": a.args, "per_launch_us_median": med}))
 
 
 if __name__ == "__main__":
