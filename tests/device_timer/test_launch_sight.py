@@ -8,6 +8,7 @@ it) and real inductor launchers and autotuners, on a stand-in target (stand-in c
 binary loader and launcher that asks Triton's profile allocator as a device's does); the ring on
 the host."""
 import json
+import os
 
 import pytest
 import triton
@@ -268,6 +269,32 @@ def test_inductor_static_launches_are_stamped_from_the_stages_in_tritons_cache(t
     assert _meta(tmp_path)["device_timer_kernels_stamped_at_first_launch"] == 1
     _run_tuner(tuner, 1)  # given back: the static launcher's own, plain binary, null scratch
     assert device.stamped_runs() == 3 and len(device.ran) == 5
+
+
+def test_inductor_static_launches_find_their_stages_in_inductors_triton_cache(tmp_path, device, monkeypatch):
+    """A process that loaded its kernels from inductor's caches: inductor never set
+    TRITON_CACHE_DIR, so Triton's own cache folder is not where inductor's workers put the stages."""
+    from torch._inductor.runtime.cache_dir_utils import triton_cache_dir
+    from triton.runtime.cache import _base32
+
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    monkeypatch.setenv("TRITON_HOME", str(tmp_path / "home"))  # Triton's own cache folder: not inductor's
+    folder = os.path.join(triton_cache_dir(0), _base32(compiled_kernels.kernel_hash()))
+    kernel = compiled_kernels.compiled_kernel(
+        folder, ASTSource(JITFunction(add_kernel), dict(compiled_kernels.SIGNATURE), {"BLOCK": 1024}))
+    tuner, static = _static_autotuner(kernel)
+    monkeypatch.delenv("TRITON_CACHE_DIR")  # set by the autotuner built here; one unpickled from the cache sets none
+    _run_tuner(tuner, 1)
+    assert static.cubin_path is None
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    with profiler.scope("cached"):
+        _run_tuner(tuner, 2)
+    profiler.finalize(sid)
+    assert _tree(tmp_path)[("cached", "add_kernel")]["count"] == 2 and device.stamped_runs() == 2
+    assert _meta(tmp_path)["device_timer_launches_not_timed"] == 0
+    assert triton.knobs.cache.dir.startswith(str(tmp_path / "home")) and not folder.startswith(str(tmp_path / "home"))
+    assert not os.path.exists(os.path.join(triton.knobs.cache.dir, _base32(compiled_kernels.kernel_hash())))
 
 
 def test_inductor_static_launches_without_the_stages_are_counted(tmp_path, device, monkeypatch):

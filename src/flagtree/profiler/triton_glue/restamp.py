@@ -11,13 +11,14 @@ kernel's ``function`` to its launcher themselves (``JITFunction.run``, ``LibEntr
 launchers capture it): the launchers made here put the stamped function in its place.
 
 torch inductor's static CUDA launcher (``StaticallyLaunchedCudaKernel``, torch 2.7 and later)
-keeps no stage text, only the path of the cubin in Triton's cache folder, where the kernel's other
-stages lie beside it: the stamped copy is built from those, and launched by the static launcher's
+keeps no stage text, only the path of the cubin in Triton's cache folder (forgotten once loaded),
+where the kernel's other stages lie beside it: the stamped copy is built from those, and launched by the static launcher's
 own ``_launch_kernel`` with the profile scratch argument (which it passes as a null pointer)
 asked from Triton's profile allocator.
 """
 import hashlib
 import os
+import sys
 import types
 
 
@@ -128,20 +129,65 @@ def static_kernel_code(static):
     """A CompiledKernel of the files Triton's cache keeps beside an inductor static kernel's cubin
     (its metadata and every stage's text), to be built again from; NotRestampable where they are gone."""
     from triton.compiler.compiler import CompiledKernel  # deferred: triton is heavy and optional
-    from triton.runtime.cache import get_cache_manager  # deferred: triton is heavy and optional
 
-    # A loaded static kernel forgets its cubin's path: its folder is the cache's entry of its hash.
-    path, name = getattr(static, "cubin_path", None), static.name
-    folder = os.path.dirname(path) if path else getattr(get_cache_manager(static.hash), "cache_dir", "")
+    name, looked = static.name, []
+    for folder in _cache_folders(static):
+        try:
+            files = [f for f in os.listdir(folder) if f.startswith(name + ".")]
+        except OSError:
+            files = []
+        looked.append(folder)
+        if f"{name}.json" in files:
+            group = {f: os.path.join(folder, f) for f in sorted(files, key=lambda f: not f.endswith(".json"))}
+            return CompiledKernel(None, group, static.hash)
+    raise NotRestampable(f"inductor's static launcher keeps no stage text, and no cache folder of its "
+                         f"kernel ({', '.join(looked) or 'none'}) holds {name}.json")
+
+
+def _cache_folders(static):
+    """Where a static kernel's stages may lie, most likely first: its cubin's folder (a loaded
+    kernel forgets it), then the entry of its hash under TRITON_CACHE_DIR, torch inductor's Triton
+    cache (which a process that loaded the kernel from inductor's caches has not put in
+    TRITON_CACHE_DIR: inductor sets it only when it builds an autotuner itself) and Triton's own."""
+    path = getattr(static, "cubin_path", None)
+    folders = [os.path.dirname(path)] if path else []
+    key = _cache_key(static.hash)
+    for base in (os.environ.get("TRITON_CACHE_DIR"), _inductor_triton_cache(), _triton_cache()):
+        if base and os.path.join(base, key) not in folders:
+            folders.append(os.path.join(base, key))
+    return folders
+
+
+def _cache_key(kernel_hash):
+    """The folder name Triton's file cache gives a hash (base32 since 3.3, the hash before)."""
     try:
-        files = [f for f in os.listdir(folder) if f.startswith(name + ".")] if folder else []
-    except OSError:
-        files = []
-    if f"{name}.json" not in files:
-        raise NotRestampable(f"inductor's static launcher keeps no stage text, and Triton's cache folder of "
-                             f"its cubin ({folder or 'none'}) holds no {name}.json")
-    group = {f: os.path.join(folder, f) for f in sorted(files, key=lambda f: not f.endswith(".json"))}
-    return CompiledKernel(None, group, static.hash)
+        from triton.runtime.cache import _base32  # deferred: triton is heavy and optional
+    except ImportError:
+        return kernel_hash
+    return _base32(kernel_hash)
+
+
+def _inductor_triton_cache():
+    """torch inductor's Triton cache folder of the current device, if inductor's runtime is loaded."""
+    module = sys.modules.get("torch._inductor.runtime.cache_dir_utils")
+    if module is None or not hasattr(module, "triton_cache_dir"):
+        return None
+    try:
+        device = _driver().get_current_device()
+        return module.triton_cache_dir(device if isinstance(device, int) else 0)  # inductor's default: 0
+    except Exception:  # a torch whose helper differs: the other folders are still looked in
+        return None
+
+
+def _triton_cache():
+    try:
+        from triton import knobs  # deferred: triton is heavy and optional
+
+        return knobs.cache.dir
+    except (ImportError, AttributeError):
+        from triton.runtime.cache import default_cache_dir  # deferred: triton is heavy and optional
+
+        return default_cache_dir()
 
 
 def static_runner(static, binary, metadata):
