@@ -6,12 +6,13 @@ process that already uses torch and cuBLAS, interleaved with unprofiled runs of 
 (10 tiny Triton kernels + 10 small matmuls). Medians over --sessions later sessions (the second
 and later of the process: ours keeps CUPTI attached between them); the first session of each data
 kind is reported apart ("first_session_ms"; "process_first" marks the one that paid CUPTI's
-subscribe and activity enable). Tool "ours_idle0" is ours with FLAGTREE_PROFILER_CUPTI_IDLE_S=0
+subscribe and activity enable). Tool "device_timer" is ours with backend="device_timer" (the
+first session of its process compiles the workload's Triton kernel with the stamps). Tool "ours_idle0" is ours with FLAGTREE_PROFILER_CUPTI_IDLE_S=0
 (CUPTI released at every finalize, as before the idle release). With --breakdown, ours also
 reports where start and finalize spend their time (per step, medians). Ours calls
 flagtree.profiler.release() at the end of its process.
 
-    python bench/session_cost.py [--sessions 20] [--tools ours,ours_idle0,proton,torch,cupti] [--out DIR]
+    python bench/session_cost.py [--sessions 20] [--tools ours,ours_idle0,device_timer,proton,torch,cupti] [--out DIR]
 
 Tool "cupti" is the tracer's floor (_native.testing.cupti_floor_start): it needs
 the native core built with -Ccmake.define.FLAGTREE_PROFILER_TESTING=ON (dev/gpu_round.sh and
@@ -87,13 +88,17 @@ class _Breakdown:
         return out
 
 
-def _ours_breakdown(breakdown):
+OURS = ("ours", "ours_idle0", "device_timer")  # our tools; device_timer: backend="device_timer" (no CUPTI)
+
+
+def _ours_breakdown(breakdown, backend="nvidia"):
     import flagtree.profiler.session as session_module
     import flagtree.profiler.session_outputs as outputs_module
     from flagtree.profiler.backends import get_backend
 
-    impl = get_backend("nvidia")
-    for attr in ("acquire", "attach_session", "flush", "session_outputs", "release", "device_info", "describe"):
+    impl = get_backend(backend)
+    own = ("start_ring", "_install", "_uninstall", "_clock_facts") if backend == "device_timer" else ()
+    for attr in ("acquire", "attach_session", "flush", "session_outputs", "release", "device_info", "describe") + own:
         breakdown.wrap(impl, attr, f"backend.{attr}")
     for attr in ("check_writable", "write_outputs", "_close"):
         breakdown.wrap(session_module, attr, f"session.{attr}")
@@ -103,11 +108,13 @@ def _ours_breakdown(breakdown):
 
 def _session_runner(tool, data, folder):
     """(start, stop) callables for one session of `tool`."""
-    if tool in ("ours", "ours_idle0"):
+    if tool in OURS:
         import flagtree.profiler as profiler
 
+        backend = "device_timer" if tool == "device_timer" else "nvidia"
+
         def start():
-            profiler.start(os.path.join(folder, f"ours_{data}"), data=data, backend="nvidia")
+            profiler.start(os.path.join(folder, f"{tool}_{data}"), data=data, backend=backend)
 
         return start, profiler.finalize
     if tool == "proton":
@@ -155,14 +162,14 @@ def _session_runner(tool, data, folder):
 
 def run_tool(tool, sessions, breakdown):
     work = _workload()
-    ours = tool in ("ours", "ours_idle0")
+    ours = tool in OURS
     if tool == "ours_idle0":
         os.environ["FLAGTREE_PROFILER_CUPTI_IDLE_S"] = "0"
     datas = ("tree", "trace") if ours or tool in ("proton", "torch") else ("tree",)
     folder = tempfile.mkdtemp(prefix=f"session_cost_{tool}_")
     bd = _Breakdown()
     if breakdown and ours:
-        _ours_breakdown(bd)
+        _ours_breakdown(bd, "device_timer" if tool == "device_timer" else "nvidia")
     rows = {d: {"start": [], "finalize": [], "extra": [], "breakdown": []} for d in datas}
     # The baseline is the work before any session: once ours has run, CUPTI stays attached and
     # records (to discard) every kernel of the unprofiled runs too, which slows them: that cost
