@@ -12,6 +12,7 @@ import pytest
 import flagtree.profiler as profiler
 from flagtree.profiler import _native
 from flagtree.profiler.backends.device_timer import event_timed, parse_mode, untimed
+from support.profiles import metrics_by_path
 from test_launch_sight import COUNTED, Device, _inductor_autotuner, _kernel, _launch, _meta, _run_tuner, _tree
 from test_launch_sight import device  # noqa: F401 (the stand-in target's fixture, used by timed)
 
@@ -164,3 +165,30 @@ def test_a_launch_that_raises_leaves_no_record_and_is_counted(tmp_path, timed, m
     assert meta["device_timer_event_timed_kernels"]["add_kernel"]["launches"] == 1
     assert meta["device_timer_not_timed_kernels"]["add_kernel"]["launches"] == 1
     assert meta["device_timer_event_untimed"] == 1
+
+
+def test_with_hook_triton_the_launch_is_announced_after_it_and_keeps_its_record(tmp_path, timed):
+    kernel = _kernel(tmp_path, stages=())
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer", hook="triton")
+    with profiler.scope("step"):
+        _launch(kernel, 2)  # the stand-in's launcher runs no exit hook: announced after the call
+    with pytest.warns(RuntimeWarning, match="timed with CUDA events"):
+        profiler.finalize(sid)
+    node = _tree(tmp_path)[("step", "add_kernel")]
+    assert node["count"] == 2 and node["time (ns)"] == 2 * timed.duration
+
+
+def test_a_second_open_session_takes_only_its_own_event_timed_launches(tmp_path, timed):
+    kernel = _kernel(tmp_path, stages=())
+    first = profiler.start(str(tmp_path / "a"), backend="device_timer")
+    _launch(kernel, 3)
+    second = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    _launch(kernel, 2)
+    with pytest.warns(RuntimeWarning, match="2 launches of 1 Triton kernels were timed with CUDA events"):
+        profiler.finalize(second)
+    with pytest.warns(RuntimeWarning, match="5 launches of 1 Triton kernels were timed with CUDA events"):
+        profiler.finalize(first)
+    assert _tree(tmp_path)[("add_kernel",)]["count"] == 2
+    assert metrics_by_path(tmp_path / "a.hatchet")[("add_kernel",)]["count"] == 5
+    assert _meta(tmp_path)["device_timer_event_timed_kernels"]["add_kernel"]["launches"] == 2
+    assert _meta(tmp_path, "a")["device_timer_event_timed_kernels"]["add_kernel"]["launches"] == 5
