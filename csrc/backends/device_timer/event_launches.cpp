@@ -137,8 +137,9 @@ void EventLaunches::drain() {
   for (uint32_t i = 0; i < kAnchors; ++i) anchors[i] = anchors_[i];
   uint64_t untimed = 0, delivered = 0;
   for (const Pair& p : copies) {
-    // Anchors are reused in turn: one more than kAnchors - 1 generations old was overwritten.
-    const bool anchored = generation - p.generation < kAnchors;
+    // Anchors are reused in turn: the slot after the newest one may be being re-recorded (or was,
+    // by an anchor that failed), so a pair that old has none.
+    const bool anchored = generation - p.generation < kAnchors - 1;
     if (device_.wait(p.end) && anchored && deliver(p, anchors[p.generation % kAnchors])) {
       ++delivered;
       continue;

@@ -72,7 +72,7 @@ class EventLaunches {
   RingDevice::Where onDevice() { return device_.onDevice(); }
 
  private:
-  static constexpr uint32_t kAnchors = 4;  // generations a pair may lag behind the newest anchor
+  static constexpr uint32_t kAnchors = 4;  // anchor slots, reused in turn: a pair may lag kAnchors - 2 drains
   static constexpr uint64_t kAnchorBracketNs = 20'000;  // an anchor's uncertainty tried again above this
   struct Pair {
     uint64_t start = 0, end = 0;  // events

@@ -130,7 +130,8 @@ class UntimedLaunches:
         return counts | {"<stamped>": self.stamps.count if self.stamps else 0, "<events>": events}
 
     def session_stats(self, at_start):
-        """The metadata's part: launches counted since `at_start` (a snapshot), by kernel name."""
+        """The metadata's part since `at_start` (a snapshot): launches counted and launches event-timed,
+        by kernel name."""
         if self.sight is None:
             return {"device_timer_launches_not_timed": 0, "device_timer_not_timed_kernels": {},
                     "device_timer_kernels_stamped_at_first_launch": 0, "device_timer_event_timed_kernels": {}}
