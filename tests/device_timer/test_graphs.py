@@ -266,7 +266,8 @@ def test_deferred_captured_launches_take_the_capture_context_in_the_exit_hook(tm
 def test_lost_replays_and_put_off_readbacks_are_warned_about_with_their_counts():
     import warnings
 
-    from flagtree.profiler.backends.device_timer import RingOptions, _warn_graph_losses
+    from flagtree.profiler.backends.device_timer import RingOptions
+    from flagtree.profiler.backends.device_timer.untimed import warn_graph_losses
 
     class Session:
         metadata_path = "run.meta.json"
@@ -274,11 +275,11 @@ def test_lost_replays_and_put_off_readbacks_are_warned_about_with_their_counts()
     stats = {"device_timer_graph_replays_lost": 13, "device_timer_graph_readbacks_skipped": 2}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _warn_graph_losses(stats, RingOptions(graph_replays=8), Session())
+        warn_graph_losses(stats, RingOptions(graph_replays=8), Session())
     texts = [str(w.message) for w in caught]
     assert any("13 CUDA graph replays" in t and "more than 7 replays" in t and "run.meta.json" in t for t in texts)
     assert any("2 readbacks" in t for t in texts)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _warn_graph_losses({"device_timer_graph_replays_lost": 0}, RingOptions(), Session())
+        warn_graph_losses({"device_timer_graph_replays_lost": 0}, RingOptions(), Session())
     assert not caught

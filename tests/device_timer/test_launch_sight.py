@@ -25,6 +25,7 @@ from support.profiles import metrics_by_path
 
 T = _native.testing
 TAG = _native.device_timer.device_timer_layout()["align_tag"]
+COUNTED = "events=off"  # launches that cannot be stamped only counted (test_event_timed.py: timed by events)
 
 
 def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
@@ -127,7 +128,7 @@ def test_a_later_session_reuses_the_stamped_copy(tmp_path, device):
 
 def test_a_kernel_that_cannot_be_stamped_is_counted_and_warned_about_once(tmp_path, device):
     kernel = _kernel(tmp_path, stages=())  # only its binary is kept: no code to stamp
-    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer", mode=COUNTED)
     _launch(kernel, 3)
     kernel[(2, 1, 1)](1, 2, 3, 4, stream=0)
     with pytest.warns(RuntimeWarning, match=r"4 launches of 1 Triton kernels got no device time: add_kernel \(4\)") as caught:
@@ -144,9 +145,9 @@ def test_a_kernel_that_cannot_be_stamped_is_counted_and_warned_about_once(tmp_pa
 
 def test_a_second_open_session_counts_only_its_own_launches(tmp_path, device):
     kernel = _kernel(tmp_path, stages=())
-    first = profiler.start(str(tmp_path / "a"), backend="device_timer")
+    first = profiler.start(str(tmp_path / "a"), backend="device_timer", mode=COUNTED)
     _launch(kernel, 5)
-    second = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    second = profiler.start(str(tmp_path / "p"), backend="device_timer", mode=COUNTED)
     _launch(kernel, 2)
     with pytest.warns(RuntimeWarning, match="got no device time"):
         profiler.finalize(second)
@@ -222,7 +223,7 @@ def test_inductor_launchers_made_before_the_session_are_stamped_at_their_first_r
 def test_inductor_launchers_of_a_kernel_that_cannot_be_stamped_are_counted(tmp_path, device):
     kernel = _kernel(tmp_path, stages=())
     tuner = _inductor_autotuner(kernel)
-    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer", mode=COUNTED)
     _run_tuner(tuner, 3)
     with pytest.warns(RuntimeWarning, match="3 launches"):
         profiler.finalize(sid)
@@ -302,7 +303,7 @@ def test_inductor_static_launches_without_the_stages_are_counted(tmp_path, devic
     kernel = _kernel(tmp_path, stages=())
     tuner, _ = _static_autotuner(kernel)
     _run_tuner(tuner, 1)
-    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer", mode=COUNTED)
     _run_tuner(tuner, 2)
     with pytest.warns(RuntimeWarning, match="2 launches"):
         profiler.finalize(sid)
@@ -352,7 +353,7 @@ def test_a_stamped_binary_is_built_once_and_found_in_tritons_cache_after(tmp_pat
 def test_a_kernel_whose_stamps_the_toolchain_refuses_is_counted_with_why(tmp_path, device):
     corex_triton.REJECTED.append("%globaltimer")  # the binary stage refuses the stamps' timer reads
     kernel = _kernel(tmp_path)
-    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer", mode=COUNTED)
     _launch(kernel, 2)
     with pytest.warns(RuntimeWarning, match="2 launches"):
         profiler.finalize(sid)

@@ -314,3 +314,64 @@ def test_kernel_side_scopes_on_top_of_device_times_without_cupti(tmp_path):
     assert again["count"] == 2 and again["time (ns)"] > 0
     meta = json.load(open(tmp_path / "s2.meta.json"))
     assert meta["device_timer_scoped_launches_timed"] == 2 and meta["device_timer_scoped_launches_untimed"] == 0
+
+
+def _unstampable(monkeypatch):
+    """Kernels compiled without stamps in the session (the compiler hook left out) and refused at
+    their first launch, as a kernel whose stage text is gone is: every launch is event-timed."""
+    from flagtree.profiler.backends.device_timer import compiler_hook, untimed
+
+    monkeypatch.setattr(compiler_hook, "install", lambda *args, **kwargs: None)
+    monkeypatch.setattr(compiler_hook, "uninstall", lambda: None)
+    monkeypatch.setattr(untimed.FirstSightStamps, "decide",
+                        lambda self, kernel, launcher, kind: (launcher, "refused by the test"))
+
+
+def test_a_kernel_that_cannot_be_stamped_is_timed_by_events_on_its_stream(tmp_path, monkeypatch):
+    x, y, out = _tensors(1 << 24)
+    _launch(x, y, out, times=3)  # compiled (unstamped) and warm before both sessions
+    stamped = profiler.start(str(tmp_path / "s"), backend="device_timer")
+    _launch(x, y, out, times=20)
+    torch.cuda.synchronize()
+    profiler.finalize(stamped)
+    _unstampable(monkeypatch)
+    torch.cuda._sleep(50_000_000)  # a busy stream: the launches queue behind it, as in a step
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    sid = profiler.start(str(tmp_path / "e"), backend="device_timer", data="trace")
+    start.record()
+    with profiler.scope("step"):
+        _launch(x, y, out, times=20)
+    end.record()
+    torch.cuda.synchronize()
+    profiler.finalize(sid)
+    assert torch.allclose(out, x + y)
+    meta = json.load(open(tmp_path / "e.meta.json"))
+    assert meta["device_timer_event_timed_kernels"]["add_kernel"]["launches"] == 20
+    assert meta["device_timer_event_records"] == 20 and meta["device_timer_launches_not_timed"] == 0
+    events = json.load(open(tmp_path / "e.chrome_trace"))["traceEvents"]
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    assert len(kernels) == 20 and all(k["args"]["context"].endswith("step") for k in kernels)
+    assert assert_kernels_follow_launches(events, slack_us=LAUNCH_SLACK_US) == 20
+    # The pairs lie inside torch's pair around all of them, and read about the stamps' times.
+    event_mean = sum(k["dur"] for k in kernels) / 20
+    stamped_mean = _flat(tmp_path / "s.hatchet")[("add_kernel",)]["time (ns)"] / 20 / 1e3
+    assert sum(k["dur"] for k in kernels) <= start.elapsed_time(end) * 1e3 + 1
+    assert 0.9 * stamped_mean <= event_mean <= 1.2 * stamped_mean + 5, (event_mean, stamped_mean)
+
+
+def test_launches_on_a_capturing_stream_stay_counted_by_name(tmp_path, monkeypatch):
+    x, y, out = _tensors(1 << 20)
+    _launch(x, y, out)
+    _unstampable(monkeypatch)
+    sid = profiler.start(str(tmp_path / "g"), backend="device_timer")
+    graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+        _launch(x, y, out, times=2)
+    graph.replay()
+    torch.cuda.synchronize()
+    with pytest.warns(RuntimeWarning, match="got no device time"):
+        profiler.finalize(sid)
+    assert torch.allclose(out, x + y)
+    meta = json.load(open(tmp_path / "g.meta.json"))
+    assert meta["device_timer_not_timed_kernels"]["add_kernel"]["launches"] == 2
+    assert meta["device_timer_event_captured_untimed"] == 2 and meta["device_timer_event_records"] == 0

@@ -47,6 +47,7 @@ const CudaTimerApi& timerApi() {
                     {a.eventDestroy, "EventDestroy_v2", Need::Required},
                     {a.eventRecord, "EventRecord", Need::Required},
                     {a.eventSynchronize, "EventSynchronize", Need::Required},
+                    {a.eventElapsedTime, "EventElapsedTime", Need::Required},
                     {a.moduleLoadData, "ModuleLoadData", Need::Required},
                     {a.moduleUnload, "ModuleUnload", Need::Required},
                     {a.moduleGetFunction, "ModuleGetFunction", Need::Required},

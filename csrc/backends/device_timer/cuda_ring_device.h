@@ -26,6 +26,7 @@ struct ClockProbe {
 };
 
 struct CudaTimerApi;  // the driver function table (cuda_ring_device.cpp)
+class EventDevice;   // event_launches.h
 
 class CudaRingDevice : public RingDevice {
  public:
@@ -56,8 +57,11 @@ class CudaRingDevice : public RingDevice {
   // global timer counts ns of the host's real-time clock, so this maps its stamps.
   static ClockProbe realtimeOffset();
   int deviceOrdinal() const { return ordinal_; }
+  // Timing events in the ring's context, for launches the stamps cannot reach (cuda_event_device.cpp).
+  std::unique_ptr<EventDevice> eventDevice();
 
  private:
+  friend class CudaEventDevice;
   void check(CUresult result, const char* what);
   void loadProbes();
   int64_t upperBound();  // the device reads the host clock

@@ -37,6 +37,7 @@ struct CudaTimerApi {
   CUresult (*eventDestroy)(CUevent) = nullptr;
   CUresult (*eventRecord)(CUevent, CUstream) = nullptr;
   CUresult (*eventSynchronize)(CUevent) = nullptr;
+  CUresult (*eventElapsedTime)(float*, CUevent, CUevent) = nullptr;
   CUresult (*moduleLoadData)(CUmodule*, const void*) = nullptr;
   CUresult (*moduleUnload)(CUmodule) = nullptr;
   CUresult (*moduleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "backends/device_timer/cuda_ring_device.h"
+#include "backends/device_timer/device_timer_route.h"
 #include "backends/device_timer/graph_area.h"
 #include "backends/device_timer/scoped_launches.h"
 #include "backends/device_timer/timer_ring.h"
@@ -95,6 +96,7 @@ void freeRing() {
   if (!r.ring) return;
   {
     nb::gil_scoped_release unlocked;
+    stopEventLaunches();  // its events live in the ring's context
     r.ring->drain();
     r.ring.reset();
   }
@@ -114,8 +116,7 @@ nb::object allocate(nb::handle size, nb::handle align, nb::handle stream) {
   uint64_t address = ring->claim(handle);
   if (address == TimerRing::kNoContext) {
     // A thread's first launch: Triton makes the device's primary context current after us.
-    if (r.cuda && r.threadDevice.is_valid() && nb::cast<int>(r.threadDevice()) == r.cuda->deviceOrdinal()) {
-      r.cuda->makeCurrent();
+    if (makeRingCurrent()) {
       address = ring->claim(handle);
     } else {
       ring->countOtherDevice();
@@ -133,6 +134,17 @@ nb::object allocate(nb::handle size, nb::handle align, nb::handle stream) {
 }
 
 }  // namespace
+
+TimerRing* deviceTimerRing() { return route().ring.get(); }
+CudaRingDevice* deviceTimerCuda() { return route().cuda; }
+RingDevice* deviceTimerHost() { return route().host; }
+
+bool makeRingCurrent() {
+  Route& r = route();
+  if (!(r.cuda && r.threadDevice.is_valid() && nb::cast<int>(r.threadDevice()) == r.cuda->deviceOrdinal())) return false;
+  r.cuda->makeCurrent();
+  return true;
+}
 
 void registerDeviceTimerBindings(nb::module_& m) {
   m.def("device_timer_layout", [] {
@@ -210,6 +222,7 @@ void registerDeviceTimerBindings(nb::module_& m) {
   m.def("device_timer_running", [] { return route().ring != nullptr; });
   // Drains and frees the ring (its device memory, pinned mirror, stream and worker).
   m.def("device_timer_free", [] { freeRing(); });
+  registerEventLaunchBindings(m);
 }
 
 #ifdef FLAGTREE_PROFILER_TESTING
@@ -350,6 +363,7 @@ void registerDeviceTimerTesting(nb::module_& testing) {
   testing.def("device_timer_host_hold", [](bool on) { hostOrThrow().hold(on); });
   testing.def("device_timer_host_capturing", [](uint64_t stream, bool on) { hostOrThrow().setCapturing(stream, on); });
   testing.def("device_timer_host_stream_waits", [] { return route().host ? static_cast<HostRingDevice*>(route().host)->streamWaits_ : 0; });
+  registerEventLaunchTesting(testing);
 }
 #endif  // FLAGTREE_PROFILER_TESTING
 

@@ -114,6 +114,9 @@ class TimerRing {
   // in claim() (Triton asks the allocator before it runs the enter hook).
   void deferLaunches(bool on) { defer_.store(on, std::memory_order_relaxed); }
   static void launchDone();
+  // A launch timed another way (event_launches.h) under `correlation`: its context taken now, or
+  // at the launch-exit hook when launches are deferred, as for the ring's own.
+  void announceLaunch(uint32_t correlation, uint64_t launchNs) { announceOrDefer(correlation, launchNs, 0); }
   // Delivers every record of launches claimed so far (treats every claim as queued), then the
   // graph replays run so far (a device-wide sync when graphs were captured); waits.
   void drain();

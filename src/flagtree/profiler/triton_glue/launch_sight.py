@@ -24,7 +24,9 @@ Two doors cover those launches, each costing nothing per launch once a kernel ha
 inductor launcher made from the kernel; "inductor-static": one calling inductor's static CUDA
 launcher, `kernel` its StaticallyLaunchedCudaKernel) returns ``(launcher, reason)``: reason None means the
 launcher returned is timed (the one given, or one it made, e.g. of a stamped copy of the kernel);
-otherwise the launcher's launches are counted by kernel name with the reason (``counts()``).
+otherwise the launcher is given to ``fallback(launcher, name, reason, kind)`` when there is one
+(the device timer's event-timed launches), and where that gives None its launches are counted
+by kernel name with the reason (``counts()``).
 Launches of CUDA graphs replay without Python: only their capture passes through here.
 """
 import importlib.util
@@ -72,8 +74,9 @@ class _AfterImport:
 
 
 class LaunchSight:
-    def __init__(self, decide, inductor_module=_INDUCTOR):
+    def __init__(self, decide, inductor_module=_INDUCTOR, fallback=None):
         self._decide = decide
+        self._fallback = fallback
         self._inductor_module = inductor_module
         self._lock = threading.Lock()
         self._counts = {}  # kernel name -> [launches, reason]
@@ -107,9 +110,11 @@ class LaunchSight:
 
     def _choose(self, kernel, launcher, kind):
         chosen, reason = self._decide(kernel, launcher, kind)
-        if reason is not None:
-            chosen = self.counted(chosen, str(getattr(kernel, "name", None) or "<unnamed kernel>"), reason)
-        return chosen
+        if reason is None:
+            return chosen
+        name = str(getattr(kernel, "name", None) or "<unnamed kernel>")
+        timed = self._fallback(chosen, name, reason, kind) if self._fallback is not None else None
+        return timed if timed is not None else self.counted(chosen, name, reason)
 
     # -- the doors ------------------------------------------------------------------------------
     def install(self):

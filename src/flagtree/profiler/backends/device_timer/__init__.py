@@ -18,8 +18,9 @@ backend="instrumentation", and their device time from their scope buffers' own h
 
 Covers Triton kernels only: torch's own kernels, library kernels (cuBLAS) and copies are not
 seen. Compiled Triton kernels without stamps (held by libraries, loaded from caches, inductor's
-launchers) are stamped at their first launch in a session, or their launches counted by kernel
-name (untimed.py; docs/reference/device-timer.md).
+launchers) are stamped at their first launch in a session, or else timed by CUDA events on their
+launch's stream (event_timed.py; mode ``events=off``: counted by kernel name, untimed.py;
+docs/reference/device-timer.md).
 """
 import warnings
 from dataclasses import dataclass, field
@@ -29,18 +30,20 @@ from ...triton_glue.launch_hooks import attach, attach_kernel_load_hook, launch_
 from ...native_core import native as _native_module
 from ..base import Backend, BackendUnavailable, SharedUse, device_info_of
 from ..mode import ModeGrammar, Option
-from . import compiler_hook, route, untimed
+from . import compiler_hook, event_timed, route, untimed
 from . import scopes as kernel_scopes
 from ...kernel_scopes.scopes import InstrumentationState
 
 DEFAULT_SLOTS = 1 << 14
 DEFAULT_GRAPH_REPLAYS = 256
 # ring size in launches; launches per readback (0: a quarter of the ring); replay records each
-# launch captured into a CUDA graph has (a power of two); whether kernel-side scopes are compiled in
+# launch captured into a CUDA graph has (a power of two); whether kernel-side scopes are compiled in;
+# whether launches that cannot be stamped are timed by events (named in the canonical text only when off)
 MODE_GRAMMAR = ModeGrammar((Option("slots", "int", default=DEFAULT_SLOTS, low=2, high=1 << 24),
                             Option("batch", "int", default=0, low=0),
                             Option("graph_replays", "int", default=DEFAULT_GRAPH_REPLAYS, low=2, high=1 << 16),
-                            Option("scopes", "switch", default=True)))
+                            Option("scopes", "switch", default=True),
+                            Option("events", "switch", default=True, shown="given")))
 
 
 @dataclass(frozen=True)
@@ -49,13 +52,15 @@ class RingOptions:
     batch: int = 0  # 0: a quarter of the ring
     graph_replays: int = DEFAULT_GRAPH_REPLAYS  # records per captured launch (R - 1 replays fit)
     scopes: bool = True  # kernel-side scopes compiled in (scopes.py)
+    events: bool = True  # launches that cannot be stamped timed by events (event_timed.py)
 
     def batch_slots(self):
         return self.batch or max(1, self.slots // 4)
 
     def canonical(self):
         return MODE_GRAMMAR.canonical({"slots": self.slots, "batch": self.batch_slots(),
-                                       "graph_replays": self.graph_replays, "scopes": self.scopes})
+                                       "graph_replays": self.graph_replays, "scopes": self.scopes,
+                                       "events": self.events}, () if self.events else ("events",))
 
 
 def ring_options(parsed):
@@ -70,7 +75,7 @@ def ring_options(parsed):
 
 
 def parse_mode(mode):
-    """RingOptions from None or "slots=<n>[:batch=<n>][:graph_replays=<n>][:scopes=on|off]"."""
+    """RingOptions from None or "slots=<n>[:batch=<n>][:graph_replays=<n>][:scopes=on|off][:events=on|off]"."""
     return ring_options(MODE_GRAMMAR.parse(mode, "device_timer"))
 
 
@@ -123,6 +128,7 @@ class DeviceTimerBackend(Backend):
         self.scopes_state = "off"  # "on", "off", or "off: <why>" (the metadata's device_timer_scopes)
         self._kept_scopes = None  # the scopes installed for every session that compiles them in
         self.untimed = untimed.UntimedLaunches()  # launches of unstamped kernels, counted
+        self.events_state = "off"  # "on", "off", or "off: <why>" (the metadata's device_timer_events)
 
     mode_grammar = MODE_GRAMMAR
 
@@ -178,8 +184,23 @@ class DeviceTimerBackend(Backend):
         compiler_hook.install(*stamps, beside=self.scopes.mode if self.scopes else None)
         self._undo.append(compiler_hook.uninstall)
         self._undo.append(attach_kernel_load_hook(_kernel_loaded))
-        self.untimed.install(*stamps)  # kernels compiled without the stamps: stamped at first launch
+        # Kernels compiled without the stamps: stamped at first launch, else timed by events.
+        self.untimed.install(*stamps, events=self._start_events(native, options))
         self._undo.append(self.untimed.uninstall)
+
+    def _start_events(self, native, options):
+        """The event-timed launches beside the ring (kept with it), or None: mode events=off, or
+        events that could not be made (the reason in device_timer_events)."""
+        self.events_state = "off"
+        if not options.events:
+            return None
+        try:
+            native.device_timer.device_timer_events_start(event_timed.EVENT_PAIRS)
+        except RuntimeError as error:
+            self.events_state = f"off: {error}"
+            return None
+        self.events_state = "on"
+        return event_timed.EventTimed(native)
 
     def _install_scopes(self, options, fallback):
         """Kernel-side scopes beside the stamps, where Triton's proton passes lower them (the PTX
@@ -222,7 +243,7 @@ class DeviceTimerBackend(Backend):
 
     def attach_session(self, session):
         with self._lock:
-            session.state.counts_at_start = dict(_native().device_timer.device_timer_stats())
+            session.state.counts_at_start = _ring_stats(_native())
             session.state.stamped_at_start = compiler_hook.stats["stamped"]
             session.state.untimed_at_start = self.untimed.snapshot()
             if self.scopes is not None:
@@ -261,6 +282,7 @@ class DeviceTimerBackend(Backend):
             if self._use.users:
                 if self.scopes is not None:
                     self.scopes.scopes.drain()
+                _native().device_timer.device_timer_events_drain()
                 _native().device_timer.device_timer_drain()
 
     def session_outputs(self, session):
@@ -269,15 +291,17 @@ class DeviceTimerBackend(Backend):
             if not self._use.users:
                 return {"time_source": self.name}
             scope_stats = self._scope_stats(session)
+            native.device_timer.device_timer_events_drain()
             native.device_timer.device_timer_drain()
-            now = native.device_timer.device_timer_stats()
+            now = _ring_stats(native)
             start = session.state.counts_at_start
             stats = {"time_source": self.name,
                      "device_timer_covers": "Triton kernels launched in the session (stamped at compile time "
-                                            "or at their first launch); launches of kernels that could "
-                                            "not be stamped are counted in device_timer_not_timed_kernels; "
+                                            "or at their first launch, else by CUDA events on the launch's stream: "
+                                            "device_timer_event_timed_kernels); launches that got neither are "
+                                            "counted in device_timer_not_timed_kernels; "
                                             "other kernels and copies are not seen",
-                     "device_timer_options": self._options.canonical(),
+                     "device_timer_options": self._options.canonical(), "device_timer_events": self.events_state,
                      "device_timer_stamps": f"{self.support.stamper.code_format} "
                                             f"(stage {self.support.stamper.stage!r}, target {self.support.facts.get('target')})"}
             stats.update({f"device_timer_{k}": v - start.get(k, 0) for k, v in now.items()})
@@ -294,8 +318,9 @@ class DeviceTimerBackend(Backend):
                           f"(graph capture with the graph area full, another device, a launch that did "
                           f"not run, or a scoped kernel whose buffers lack their stamps; counts in "
                           f"{session.metadata_path})", RuntimeWarning, stacklevel=4)
-        _warn_graph_losses(stats, self._options, session)
+        untimed.warn_graph_losses(stats, self._options, session)
         untimed.warn_untimed(stats, session)
+        event_timed.warn_event_timed(stats, session, lambda text: warnings.warn(text, RuntimeWarning, stacklevel=4))
         return stats
 
     def _scope_stats(self, session):
@@ -348,18 +373,9 @@ class DeviceTimerBackend(Backend):
                 "cuda_driver_version": _cuda_driver_version(), "devices": devices}
 
 
-def _warn_graph_losses(stats, options, session):
-    lost = stats.get("device_timer_graph_replays_lost", 0)
-    if lost:
-        warnings.warn(f"flagtree.profiler: backend 'device_timer': {lost} CUDA graph replays were not timed: "
-                      f"more than {options.graph_replays - 1} replays of a captured launch between two "
-                      f"readbacks (flush() reads back; or raise mode 'graph_replays=<n>'); counts in "
-                      f"{session.metadata_path}", RuntimeWarning, stacklevel=5)
-    skipped = stats.get("device_timer_graph_readbacks_skipped", 0)
-    if skipped:
-        warnings.warn(f"flagtree.profiler: backend 'device_timer': {skipped} readbacks of CUDA graph replays "
-                      f"were put off while a capture was open (its replays are read at the next one)",
-                      RuntimeWarning, stacklevel=5)
+def _ring_stats(native):
+    """The ring's counts and the event-timed launches' (device_timer_event_*), as one dict."""
+    return dict(native.device_timer.device_timer_stats()) | dict(native.device_timer.device_timer_event_stats())
 
 
 def _launch_done(metadata):

@@ -7,15 +7,16 @@ which only kernels compiled with the stamps do. Every other compiled kernel is c
 first launch in a session (triton_glue/launch_sight.py: ``CompiledKernel.run`` and inductor's
 autotuners): its code kept in ``CompiledKernel.asm`` is stamped as the compiler hook stamps it,
 built again and loaded (triton_glue/restamp.py), and its callers' launches go to the stamped copy.
-A kernel that cannot be stamped so has its launches counted; the session's metadata lists them
-and finalize warns once.
+A kernel that cannot be stamped so has its launches timed by CUDA events on their stream
+(event_timed.py) unless mode ``events=off``, or counted where that cannot be; the session's
+metadata lists both and finalize warns once for each.
 """
 import threading
 import warnings
 import weakref
 
 from ...triton_glue import launch_sight, restamp
-from . import compiler_hook, stampers
+from . import compiler_hook, event_timed, stampers
 
 NOT_STAMPED = ("compiled without the device timer's stamps (before the session, in another process, "
                "or loaded from a cache by a library): not timed")
@@ -97,17 +98,20 @@ class UntimedLaunches:
     def __init__(self):
         self.sight = None
         self.stamps = None  # FirstSightStamps of the ring's stamps, kept while their parameters hold
+        self.events = None  # event_timed.EventTimed while unstampable launches are event-timed
 
-    def install(self, native=None, plane_bytes=0, lanes=0, records=0, stamper=None):
+    def install(self, native=None, plane_bytes=0, lanes=0, records=0, stamper=None, events=None):
         """With the ring's stamp parameters (`stamper` not None): kernels are stamped at first
-        sight; without: they are counted."""
+        sight; without: they are counted. `events` (an EventTimed): launches of kernels that
+        cannot be stamped are timed by events instead of only counted."""
         decide = decide_without_stamping
         if stamper is not None:
             params = (native, plane_bytes, lanes, records, stamper)
             if self.stamps is None or (self.stamps.native, *self.stamps.params, self.stamps.stamper) != params:
                 self.stamps = FirstSightStamps(*params)
             decide = self.stamps.decide
-        self.sight = launch_sight.LaunchSight(decide)
+        self.events = events
+        self.sight = launch_sight.LaunchSight(decide, fallback=events.wrap if events is not None else None)
         self.sight.install()
 
     def uninstall(self):
@@ -122,22 +126,30 @@ class UntimedLaunches:
             return {}
         self.sight.see_inductor()  # torch's inductor may have been imported since the route went in
         counts = {name: count for name, (count, _) in self.sight.counts().items()}
-        return counts | {"<stamped>": self.stamps.count if self.stamps else 0}
+        events = self.events.counts() if self.events is not None else {}
+        return counts | {"<stamped>": self.stamps.count if self.stamps else 0, "<events>": events}
 
     def session_stats(self, at_start):
-        """The metadata's part: launches counted since `at_start` (a snapshot), by kernel name."""
+        """The metadata's part since `at_start` (a snapshot): launches counted and launches event-timed,
+        by kernel name."""
         if self.sight is None:
             return {"device_timer_launches_not_timed": 0, "device_timer_not_timed_kernels": {},
-                    "device_timer_kernels_stamped_at_first_launch": 0}
+                    "device_timer_kernels_stamped_at_first_launch": 0, "device_timer_event_timed_kernels": {}}
         kernels = {}
         for name, (count, reason) in sorted(self.sight.counts().items()):
             launches = count - at_start.get(name, 0)
             if launches:
                 kernels[name] = {"launches": launches, "reason": reason}
+        events = self.events.counts() if self.events is not None else {}
+        timed, untimed = event_timed.session_stats(events, at_start.get("<events>", {}))
+        for name, entry in untimed.items():  # a name counted both ways keeps the counted reason
+            known = kernels.setdefault(name, {"launches": 0, "reason": entry["reason"]})
+            known["launches"] += entry["launches"]
         stamped = (self.stamps.count if self.stamps else 0) - at_start.get("<stamped>", 0)
         return {"device_timer_launches_not_timed": sum(k["launches"] for k in kernels.values()),
                 "device_timer_not_timed_kernels": kernels,
                 "device_timer_kernels_stamped_at_first_launch": stamped,
+                "device_timer_event_timed_kernels": timed,
                 "device_timer_launch_doors": list(self.sight.doors)}
 
 
@@ -152,3 +164,17 @@ def warn_untimed(stats, session):
     warnings.warn(f"flagtree.profiler: backend 'device_timer': {stats['device_timer_launches_not_timed']} launches "
                   f"of {len(names)} Triton kernels got no device time: {shown}{more}; each kernel's count and "
                   f"reason are in {session.metadata_path}", RuntimeWarning, stacklevel=5)
+
+
+def warn_graph_losses(stats, options, session):
+    lost = stats.get("device_timer_graph_replays_lost", 0)
+    if lost:
+        warnings.warn(f"flagtree.profiler: backend 'device_timer': {lost} CUDA graph replays were not timed: "
+                      f"more than {options.graph_replays - 1} replays of a captured launch between two "
+                      f"readbacks (flush() reads back; or raise mode 'graph_replays=<n>'); counts in "
+                      f"{session.metadata_path}", RuntimeWarning, stacklevel=5)
+    skipped = stats.get("device_timer_graph_readbacks_skipped", 0)
+    if skipped:
+        warnings.warn(f"flagtree.profiler: backend 'device_timer': {skipped} readbacks of CUDA graph replays "
+                      f"were put off while a capture was open (its replays are read at the next one)",
+                      RuntimeWarning, stacklevel=5)
