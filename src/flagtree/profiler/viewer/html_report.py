@@ -165,12 +165,13 @@ def build_report(source, args):
     specs = _common_specs(profile, other)
     user = metric_specs(args.metrics, profile.names)
     wanted = user + [s["id"] for s in column_specs(specs)]  # a list: names may hold commas
+    # Read along the file's own paths, before --graph-view moves nodes: a moved kernel keeps it.
+    meta = kernel_metadata(profile.sources, [profile.root] * len(profile.sources))
     progress.step("summing the tree")
     metrics, values_of = source.summed(profile, wanted)
     other_values = source.summed(other, wanted)[1] if other is not None else None
     try:
         table = _table(args, profile, metrics, values_of, other, other_values)
-        meta = kernel_metadata(profile.sources, [profile.root] * len(profile.sources))
         payload = build_payload(profile, other, specs, len(user), values_of, other_values, meta)
         column = {spec["id"]: len(user) + at for at, spec in enumerate(column_specs(specs))}
         timeline = timeline_beside(profile.sources)
