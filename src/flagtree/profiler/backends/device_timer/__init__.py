@@ -29,7 +29,7 @@ from ...triton_glue.launch_hooks import attach, attach_kernel_load_hook, launch_
 from ...native_core import native as _native_module
 from ..base import Backend, BackendUnavailable, SharedUse, device_info_of
 from ..mode import ModeGrammar, Option
-from . import compiler_hook, route, untimed
+from . import compiler_hook, graph_replays, route, untimed
 from . import scopes as kernel_scopes
 from ...kernel_scopes.scopes import InstrumentationState
 
@@ -123,6 +123,7 @@ class DeviceTimerBackend(Backend):
         self.scopes_state = "off"  # "on", "off", or "off: <why>" (the metadata's device_timer_scopes)
         self._kept_scopes = None  # the scopes installed for every session that compiles them in
         self.untimed = untimed.UntimedLaunches()  # launches of unstamped kernels, counted
+        self._graph_records = 0  # replay records per captured launch of the running ring
 
     mode_grammar = MODE_GRAMMAR
 
@@ -168,6 +169,9 @@ class DeviceTimerBackend(Backend):
         graph_records = options.graph_replays if self.support.stamper.times_graph_replays else 0
         self.clock_at_start = self.start_ring(options.slots, options.batch_slots(), graph_records)
         self._undo.append(native.device_timer.device_timer_drain)
+        self._graph_records = graph_records
+        if graph_records:  # kept with the ring (graph_replays.py says why), until free()
+            graph_replays.install(native)
         previous = triton_kernels.profile_allocator()
         native.device_timer.device_timer_set_fallback(previous)
         native.device_timer.device_timer_set_thread_device(triton_target.current_device_getter())
@@ -219,10 +223,13 @@ class DeviceTimerBackend(Backend):
         with self._lock:
             if self._use.users == 0:
                 _native().device_timer.device_timer_free()
+                graph_replays.uninstall()
 
     def attach_session(self, session):
         with self._lock:
             session.state.counts_at_start = dict(_native().device_timer.device_timer_stats())
+            if self._graph_records:  # torch may have been imported since the ring started
+                graph_replays.install(_native())
             session.state.stamped_at_start = compiler_hook.stats["stamped"]
             session.state.untimed_at_start = self.untimed.snapshot()
             if self.scopes is not None:
