@@ -182,6 +182,27 @@ def test_many_replays_read_back_in_several_drains_are_all_placed(tmp_path, ring,
     assert stats["graph_replays_matched"] == 600 and stats["graph_replays_lost"] == 0
 
 
+def test_a_replay_launch_forgotten_before_its_records_leaves_them_to_the_capture_context(tmp_path, ring, allocator,
+                                                                                         wrapped):
+    """flush_part forgets graph launches made before its flush; one whose readback was put off
+    (a capture open elsewhere) has its records delivered later, under the capture context."""
+    ring(64, 16)
+    sid = _session(tmp_path)
+    graph = wrapped([("k", 10)])
+    with profiler.scope("capture"):
+        graph.capture()
+    with profiler.scope("replays"):
+        graph.replay()
+        graph.replay()
+    assert _native.session.prune_graph_launches(_native.core.monotonic_ns()) == 2
+    DT.device_timer_drain()
+    profiler.finalize(sid)
+    tree = metrics_by_path(tmp_path / "p.hatchet")
+    assert tree[("capture", "k")]["count"] == 2 and tree[("capture", "k")]["time (ns)"] == 20
+    stats = DT.device_timer_stats()
+    assert (stats["graph_replays_matched"], stats["graph_replays_unmatched"]) == (0, 2)
+
+
 def test_graphs_captured_without_the_wrapper_keep_the_capture_context(tmp_path, ring, allocator):
     ring(64, 16)
     sid = _session(tmp_path)

@@ -106,22 +106,22 @@ void GraphArea::deliver(uint32_t index, uint64_t ordinal, uint64_t done, DeviceR
   Profiler& profiler = Profiler::instance();
   r.graphNodeId = nodeKeyOf(index);
   GraphReplays::Found found{};
-  switch (replays_.match(labels_[index], ordinal, done, found)) {
-    case GraphReplays::Match::Matched:
-      // Under the replay's launch, then <captured_at> and the capture path (Profiler::onRecord),
-      // on the stream replay() ran on. Its sessions may all have gone since: then nobody's.
-      r.correlation = found.correlation;
-      r.streamId = found.stream;
-      if (profiler.launchPending(found.correlation)) profiler.onRecord(r, TimeSource::DeviceTimer);
-      return;
-    case GraphReplays::Match::Skip:
-      return;  // replayed while no device-timer session was active
-    case GraphReplays::Match::Fallback:
-      r.correlation = correlationOf(index);
-      r.streamId = kGraphReplayStream;
-      profiler.onReplayRecord(r);
-      return;
+  const GraphReplays::Match match = replays_.match(labels_[index], ordinal, done, found);
+  if (match == GraphReplays::Match::Skip) return;  // replayed while no device-timer session was active
+  // Under the replay's launch, then <captured_at> and the capture path (Profiler::onRecord), on
+  // the stream replay() ran on. A launch no longer pending (its sessions gone, or pruned after a
+  // flush whose readback was put off) leaves the record to the capture context, as unmatched.
+  if (match == GraphReplays::Match::Matched && profiler.launchPending(found.correlation)) {
+    r.correlation = found.correlation;
+    r.streamId = found.stream;
+    profiler.onRecord(r, TimeSource::DeviceTimer);
+    ++stats_.matched;
+    return;
   }
+  r.correlation = correlationOf(index);
+  r.streamId = kGraphReplayStream;
+  profiler.onReplayRecord(r);
+  ++stats_.unmatched;
 }
 
 void GraphArea::settleLocked() {
@@ -137,9 +137,7 @@ void GraphArea::settleLocked() {
 
 GraphStats GraphArea::stats() {
   std::lock_guard<std::mutex> lock(mutex_);
-  GraphStats out = stats_;
-  replays_.counts(out.matched, out.unmatched);
-  return out;
+  return stats_;
 }
 
 }  // namespace ftp

@@ -64,10 +64,7 @@ void GraphReplays::noteReplay(uint32_t label, uint16_t stream, uint64_t launchNs
 GraphReplays::Match GraphReplays::match(uint32_t label, uint64_t ordinal, uint64_t done, Found& out) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = label ? graphs_.find(label) : graphs_.end();
-  if (it == graphs_.end()) {
-    ++unmatched_;
-    return Match::Fallback;
-  }
+  if (it == graphs_.end()) return Match::Fallback;
   Graph& g = it->second;
   // Every replay through torch is noted before it is launched: more replays run than noted means
   // the graph was also launched another way, and ordinals no longer pair replays with notes.
@@ -76,12 +73,8 @@ GraphReplays::Match GraphReplays::match(uint32_t label, uint64_t ordinal, uint64
     for (Note& note : g.notes) forget(note);
   }
   const Note& note = g.notes[ordinal % window_];
-  if (g.unseen || !note.valid || note.ordinal != ordinal) {
-    ++unmatched_;
-    return Match::Fallback;
-  }
+  if (g.unseen || !note.valid || note.ordinal != ordinal) return Match::Fallback;
   if (!note.correlation) return Match::Skip;
-  ++matched_;
   out = Found{note.correlation, note.stream};
   return Match::Matched;
 }

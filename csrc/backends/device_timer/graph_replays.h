@@ -49,13 +49,6 @@ class GraphReplays {
   // Forgets the notes of `label` before ordinal `upTo` (every node has read them back).
   void settle(uint32_t label, uint64_t upTo);
 
-  // Records matched to their replay's launch; records filed under the capture context only.
-  void counts(uint64_t& matched, uint64_t& unmatched) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    matched = matched_;
-    unmatched = unmatched_;
-  }
-
  private:
   struct Note {
     uint64_t ordinal;
@@ -75,7 +68,6 @@ class GraphReplays {
   const uint32_t window_;
   std::mutex mutex_;
   std::unordered_map<uint32_t, Graph> graphs_;
-  uint64_t matched_ = 0, unmatched_ = 0;
 };
 
 }  // namespace ftp
