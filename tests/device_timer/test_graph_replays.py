@@ -241,3 +241,26 @@ def test_the_wrapper_labels_captures_and_comes_off_cleanly():
         graph_replays.uninstall()
     assert all(Graph.__dict__[name] is originals[name] for name in ("capture_begin", "capture_end", "replay"))
     assert graph_replays.installed() == []
+
+
+def test_the_backend_wraps_torch_graphs_while_its_ring_runs(ring):
+    """attach_session wraps torch.cuda.CUDAGraph (torch may be imported after the ring started);
+    free() lets the ring go and puts torch's methods back."""
+    import torch
+
+    from flagtree.profiler.backends.device_timer import DeviceTimerBackend, DeviceTimerState
+
+    class Session:
+        state, hook = DeviceTimerState(), None
+
+    ring(64, 16)
+    replay = torch.cuda.CUDAGraph.__dict__["replay"]
+    backend = DeviceTimerBackend()
+    backend._graph_records = 256  # what _install sets for a ring with a graph area
+    try:
+        backend.attach_session(Session())
+        assert torch.cuda.CUDAGraph.replay.__flagtree_wraps__ is replay
+    finally:
+        backend.free()
+    assert torch.cuda.CUDAGraph.__dict__["replay"] is replay and graph_replays.installed() == []
+    assert not _native.device_timer.device_timer_running()

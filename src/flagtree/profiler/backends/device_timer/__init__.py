@@ -224,6 +224,7 @@ class DeviceTimerBackend(Backend):
             if self._use.users == 0:
                 _native().device_timer.device_timer_free()
                 graph_replays.uninstall()
+                self._graph_records = 0
 
     def attach_session(self, session):
         with self._lock:
