@@ -55,6 +55,7 @@ examples:
   flagtree-profiler-viewer --print-sorted -m avg_time/us run.hatchet
   flagtree-profiler-viewer -f function_line run.hatchet
   flagtree-profiler-viewer -l run.hatchet
+  flagtree-profiler-viewer --graph-view captured run.hatchet   # CUDA-graph replays at their capture
   flagtree-profiler-viewer -m time/ms --diff-profile before.hatchet after.hatchet
   flagtree-profiler-viewer -m time/ms,cycles timing.hatchet cycles.hatchet
   flagtree-profiler-viewer -m time/ms,time/ms:max,time/ms:imbalance run.rank*.hatchet
