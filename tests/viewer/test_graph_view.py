@@ -189,4 +189,5 @@ def test_the_html_report_shows_the_chosen_view(viewer, tree_path, tmp_path):
     assert marker in out.read_text()  # nested, the default
     status, _, err = viewer("--graph-view", "captured", "--html", out, tree_path)
     assert status == 0, err
-    assert marker not in out.read_text() and "step2" not in out.read_text()
+    page = out.read_text()
+    assert marker not in page and "step2" not in page and "(--graph-view captured)" in page
