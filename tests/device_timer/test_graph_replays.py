@@ -264,3 +264,35 @@ def test_the_backend_wraps_torch_graphs_while_its_ring_runs(ring):
         backend.free()
     assert torch.cuda.CUDAGraph.__dict__["replay"] is replay and graph_replays.installed() == []
     assert not _native.device_timer.device_timer_running()
+
+
+def test_the_perfetto_timeline_shows_replays_on_their_launch_stream(tmp_path, ring, allocator, wrapped):
+    pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2",
+                             reason="the perfetto package (pyproject's test extra) decodes the .pftrace")
+    ring(64, 16)
+    sid = _session(tmp_path, data="perfetto")
+    graph = wrapped([("k", 40)])
+    graph.capture()
+    for stream in (0x5000, 0x6000):
+        slot = allocate(stream)
+        T.device_timer_host_meta(slot, DT.device_timer_name_kernel(f"eager{stream:x}"), (1, 1, 1), 32)
+        T.device_timer_host_stamp(slot, 0, graph.clock, graph.clock + 5)
+    for i in range(4):
+        graph.stream = (0x5000, 0x6000)[i % 2]
+        graph.replay()
+    DT.device_timer_drain()
+    profiler.finalize(sid)
+    trace = pb.Trace.FromString((tmp_path / "p.pftrace").read_bytes())
+    names, tracks, begins = {}, {}, []
+    for packet in trace.packet:
+        names.update((e.iid, e.name) for e in packet.interned_data.event_names)
+        if packet.HasField("track_descriptor"):
+            tracks[packet.track_descriptor.uuid] = packet.track_descriptor.name
+        if packet.HasField("track_event") and packet.track_event.type == 1:  # slice begin
+            begins.append((packet.timestamp, names.get(packet.track_event.name_iid), packet.track_event.track_uuid))
+    begins = [(ts, name, tracks.get(uuid)) for ts, name, uuid in begins]
+    rows = {name: track for _, name, track in begins if name and name.startswith("eager")}
+    replays = [track for _, name, track in sorted(begins) if name == "k"]
+    assert set(rows.values()) == {"stream 0", "stream 1"}
+    # each replay on a graph track of the stream it was launched on, not a stream of its own
+    assert replays == [rows[f"eager{s:x}"] + " graph 1" for s in (0x5000, 0x6000, 0x5000, 0x6000)]
