@@ -164,6 +164,22 @@ def test_replays_between_sessions_keep_the_later_replays_paired(tmp_path, ring, 
     assert sum(m.get("count", 0) for m in late.values()) == 4
 
 
+def test_a_replay_made_while_the_session_is_deactivated_is_not_its(tmp_path, ring, allocator, wrapped):
+    ring(64, 16)
+    sid = _session(tmp_path)
+    graph = wrapped([("k", 10)])
+    graph.capture()
+    profiler.deactivate(sid)
+    graph.replay()
+    profiler.activate(sid)
+    graph.kernels = [("k", 30)]
+    graph.replay()
+    DT.device_timer_drain()
+    profiler.finalize(sid)
+    node = metrics_by_path(tmp_path / "p.hatchet")[(CAPTURED, "k")]
+    assert (node["count"], node["time (ns)"]) == (1, 30)
+
+
 def test_many_replays_read_back_in_several_drains_are_all_placed(tmp_path, ring, allocator, wrapped):
     ring(64, 16, graph_records=16)
     sid = _session(tmp_path)
