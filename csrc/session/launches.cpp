@@ -40,6 +40,14 @@ size_t PendingLaunches::pruneMulti(uint64_t beforeNs) {
   return stale.size();
 }
 
+bool PendingLaunches::forgetMulti(uint32_t correlation) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  PendingLaunch* entry = map_.get(correlation);
+  if (!entry || !entry->multi) return false;
+  erase(correlation);
+  return true;
+}
+
 size_t PendingLaunches::count(uint32_t slotMask) {
   std::lock_guard<std::mutex> lock(mutex_);
   size_t n = 0;

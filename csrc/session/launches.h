@@ -51,6 +51,12 @@ class PendingLaunches {
   void forgetSlot(int slot);
   // Forgets graph launches made before `beforeNs`; returns how many.
   size_t pruneMulti(uint64_t beforeNs);
+  // Forgets one graph launch (several records under one id); false when it is not pending.
+  bool forgetMulti(uint32_t correlation);
+  bool contains(uint32_t correlation) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return map_.get(correlation) != nullptr;
+  }
   // Single-record launches taken by the sessions in `slotMask`.
   size_t count(uint32_t slotMask);
 

@@ -65,6 +65,10 @@ class Profiler {
   // Forgets graph launches (several records each) made before `beforeNs`: call only after a
   // flush that waited for the device, when all their records have arrived. Returns how many.
   size_t pruneMultiLaunches(uint64_t beforeNs) { return pending_.pruneMulti(beforeNs); }
+  // One graph launch whose records have all been delivered (or never will be): forgotten.
+  void forgetGraphLaunch(uint32_t correlation) { pending_.forgetMulti(correlation); }
+  // Whether launch `correlation` is still pending (its sessions may have gone since).
+  bool launchPending(uint32_t correlation) { return pending_.contains(correlation); }
 
   // CUDA graphs. A launch captured into a graph runs nothing: the node it creates takes over
   // its context (called on the capturing thread, inside the launch call `correlation`), and

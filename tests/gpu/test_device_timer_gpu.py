@@ -1,6 +1,6 @@
 """backend="device_timer" on a GPU: every Triton launch timed by its own stamps, no CUPTI loaded,
 the ring's wrap and backpressure with real copies, the clock against host scopes, beside
-torch.profiler, and CUDA graph replays timed each under the capture context."""
+torch.profiler, and CUDA graph replays timed each under the replay and the capture context."""
 import json
 import os
 import subprocess
@@ -197,10 +197,11 @@ def test_beside_torch_profiler_both_see_the_kernels(tmp_path):
     assert _flat(tmp_path / "p.hatchet")[("add_kernel",)]["count"] == 8
 
 
-def test_graph_replays_are_timed_each_under_the_capture_context(tmp_path):
-    """Two launches captured into a graph, replayed 100 times: 200 records, each under the scope
-    the capture ran in (not where the replays ran), inside the replay loop's host window, with the
-    graph's results right; the metadata counts the replays."""
+def test_graph_replays_are_timed_each_under_the_replay_and_the_capture_context(tmp_path):
+    """Two launches captured into a graph, replayed 100 times through torch.cuda.CUDAGraph.replay:
+    200 records, each under the replay's scope -> <captured_at> -> the capture's scope, on the
+    stream replay() ran on, inside the replay loop's host window, with the graph's results right;
+    the metadata counts the replays, all matched to their replay calls."""
     x, y, out = _tensors(1 << 16)
     mid = torch.empty_like(x)
     trace = profiler.start(str(tmp_path / "g"), backend="device_timer", data="trace")
@@ -221,25 +222,30 @@ def test_graph_replays_are_timed_each_under_the_capture_context(tmp_path):
     profiler.finalize(tree)
     profiler.finalize(trace)
     assert torch.allclose(out, x + 2 * y)  # the tagged stamps leave the graph's work alone
-    assert _flat(tmp_path / "t.hatchet")[("capture", "add_kernel")]["count"] == 200
-    assert not any(k[0] == "replays" for k in _flat(tmp_path / "t.hatchet"))
+    flat = _flat(tmp_path / "t.hatchet")
+    assert flat[("replays", "<captured_at>", "capture", "add_kernel")]["count"] == 200
+    assert not any(k[0] == "capture" for k in flat)  # nothing under the capture context alone
     events = json.load(open(tmp_path / "g.chrome_trace"))["traceEvents"]
     assert_kernels_follow_launches(events, slack_us=LAUNCH_SLACK_US)
     window = next(e for e in events if e.get("cat") == "scope" and e["name"] == "replays")
-    replays = [e for e in events if e.get("cat") == "kernel" and e["args"]["correlation"] >= 0xE0000000]
-    assert len(replays) == 200 and {e["args"]["context"] for e in replays} == {"capture"}
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    replays = [e for e in kernels if 0xB0000000 <= e["args"]["correlation"] < 0xC0000000]  # replay launches
+    assert len(replays) == 200 and {e["args"]["context"] for e in replays} == {"replays/<captured_at>/capture"}
+    eager = [e for e in kernels if e not in replays]  # the first launch, on the default stream as replay()
+    assert len(eager) == 1 and {e["tid"] for e in replays} == {eager[0]["tid"]}
     meta = json.load(open(tmp_path / "g.meta.json"))
     slack_us = (abs(meta["device_timer_clock_uncertainty_ns"]) + abs(meta["device_timer_clock_drift_ns"])) / 1e3 + 1
     for e in replays:
         assert e["dur"] > 0
         assert window["ts"] - slack_us <= e["ts"] and e["ts"] + e["dur"] <= window["ts"] + window["dur"] + slack_us
-    nodes = {}
-    for e in sorted(replays, key=lambda e: e["ts"]):
-        nodes.setdefault(e["args"]["correlation"], []).append(e)
-    assert sorted(len(v) for v in nodes.values()) == [100, 100]  # one record per replay per node
-    for node in nodes.values():  # replays of one graph exec never overlap
-        assert all(a["ts"] + a["dur"] <= b["ts"] + slack_us for a, b in zip(node, node[1:]))
+    launches = {}
+    for e in replays:
+        launches.setdefault(e["args"]["correlation"], []).append(e)
+    assert sorted(len(v) for v in launches.values()) == [2] * 100  # each replay: its two kernels
+    ordered = sorted(replays, key=lambda e: e["ts"])  # one exec, one stream: nothing overlaps
+    assert all(a["ts"] + a["dur"] <= b["ts"] + slack_us for a, b in zip(ordered, ordered[1:]))
     assert meta["device_timer_graph_nodes"] == 2 and meta["device_timer_graph_replays_timed"] == 200
+    assert meta["device_timer_graph_replays_matched"] == 200 and meta["device_timer_graph_replays_unmatched"] == 0
     assert meta["device_timer_graph_replays_lost"] == 0 and meta["device_timer_captured_untimed"] == 0
     assert meta["device_timer_records"] == 201 and meta["device_timer_untimed"] == 0
 

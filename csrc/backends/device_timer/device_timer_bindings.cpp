@@ -60,6 +60,8 @@ nb::dict statsDict(const RingStats& s, const GraphStats& g) {
   d["graph_replays_untimed"] = g.untimed;
   d["graph_readbacks"] = g.readbacks;
   d["graph_readbacks_skipped"] = g.skipped;
+  d["graph_replays_matched"] = g.matched;
+  d["graph_replays_unmatched"] = g.unmatched;
   return d;
 }
 
@@ -220,6 +222,13 @@ void registerDeviceTimerBindings(nb::module_& m) {
      nb::arg("stream"));
   m.def("device_timer_forget_launch", [](uint32_t correlation) { Profiler::instance().forgetLaunch(correlation); });
   m.def("device_timer_running", [] { return route().ring != nullptr; });
+  // CUDA graphs through torch (graph_replays.h): a capture's label on the calling thread, from
+  // capture_begin to capture_end; each replay() noted before the graph is launched.
+  m.def("device_timer_graph_capture_begin", &GraphReplays::beginCapture);
+  m.def("device_timer_graph_capture_end", &GraphReplays::endCapture);
+  m.def("device_timer_graph_replay", [](uint32_t label, uint64_t stream) {
+    if (TimerRing* ring = route().ring.get()) ring->noteGraphReplay(label, stream);
+  }, nb::arg("label"), nb::arg("stream"));
   // Drains and frees the ring (its device memory, pinned mirror, stream and worker).
   m.def("device_timer_free", [] { freeRing(); });
   registerEventLaunchBindings(m);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
 
 #include "backends/device_timer/slot_record.h"
 #include "session/profiler.h"
@@ -9,7 +10,8 @@
 namespace ftp {
 
 GraphArea::GraphArea(RingDevice& device, uint32_t records, uint32_t nodesPerChunk, uint32_t maxChunks)
-    : device_(device), records_(records), perChunk_(nodesPerChunk ? nodesPerChunk : 1), maxChunks_(maxChunks) {
+    : device_(device), records_(records), perChunk_(nodesPerChunk ? nodesPerChunk : 1), maxChunks_(maxChunks),
+      replays_(records) {
   std::lock_guard<std::mutex> lock(mutex_);
   growLocked();  // ahead of any capture: a first capture allocates nothing
 }
@@ -22,7 +24,7 @@ bool GraphArea::growLocked() {
   return true;
 }
 
-uint64_t GraphArea::claim(uint64_t stream, uint32_t& index) {
+uint64_t GraphArea::claim(uint64_t stream, uint32_t label, uint32_t& index) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (std::find(capturing_.begin(), capturing_.end(), stream) == capturing_.end()) capturing_.push_back(stream);
   if ((chunks_.empty() || chunks_.back().used == perChunk_) && !growLocked()) {
@@ -34,6 +36,8 @@ uint64_t GraphArea::claim(uint64_t stream, uint32_t& index) {
   const uint64_t descriptor = chunk.base + chunk.used * descriptorBytes();
   ++chunk.used;
   read_.push_back(0);
+  labels_.push_back(label);
+  if (label) replays_.addNode(label);
   ++stats_.nodes;
   return descriptor | kGraphTag;
 }
@@ -54,6 +58,7 @@ void GraphArea::readBack(const ClockMap& clock, uint32_t deviceId) {
     for (uint32_t n = 0; n < chunk.used; ++n)
       readNodeLocked(uint32_t(c * perChunk_ + n), host_.data() + n * descriptorBytes(), clock, deviceId);
   }
+  settleLocked();
   // Room for the next captures, allocated now rather than during one.
   if (chunks_.back().used * 2 >= perChunk_) growLocked();
 }
@@ -85,20 +90,49 @@ void GraphArea::readNodeLocked(uint32_t index, const uint8_t* descriptor, const 
   const uint64_t kept = std::min<uint64_t>(fresh, records_ - 1 - (running ? 1 : 0));
   stats_.lost += fresh - kept;
   SlotDecode counts;
-  Profiler& profiler = Profiler::instance();
   for (uint64_t q = done - kept; q < done; ++q) {
     DeviceRecord r;
     if (!decodeSlot(records + (q % records_) * kGraphRecordBytes, kTimerSlotBytes, clock, r, counts)) continue;
-    r.correlation = correlationOf(index);
-    r.graphNodeId = nodeKeyOf(index);
     r.deviceId = deviceId;
-    r.streamId = kGraphReplayStream;
-    profiler.onReplayRecord(r);
+    deliver(index, q, done, r);
   }
   read = done;
   stats_.replays += counts.delivered;
   stats_.untimed += counts.untimed;
   stats_.unknown += counts.unknown;
+}
+
+void GraphArea::deliver(uint32_t index, uint64_t ordinal, uint64_t done, DeviceRecord& r) {
+  Profiler& profiler = Profiler::instance();
+  r.graphNodeId = nodeKeyOf(index);
+  GraphReplays::Found found{};
+  const GraphReplays::Match match = replays_.match(labels_[index], ordinal, done, found);
+  if (match == GraphReplays::Match::Skip) return;  // replayed while no device-timer session was active
+  // Under the replay's launch, then <captured_at> and the capture path (Profiler::onRecord), on
+  // the stream replay() ran on. A launch no longer pending (its sessions gone, or pruned after a
+  // flush whose readback was put off) leaves the record to the capture context, as unmatched.
+  if (match == GraphReplays::Match::Matched && profiler.launchPending(found.correlation)) {
+    r.correlation = found.correlation;
+    r.streamId = found.stream;
+    profiler.onRecord(r, TimeSource::DeviceTimer);
+    ++stats_.matched;
+    return;
+  }
+  r.correlation = correlationOf(index);
+  r.streamId = kGraphReplayStream;
+  profiler.onReplayRecord(r);
+  ++stats_.unmatched;
+}
+
+void GraphArea::settleLocked() {
+  // A graph's replays read back from every one of its nodes need their notes no more.
+  std::unordered_map<uint32_t, uint64_t> frontier;  // label -> least replays read over its nodes
+  for (size_t n = 0; n < labels_.size(); ++n) {
+    if (!labels_[n]) continue;
+    auto [it, fresh] = frontier.emplace(labels_[n], read_[n]);
+    if (!fresh) it->second = std::min(it->second, read_[n]);
+  }
+  for (const auto& [label, upTo] : frontier) replays_.settle(label, upTo);
 }
 
 GraphStats GraphArea::stats() {

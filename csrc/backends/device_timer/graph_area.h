@@ -13,14 +13,17 @@
 // a readback that finds the last one half used; during a capture only when a chunk runs out).
 // Readback (flush, finalize) orders itself after the replays with a device-wide sync (graph
 // launches do not call the allocator: their streams are unknown), copies the used descriptors
-// and delivers one record per replay since the last readback, under the capture context; more
-// than R - 1 replays since then lose the oldest, counted.
+// and delivers one record per replay since the last readback: under its replay's launch context
+// when the replay was noted through torch (graph_replays.h), else under the capture context;
+// more than R - 1 replays since then lose the oldest, counted.
 #pragma once
 #include <cstdint>
 #include <mutex>
 #include <vector>
 
+#include "backends/device_timer/graph_replays.h"
 #include "backends/device_timer/timer_ring.h"
+#include "data/records.h"
 
 namespace ftp {
 
@@ -38,6 +41,8 @@ struct GraphStats {
   uint64_t readbacks = 0;
   uint64_t skipped = 0;     // readbacks that could not sync the device (tried again at the next)
   uint64_t noRoom = 0;      // captured launches the full area could not take (not timed)
+  uint64_t matched = 0;     // replay records filed under their replay's launch (graph_replays.h)
+  uint64_t unmatched = 0;   // replay records filed under the capture context only
 };
 
 class GraphArea {
@@ -47,9 +52,11 @@ class GraphArea {
   uint64_t descriptorBytes() const { return kGraphHeaderBytes + uint64_t(records_) * kGraphRecordBytes; }
   uint32_t records() const { return records_; }
 
-  // The tagged pointer for a launch captured now into `stream`, and its node index; 0 when the
-  // area is full.
-  uint64_t claim(uint64_t stream, uint32_t& index);
+  // The tagged pointer for a launch captured now into `stream` under capture label `label` (0:
+  // none, graph_replays.h), and its node index; 0 when the area is full.
+  uint64_t claim(uint64_t stream, uint32_t label, uint32_t& index);
+  // A replay of the graph captured under `label`, launched now on ring stream `stream`.
+  void noteReplay(uint32_t label, uint16_t stream, uint64_t launchNs) { replays_.noteReplay(label, stream, launchNs); }
   // What replays of node `index` carry: their correlation id and their graph node id (a range
   // clear of the ring's correlations and of CUPTI's graph node ids).
   static uint32_t correlationOf(uint32_t index) { return 0xE0000000u | (index & 0x1FFFFFFFu); }
@@ -69,12 +76,16 @@ class GraphArea {
   bool growLocked();
   bool captureOpenLocked();
   void readNodeLocked(uint32_t index, const uint8_t* descriptor, const ClockMap& clock, uint32_t deviceId);
+  void deliver(uint32_t index, uint64_t ordinal, uint64_t done, DeviceRecord& r);
+  void settleLocked();
 
   RingDevice& device_;
   const uint32_t records_, perChunk_, maxChunks_;
   std::mutex mutex_;
   std::vector<Chunk> chunks_;
   std::vector<uint64_t> read_;  // per node: replays delivered or lost so far
+  std::vector<uint32_t> labels_;  // per node: its capture label (0: none)
+  GraphReplays replays_;
   std::vector<uint8_t> host_;   // readback buffer
   std::vector<uint64_t> capturing_;  // streams seen capturing, until seen done
   GraphStats stats_;

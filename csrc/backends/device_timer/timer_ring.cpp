@@ -119,7 +119,7 @@ uint64_t TimerRing::claim(uint64_t stream) {
 uint64_t TimerRing::claimCaptured(uint64_t stream, uint64_t now) {
   // The pointer stays in the graph for every replay: a descriptor of its own, not a ring slot.
   uint32_t index = 0;
-  const uint64_t tagged = graphs_ ? graphs_->claim(stream, index) : 0;  // no graph area: not timed
+  const uint64_t tagged = graphs_ ? graphs_->claim(stream, GraphReplays::currentLabel(), index) : 0;  // no area: untimed
   if (!tagged) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.captured;
@@ -217,6 +217,10 @@ void TimerRing::setClock(ClockMap clock) {
 uint16_t TimerRing::streamIndex(uint64_t stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   return streamIndexLocked(stream);
+}
+
+void TimerRing::noteGraphReplay(uint32_t label, uint64_t stream) {
+  if (graphs_ && label) graphs_->noteReplay(label, streamIndex(stream), monotonicNs());
 }
 
 ClockMap TimerRing::clock() {

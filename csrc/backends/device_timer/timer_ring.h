@@ -128,6 +128,9 @@ class TimerRing {
   void countOtherDevice();  // a launch on another device than the ring's (not timed)
   void setClock(ClockMap clock);
   ClockMap clock();
+  // A replay through torch of the graph captured under `label` (graph_replays.h), about to be
+  // launched on `stream`: its context and stream, for its records.
+  void noteGraphReplay(uint32_t label, uint64_t stream);
   // The record's stream id of `stream` (the ring's numbering; its readbacks then wait for it too).
   uint16_t streamIndex(uint64_t stream);
   uint32_t deviceId() const { return deviceId_; }

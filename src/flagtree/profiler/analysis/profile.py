@@ -17,6 +17,7 @@ import re
 from contextlib import contextmanager
 
 from ..viewer.errors import ViewerError
+from ..viewer.graph_view import DEFAULT_GRAPH_VIEW, apply_graph_view, check_graph_view
 from ..viewer.metrics import fill_values, needed_keys, parse_metrics, prepare, usable_specs
 from ..viewer.nodes import IDENTIFIERS
 from ..viewer.options import compile_regex
@@ -99,7 +100,7 @@ def _spec_list(metrics):
     return specs
 
 
-def read(*paths, metrics=None, include=None, exclude=None, show_metadata=False):
+def read(*paths, metrics=None, include=None, exclude=None, show_metadata=False, graph_view=DEFAULT_GRAPH_VIEW):
     """Read one or several ``.hatchet`` profiles (merged by call path, as the viewer merges
     them) into a :class:`Profile`.
 
@@ -107,11 +108,17 @@ def read(*paths, metrics=None, include=None, exclude=None, show_metadata=False):
     whose parts alone exist reads the parts. ``metrics``: the derived columns, as the viewer's
     ``-m`` takes them (a list or a comma-separated string; default: those of
     DEFAULT_METRICS the profile can give). ``include``/``exclude``: the viewer's ``-i``/``-e``
-    regexes; ``show_metadata`` keeps the launch-metadata scopes. Bad input raises
+    regexes; ``show_metadata`` keeps the launch-metadata scopes. ``graph_view``: where CUDA-graph
+    replays go, as the viewer's ``--graph-view``: "nested" (as written), "captured" or "replayed"
+    (viewer/graph_view.py). Bad input raises
     :class:`~flagtree.profiler.viewer.errors.ViewerError` with the viewer's message.
     """
     files = _paths(paths)
-    filters = (_regex("include", include), _regex("exclude", exclude), bool(show_metadata))
+    try:
+        check_graph_view(graph_view)
+    except ValueError as error:
+        raise ViewerError(str(error)) from None
+    filters = (_regex("include", include), _regex("exclude", exclude), bool(show_metadata), graph_view)
     with _no_gc():
         tree = load_profiles(files)
         return Profile(tree, _spec_list(metrics), filters)
@@ -158,8 +165,9 @@ class Profile:
         self._rows = preorder_rows(order)
 
     def _filter(self, root):
-        """The viewer's filters, in its order: metadata scopes, then exclude, then include."""
-        include_rx, exclude_rx, show_metadata = self._filters
+        """The viewer's filters, in its order: the graph view, metadata scopes, exclude, include."""
+        include_rx, exclude_rx, show_metadata, graph_view = self._filters
+        apply_graph_view(root, graph_view)
         if not show_metadata and self._tree.has_metadata:
             hide_metadata(root)
         if exclude_rx is not None:
@@ -249,10 +257,11 @@ class Profile:
         --diff-profile: nodes matched by path, a node on one side only counts as zero on the
         other, and derived columns are differences of the values (time/% compares shares)."""
         if not isinstance(other, Profile):
-            include_rx, exclude_rx, show_metadata = self._filters
+            include_rx, exclude_rx, show_metadata, graph_view = self._filters
             other = read(other, metrics=metrics if metrics is not None else
                          (self.metrics if self._chosen else None),
-                         include=include_rx, exclude=exclude_rx, show_metadata=show_metadata)
+                         include=include_rx, exclude=exclude_rx, show_metadata=show_metadata,
+                         graph_view=graph_view)
         result = Profile.__new__(Profile)
         fill_difference(result, self, other, metrics)
         return result

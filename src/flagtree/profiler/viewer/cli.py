@@ -18,6 +18,7 @@ import sys
 from . import exports
 from .diff import diff_tree
 from .errors import ViewerError
+from .graph_view import DEFAULT_GRAPH_VIEW, GRAPH_VIEWS
 from .metrics import usable_specs
 from .nodes import stored_values
 from .options import DEFAULT_METRICS, default_metrics, parse_depth, parse_threshold, selection
@@ -54,6 +55,7 @@ examples:
   flagtree-profiler-viewer --print-sorted -m avg_time/us run.hatchet
   flagtree-profiler-viewer -f function_line run.hatchet
   flagtree-profiler-viewer -l run.hatchet
+  flagtree-profiler-viewer --graph-view captured run.hatchet   # CUDA-graph replays at their capture
   flagtree-profiler-viewer -m time/ms --diff-profile before.hatchet after.hatchet
   flagtree-profiler-viewer -m time/ms,cycles timing.hatchet cycles.hatchet
   flagtree-profiler-viewer -m time/ms,time/ms:max,time/ms:imbalance run.rank*.hatchet
@@ -121,6 +123,10 @@ def build_parser():
     add("--show-metadata", "--launch-metadata", dest="show_metadata", action="store_true",
         help="keep the __launch_metadata / __proton_launch_metadata nodes: the kernels launch_metadata "
              "functions launched themselves (hidden by default)")
+    add("--graph-view", choices=GRAPH_VIEWS, default=DEFAULT_GRAPH_VIEW, metavar="VIEW",
+        help="CUDA-graph replays: nested (as written: replay context -> <captured_at> -> capture path), "
+             "captured (under the capture path only) or replayed (kernels directly under the replay "
+             "context) (default: nested)")
     add("--no-color", action="store_true", help="never colour the output")
     exports.add_options(add)
     add("--merge-traces", metavar="OUT", help="merge the given Chrome traces (ranks) into one timeline OUT")

@@ -12,6 +12,7 @@ from .. import progress
 from .diff import diff_tree
 from .errors import ViewerError
 from .flame import write_atomic
+from .graph_view import DEFAULT_GRAPH_VIEW
 from .metrics import CPU_TIME, FLOP_KEYS, TIME, usable_specs
 from .options import metric_specs, parse_depth, parse_threshold
 from .profile_tree import IDENTIFIERS, release
@@ -23,6 +24,8 @@ from .report_timeline import load_run_trace, timeline_payload
 from ..common.safe_text import safe
 
 MAX_TABLE_ROWS = 2000
+GRAPH_VIEW_FACTS = {"captured": "replayed kernels shown under their capture path only (--graph-view captured)",
+                    "replayed": "replayed kernels shown under their replay context only (--graph-view replayed)"}
 _ASSETS = ("report.html", "report.css", "report.js", "timeline.js")
 
 
@@ -165,12 +168,13 @@ def build_report(source, args):
     specs = _common_specs(profile, other)
     user = metric_specs(args.metrics, profile.names)
     wanted = user + [s["id"] for s in column_specs(specs)]  # a list: names may hold commas
+    # Read along the file's own paths, before --graph-view moves nodes: a moved kernel keeps it.
+    meta = kernel_metadata(profile.sources, [profile.root] * len(profile.sources))
     progress.step("summing the tree")
     metrics, values_of = source.summed(profile, wanted)
     other_values = source.summed(other, wanted)[1] if other is not None else None
     try:
         table = _table(args, profile, metrics, values_of, other, other_values)
-        meta = kernel_metadata(profile.sources, [profile.root] * len(profile.sources))
         payload = build_payload(profile, other, specs, len(user), values_of, other_values, meta)
         column = {spec["id"]: len(user) + at for at, spec in enumerate(column_specs(specs))}
         timeline = timeline_beside(profile.sources)
@@ -180,6 +184,9 @@ def build_report(source, args):
         if payload["nonNumbers"]:  # said where the reader looks first: the icicle leaves them out
             payload["summary"]["facts"].append(
                 ("not numbers", f"{payload['nonNumbers']:,} nodes hold values that are not numbers: left out of the widths"))
+        view = getattr(args, "graph_view", DEFAULT_GRAPH_VIEW)
+        if view != DEFAULT_GRAPH_VIEW:  # the page shows one view: say which
+            payload["summary"]["facts"].append(("CUDA graphs", GRAPH_VIEW_FACTS[view]))
         if other is not None:  # a diff report opens with what changed most
             payload["summary"]["changes"] = biggest_changes(profile, other, column, values_of, other_values)
         payload["timeline"] = timeline_payload(events, timeline["file"]) if events is not None else None

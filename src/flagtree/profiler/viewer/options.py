@@ -11,22 +11,25 @@ import math
 import re
 
 from .errors import ViewerError
+from .graph_view import DEFAULT_GRAPH_VIEW
 from .nodes import IDENTIFIERS
 
 
 class Selection:
-    """Which nodes a view keeps: the compiled ``-i``/``-e`` patterns and ``--show-metadata``."""
+    """Which nodes a view keeps and where: the compiled ``-i``/``-e`` patterns,
+    ``--show-metadata`` and ``--graph-view`` (graph_view.py)."""
 
-    def __init__(self, include=None, exclude=None, show_metadata=False):
+    def __init__(self, include=None, exclude=None, show_metadata=False, graph_view=DEFAULT_GRAPH_VIEW):
         self.include = include
         self.exclude = exclude
         self.show_metadata = show_metadata
+        self.graph_view = graph_view
 
 
 def selection(args):
     """The node filters of parsed viewer arguments."""
     return Selection(compile_regex("--include", args.include), compile_regex("--exclude", args.exclude),
-                     args.show_metadata)
+                     args.show_metadata, getattr(args, "graph_view", DEFAULT_GRAPH_VIEW))
 
 
 def parse_depth(text):

@@ -6,6 +6,7 @@ from collections import deque
 from itertools import repeat
 
 from .errors import ViewerError
+from .graph_view import apply_graph_view
 from .metrics import fill_values, needed_keys, parse_metrics, prepare
 from .nodes import stored_values
 from .options import metric_specs
@@ -18,8 +19,9 @@ def refuse_empty(profile):
 
 
 def filter_tree(profile, selection):
-    """The node filters every view applies: metadata scopes, then -e, then -i."""
+    """What every view applies: the graph view, then the node filters (metadata scopes, -e, -i)."""
     root = profile.root
+    apply_graph_view(root, selection.graph_view)
     if not selection.show_metadata and profile.has_metadata:
         hide_metadata(root)
     if selection.exclude is not None:

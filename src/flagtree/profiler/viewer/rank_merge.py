@@ -13,6 +13,7 @@ import os
 from ..paths import EXTENSIONS, METADATA_SUFFIX, output_stem, parse_output_name
 from ..run_id import mismatch
 from .errors import ViewerError
+from .graph_view import DEFAULT_GRAPH_VIEW, apply_graph_view
 from .nodes import IDENTIFIERS, Node
 from .profile_tree import load_profile, merge_devices, release
 
@@ -93,7 +94,8 @@ class RankMerge:
     a (rows x ranks) matrix of exclusive values with a per-row presence flag. Files are read
     by the viewer's reader (profile_tree.load_profile), one at a time, and folded in."""
 
-    def __init__(self, ranks, keys):
+    def __init__(self, ranks, keys, graph_view=DEFAULT_GRAPH_VIEW):
+        self.graph_view = graph_view  # applied to each file's tree before it is folded in
         self.ranks = list(ranks)
         self.column = {rank: c for c, rank in enumerate(self.ranks)}
         self.keys = list(dict.fromkeys(keys))
@@ -113,6 +115,7 @@ class RankMerge:
 
     def add_file(self, path, rank):
         profile = load_profile(path)  # checked by the reader: numbers, identifiers, shape
+        apply_graph_view(profile.root, self.graph_view)  # rows are made from the view's paths
         merge_devices(self.device_info, profile.device_info)
         self.metric_names |= profile.names
         self.has_metadata = self.has_metadata or profile.has_metadata
@@ -200,16 +203,16 @@ class RankMerge:
         return nodes[0], {node: row for row, node in enumerate(nodes)}
 
 
-def _fold(ranks, keys, files):
-    merge = RankMerge(ranks, keys)
+def _fold(ranks, keys, files, graph_view=DEFAULT_GRAPH_VIEW):
+    merge = RankMerge(ranks, keys, graph_view)
     for path, rank in files:
         merge.add_file(path, rank)
     return merge
 
 
-def _fold_slice(ranks, keys, files):
+def _fold_slice(ranks, keys, files, graph_view=DEFAULT_GRAPH_VIEW):
     """A worker's share: only its ranks' columns travel back."""
-    merge = _fold(ranks, keys, files)
+    merge = _fold(ranks, keys, files, graph_view)
     count = len(merge.names)
     merge.per_rank = {k: m[:count] for k, m in merge.per_rank.items()}
     merge.present = {k: p[:count] for k, p in merge.present.items()}
@@ -225,13 +228,13 @@ def _workers(files):
     return max(1, min(cores, len(files) // FILES_PER_WORKER))
 
 
-def merge_files(files, keys, workers=None):
+def merge_files(files, keys, workers=None, graph_view=DEFAULT_GRAPH_VIEW):
     """Folds (path, rank) pairs into one RankMerge, over `workers` processes (default: the cores,
     at most one per FILES_PER_WORKER files)."""
     ranks = sorted({rank for _, rank in files})
     workers = _workers(files) if workers is None else workers
     if workers <= 1:
-        return _fold(ranks, keys, files)
+        return _fold(ranks, keys, files, graph_view)
     slices = [[] for _ in range(workers)]
     for rank_slice, rank in zip(np.array_split(np.asarray(ranks), workers), range(workers)):
         members = set(rank_slice.tolist())
@@ -241,8 +244,8 @@ def merge_files(files, keys, workers=None):
     from concurrent.futures import ProcessPoolExecutor  # deferred: as above
 
     with ProcessPoolExecutor(workers - 1, mp_context=multiprocessing.get_context("fork")) as pool:
-        futures = [pool.submit(_fold_slice, _sorted_ranks(s), keys, s) for s in slices[1:]]
-        merge = _fold(ranks, keys, slices[0])  # this process folds the first slice meanwhile
+        futures = [pool.submit(_fold_slice, _sorted_ranks(s), keys, s, graph_view) for s in slices[1:]]
+        merge = _fold(ranks, keys, slices[0], graph_view)  # this process folds the first slice meanwhile
         for future, part_files in zip(futures, slices[1:]):
             part = future.result()
             merge.absorb(part, [merge.column[r] for r in part.ranks])

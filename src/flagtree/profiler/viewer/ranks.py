@@ -179,11 +179,11 @@ def _rank_ranges(ranks):
     return ",".join(spans)
 
 
-def _merged_profile(specs, paths):
+def _merged_profile(specs, paths, graph_view):
     """(Profile of the tree summed over ranks, its RankMerge, node -> row, the files)."""
     files = load(paths)
     keys = [k for s in specs for k in keys_for(split_spec(s)[0])]  # plain columns read the sums
-    merge = merge_files([(p, r) for p, r, _ in files], keys)
+    merge = merge_files([(p, r) for p, r, _ in files], keys, graph_view=graph_view)
     root, row_of = merge.tree()
     profile = Profile(root, merge.device_info, [p for p, _, _ in files], merge.metric_names)
     profile.has_metadata = merge.has_metadata
@@ -221,7 +221,7 @@ def run(args, write, stream=None, release_trees=True):
     depth, threshold = parse_depth(args.depth), parse_threshold(args.threshold)
     chosen = selection(args)
     specs = _with_slowest(metric_specs(args.metrics))
-    profile, merge, row_of, files = _merged_profile(specs, args.profiles)
+    profile, merge, row_of, files = _merged_profile(specs, args.profiles, chosen.graph_view)
     root = profile.root
     if args.list:
         render_metric_list(profile, profile.names, usable_specs(profile.names, profile.device_info), write)

@@ -30,7 +30,7 @@ from ...triton_glue.launch_hooks import attach, attach_kernel_load_hook, launch_
 from ...native_core import native as _native_module
 from ..base import Backend, BackendUnavailable, SharedUse, device_info_of
 from ..mode import ModeGrammar, Option
-from . import compiler_hook, event_timed, route, untimed
+from . import compiler_hook, event_timed, graph_replays, route, untimed
 from . import scopes as kernel_scopes
 from ...kernel_scopes.scopes import InstrumentationState
 
@@ -129,6 +129,7 @@ class DeviceTimerBackend(Backend):
         self._kept_scopes = None  # the scopes installed for every session that compiles them in
         self.untimed = untimed.UntimedLaunches()  # launches of unstamped kernels, counted
         self.events_state = "off"  # "on", "off", or "off: <why>" (the metadata's device_timer_events)
+        self._graph_records = 0  # replay records per captured launch of the running ring
 
     mode_grammar = MODE_GRAMMAR
 
@@ -174,6 +175,9 @@ class DeviceTimerBackend(Backend):
         graph_records = options.graph_replays if self.support.stamper.times_graph_replays else 0
         self.clock_at_start = self.start_ring(options.slots, options.batch_slots(), graph_records)
         self._undo.append(native.device_timer.device_timer_drain)
+        self._graph_records = graph_records
+        if graph_records:  # kept with the ring (graph_replays.py says why), until free()
+            graph_replays.install(native)
         previous = triton_kernels.profile_allocator()
         native.device_timer.device_timer_set_fallback(previous)
         native.device_timer.device_timer_set_thread_device(triton_target.current_device_getter())
@@ -240,10 +244,14 @@ class DeviceTimerBackend(Backend):
         with self._lock:
             if self._use.users == 0:
                 _native().device_timer.device_timer_free()
+                graph_replays.uninstall()
+                self._graph_records = 0
 
     def attach_session(self, session):
         with self._lock:
             session.state.counts_at_start = _ring_stats(_native())
+            if self._graph_records:  # torch may have been imported since the ring started
+                graph_replays.install(_native())
             session.state.stamped_at_start = compiler_hook.stats["stamped"]
             session.state.untimed_at_start = self.untimed.snapshot()
             if self.scopes is not None:
