@@ -123,7 +123,8 @@ class Profile:
     ``root`` and ``nodes()`` give :class:`NodeView` objects; ``to_dataframe()``,
     ``to_graphframe()``, ``top()`` and ``diff()`` make tables; a notebook shows
     ``_repr_html_``. Attributes: ``sources`` (files read), ``device_info``, ``metrics`` (the
-    derived columns, viewer spellings), ``stored_metrics`` (metric names in the files).
+    derived columns, viewer spellings), ``stored_metrics`` (metric names in the files),
+    ``fused`` (what inductor's kernels fuse, by kernel name; {} when the files say nothing of it).
     """
 
     is_diff = False  # True for the result of diff()
@@ -134,6 +135,7 @@ class Profile:
         self._chosen = specs is not None
         self.sources = list(tree.sources)
         self.device_info = tree.device_info
+        self.fused = getattr(tree, "fused", {})
         root = tree.root
         if not root.children and not root.metrics:
             raise ViewerError(f"profile {tree.label} is empty: no kernels or scopes were recorded")
