@@ -7,6 +7,8 @@ Reading it costs the file's head: the root's members are parsed one by one up to
 a file without the member pays a few bytes, and the tree below is never scanned here.
 """
 import json
+import os
+import stat
 
 from ..common.safe_text import safe
 
@@ -67,6 +69,8 @@ def read_fused(path):
     """{kernel name: facts} from a ``.hatchet`` file's root; {} when it has none or is unreadable."""
     size = _HEAD
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return {}  # a FIFO or pipe was read once already, by the tree's reader
         with open(path, "rb") as handle:
             data = handle.read(size)
             while True:
@@ -76,7 +80,7 @@ def read_fused(path):
                     return _valid((members or {}).get(MEMBER))
                 data += more
                 size *= 2
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # ValueError: a NUL in the path
         return {}
 
 
