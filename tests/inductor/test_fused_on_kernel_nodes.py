@@ -42,6 +42,7 @@ def _codecache(monkeypatch, *modules):
 
 
 def _profile(tmp_path):
+    tmp_path.mkdir(exist_ok=True)
     x, _, out = tensors()
     sid = profiler.start(str(tmp_path / "run"), backend="interpreter")
     with profiler.scope("step"):
@@ -74,6 +75,21 @@ def test_read_gives_the_fused_columns_on_the_kernel_row_only(fused_profile):
     assert rows.loc[NAME, "fused_nodes"] == ["input_2", "input_3"]
     assert rows.loc[NAME, "source_lines"] is None  # compiled in no process that watched inductor
     assert rows.loc["step", "fused_aten"] is None
+
+
+def test_a_diff_keeps_the_fused_columns(fused_profile, tmp_path, monkeypatch):
+    mine = profiler.read(str(fused_profile))
+    monkeypatch.setitem(sys.modules, "torch._inductor.codecache", types.ModuleType("no_cache"))
+    other = _profile(tmp_path / "other")  # the same kernel, written knowing nothing of inductor
+    assert profiler.read(str(other)).fused == {}
+    rows = mine.diff(str(other)).to_dataframe().set_index("name")
+    assert rows.loc[NAME, "fused_nodes"] == ["input_2", "input_3"]
+
+
+def test_a_graphframe_has_the_fused_columns(fused_profile):
+    pytest.importorskip("hatchet")
+    frame = profiler.read(str(fused_profile)).to_graphframe().dataframe
+    assert list(frame.loc[frame["name"] == NAME, "fused_aten"]) == [["aten.native_layer_norm", "aten.gelu"]]
 
 
 def test_the_viewer_prints_the_fusion_only_when_asked(fused_profile, capsys):

@@ -15,6 +15,7 @@ import gc
 import os
 import re
 from contextlib import contextmanager
+from types import MappingProxyType
 
 from ..viewer.errors import ViewerError
 from ..viewer.metrics import fill_values, needed_keys, parse_metrics, prepare, usable_specs
@@ -128,6 +129,7 @@ class Profile:
     """
 
     is_diff = False  # True for the result of diff()
+    fused = MappingProxyType({})  # what inductor's kernels fuse (viewer/fused.py): none known
 
     def __init__(self, tree, specs, filters):
         self._tree = tree
@@ -257,6 +259,7 @@ class Profile:
                          include=include_rx, exclude=exclude_rx, show_metadata=show_metadata)
         result = Profile.__new__(Profile)
         fill_difference(result, self, other, metrics)
+        result.fused = {**other.fused, **self.fused}
         return result
 
     # -- display (html.py) -------------------------------------------------------------------
