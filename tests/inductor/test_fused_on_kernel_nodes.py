@@ -124,3 +124,12 @@ def test_names_with_control_characters_are_escaped_in_the_terminal_and_the_repor
     html = report.read_text()
     assert "</script>\x1b" not in html and "\\u003c/script\\u003e\\u001b[2J" in html
     assert '"fused":{"' + NAME + '":{"fused_aten":["aten.native_layer_norm","aten.gelu"]' in html
+
+
+def test_a_registry_that_fails_costs_the_table_not_the_profile(tmp_path, monkeypatch):
+    _codecache(monkeypatch, _wrapper(FORWARD, NAME, NAME))
+    monkeypatch.setattr(registry, "_wrapper_modules", lambda: 1 / 0)
+    with pytest.warns(UserWarning, match="what inductor's kernels fuse could not be read"):
+        path = _profile(tmp_path)
+    root, _ = json.loads(path.read_text())
+    assert "inductor_kernels" not in root and root["children"][0]["frame"]["name"] == "step"

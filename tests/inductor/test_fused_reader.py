@@ -38,3 +38,14 @@ def test_a_fifo_is_not_opened_again(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     assert read_fused(str(fifo)) == {}  # opening it would wait for a writer forever
+
+
+def test_the_native_fast_reader_still_takes_a_tree_with_the_table(tmp_path):
+    """The table is a root member the fast reader skips: big profiles keep the fast path."""
+    from flagtree.profiler.viewer.native_read import read_native  # deferred: the viewer's reader modules
+    from flagtree.profiler.viewer.reader import FIRST_READ, NATIVE_READ  # deferred: as above
+
+    path = _tree(tmp_path / "run.hatchet", {"k": {**FACTS, "source_lines": ["/m/model.py:3 in forward"]}})
+    with open(path, "rb") as handle:
+        root, _, _ = read_native(NATIVE_READ, handle, set(), FIRST_READ)
+    assert root.name == "ROOT"

@@ -5,6 +5,7 @@ supplies what the native side does not know: the device facts of a tree, the met
 embeds as `otherData`."""
 import os
 import sys
+import warnings
 
 from .atomic import strict_json
 from ..native_core import native
@@ -31,7 +32,12 @@ def _inductor_kernels():
         return {}
     from ..inductor.registry import kernel_facts  # deferred: only a process that loaded inductor reads its wrappers
 
-    return kernel_facts()
+    try:
+        return kernel_facts()
+    except Exception as exc:  # noqa: BLE001 - inductor's internals moved: the profile is still written
+        warnings.warn(f"flagtree.profiler: what inductor's kernels fuse could not be read ({exc!r}); "
+                      "the profile is written without it", stacklevel=2)
+        return {}
 
 
 def _tree_request(session, other_data, device_shift_ns):
