@@ -93,3 +93,26 @@ def test_a_failure_while_reading_origins_never_breaks_the_compile(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch._inductor.utils", utils)
     codegen_hook.wrap(codegen)
     assert codegen.get_kernel_metadata([], None) == ("# a", "# b")
+
+
+def test_the_hook_goes_in_when_the_codegen_is_imported_later_and_its_finder_then_leaves(tmp_path, monkeypatch):
+    (tmp_path / "standin_codegen.py").write_text(
+        "def get_kernel_metadata(node_schedule, wrapper):\n    return ('# origins', '# detailed')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(codegen_hook, "CODEGEN", "standin_codegen")
+    monkeypatch.delitem(sys.modules, "standin_codegen", raising=False)
+    saved = list(sys.meta_path)
+    # the package's own finder (waiting for the real codegen) is set aside for this test
+    sys.meta_path[:] = before = [f for f in saved if not isinstance(f, codegen_hook._AfterCodegenImport)]
+    try:
+        codegen_hook.install()
+        codegen_hook.install()  # one finder, however often installed
+        assert len(sys.meta_path) == len(before) + 1
+        import standin_codegen  # inductor's first compile
+
+        assert hasattr(standin_codegen.get_kernel_metadata, "_flagtree_original")
+        assert sys.meta_path == before
+        codegen_hook.install()  # loaded now: wrapped already, no finder added
+        assert sys.meta_path == before
+    finally:
+        sys.meta_path[:] = saved

@@ -8,10 +8,10 @@ function sees the kernel's origin nodes and the very comment, which ties what is
 kernel's entry in the wrapper (wrapper_text.comment_key), whatever name the kernel gets. A torch
 without that function is left alone: its kernels' source lines are then unavailable.
 """
+import importlib.util
 import re
 import sys
 
-from ..triton_glue.launch_sight import _AfterImport
 from .wrapper_text import comment_key
 
 CODEGEN = "torch._inductor.codegen.triton"
@@ -30,9 +30,29 @@ def install():
     module = sys.modules.get(CODEGEN)
     if module is not None:
         wrap(module)
-        return
-    if not any(isinstance(f, _AfterImport) and f.opened is wrap for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImport(CODEGEN, wrap))
+    elif not any(isinstance(finder, _AfterCodegenImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _AfterCodegenImport())
+
+
+class _AfterCodegenImport:
+    """A meta path finder that wraps the codegen's function once its module has run, then leaves
+    sys.meta_path (the import itself is left to the finders after it)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != CODEGEN or self not in sys.meta_path:
+            return None
+        sys.meta_path.remove(self)  # also keeps the find_spec below from coming back here
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        execute = spec.loader.exec_module
+
+        def exec_module(module):
+            execute(module)
+            wrap(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
 
 
 def wrap(module):
