@@ -5,6 +5,8 @@ import sys
 import types
 from pathlib import Path
 
+import pytest
+
 from flagtree.profiler.inductor import codegen_hook
 from flagtree.profiler.inductor.wrapper_text import comment_key, parse_wrapper
 
@@ -116,3 +118,22 @@ def test_the_hook_goes_in_when_the_codegen_is_imported_later_and_its_finder_then
         assert sys.meta_path == before
     finally:
         sys.meta_path[:] = saved
+
+
+def test_the_installed_torchs_codegen_and_kernel_writer_tie_source_lines_to_the_kernel(tmp_path):
+    """The real torch: its codegen module wrapped at import, its get_kernel_metadata and its
+    kernel definition formatter (tests/inductor/inductor_codegen_child.py)."""
+    import json  # deferred: only this test reads a child's output
+    import os  # deferred: as above
+    import subprocess  # deferred: as above
+
+    pytest.importorskip("torch._inductor.codegen.triton")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    child = Path(__file__).resolve().parent / "inductor_codegen_child.py"
+    done = subprocess.run([sys.executable, str(child), str(tmp_path / "wrapper.py")], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert facts == {"triton_poi_fused_add_mul_0": {
+        "fused_aten": ["aten.add", "aten.mul"], "fused_nodes": ["add_1", "mul_1"],
+        "source_lines": ["/m/model.py:12 in forward", "/m/model.py:14 in forward"]}}
