@@ -3,6 +3,7 @@ real Triton codegen module; its real get_kernel_metadata, called as inductor cal
 wrapper text inductor's real kernel definition formatter writes give a kernel whose source lines
 the registry finds. Prints the facts as JSON."""
 import json
+import os
 import sys
 import types
 
@@ -14,7 +15,9 @@ from torch.utils._ordered_set import OrderedSet
 
 from flagtree.profiler.inductor import registry
 
-TRACE = '  File "/m/train.py", line 9, in main\n    y = model(x)\n  File "/m/model.py", line {}, in forward\n    z\n'
+# the model's line, then torch's own code it ran into (left out of the source lines)
+TRACE = ('  File "/m/train.py", line 9, in main\n    y = model(x)\n  File "/m/model.py", line {}, in forward\n'
+         f'    z\n  File "{os.path.dirname(torch.__file__)}/nn/modules/linear.py", line 125, in forward\n    F.linear\n')
 
 
 def _node(graph, target, source, line):

@@ -60,6 +60,13 @@ def test_source_lines_are_the_innermost_frames_in_order_without_repeats():
     assert codegen_hook.source_lines(nodes) == ["/m/model.py:12 in forward", "/m/model.py:14 in forward"]
 
 
+def test_source_lines_are_the_models_not_torchs_own_code_it_called():
+    inner = _trace(12) + '  File "/t/torch/nn/modules/normalization.py", line 229, in forward\n    return F.ln(x)\n'
+    only_torch = '  File "/t/torch/nn/functional.py", line 7, in gelu\n    g\n'
+    lines = codegen_hook.source_lines([_Node(inner), _Node(only_torch)], "/t/torch/")
+    assert lines == ["/m/model.py:12 in forward", "/t/torch/nn/functional.py:7 in gelu"]
+
+
 def _kernel_comment(text, name):
     """(origins line, the detailed lines) above kernel `name` in a wrapper, as inductor returned them."""
     lines = text.splitlines()

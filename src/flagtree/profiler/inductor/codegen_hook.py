@@ -9,6 +9,7 @@ kernel's entry in the wrapper (wrapper_text.comment_key), whatever name the kern
 without that function is left alone: its kernels' source lines are then unavailable.
 """
 import importlib.util
+import os
 import re
 import sys
 
@@ -78,20 +79,34 @@ def remember(node_schedule, result):
     aggregate = getattr(utils, "aggregate_origins", None)
     if aggregate is None or not isinstance(result, tuple) or len(result) != 2:
         return
-    lines = source_lines(aggregate(node_schedule))
+    lines = source_lines(aggregate(node_schedule), _torch_folder())
     if lines:
         SOURCE_LINES[comment_key("\n".join(result).splitlines())] = lines
 
 
-def source_lines(origins):
-    """The distinct innermost frames of the origin nodes' stack traces, in order."""
+def _torch_folder():
+    path = getattr(sys.modules.get("torch"), "__file__", None)
+    return os.path.dirname(path) + os.sep if isinstance(path, str) else None
+
+
+def _model_frame(frames, torch_folder):
+    """The innermost frame outside torch's own files (a model's ``self.norm(x)`` traces on into
+    torch.nn's code), else the innermost."""
+    for frame in reversed(frames):
+        if torch_folder is None or not frame[0].startswith(torch_folder):
+            return frame
+    return frames[-1]
+
+
+def source_lines(origins, torch_folder=None):
+    """Where in the model each origin node came from (see _model_frame): distinct, in order."""
     found = []
     for node in origins:
         meta = getattr(node, "meta", None)
         trace = meta.get("stack_trace") if isinstance(meta, dict) else None
         frames = _FRAME.findall(trace) if isinstance(trace, str) else []
         if frames:
-            path, line, function = frames[-1]
+            path, line, function = _model_frame(frames, torch_folder)
             entry = f"{path}:{line} in {function}"
             if entry not in found:
                 found.append(entry)
