@@ -11,10 +11,15 @@
 See the README for backends, outputs and the viewer, docs/reference/analysis.md for read().
 """
 from .backends import KNOWN_BACKENDS, available_backends
+from .inductor import codegen_hook as _inductor_codegen
 from .profile import profile
 from .scope import cpu_timed_scope, enter_scope, enter_state, exit_scope, exit_state, scope, state
 from .schedule_steps import schedule
 from .session import activate, deactivate, finalize, flush_part, start, step
+
+# The model's source lines of each kernel inductor writes from now on (inductor/codegen_hook.py):
+# seen only while inductor generates code, so looked for from the package's import on.
+_inductor_codegen.install()
 
 __all__ = [
     "start", "activate", "deactivate", "finalize", "flush_part", "profile", "schedule", "step",

@@ -12,6 +12,7 @@ import warnings
 from itertools import repeat
 from operator import attrgetter, itemgetter
 
+from ..viewer.fused import FIELDS as FUSED_FIELDS
 from .node import NodeView
 
 _NAME = attrgetter("name")
@@ -62,7 +63,16 @@ def columns(profile):
         values = zip(*map(_VALUES, order)) if len(derived) > 1 else [
             [v[0] for v in map(_VALUES, order)]]
         out += [(spec, list(column)) for spec, column in zip(derived, values)]
+    if profile.fused:
+        out += _fused_columns(profile.fused, order)
     return out
+
+
+def _fused_columns(fused, order):
+    """What inductor's kernels fuse (lists of strings), on the kernel nodes of their names; None
+    on every other node and where a kernel's source lines are unknown."""
+    facts = [fused.get(node.name) if node.kernel else None for node in order]
+    return [(field, [f.get(field) if f else None for f in facts]) for field in FUSED_FIELDS]
 
 
 def to_dataframe(profile):
@@ -70,7 +80,7 @@ def to_dataframe(profile):
     np = _need("numpy", "numpy", "Profile.to_dataframe()")
     data = {}
     for name, column in columns(profile):
-        if name in ("name", "kind"):
+        if name in ("name", "kind") or name in FUSED_FIELDS:
             data[name] = column
         elif name in ("depth", "parent"):
             data[name] = np.array(column, dtype=np.int64)

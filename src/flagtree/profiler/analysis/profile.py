@@ -15,6 +15,7 @@ import gc
 import os
 import re
 from contextlib import contextmanager
+from types import MappingProxyType
 
 from ..viewer.errors import ViewerError
 from ..viewer.graph_view import DEFAULT_GRAPH_VIEW, apply_graph_view, check_graph_view
@@ -130,10 +131,12 @@ class Profile:
     ``root`` and ``nodes()`` give :class:`NodeView` objects; ``to_dataframe()``,
     ``to_graphframe()``, ``top()`` and ``diff()`` make tables; a notebook shows
     ``_repr_html_``. Attributes: ``sources`` (files read), ``device_info``, ``metrics`` (the
-    derived columns, viewer spellings), ``stored_metrics`` (metric names in the files).
+    derived columns, viewer spellings), ``stored_metrics`` (metric names in the files),
+    ``fused`` (what inductor's kernels fuse, by kernel name; {} when the files say nothing of it).
     """
 
     is_diff = False  # True for the result of diff()
+    fused = MappingProxyType({})  # what inductor's kernels fuse (viewer/fused.py): none known
 
     def __init__(self, tree, specs, filters):
         self._tree = tree
@@ -141,6 +144,7 @@ class Profile:
         self._chosen = specs is not None
         self.sources = list(tree.sources)
         self.device_info = tree.device_info
+        self.fused = getattr(tree, "fused", {})
         root = tree.root
         if not root.children and not root.metrics:
             raise ViewerError(f"profile {tree.label} is empty: no kernels or scopes were recorded")
@@ -264,6 +268,7 @@ class Profile:
                          graph_view=graph_view)
         result = Profile.__new__(Profile)
         fill_difference(result, self, other, metrics)
+        result.fused = {**other.fused, **self.fused}
         return result
 
     # -- display (html.py) -------------------------------------------------------------------

@@ -127,6 +127,8 @@ def build_parser():
         help="CUDA-graph replays: nested (as written: replay context -> <captured_at> -> capture path), "
              "captured (under the capture path only) or replayed (kernels directly under the replay "
              "context) (default: nested)")
+    add("--fused", action="store_true", help="after each inductor kernel, what it fuses: ATen operators, "
+        "FX nodes and, where known, the model's source lines")
     add("--no-color", action="store_true", help="never colour the output")
     exports.add_options(add)
     add("--merge-traces", metavar="OUT", help="merge the given Chrome traces (ranks) into one timeline OUT")
@@ -181,6 +183,7 @@ def run(args, write, stream=None, release_trees=True):
         values_of = stored_values  # diff_tree stores each difference node's values
     view = View(metrics, values_of, depth=depth, threshold=threshold, frame_format=args.format,
                 color=use_color(stream, args.no_color), diff=diff, scientific=args.sci)
+    view.fused = profile.fused if args.fused else None
     try:
         render = render_sorted if args.print_sorted else render_tree
         render(trees[-1], view, write)

@@ -24,6 +24,7 @@ import stat
 from ..run_id import mismatch
 from ..paths import EXTENSIONS, parse_output_name
 from .errors import ViewerError
+from .fused import merge_fused, read_fused
 from .nodes import IDENTIFIERS, NO_CHILDREN, NO_METRICS, Node, merge_into
 from .reader import read_tree
 
@@ -50,6 +51,7 @@ class Profile:
         self.sources = sources
         self.names = names  # every metric name stored in the tree
         self.has_metadata = True  # False: no launch_metadata scope can be in the tree
+        self.fused = {}  # what inductor's kernels fuse, by kernel name (fused.py)
 
     @property
     def label(self):
@@ -91,6 +93,7 @@ def load_profile(path):
         raise ViewerError(timeline_message(path, kind)) from None
     profile = Profile(root, device_info, [path], names)
     profile.has_metadata = metadata
+    profile.fused = read_fused(path)
     return profile
 
 
@@ -191,6 +194,7 @@ def load_profiles(paths):
         merge_devices(profile.device_info, other.device_info)
         profile.names |= other.names
         profile.has_metadata = profile.has_metadata or other.has_metadata
+        merge_fused(profile.fused, other.fused)
         profile.sources.append(path)
     return profile
 

@@ -11,6 +11,7 @@ import re
 from itertools import islice, repeat
 from operator import attrgetter
 
+from .fused import annotated
 from .nodes import IDENTIFIERS, Node, stored_values
 from .numbers import format_duration, format_duration_column, format_plain, format_plain_column
 from ..common.safe_text import UNSAFE, safe
@@ -128,6 +129,7 @@ class View:
         self.threshold = threshold
         self.root_first = None
         self.notations = None  # each float column's notation, chosen over all its rows
+        self.fused = None  # --fused: {kernel name: what it fuses} (fused.py), shown after its name
 
     def start(self, root):
         self.root_first = self.values_of(root)[0]
@@ -314,7 +316,7 @@ def render_tree(root, view, write):
     """Write the indented tree, children by first metric, descending."""
     view.start(root)
     nodes, depths, lasts = tree_rows(root, view)
-    _emit(view, nodes, _tree_texts(view, nodes, depths, lasts), write)
+    _emit(view, nodes, _with_fused(view, nodes, _tree_texts(view, nodes, depths, lasts)), write)
 
 
 def _sorted_candidates(root, view):
@@ -336,7 +338,11 @@ def render_sorted(root, view, write):
     nodes = view.order(_sorted_candidates(root, view))
     shown = _NameCache(view.name).__getitem__  # ancestors repeat in many paths
     texts = (" -> ".join(map(shown, n.path_names())) for n in nodes)
-    _emit(view, nodes, texts, write)
+    _emit(view, nodes, _with_fused(view, nodes, texts), write)
+
+
+def _with_fused(view, nodes, texts):
+    return annotated(nodes, texts, view.fused) if view.fused else texts
 
 
 class _NameCache(dict):

@@ -9,6 +9,7 @@ import re
 
 from ..writers.atomic import strict_json
 from .flame import HOST, Interned, device_label
+from .fused import FIELDS
 from ..common.safe_text import CONTROLS
 
 # Rates and ratios lose nothing visible at five significant digits, and shrink a lot.
@@ -101,7 +102,16 @@ def build_payload(profile, other, specs, offset, values_of, other_values, meta):
     return {"strings": strings.items, "parent": parent, "name": name, "kernel": kernel,
             "device": device, "metrics": metrics, "meta": {"keys": list(_META_KEYS), "index": meta_index, "ref": meta_ref,
                      "rows": [list(row) for row in meta_rows.items]},
-            "sources": list(profile.sources), "nonNumbers": not_numbers}
+            "sources": list(profile.sources), "nonNumbers": not_numbers,
+            "fused": _fused_of(strings.items, kernel, name, getattr(profile, "fused", {}))}
+
+
+def _fused_of(strings, kernel, name, table):
+    """What the kernels shown fuse, by kernel name (viewer/fused.py), for their hover details."""
+    if not table:
+        return {}
+    shown = {strings[n] for n, k in zip(name, kernel) if k}
+    return {n: {f: table[n][f] for f in FIELDS if f in table[n]} for n in shown if n in table}
 
 
 def _sum_past_non_numbers(parent, column, present):

@@ -4,6 +4,8 @@ as a part. Python only
 supplies what the native side does not know: the device facts of a tree, the metadata a trace
 embeds as `otherData`."""
 import os
+import sys
+import warnings
 
 from .atomic import strict_json
 from ..native_core import native
@@ -23,12 +25,30 @@ def device_clock_shift(session, counts=None):
     return lead if lead is not None and lead > CLOCK_SLACK_NS else 0
 
 
+def _inductor_kernels():
+    """What each inductor kernel fuses, by kernel name (inductor/registry.py), when torch's inductor
+    is loaded: written once per name in the root, never per node or launch."""
+    if "torch._inductor.codecache" not in sys.modules:
+        return {}
+    from ..inductor.registry import kernel_facts  # deferred: only a process that loaded inductor reads its wrappers
+
+    try:
+        return kernel_facts()
+    except Exception as exc:  # noqa: BLE001 - inductor's internals moved: the profile is still written
+        warnings.warn(f"flagtree.profiler: what inductor's kernels fuse could not be read ({exc!r}); "
+                      "the profile is written without it", stacklevel=2)
+        return {}
+
+
 def _tree_request(session, other_data, device_shift_ns):
     # other_data of a tree: members of its root node, written before its frame (run_id.py);
     # a scheduled session's part also says its steps (schedule_steps.py)
     root = {"run_id": session.run_id} if session.run_id else {}
     if other_data and "steps" in other_data:
         root["steps"] = other_data["steps"]
+    fused = _inductor_kernels()
+    if fused:
+        root["inductor_kernels"] = fused
     return {"device_info": strict_json(session.backend.device_info(), separators=(",", ":")),
             "other_data": strict_json(root, separators=(",", ":"))}
 

@@ -303,6 +303,8 @@
     });
     var md = meta[node];
     if (md) Object.keys(md).forEach(function (k) { line(tip, k.replace(/_/g, " ") + ": " + (Array.isArray(md[k]) ? md[k].join(" x ") : md[k])); });
+    var fu = D.kernel[node] && D.fused && Object.prototype.hasOwnProperty.call(D.fused, S[D.name[node]]) ? D.fused[S[D.name[node]]] : null;
+    if (fu) Object.keys(fu).forEach(function (k) { line(tip, k.replace(/_/g, " ") + ": " + fu[k].join(", ")); });
     tip.hidden = false;
     var x = ev.clientX + 14, y = ev.clientY + 14;
     if (x + tip.offsetWidth > window.innerWidth) x = Math.max(ev.clientX - tip.offsetWidth - 14, 0);
