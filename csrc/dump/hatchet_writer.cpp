@@ -1,9 +1,11 @@
 #include "dump/hatchet_writer.h"
 
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "core/strings.h"
 #include "dump/out_file.h"
 
 namespace ftp {
@@ -15,8 +17,13 @@ bool hasMetrics(const NodeMetrics& m) {
 
 class HatchetWriter {
  public:
-  HatchetWriter(const HatchetInput& input, JsonOut& out, std::string rootMembers)
-      : in_(input), nodes_(input.tree.nodes()), out_(out), rootMembers_(std::move(rootMembers)) {}
+  HatchetWriter(const HatchetInput& input, JsonOut& out, std::string rootMembers,
+                std::unordered_map<uint32_t, std::string> kernelMembers)
+      : in_(input),
+        nodes_(input.tree.nodes()),
+        out_(out),
+        rootMembers_(std::move(rootMembers)),
+        kernelMembers_(std::move(kernelMembers)) {}
 
   uint64_t write(bool prune) {
     markKept(prune);
@@ -116,11 +123,21 @@ class HatchetWriter {
   void close(uint32_t id) {
     out_.raw(']');
     const TreeNode& n = nodes_[id];
-    if (n.kind == NodeKind::Kernel && n.config) writeLaunchDetails(n);
+    if (n.kind == NodeKind::Kernel) {
+      const auto extra = kernelMembers_.find(n.name);
+      const std::string* members = extra == kernelMembers_.end() ? nullptr : &extra->second;
+      if (n.config) {
+        writeLaunchDetails(n, members);
+      } else if (members) {
+        out_.raw(R"(,"metadata":{)");
+        out_.raw(*members);
+        out_.raw('}');
+      }
+    }
     out_.raw('}');
   }
 
-  void writeLaunchDetails(const TreeNode& n) {
+  void writeLaunchDetails(const TreeNode& n, const std::string* members) {
     const LaunchConfig& c = in_.tree.configs()[n.config];
     out_.raw(R"(,"metadata":{"grid":)");
     triple(c.grid);
@@ -137,6 +154,7 @@ class HatchetWriter {
       out_.raw(names_[n.mangled]);
       out_.raw('"');
     }
+    if (members) out_.raw(','), out_.raw(*members);
     out_.raw('}');
   }
 
@@ -158,6 +176,7 @@ class HatchetWriter {
   std::vector<uint32_t> first_;
   std::vector<uint32_t> children_;
   std::string rootMembers_;  // `"key":value,...` written first in the root object, or empty
+  std::unordered_map<uint32_t, std::string> kernelMembers_;  // kernel name id -> members of its metadata
 };
 
 // The members inside a JSON object's braces ("" for "{}" or anything not an object).
@@ -173,7 +192,13 @@ std::string objectMembers(const std::string& json) {
 uint64_t writeHatchet(const HatchetInput& input, const OutputRequest& request, AtomicOutFile& file) {
   JsonOut out(file);
   out.raw('[');
-  const uint64_t written = HatchetWriter(input, out, objectMembers(request.otherDataJson)).write(request.part);
+  std::unordered_map<uint32_t, std::string> kernelMembers;
+  for (const auto& [name, json] : request.kernelMetadataJson) {
+    std::string members = objectMembers(json);
+    if (!members.empty()) kernelMembers.emplace(intern(name), std::move(members));
+  }
+  const uint64_t written =
+      HatchetWriter(input, out, objectMembers(request.otherDataJson), std::move(kernelMembers)).write(request.part);
   out.raw(',');
   out.raw(request.deviceInfoJson);
   out.raw(']');

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 
 namespace ftp {
 
@@ -18,6 +19,9 @@ struct OutputRequest {
   bool part = false;
   // trace: added to every device event's start and end (the tracer's clock found off the host's)
   int64_t deviceShiftNs = 0;
+  // tree: kernel name -> a JSON object whose members every kernel node of that name carries in
+  // its "metadata" (facts known once per kernel, such as what an inductor kernel fuses)
+  std::unordered_map<std::string, std::string> kernelMetadataJson;
 };
 
 }  // namespace ftp

@@ -58,14 +58,15 @@ def fused_profile(tmp_path, monkeypatch):
     return _profile(tmp_path)
 
 
-def test_the_written_profile_names_the_kernels_fusion_once_in_its_root(fused_profile):
+def test_the_written_profile_names_the_kernels_fusion_in_its_root_and_on_its_nodes(fused_profile):
     root, _ = json.loads(fused_profile.read_text())
+    facts = {"fused_aten": ["aten.native_layer_norm", "aten.gelu"], "fused_nodes": ["input_2", "input_3"]}
     assert list(root)[:2] == ["run_id", "inductor_kernels"]
-    assert root["inductor_kernels"][NAME] == {"fused_aten": ["aten.native_layer_norm", "aten.gelu"],
-                                              "fused_nodes": ["input_2", "input_3"]}
+    assert root["inductor_kernels"][NAME] == facts
     kernel = root["children"][0]["children"][0]
-    assert kernel["frame"]["name"] == NAME and kernel["metrics"]["count"] == 3
-    assert "inductor_kernels" not in json.dumps(kernel)  # no node added, none changed
+    assert kernel["frame"]["name"] == NAME and kernel["metrics"]["count"] == 3 and not kernel["children"]
+    assert {k: kernel["metadata"][k] for k in facts} == facts  # hatchet's and Proton's readers see it there
+    assert root["children"][0]["frame"]["name"] == "step" and "metadata" not in root["children"][0]
 
 
 def test_read_gives_the_fused_columns_on_the_kernel_row_only(fused_profile):

@@ -27,7 +27,8 @@ def device_clock_shift(session, counts=None):
 
 def _inductor_kernels():
     """What each inductor kernel fuses, by kernel name (inductor/registry.py), when torch's inductor
-    is loaded: written once per name in the root, never per node or launch."""
+    is loaded: read once per profile, written once per name in the root (what our readers use) and
+    in the metadata of each kernel node of that name (what hatchet's and Proton's readers see)."""
     if "torch._inductor.codecache" not in sys.modules:
         return {}
     from ..inductor.registry import kernel_facts  # deferred: only a process that loaded inductor reads its wrappers
@@ -50,7 +51,8 @@ def _tree_request(session, other_data, device_shift_ns):
     if fused:
         root["inductor_kernels"] = fused
     return {"device_info": strict_json(session.backend.device_info(), separators=(",", ":")),
-            "other_data": strict_json(root, separators=(",", ":"))}
+            "other_data": strict_json(root, separators=(",", ":")),
+            "kernel_metadata": {name: strict_json(facts, separators=(",", ":")) for name, facts in fused.items()}}
 
 
 def _trace_request(session, other_data, device_shift_ns):
