@@ -15,9 +15,10 @@ from .profile import profile
 from .scope import cpu_timed_scope, enter_scope, enter_state, exit_scope, exit_state, scope, state
 from .schedule_steps import schedule
 from .session import activate, deactivate, finalize, flush_part, start, step
+from .trigger import arm, disarm
 
 __all__ = [
-    "start", "activate", "deactivate", "finalize", "flush_part", "profile", "schedule", "step",
+    "start", "activate", "deactivate", "finalize", "flush_part", "profile", "schedule", "step", "arm", "disarm",
     "scope", "cpu_timed_scope", "enter_scope", "exit_scope",
     "state", "enter_state", "exit_state",
     "KNOWN_BACKENDS", "available_backends",
