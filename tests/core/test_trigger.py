@@ -209,3 +209,16 @@ def test_profile_takes_a_schedule(tmp_path):
     meta = load_json(tmp_path / "p.meta.json")
     assert meta["part_steps"] == [[1], [3], []]
     assert [steps_in(p) for p in meta["parts"]] == [[1], [3], []]
+
+
+def test_the_programs_own_finalize_writes_an_open_window_as_its_part(tmp_path):
+    x, y, out = tensors()
+    armed = profiler.arm("steps:0-5", name=str(tmp_path / "o"))
+    one_step(0, x, y, out)
+    profiler.finalize()  # closes every open session, the window's too
+    one_step(1, x, y, out)
+    assert profiler.disarm() == [str(tmp_path / "o.part1.hatchet")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.meta.json", "o.part1.hatchet"]
+    assert steps_in(tmp_path / "o.part1.hatchet") == [0]
+    assert armed.windows[0]["closed_by"] == "finalize()"
+    assert load_json(tmp_path / "o.meta.json")["trigger"] == "steps:0-5"

@@ -50,6 +50,8 @@ class Armed:
         self.failed_windows = 0
         self.files = []  # every part written, in order
         self._pending = False  # a trigger seen whose window has not opened yet
+        self._ranges = list(trigger.ranges)  # a steps trigger's ranges not opened yet
+        self._next_range = trigger.ranges[0][0] if trigger.ranges else -1  # the step the next one opens at
         self._open = None  # the open window: its session and facts
         self._parts = {}  # data kind -> its parts so far
         self._lock = threading.Lock()
@@ -60,21 +62,20 @@ class Armed:
 
     # -- arming and disarming ----------------------------------------------------------------
     def begin(self):
-        now = time.monotonic()
         if self.trigger.kind != "steps":
             self._waker = Waker()
             try:
                 self._source = (SignalSource(self.trigger.signum, self._waker) if self.trigger.kind == "signal"
-                                else FileSource(self.trigger.path, now))
+                                else FileSource(self.trigger.path))
             except BaseException:
                 self._waker.close()
                 raise
             self._thread = threading.Thread(target=self._watch, name="flagtree-profiler-trigger", daemon=True)
             self._thread.start()
         _session.add_step_listener(self.on_step)
-        if self.trigger.kind == "steps" and self.trigger.ranges[0][0] == 0:
+        if self._next_range == 0:
             with self._lock:
-                self._open_window("arm()", last_step=self.trigger.ranges[0][1])
+                self._open_due(time.monotonic(), "arm()")
 
     def end(self):
         """Stops watching and closes the open window (its part written); returns the files written."""
@@ -98,19 +99,22 @@ class Armed:
 
     # -- the two places a window opens and closes ----------------------------------------------
     def on_step(self):
-        """step(): one step ended. Returns the parts written."""
+        """step(): one step ended. Returns the parts written. Idle, it costs a lock, a count and
+        one test per source (bench/idle_cost.py)."""
         with self._lock:
             ended, self.step = self.step, self.step + 1
-            now = time.monotonic()
-            if self._source is not None:
-                self._note(self._source.take(now))
+            count = self._source.take() if self._source is not None else 0
+            if count:
+                self._note(count)
             written = []
             window = self._open
-            if window is not None and (window["last_step"] is not None and ended >= window["last_step"]
-                                       or window["deadline"] is not None and now >= window["deadline"]):
-                written = self._close_window("steps" if window["last_step"] is not None else "seconds", ended)
-            if self._open is None:
-                self._open_due(now, "step()")
+            if window is not None:
+                if window["last_step"] is not None and ended >= window["last_step"]:
+                    written = self._close_window("steps", ended)
+                elif window["deadline"] is not None and time.monotonic() >= window["deadline"]:
+                    written = self._close_window("seconds", ended)
+            if self._open is None and (self._pending or self._next_range == self.step):
+                self._open_due(time.monotonic(), "step()")
             return written
 
     def _watch(self):
@@ -127,7 +131,7 @@ class Armed:
                 if self._stop or self._source is None:
                     return
                 now = time.monotonic()
-                self._note(self._source.take(now, due=True))
+                self._note(self._source.take(due=True))
                 window = self._open
                 if window is not None and window["deadline"] is not None and now >= window["deadline"]:
                     self._close_window("seconds", self.step)
@@ -146,9 +150,10 @@ class Armed:
         """Opens the window due now, if any (under the lock, no window open); `where`: the
         thread or call that opens it, for the metadata."""
         if self.trigger.kind == "steps":
-            following = [r for r in self.trigger.ranges if r[0] == self.step]
-            if following:
-                self._open_window(where, last_step=following[0][1])
+            if self._next_range == self.step:
+                last = self._ranges.pop(0)[1]
+                self._next_range = self._ranges[0][0] if self._ranges else -1
+                self._open_window(where, last_step=last)
         elif self._pending:
             self._pending = False
             if self.window.unit == "steps":
@@ -158,6 +163,7 @@ class Armed:
 
     def _open_window(self, where, last_step=None, deadline=None):
         def prepare(session):  # the window continues the armed run: its parts, its run id
+            session.window = {"trigger": str(self.trigger)}  # a part, even if finalize() closes it first
             for m in members(session):
                 m.parts = list(self._parts.get(m.data, []))
                 m.part_steps = [None] * len(m.parts)
@@ -179,33 +185,35 @@ class Armed:
         progress while it was open. Returns the parts written."""
         window, self._open = self._open, None
         session = window["session"]
-        # What finalize writes (the next part of each kind), after any periodic parts of the window.
-        parts = {m.data: m.parts[window["parts_before"][m.data]:] + [m.part_path(len(m.parts) + 1)]
+        still_open = _session.find_session(session.id) is session
+        # Its parts: any periodic ones, then the next of each kind, which finalize_window writes
+        # (none when the program's own finalize() closed the window first: it wrote that part).
+        parts = {m.data: m.parts[window["parts_before"][m.data]:] + [m.part_path(len(m.parts) + 1)] * still_open
                  for m in members(session)}
         entry = {"window": len(self.windows) + 1, "steps": list(range(window["first_step"], last_step + 1)),
                  "start_time_ns": window["start_time_ns"], "stop_time_ns": native.core.realtime_ns(),
-                 "opened_at": window["opened_at"], "closed_by": closed_by,
+                 "opened_at": window["opened_at"], "closed_by": closed_by if still_open else "finalize()",
                  "parts": [p for m in members(session) for p in parts[m.data]]}
-        session.window = self._facts(self.windows + [entry], session, parts)
-        try:
-            _session.finalize_window(session.id)
-        except Exception as error:  # a failed write loses this window only
-            self.failed_windows += 1
-            warnings.warn(f"flagtree.profiler: trigger {self.trigger}: window {entry['window']} was not written: "
-                          f"{error}")
-            return []
+        if still_open:
+            session.window = self._facts(self.windows + [entry], session, parts)
+            try:
+                _session.finalize_window(session.id)
+            except Exception as error:  # a failed write loses this window only
+                self.failed_windows += 1
+                warnings.warn(f"flagtree.profiler: trigger {self.trigger}: window {entry['window']} was not "
+                              f"written: {error}")
+                return []
         for m in members(session):
-            self._parts[m.data] = list(m.parts)
+            self._parts[m.data] = self._parts.get(m.data, []) + parts[m.data]
         self.windows.append(entry)
-        written = [p for p in entry["parts"] if p in session.written]
-        self.files += written
-        return written
+        self.files += entry["parts"]
+        return entry["parts"]
 
     def _facts(self, windows, session, new_parts):
         """What each window's metadata adds: the trigger, every window so far, and the steps of
         each part, in the order of its ``parts`` (by data kind, then by number)."""
         steps_of = {part: w["steps"] for w in windows for part in w["parts"]}
-        ordered = [p for m in members(session) for p in m.parts + new_parts[m.data][-1:]]
+        ordered = [p for m in members(session) for p in self._parts.get(m.data, []) + new_parts[m.data]]
         return {"trigger": str(self.trigger), "trigger_window": str(self.window) if self.window else None,
                 "windows": windows, "ignored_triggers": self.ignored_triggers,
                 "failed_windows": self.failed_windows, "part_steps": [steps_of.get(p) for p in ordered]}

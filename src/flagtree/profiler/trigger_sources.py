@@ -12,6 +12,7 @@ import os
 import select
 import signal
 import threading
+import time
 
 # How often the watcher (and step(), at most) reads a file trigger's modification time.
 FILE_POLL_S = 0.5
@@ -66,7 +67,7 @@ class SignalSource:
         self._fired += 1
         self._waker.wake()
 
-    def take(self, now, due=False):
+    def take(self, due=False):
         fired = self._fired  # read once: the handler may run between two bytecodes here
         new, self._taken = fired - self._taken, fired
         return new
@@ -89,13 +90,14 @@ class FileSource:
 
     poll_s = FILE_POLL_S
 
-    def __init__(self, path, now):
+    def __init__(self, path):
         self.path = path
         self._seen = _mtime(path)
-        self._checked = now
+        self._checked = time.monotonic()
 
-    def take(self, now, due=False):
+    def take(self, due=False):
         """1 if the file changed since the last read; reads only when `due` or FILE_POLL_S passed."""
+        now = time.monotonic()
         if not due and now - self._checked < FILE_POLL_S:
             return 0
         self._checked = now
