@@ -26,7 +26,10 @@ def run(options, kind, target, args, name, disabled_reason):
     except ValueError as error:
         say(f"error: {message(error)}")
         return 2
-    maybe_use_interpreter(options)
+    why = maybe_use_interpreter(options)
+    if why is not None and armed is not None:
+        say(f"TRITON_INTERPRET=1 was set for the script ({'-b interpreter' if why == 'chosen' else 'no GPU driver found'}): "
+            f"Triton's interpreter runs its kernels on the CPU, with host-measured kernel times")
     previous = install_sigterm()
     try:
         code = target_runner.run_profiled(kind, target, args)
