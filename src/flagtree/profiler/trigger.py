@@ -19,6 +19,7 @@ run id. The viewer merges them: ``flagtree-profiler-viewer <name>.hatchet`` read
 """
 import atexit
 import os
+import sys
 import threading
 import time
 import warnings
@@ -203,6 +204,7 @@ class Armed:
                 warnings.warn(f"flagtree.profiler: trigger {self.trigger}: window {entry['window']} was not "
                               f"written: {error}")
                 return []
+        _release_parked_tracer()
         for m in members(session):
             self._parts[m.data] = self._parts.get(m.data, []) + parts[m.data]
         self.windows.append(entry)
@@ -217,6 +219,16 @@ class Armed:
         return {"trigger": str(self.trigger), "trigger_window": str(self.window) if self.window else None,
                 "windows": windows, "ignored_triggers": self.ignored_triggers,
                 "failed_windows": self.failed_windows, "part_steps": [steps_of.get(p) for p in ordered]}
+
+
+def _release_parked_tracer():
+    """After a window the program is idle again: CUPTI, kept attached between sessions for the
+    next one (cupti_attach.py), would still record every kernel for FLAGTREE_PROFILER_CUPTI_IDLE_S.
+    Released at once instead (a no-op while another session runs); looked up, not imported, so
+    a window of another backend never loads NVIDIA's modules."""
+    cupti_attach = sys.modules.get("flagtree.profiler.backends.nvidia.cupti_attach")
+    if cupti_attach is not None:
+        cupti_attach.release()
 
 
 def _check_folder(base):
