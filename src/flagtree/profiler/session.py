@@ -45,8 +45,9 @@ _name_kinds = {}  # name -> the data kind that first used it in this process (it
 _cli = {"session": None, "told": set(), "note": None}
 _DEFERRED = ("the script's own start() and finalize() defer to the command's session, which writes one "
              "profile for the whole run when the command ends")
-# Armed triggers (trigger.py): every step() reaches them first, outside the lock.
-_step_listeners = []
+# Armed triggers (trigger.py) add theirs: every step() calls them first, outside the lock; each
+# returns the parts it wrote.
+step_listeners = []
 
 
 def _tell_once(key, message):
@@ -202,7 +203,7 @@ def step(session_id=None):
     An armed trigger (trigger.py) counts every step, whatever the id: its windows open and
     close here; it runs before the lock is taken, since its watcher thread takes its own lock
     and then this one."""
-    written = [path for listener in list(_step_listeners) for path in listener()]
+    written = [path for listener in list(step_listeners) for path in listener()]
     if ranks.profiling_off() or session_id == -1:
         return written
     with _lock:
@@ -341,16 +342,6 @@ def defer_to_trigger(note):
     deferred, as under the command's own session; `note` says so once."""
     with _lock:
         _cli.update(session=-1, told=set(), note=note)
-
-
-def add_step_listener(listener):
-    """`listener()` runs at every step() and returns the parts it wrote (trigger.py's)."""
-    _step_listeners.append(listener)
-
-
-def remove_step_listener(listener):
-    if listener in _step_listeners:
-        _step_listeners.remove(listener)
 
 
 def command_running():

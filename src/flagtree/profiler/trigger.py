@@ -73,14 +73,15 @@ class Armed:
                 raise
             self._thread = threading.Thread(target=self._watch, name="flagtree-profiler-trigger", daemon=True)
             self._thread.start()
-        _session.add_step_listener(self.on_step)
+        _session.step_listeners.append(self.on_step)
         if self._next_range == 0:
             with self._lock:
                 self._open_due(time.monotonic(), "arm()")
 
     def end(self):
         """Stops watching and closes the open window (its part written); returns the files written."""
-        _session.remove_step_listener(self.on_step)
+        if self.on_step in _session.step_listeners:
+            _session.step_listeners.remove(self.on_step)
         if self._thread is not None:
             self._stop = True
             self._waker.wake()
