@@ -222,3 +222,15 @@ def test_the_programs_own_finalize_writes_an_open_window_as_its_part(tmp_path):
     assert steps_in(tmp_path / "o.part1.hatchet") == [0]
     assert armed.windows[0]["closed_by"] == "finalize()"
     assert load_json(tmp_path / "o.meta.json")["trigger"] == "steps:0-5"
+
+
+def test_a_forked_child_is_not_armed(tmp_path):
+    profiler.arm("steps:0-3", name=str(tmp_path / "k"))
+    pid = os.fork()
+    if pid == 0:  # the child: its step() counts nothing, its exit writes nothing
+        code = 0 if profiler.trigger.armed() is None and profiler.step() == [] else 1
+        os._exit(code)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert profiler.trigger.armed() is not None
+    profiler.disarm()
+    assert [w["steps"] for w in load_json(tmp_path / "k.meta.json")["windows"]] == [[0]]

@@ -299,4 +299,13 @@ def _disarm_at_exit():
         warnings.warn(f"flagtree.profiler: writing the open window at exit failed: {error}")
 
 
+def _forget_in_child():
+    """A forked child (a data-loader worker) is not armed: it has no watcher thread, and its
+    windows would write the parent's file names. The parent's window stays the parent's."""
+    armed, _state["armed"] = _state["armed"], None
+    if armed is not None and armed.on_step in _session.step_listeners:
+        _session.step_listeners.remove(armed.on_step)
+
+
 atexit.register(_disarm_at_exit)
+os.register_at_fork(after_in_child=_forget_in_child)
