@@ -76,7 +76,7 @@ class Armed:
         _session.step_listeners.append(self.on_step)
         if self._next_range == 0:
             with self._lock:
-                self._open_due(time.monotonic(), "arm()")
+                self._open_due("arm()")
 
     def end(self):
         """Stops watching and closes the open window (its part written); returns the files written."""
@@ -116,7 +116,7 @@ class Armed:
                 elif window["deadline"] is not None and time.monotonic() >= window["deadline"]:
                     written = self._close_window("seconds", ended)
             if self._open is None and (self._pending or self._next_range == self.step):
-                self._open_due(time.monotonic(), "step()")
+                self._open_due("step()")
             return written
 
     def _watch(self):
@@ -138,7 +138,7 @@ class Armed:
                 if window is not None and window["deadline"] is not None and now >= window["deadline"]:
                     self._close_window("seconds", self.step)
                 if self._open is None and self._pending and self.window.unit == "seconds":
-                    self._open_due(now, "watcher thread")
+                    self._open_due("watcher thread")
 
     def _note(self, count):
         """`count` new triggers: the first opens a window unless one is open or waiting."""
@@ -148,7 +148,7 @@ class Armed:
             else:
                 self._pending = True
 
-    def _open_due(self, now, where):
+    def _open_due(self, where):
         """Opens the window due now, if any (under the lock, no window open); `where`: the
         thread or call that opens it, for the metadata."""
         if self.trigger.kind == "steps":
@@ -161,9 +161,9 @@ class Armed:
             if self.window.unit == "steps":
                 self._open_window(where, last_step=self.step + self.window.amount - 1)
             else:
-                self._open_window(where, deadline=now + self.window.amount)
+                self._open_window(where, seconds=self.window.amount)
 
-    def _open_window(self, where, last_step=None, deadline=None):
+    def _open_window(self, where, last_step=None, seconds=None):
         def prepare(session):  # the window continues the armed run: its parts, its run id
             session.window = {"trigger": str(self.trigger)}  # a part, even if finalize() closes it first
             for m in members(session):
@@ -178,6 +178,8 @@ class Armed:
             warnings.warn(f"flagtree.profiler: trigger {self.trigger}: window {len(self.windows) + 1} could not "
                           f"open: {error}")
             return
+        # A seconds window's time runs from here, once its session is open.
+        deadline = time.monotonic() + seconds if seconds is not None else None
         self._open = {"session": session, "first_step": self.step, "last_step": last_step, "deadline": deadline,
                       "opened_at": where, "start_time_ns": native.core.realtime_ns(),
                       "parts_before": {m.data: len(m.parts) for m in members(session)}}
