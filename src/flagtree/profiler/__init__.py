@@ -16,13 +16,14 @@ from .profile import profile
 from .scope import cpu_timed_scope, enter_scope, enter_state, exit_scope, exit_state, scope, state
 from .schedule_steps import schedule
 from .session import activate, deactivate, finalize, flush_part, start, step
+from .trigger import arm, disarm
 
 # The model's source lines of each kernel inductor writes from now on (inductor/codegen_hook.py):
 # seen only while inductor generates code, so looked for from the package's import on.
 _inductor_codegen.install()
 
 __all__ = [
-    "start", "activate", "deactivate", "finalize", "flush_part", "profile", "schedule", "step",
+    "start", "activate", "deactivate", "finalize", "flush_part", "profile", "schedule", "step", "arm", "disarm",
     "scope", "cpu_timed_scope", "enter_scope", "exit_scope",
     "state", "enter_state", "exit_state",
     "KNOWN_BACKENDS", "available_backends",

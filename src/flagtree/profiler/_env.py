@@ -27,6 +27,8 @@ ENVIRONMENT = {
     "FLAGTREE_PROFILER_GATHER_TIMEOUT_S": "Seconds (> 0, default 300) the gather waits for a rank before naming it as missing and going on.",
     "FLAGTREE_PROFILER_BACKWARD_SCOPES": "Where backward kernels go: caller (default: under the scopes of the thread that called backward) or forward (under the forward scope each op ran in, as layer3/<backward>/kernel).",
     "FLAGTREE_PROFILER_COUNTER_RANGES": "With mode=\"metrics...\": kernel launches a counter data image holds before it is decoded (default 64, at least 1; the image takes from a few KB to ~0.7 MB per launch depending on the metrics).",
+    "FLAGTREE_PROFILER_TRIGGER": "Arms flagtree-profiler (when --trigger is not given) and arm() (when trigger= is not given): signal[:USR1|USR2|HUP], file:PATH or steps:A-B[,C-D...]; each trigger opens a window, one part each.",
+    "FLAGTREE_PROFILER_WINDOW": "How long a signal or file trigger's window stays open: steps=N (counted by step()) or seconds=T (default seconds=10); --window and arm(window=) win.",
     "FLAGTREE_PROFILER_IXKN_CLI": "Path of ixkn-cli for flagtree-profiler --ixkn and tianshu's ixkn_import_path= of .ixkn-rep files (then IXKN_CLI, then the PATH); --ixkn-cli wins.",
 }
 
@@ -181,3 +183,13 @@ def backward_scopes():
     if raw not in ("caller", "forward"):
         raise ValueError(f"FLAGTREE_PROFILER_BACKWARD_SCOPES must be caller or forward, got {raw!r}")
     return raw
+
+
+def trigger():
+    """FLAGTREE_PROFILER_TRIGGER as set ("" when unset); trigger_text.py parses it."""
+    return text("FLAGTREE_PROFILER_TRIGGER")
+
+
+def window():
+    """FLAGTREE_PROFILER_WINDOW as set, or None when unset; trigger_text.py parses it."""
+    return text("FLAGTREE_PROFILER_WINDOW") or None

@@ -4,12 +4,14 @@ import functools
 from . import session
 
 
-def profile(func=None, *, name=None, context="shadow", data="tree", backend=None, mode=None, hook=None):
+def profile(func=None, *, name=None, context="shadow", data="tree", backend=None, mode=None, hook=None,
+            schedule=None):
     """Returns a callable that runs `func` in a new session, finalizes it and returns the session id.
+    `schedule`: as start()'s; step() calls inside `func` move the session through it.
 
     Also usable as a decorator: @profile(name="p").
     """
-    options = dict(name=name, context=context, data=data, backend=backend, mode=mode, hook=hook)
+    options = dict(name=name, context=context, data=data, backend=backend, mode=mode, hook=hook, schedule=schedule)
     if func is None:
         return lambda f: profile(f, **options)
 

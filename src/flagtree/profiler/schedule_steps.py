@@ -12,7 +12,7 @@ those step numbers; after the last cycle the session stays deactivated until fin
 from .native_core import native
 from .run_group import members
 
-_ARGUMENTS = ("wait", "warmup", "active", "repeat", "skip_first")
+ARGUMENTS = ("wait", "warmup", "active", "repeat", "skip_first")
 
 
 class Schedule:
@@ -24,7 +24,7 @@ class Schedule:
         self.repeat, self.skip_first = repeat, skip_first
 
     def __repr__(self):
-        return "schedule(" + ", ".join(f"{n}={getattr(self, n)}" for n in _ARGUMENTS) + ")"
+        return "schedule(" + ", ".join(f"{n}={getattr(self, n)}" for n in ARGUMENTS) + ")"
 
     def action(self, step):
         if step < self.skip_first:

@@ -42,9 +42,12 @@ _next_id = [0]
 _name_kinds = {}  # name -> the data kind that first used it in this process (its <name>.meta.json)
 # Command-line mode (flagtree-profiler): the script's own start/finalize calls must not end
 # the one session the command runs; what happened to them is said once.
-_cli = {"session": None, "told": set()}
+_cli = {"session": None, "told": set(), "note": None}
 _DEFERRED = ("the script's own start() and finalize() defer to the command's session, which writes one "
              "profile for the whole run when the command ends")
+# Armed triggers (trigger.py) add theirs: every step() calls them first, outside the lock; each
+# returns the parts it wrote.
+step_listeners = []
 
 
 def _tell_once(key, message):
@@ -52,7 +55,7 @@ def _tell_once(key, message):
     defers to the command's session. A note, not a warning: the command's own examples call them."""
     if not _cli["told"]:
         sys.stdout.flush()  # after what the script printed so far, as the command's own lines
-        print(f"flagtree-profiler: note: {message}", file=sys.stderr, flush=True)
+        print(f"flagtree-profiler: note: {_cli['note'] or message}", file=sys.stderr, flush=True)
     _cli["told"].add(key)
 
 
@@ -196,11 +199,14 @@ def _targets(session_id):
 
 def step(session_id=None):
     """Ends one step of every scheduled session (or of this one): schedule.py. Returns the
-    parts written. Sessions started without schedule= are left alone: with none, a no-op."""
+    parts written. Sessions started without schedule= are left alone: with none, a no-op.
+    An armed trigger (trigger.py) counts every step, whatever the id: its windows open and
+    close here; it runs before the lock is taken, since its watcher thread takes its own lock
+    and then this one."""
+    written = [path for listener in list(step_listeners) for path in listener()]
     if ranks.profiling_off() or session_id == -1:
-        return []
+        return written
     with _lock:
-        written = []
         for s in (s for s in _targets(session_id) if s.stepping is not None):
             written += scheduling.advance(s, lambda s=s: write_parts([s], _sessions.values()))
         return written
@@ -300,7 +306,7 @@ def start_command_session(**options):
 def finalize_command_session():
     """Ends the command's session: writes and closes it and whatever else the script left open."""
     with _lock:
-        session_id, _cli["session"] = _cli["session"], None
+        session_id, _cli["session"], _cli["note"] = _cli["session"], None, None
         if session_id is None or session_id == -1:
             return
         if _sessions:
@@ -310,9 +316,43 @@ def finalize_command_session():
 def discard_command_session():
     """Ends the command's session, closing every open one unwritten (stopped while starting)."""
     with _lock:
-        _cli["session"] = None
+        _cli["session"] = _cli["note"] = None
         for s in list(_sessions.values()):
             _close(s)
+
+
+def start_window(prepare, **options):
+    """Starts one window of an armed trigger (trigger.py) with start()'s options, also under the
+    command; `prepare(session)` runs before any other thread can see the session. Returns it."""
+    with _lock:
+        session = _sessions[_start_locked(**options)]
+        prepare(session)
+        return session
+
+
+def finalize_window(session_id):
+    """Writes and closes a trigger's window session, also under the command."""
+    with _lock:
+        if session_id in _sessions:
+            _finalize_locked([_sessions[session_id]])
+
+
+def defer_to_trigger(note):
+    """Under flagtree-profiler --trigger: the script's start() returns -1 and its finalize() is
+    deferred, as under the command's own session; `note` says so once."""
+    with _lock:
+        _cli.update(session=-1, told=set(), note=note)
+
+
+def command_running():
+    """Whether flagtree-profiler runs this process (its session, or its trigger)."""
+    return _cli["session"] is not None
+
+
+def note_deferred(key, message):
+    """Under the command: says once that the script's call `key` defers to the command."""
+    with _lock:
+        _tell_once(key, message)
 
 
 def find_session(session_id):

@@ -71,7 +71,8 @@ def write_outputs(s):
     stats, shift = _stats(s)
     remove(s.metadata_path)  # first: see the module docstring
     shifts = {m.data: (shift if m is s else device_clock_shift(m)) for m in members(s)}
-    for m in (m for m in members(s) if m.parts):  # the rest becomes the last part; no whole-run file
+    # The rest becomes the last part, no whole-run file; a trigger's window is always a part.
+    for m in (m for m in members(s) if m.parts or s.window is not None):
         s.written.append(write_part(m, shifts[m.data]))
     if s.parts:
         stats["parts"] = [p for m in members(s) for p in m.parts]
@@ -79,6 +80,8 @@ def write_outputs(s):
             stats["part_steps"] = [steps for m in members(s) for steps in m.part_steps]
     if s.stepping is not None:
         stats["schedule"] = repr(s.stepping.plan)
+    if s.window is not None:  # its trigger, and every window of the armed run so far
+        stats.update(s.window)
     metadata = {**build_metadata(s, s.backend.metadata_facts(), stats), **run_facts(s)}
     for m in (m for m in members(s) if not m.parts):
         write_profile(m, m.output_path, other_data=metadata, device_shift_ns=shifts[m.data])

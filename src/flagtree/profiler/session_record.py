@@ -30,6 +30,8 @@ class Session:
         self.parts = []  # paths of the parts written so far
         self.part_steps = []  # per part: its step numbers (schedule.py), None when unscheduled
         self.stepping = None  # schedule.py's Stepping of a session started with schedule=
+        # One window of an armed trigger (trigger.py): what its metadata adds; it is written as a part.
+        self.window = None
         self.written = []  # what finalize wrote, in order (a write cut short says what is there)
         self.timer_stop = None  # threading.Event of the periodic-part thread, if any
         self.run_id = None  # written into every file of the run (run_id.py)

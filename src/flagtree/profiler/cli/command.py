@@ -22,6 +22,7 @@ from ..native_core import native
 from ..distributed.ranks import current as current_rank
 from .extension import Invocation, extensions
 from .finish import finish, install_sigterm
+from . import trigger as armed_run
 from .interpret import announce_backend, maybe_use_interpreter
 from .options import UsageError, default_name, parse
 from .output import escape, message, say
@@ -49,6 +50,8 @@ def main(argv=None):
     chosen = command_backend(options.backend or _env.backend())
     if argv_given is None and chosen is not None:
         get_backend(chosen).before_command()  # e.g. cann restarts with its library in LD_PRELOAD
+    if options.trigger is not None:  # armed and idle until the trigger: cli/trigger.py
+        return armed_run.run(options, kind, target, args, default_name(kind, target), _disabled_reason)
     return _profile(options, kind, target, args)
 
 
@@ -82,7 +85,8 @@ def _begin(options, kind, target):
     try:
         session_id = _session.start_command_session(
             name=options.name or default_name(kind, target), context=options.context,
-            data=options.data, backend=options.backend, mode=options.mode, hook=options.hook)
+            data=options.data, backend=options.backend, mode=options.mode, hook=options.hook,
+            schedule=options.schedule)
     except (ValueError, BackendUnavailable, ImportError) as error:
         say(f"error: {message(error)}")
         return False

@@ -48,11 +48,11 @@ def _write(opened, code):
         say(f"error: could not write the profile: {error}")
         return code or 1
     for files in run_files(opened) if opened is not None else ():
-        say(_wrote_line(files))
+        say(wrote_line(files))
     return code
 
 
-def _wrote_line(files):
+def wrote_line(files):
     """What finalize wrote: the profile, or its parts (written instead of it, see flush_part)."""
     if len(files) == 1:
         return f"wrote {files[0]}"

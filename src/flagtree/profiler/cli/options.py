@@ -8,6 +8,7 @@ import sys
 from .. import session as _session
 from ..backends import registrations
 from .data_option import data_kinds
+from .window_options import add_window_options, check_window_options
 from .output import PROG
 
 EPILOG = """\
@@ -20,6 +21,9 @@ examples:
   flagtree-profiler --module mypkg.bench --size 64      # like python -m mypkg.bench
   flagtree-profiler -m metrics=dram__bytes_read.sum,dram__bytes_write.sum app.py   # hardware counters
   flagtree-profiler --list-metrics [--chip GH100] [--submetrics]   # the metric names a GPU offers
+  flagtree-profiler --schedule wait=5,active=2,repeat=3 train.py   # parts of chosen steps (step())
+  flagtree-profiler --trigger signal --window seconds=5 serve.py  # idle until kill -USR1 <pid>
+  flagtree-profiler --trigger file:/tmp/go --window steps=3 train.py   # touch /tmp/go: 3 steps
 
 The profile is written when the target ends, also after sys.exit, an uncaught exception,
 Ctrl-C or SIGTERM; the command exits with the target's code (1 on an exception, 130 on
@@ -34,7 +38,7 @@ View a profile with: flagtree-profiler-viewer NAME.hatchet
 # The command's own options that take a value: the split between its options and the target's
 # needs them (each extension adds its own).
 VALUE_OPTIONS = frozenset({"-n", "--name", "-b", "--backend", "-c", "--context", "-d", "--data", "-m", "--mode",
-                           "-k", "--hook"})
+                           "-k", "--hook", "--schedule", "--trigger", "--window"})
 
 
 class UsageError(Exception):
@@ -71,6 +75,7 @@ def parser(extensions):
                         help="run MODULE as with python -m MODULE; the arguments after it go to it")
     result.add_argument("--keep-pytest-frames", action="store_true",
                         help="with pytest and -c python: keep pytest's and pluggy's frames above each test")
+    add_window_options(result)
     for extension in extensions:
         extension.add_options(result)
     return result
@@ -97,6 +102,10 @@ def parse(argv, extensions):
     for an extension that runs without a target (`extensions`: extension.extensions())."""
     own, rest = split(argv, VALUE_OPTIONS.union(*(e.VALUE_OPTIONS for e in extensions)))
     options = parser(extensions).parse_args(own)
+    try:
+        check_window_options(options)
+    except ValueError as error:
+        raise UsageError(f"{error} (see {PROG} -h)") from None
     if any(e.requested(options) and not e.NEEDS_TARGET for e in extensions):
         return options, None, None, rest
     if options.module is not None:
