@@ -3,6 +3,7 @@ graph's kernel nodes listed once through the driver's graph functions (a stand-i
 keeps node types, child graphs and function names: csrc/backends/device_timer/graph_walk_bindings.cpp),
 each replay counted by Triton kernel name, a graph whose capture the wrapper saw left to its
 descriptors, and the replay as a whole timed by events on the ring's host stand-in."""
+import dataclasses
 import sys
 import types
 import warnings
@@ -15,6 +16,8 @@ from flagtree.profiler.backends.device_timer import event_timed, graph_replays, 
 from flagtree.profiler.triton_glue import kernels as triton_kernels
 from support.device_timer_ring import allocate
 from support.profiles import metrics_by_path
+from test_launch_sight import _kernel, _meta, _tree
+from test_launch_sight import device  # noqa: F401 (the stand-in target's fixture, used by graph_route)
 
 T = _native.testing
 DT = _native.device_timer
@@ -200,3 +203,47 @@ def test_triton_kernel_names_come_from_the_compiled_and_statically_launched_kern
     alive[0].name, alive[1].name, alive[2].name = "triton_poi_fused_0", "triton_red_fused_1", None
     assert triton_kernels.triton_kernel_names() == {"triton_poi_fused_0", "triton_red_fused_1"}
     del alive
+
+
+@pytest.fixture
+def graph_route(device, driver, monkeypatch):
+    """The backend on the stand-in target (test_launch_sight's `device`) with a graph path, its
+    replay wrapper on a fresh graph class in place of torch.cuda.CUDAGraph."""
+    from flagtree.profiler.backends import get_backend
+    from flagtree.profiler.backends.device_timer import route
+
+    found = route.route_support
+
+    def with_graphs():
+        support = found()
+        return dataclasses.replace(support, stamper=dataclasses.replace(support.stamper, times_graph_replays=True))
+
+    cls = type("Graph", (DriverGraph,), {})
+    monkeypatch.setattr(route, "route_support", with_graphs)
+    monkeypatch.setattr(graph_replays, "graph_class", lambda: cls)
+    monkeypatch.setattr(graph_replays, "_stream_of", lambda graph: 0x5000)  # torch's current stream, on CUDA
+    yield cls
+    get_backend("device_timer").free()  # the ring and the wrapper
+
+
+def test_a_session_counts_and_times_replays_of_a_graph_captured_before_its_ring(tmp_path, graph_route):
+    kernel = _kernel(tmp_path)  # a Triton kernel alive in the process (the graph's kernels' names)
+    graph = graph_route(["add_kernel", [MEMSET, "add_kernel"], "cublas_gemm"], duration_ns=4_000)
+    T.device_timer_host_event_clock(5_000_000_000)
+    try:
+        sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+        with profiler.scope("replays"):
+            for _ in range(30):
+                graph.replay()
+        with pytest.warns(RuntimeWarning) as caught:
+            profiler.finalize(sid)
+    finally:
+        T.device_timer_host_event_clock(0)
+    meta = _meta(tmp_path)
+    assert meta["device_timer_not_timed_kernels"] == {"add_kernel": {"launches": 60, "reason": unseen_graphs.REASON}}
+    assert meta["device_timer_graph_replays_unseen"] == 30 and meta["device_timer_graph_other_kernels_unseen"] == 30
+    assert meta["device_timer_event_timed_kernels"][unseen_graphs.REPLAY_NAME]["launches"] == 30
+    node = _tree(tmp_path)[("replays", unseen_graphs.REPLAY_NAME)]
+    assert (node["count"], node["time (ns)"]) == (30, 30 * 4_000)
+    assert any("60 launches of 1 Triton kernels got no device time: add_kernel (60)" in str(w.message) for w in caught)
+    assert kernel.name == "add_kernel"
