@@ -232,6 +232,7 @@ void registerDeviceTimerBindings(nb::module_& m) {
   // Drains and frees the ring (its device memory, pinned mirror, stream and worker).
   m.def("device_timer_free", [] { freeRing(); });
   registerEventLaunchBindings(m);
+  registerGraphWalkBindings(m);
 }
 
 #ifdef FLAGTREE_PROFILER_TESTING
@@ -373,6 +374,7 @@ void registerDeviceTimerTesting(nb::module_& testing) {
   testing.def("device_timer_host_capturing", [](uint64_t stream, bool on) { hostOrThrow().setCapturing(stream, on); });
   testing.def("device_timer_host_stream_waits", [] { return route().host ? static_cast<HostRingDevice*>(route().host)->streamWaits_ : 0; });
   registerEventLaunchTesting(testing);
+  registerGraphWalkTesting(testing);
 }
 #endif  // FLAGTREE_PROFILER_TESTING
 

@@ -1,5 +1,6 @@
 // What the device timer's bindings share between their files: the started ring and its device
-// (device_timer_bindings.cpp), and the event-timed launches beside it (event_launch_bindings.cpp).
+// (device_timer_bindings.cpp), the event-timed launches beside it (event_launch_bindings.cpp), and
+// the listing of CUDA graphs' kernels (graph_walk_bindings.cpp).
 #pragma once
 
 namespace nanobind {
@@ -22,5 +23,8 @@ bool makeRingCurrent();
 void stopEventLaunches();
 void registerEventLaunchBindings(nanobind::module_& m);
 void registerEventLaunchTesting(nanobind::module_& testing);
+// The kernel nodes of CUDA graphs (graph_walk_bindings.cpp).
+void registerGraphWalkBindings(nanobind::module_& m);
+void registerGraphWalkTesting(nanobind::module_& testing);
 
 }  // namespace ftp

@@ -70,6 +70,31 @@ def compiled_kernels():
     return [obj for obj in gc.get_objects() if type(obj) is kind]
 
 
+# Modules of torch inductor's static launcher, newest first (its kernels are not CompiledKernels).
+_STATIC_LAUNCHERS = ("torch._inductor.runtime.static_triton_launcher", "torch._inductor.runtime.static_cuda_launcher")
+
+
+def triton_kernel_names():
+    """The names of every Triton kernel alive in this process, from one pass over the objects: each
+    ``CompiledKernel``'s and each of inductor's statically launched kernels' (``name``). Nothing is
+    imported; costs one walk of the heap, so callers keep the result."""
+    kinds = [getattr(sys.modules.get("triton.compiler.compiler"), "CompiledKernel", None)]
+    for module in _STATIC_LAUNCHERS:
+        launcher = sys.modules.get(module)
+        kinds += [getattr(launcher, "StaticallyLaunchedTritonKernel", None),
+                  getattr(launcher, "StaticallyLaunchedCudaKernel", None)]
+    kinds = {kind for kind in kinds if isinstance(kind, type)}
+    if not kinds:
+        return set()
+    names = set()
+    for obj in gc.get_objects():
+        if type(obj) in kinds:  # type(), as compiled_kernels() says why
+            name = getattr(obj, "name", None)
+            if isinstance(name, str):
+                names.add(name)
+    return names
+
+
 def interpreter_module():
     """Triton's interpreter (``triton.runtime.interpreter``; ImportError without Triton): its
     ``InterpretedFunction.run`` is the launch under TRITON_INTERPRET=1 and its

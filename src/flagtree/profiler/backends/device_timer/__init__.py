@@ -30,7 +30,7 @@ from ...triton_glue.launch_hooks import attach, attach_kernel_load_hook, launch_
 from ...native_core import native as _native_module
 from ..base import Backend, BackendUnavailable, SharedUse, device_info_of
 from ..mode import ModeGrammar, Option
-from . import compiler_hook, event_timed, graph_replays, route, untimed
+from . import compiler_hook, event_timed, graph_replays, route, unseen_graphs, untimed
 from . import scopes as kernel_scopes
 from ...kernel_scopes.scopes import InstrumentationState
 
@@ -177,7 +177,7 @@ class DeviceTimerBackend(Backend):
         self._undo.append(native.device_timer.device_timer_drain)
         self._graph_records = graph_records
         if graph_records:  # kept with the ring (graph_replays.py says why), until free()
-            graph_replays.install(native)
+            graph_replays.install(native, unseen=self.untimed.graphs)
         previous = triton_kernels.profile_allocator()
         native.device_timer.device_timer_set_fallback(previous)
         native.device_timer.device_timer_set_thread_device(triton_target.current_device_getter())
@@ -251,7 +251,7 @@ class DeviceTimerBackend(Backend):
         with self._lock:
             session.state.counts_at_start = _ring_stats(_native())
             if self._graph_records:  # torch may have been imported since the ring started
-                graph_replays.install(_native())
+                graph_replays.install(_native(), unseen=self.untimed.graphs)
             session.state.stamped_at_start = compiler_hook.stats["stamped"]
             session.state.untimed_at_start = self.untimed.snapshot()
             if self.scopes is not None:
@@ -328,7 +328,9 @@ class DeviceTimerBackend(Backend):
                           f"{session.metadata_path})", RuntimeWarning, stacklevel=4)
         untimed.warn_graph_losses(stats, self._options, session)
         untimed.warn_untimed(stats, session)
-        event_timed.warn_event_timed(stats, session, lambda text: warnings.warn(text, RuntimeWarning, stacklevel=4))
+        warn = lambda text: warnings.warn(text, RuntimeWarning, stacklevel=4)  # noqa: E731
+        event_timed.warn_event_timed(stats, session, warn)
+        unseen_graphs.warn_unlisted(stats, session, warn)
         return stats
 
     def _scope_stats(self, session):

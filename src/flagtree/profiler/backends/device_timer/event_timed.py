@@ -15,8 +15,9 @@ import types
 
 EVENT_PAIRS = 1024  # launches awaiting a drain; one more waits for it (counted, nothing dropped)
 # Where a launcher of each launch_sight kind takes its stream: Triton's launcher
-# (grid x, grid y, grid z, stream, function, ...); inductor's launchers the keyword `stream`.
-STREAM_AT = {"kernel": 3, "inductor": -1, "inductor-static": -1}
+# (grid x, grid y, grid z, stream, function, ...); inductor's launchers the keyword `stream`; a
+# replay of a CUDA graph captured before the ring (unseen_graphs.py) is called (stream, graph, ...).
+STREAM_AT = {"kernel": 3, "inductor": -1, "inductor-static": -1, "graph-replay": 0}
 CAPTURED = "launched while its stream captured a CUDA graph (events there would be graph nodes)"
 NO_EVENTS = "its events could not be recorded (another device, an unknown stream argument, or an event failed)"
 

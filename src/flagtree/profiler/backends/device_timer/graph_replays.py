@@ -12,7 +12,9 @@ learns both ends (csrc/backends/device_timer/graph_replays.h):
 
 Record r of each descriptor is then filed under replay r's context -> ``<captured_at>`` ->
 capture path, on replay r's stream. A graph not captured through the wrapper, or also launched
-another way (a raw ``cudaGraphLaunch``), keeps the capture context only.
+another way (a raw ``cudaGraphLaunch``), keeps the capture context only. A replay of a graph whose
+capture the wrapper did not see (captured before the ring started) goes to unseen_graphs.py,
+which counts its kernels by name (their launches carry no usable stamps).
 
 The wrapper stays in place while the ring does (from the first session to ``free()``), across
 sessions: a replay between two sessions must still be counted, or the ordinals of the later
@@ -23,10 +25,13 @@ import functools
 import sys
 import threading
 
+from .unseen_graphs import ATTR as UNSEEN
+
 LABEL = "_flagtree_profiler_graph_label"  # the capture's label, on the CUDAGraph instance
 _WRAPPED = ("capture_begin", "capture_end", "replay")
 _lock = threading.Lock()
 _installed = {}  # class -> {method name: what the class itself held (None: inherited)}
+_unseen = [None]  # the UnseenGraphs replays of unlabelled graphs go to (None: launched as they are)
 
 
 def graph_class():
@@ -38,9 +43,11 @@ def graph_class():
     return cls if isinstance(cls, type) else None
 
 
-def install(native, cls=None, stream_of=None):
+def install(native, cls=None, stream_of=None, unseen=None):
     """Wraps ``cls`` (default: torch.cuda.CUDAGraph; ``stream_of(graph)``: the stream a replay
-    goes to, default torch's current stream) once; True when it is wrapped now."""
+    goes to, default torch's current stream) once; True when it is wrapped now. ``unseen`` (an
+    unseen_graphs.UnseenGraphs, or None) takes the replays of graphs captured unseen from now on."""
+    _unseen[0] = unseen
     cls = cls if cls is not None else graph_class()
     if cls is None:
         return False
@@ -72,6 +79,7 @@ def uninstall():
                 else:
                     setattr(cls, name, held)
         _installed.clear()
+        _unseen[0] = None
 
 
 def _stream_of(graph):
@@ -89,6 +97,7 @@ def _wrappers(device_timer, originals, stream_of):
         label = device_timer.device_timer_graph_capture_begin()
         try:
             setattr(self, LABEL, label)
+            self.__dict__.pop(UNSEEN, None)  # a graph captured again is seen now
         except AttributeError:  # an instance without a __dict__: its replays stay unlabelled
             pass
         try:
@@ -109,6 +118,8 @@ def _wrappers(device_timer, originals, stream_of):
         label = getattr(self, LABEL, 0)
         if label:
             device_timer.device_timer_graph_replay(label, stream_of(self))
+        elif _unseen[0] is not None:  # captured before the ring: counted by kernel name
+            return _unseen[0].replay(self, replay, args, kwargs, stream_of)
         return replay(self, *args, **kwargs)
 
     wrappers = {"capture_begin": capture_begin, "capture_end": capture_end, "replay": replay_}

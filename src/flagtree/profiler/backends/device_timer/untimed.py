@@ -16,7 +16,7 @@ import warnings
 import weakref
 
 from ...triton_glue import launch_sight, restamp
-from . import compiler_hook, event_timed, stampers
+from . import compiler_hook, event_timed, stampers, unseen_graphs
 
 NOT_STAMPED = ("compiled without the device timer's stamps (before the session, in another process, "
                "or loaded from a cache by a library): not timed")
@@ -99,6 +99,7 @@ class UntimedLaunches:
         self.sight = None
         self.stamps = None  # FirstSightStamps of the ring's stamps, kept while their parameters hold
         self.events = None  # event_timed.EventTimed while unstampable launches are event-timed
+        self.graphs = unseen_graphs.UnseenGraphs()  # replays of graphs captured before the ring
 
     def install(self, native=None, plane_bytes=0, lanes=0, records=0, stamper=None, events=None):
         """With the ring's stamp parameters (`stamper` not None): kernels are stamped at first
@@ -110,7 +111,7 @@ class UntimedLaunches:
             if self.stamps is None or (self.stamps.native, *self.stamps.params, self.stamps.stamper) != params:
                 self.stamps = FirstSightStamps(*params)
             decide = self.stamps.decide
-        self.events = events
+        self.events = self.graphs.events = events
         self.sight = launch_sight.LaunchSight(decide, fallback=events.wrap if events is not None else None)
         self.sight.install()
 
@@ -118,6 +119,7 @@ class UntimedLaunches:
         if self.sight is not None:
             self.sight.uninstall()
             self.sight = None
+        self.graphs.events = None  # replays between sessions are counted, not timed
 
     def snapshot(self):
         """{kernel name: launches counted} now, and the kernels stamped at first sight under
@@ -127,7 +129,8 @@ class UntimedLaunches:
         self.sight.see_inductor()  # torch's inductor may have been imported since the route went in
         counts = {name: count for name, (count, _) in self.sight.counts().items()}
         events = self.events.counts() if self.events is not None else {}
-        return counts | {"<stamped>": self.stamps.count if self.stamps else 0, "<events>": events}
+        return counts | {"<stamped>": self.stamps.count if self.stamps else 0, "<events>": events,
+                         "<graphs>": self.graphs.counts()}
 
     def session_stats(self, at_start):
         """The metadata's part since `at_start` (a snapshot): launches counted and launches event-timed,
@@ -142,15 +145,16 @@ class UntimedLaunches:
                 kernels[name] = {"launches": launches, "reason": reason}
         events = self.events.counts() if self.events is not None else {}
         timed, untimed = event_timed.session_stats(events, at_start.get("<events>", {}))
-        for name, entry in untimed.items():  # a name counted both ways keeps the counted reason
+        graphs, replayed = unseen_graphs.session_stats(self.graphs.counts(), at_start.get("<graphs>"))
+        for name, entry in [*untimed.items(), *replayed.items()]:  # a name counted twice keeps the first reason
             known = kernels.setdefault(name, {"launches": 0, "reason": entry["reason"]})
             known["launches"] += entry["launches"]
         stamped = (self.stamps.count if self.stamps else 0) - at_start.get("<stamped>", 0)
-        return {"device_timer_launches_not_timed": sum(k["launches"] for k in kernels.values()),
-                "device_timer_not_timed_kernels": kernels,
-                "device_timer_kernels_stamped_at_first_launch": stamped,
-                "device_timer_event_timed_kernels": timed,
-                "device_timer_launch_doors": list(self.sight.doors)}
+        return graphs | {"device_timer_launches_not_timed": sum(k["launches"] for k in kernels.values()),
+                         "device_timer_not_timed_kernels": kernels,
+                         "device_timer_kernels_stamped_at_first_launch": stamped,
+                         "device_timer_event_timed_kernels": timed,
+                         "device_timer_launch_doors": list(self.sight.doors)}
 
 
 def warn_untimed(stats, session):
