@@ -54,7 +54,7 @@ bool streamOf(const Entry& e, nb::tuple args, nb::dict kwargs, uint64_t& stream)
   PyObject* value = nullptr;
   if (e.streamAt >= 0) {
     if (size_t(e.streamAt) >= args.size()) return false;
-    value = PyTuple_GET_ITEM(args.ptr(), e.streamAt);
+    value = PyTuple_GetItem(args.ptr(), e.streamAt);
   } else {
     value = PyDict_GetItemString(kwargs.ptr(), "stream");
     if (!value) return false;
@@ -69,8 +69,8 @@ bool streamOf(const Entry& e, nb::tuple args, nb::dict kwargs, uint64_t& stream)
 void gridOf(const Entry& e, nb::tuple args, int32_t grid[3]) {
   if (e.streamAt != 3) return;
   for (int i = 0; i < 3; ++i) {
-    PyObject* value = PyTuple_GET_ITEM(args.ptr(), i);
-    grid[i] = PyLong_Check(value) ? int32_t(PyLong_AsLong(value)) : 0;
+    PyObject* value = PyTuple_GetItem(args.ptr(), i);  // the stable ABI has no GET_ITEM macro
+    grid[i] = value && PyLong_Check(value) ? int32_t(PyLong_AsLong(value)) : 0;
   }
   PyErr_Clear();
 }
