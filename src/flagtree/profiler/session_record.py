@@ -29,6 +29,7 @@ class Session:
         self.nvtx = False
         self.parts = []  # paths of the parts written so far
         self.part_steps = []  # per part: its step numbers (schedule.py), None when unscheduled
+        self.part_jobs = []  # per part handed over or written: part_writer.PartJob (times, errors)
         self.stepping = None  # schedule.py's Stepping of a session started with schedule=
         self.written = []  # what finalize wrote, in order (a write cut short says what is there)
         self.timer_stop = None  # threading.Event of the periodic-part thread, if any
