@@ -4,6 +4,9 @@ reported, the number of parts waiting is bounded, and memory stays flat over a l
 The writer is made observably slow through part_writer.hold, its seam for tests."""
 import os
 import shutil
+import subprocess
+import sys
+import textwrap
 import threading
 
 import pytest
@@ -15,6 +18,7 @@ from support.kernels import launch_add, tensors
 from support.profiles import kernel_counts, load_json, load_tree, metrics_by_path
 
 WAIT_S = 30  # a bound on waits that end at once when the code works
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(autouse=True)
@@ -214,3 +218,28 @@ def test_a_taken_part_leaves_the_session_and_is_written_once(tmp_path):
     metrics = {p: m for p, m in metrics_by_path(tmp_path / "n.hatchet").items() if p[-1] == "k"}
     assert metrics[("after", "k")]["count"] == 1 and "count" not in metrics[("before", "k")]
     assert not os.path.exists(tmp_path / "again.hatchet")
+
+
+def test_interpreter_exit_waits_for_pending_parts(tmp_path):
+    # A script that never finalizes, whose writer is slow: its atexit finalize waits for every part.
+    script = tmp_path / "leaves.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {TESTS!r})
+        import flagtree.profiler as profiler
+        from flagtree.profiler import part_writer
+        from support.kernels import launch_add, tensors
+        part_writer.hold = lambda job: time.sleep(0.3)
+        x, y, out = tensors()
+        sid = profiler.start("x", schedule=profiler.schedule(active=1))
+        for _ in range(3):
+            launch_add(x, y, out)
+            profiler.step(sid)
+    """))
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    parts = [f"x.part{k}.hatchet" for k in (1, 2, 3, 4)]
+    assert load_json(tmp_path / "x.meta.json")["parts"] == parts
+    assert [sum(kernel_counts(load_tree(tmp_path / p)[0]).values()) for p in parts] == [1, 1, 1, 0]
