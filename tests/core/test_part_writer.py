@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import warnings
 
 import pytest
 
@@ -156,11 +157,14 @@ def test_a_failed_write_is_warned_of_and_raised_at_finalize(tmp_path):
     folder.mkdir()
     with pytest.warns(UserWarning, match=r"writing part .*e\.part1\.hatchet failed, its data are lost"):
         (kept,) = profiler.flush_part(sid)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # warned of once
+        profiler.flush_part(sid)
     with pytest.raises(RuntimeError, match=r"1 parts of session .* were not written"):
         profiler.finalize(sid)
     assert not os.path.exists(lost) and os.path.exists(kept)
     meta = load_json(folder / "e.meta.json")
-    assert meta["parts"] == [kept, str(folder / "e.part3.hatchet")]
+    assert meta["parts"] == [kept] + [str(folder / f"e.part{k}.hatchet") for k in (3, 4)]
     assert [f["path"] for f in meta["failed_parts"]] == [lost]
     assert len(meta["part_times"]) == len(meta["parts"])
 

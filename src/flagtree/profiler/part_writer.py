@@ -23,10 +23,15 @@ MAX_PENDING = 4
 hold = None
 
 
+# Parts whose write failed and that nobody has warned of yet (session_outputs.py takes them).
+failed = []
+
+
 class PartJob:
     """One part: its path, the taken data until written, and what the metadata says of it."""
 
-    def __init__(self, path, steps, taken=None, request=None):
+    def __init__(self, owner, path, steps, taken=None, request=None):
+        self.owner = owner  # the Session whose part it is
         self.path = path
         self.steps = steps  # the scheduled steps it holds (schedule_steps.py), None when unscheduled
         self.taken = taken  # native.dump.TakenPart, dropped once written
@@ -35,7 +40,6 @@ class PartJob:
         self.queue_wait_ns = 0  # of which waiting for room among the MAX_PENDING
         self.write_ns = None  # the write on the writer thread
         self.error = None
-        self.reported = False  # warned of already
         self.finished = taken is None  # written or failed (set by the writer thread)
 
     def times(self):
@@ -101,6 +105,7 @@ def _write(job):
         job.write_ns = native.core.monotonic_ns() - began
     except Exception as error:  # kept on the part: reported by session.py, raised by finalize
         job.error = error
+        failed.append(job)
     finally:  # its memory goes now (TakenPart.write frees the data once written, too)
         job.taken = job.request = None
 

@@ -47,7 +47,7 @@ def _hand_over_part(s, began):
     """On the caller's thread, only what is ordered with the program: the part's data taken out
     of the session (the flush is done); `began`: when the window closed."""
     path, steps, other = _next_part(s)
-    job = PartJob(path, steps, native.dump.session_take_part(s.slot), profile_request(s, other))
+    job = PartJob(s, path, steps, native.dump.session_take_part(s.slot), profile_request(s, other))
     s.part_jobs.append(job)
     s.parts.append(path)
     s.part_steps.append(steps)
@@ -59,7 +59,7 @@ def _hand_over_part(s, began):
 def write_part(s, device_shift_ns=None):
     """Finalize's last part, written here. `device_shift_ns`: what the metadata states."""
     path, steps, other = _next_part(s)
-    job = PartJob(path, steps)
+    job = PartJob(s, path, steps)
     began = native.core.monotonic_ns()
     write_profile(s, path, part=True, other_data=other, device_shift_ns=device_shift_ns)
     job.write_ns = job.caller_ns = native.core.monotonic_ns() - began
@@ -70,12 +70,15 @@ def write_part(s, device_shift_ns=None):
 
 
 def warn_of_failed_parts(sessions):
-    """Warns once of each part of `sessions` whose write failed on the writer thread."""
-    for job in (j for s in sessions for m in members(s) for j in m.part_jobs if j.finished):
-        if job.error is not None and not job.reported:
-            job.reported = True
-            warnings.warn(f"flagtree.profiler: writing part {safe(job.path)} failed, its data are lost: "
-                          f"{safe(str(job.error))}", stacklevel=3)
+    """Warns once of each part of `sessions` whose write failed on the writer thread. Called at
+    every step(): with no failure, one look at an empty list."""
+    if not part_writer.failed:
+        return
+    owners = {id(m) for s in sessions for m in members(s)}
+    for job in [j for j in part_writer.failed if id(j.owner) in owners]:
+        part_writer.failed.remove(job)
+        warnings.warn(f"flagtree.profiler: writing part {safe(job.path)} failed, its data are lost: "
+                      f"{safe(str(job.error))}", stacklevel=3)
 
 
 def _settle_parts(s):
@@ -83,6 +86,8 @@ def _settle_parts(s):
     parts lists (their files are not there). Returns the failures."""
     part_writer.wait(j for m in members(s) for j in m.part_jobs)
     failed = [j for m in members(s) for j in m.part_jobs if j.error is not None]
+    for job in (j for j in failed if j in part_writer.failed):  # said in finalize's raise instead
+        part_writer.failed.remove(job)
     for m in members(s):
         m.parts = [j.path for j in m.part_jobs if j.error is None]
         m.part_steps = [j.steps for j in m.part_jobs if j.error is None]
