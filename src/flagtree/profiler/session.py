@@ -203,9 +203,13 @@ def step(session_id=None):
     """Ends one step of every scheduled session (or of this one): schedule_steps.py. Returns the
     parts handed to the writer thread (as flush_part). Sessions started without schedule= are
     left alone: with none, a no-op."""
-    if ranks.profiling_off() or session_id == -1:
+    if session_id == -1:
         return []
     with _lock:
+        # Called every step of a serving loop: the environment (profiling_off, microseconds a
+        # call) is read only when no session is open; an open one was started with profiling on.
+        if not _sessions and ranks.profiling_off():
+            return []
         written = []
         targets = [s for s in _targets(session_id) if s.stepping is not None]
         warn_of_failed_parts(targets)
