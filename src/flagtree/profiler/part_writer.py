@@ -12,6 +12,7 @@ what is open, loses nothing. A failed write is kept on its part: session.py warn
 next step() or flush_part(), and finalize raises it.
 """
 import os
+import queue
 import threading
 
 from .native_core import native
@@ -49,43 +50,40 @@ class PartJob:
 
 class _Writer:
     def __init__(self):
-        self.room = threading.BoundedSemaphore(MAX_PENDING)
-        self.ready = threading.Condition()  # guards pending; notified on a new or a finished part
-        self.pending = []  # handed over, not yet written, oldest first
+        self.jobs = queue.SimpleQueue()  # the hand-over: C-level, so a caller's put is short
+        self.lock = threading.Lock()
+        self.written = threading.Condition(self.lock)  # notified as each part is written
+        self.pending = []  # handed over, not yet written, oldest first (under lock)
         self.thread = None
 
     def submit(self, job):
         """Hands `job` over; waits while MAX_PENDING parts are pending. Returns the ns waited."""
         waited = 0
-        if not self.room.acquire(blocking=False):
-            began = native.core.monotonic_ns()
-            self.room.acquire()
-            waited = native.core.monotonic_ns() - began
-        with self.ready:
+        with self.lock:
+            if len(self.pending) >= MAX_PENDING:
+                began = native.core.monotonic_ns()
+                self.written.wait_for(lambda: len(self.pending) < MAX_PENDING)
+                waited = native.core.monotonic_ns() - began
             self.pending.append(job)
             if self.thread is None:
                 self.thread = threading.Thread(target=self._run, name="flagtree-profiler-writer", daemon=True)
                 self.thread.start()
-            self.ready.notify()
+        self.jobs.put(job)
         return waited
 
     def _run(self):
         while True:
-            with self.ready:
-                while not self.pending:
-                    self.ready.wait()
-                job = self.pending[0]
+            job = self.jobs.get()
             _write(job)
-            with self.ready:
-                self.pending.pop(0)
+            with self.lock:
+                self.pending.remove(job)
                 job.finished = True
-                self.ready.notify_all()
-            self.room.release()
+                self.written.notify_all()
 
     def wait(self, jobs):
-        with self.ready:
+        with self.lock:
             for job in jobs:
-                self.ready.wait_for(lambda job=job: job.finished)
+                self.written.wait_for(lambda job=job: job.finished)
 
     def forked(self):
         """In a forked child: the parent's writer thread is not here; its pending parts fail."""
