@@ -105,6 +105,31 @@ def test_finalize_waits_for_pending_parts_and_times_each_part(tmp_path):
     assert sum(kernel_counts(load_tree(first)[0]).values()) == 1
 
 
+def test_flush_part_waits_when_asked(tmp_path):
+    gate = hold_writer()
+    sid = profiler.start(str(tmp_path / "w"))
+    _record("k")
+    threading.Timer(0.2, gate.opened.set).start()
+    (path,) = profiler.flush_part(sid, wait=True)
+    assert gate.entered.is_set() and os.path.exists(path)
+    assert kernel_counts(load_tree(path)[0]) == {("k",): 1}
+
+
+def test_flush_part_that_waits_raises_a_failed_write(tmp_path):
+    folder = tmp_path / "gone"
+    folder.mkdir()
+    sid = profiler.start(str(folder / "w"))
+    shutil.rmtree(folder)
+    with pytest.raises(RuntimeError, match=r"writing part .*w\.part1\.hatchet failed, its data are lost"):
+        profiler.flush_part(sid, wait=True)
+    folder.mkdir()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # raised already: not warned of again
+        profiler.flush_part(sid)
+    with pytest.raises(RuntimeError, match=r"1 parts of session"):
+        profiler.finalize(sid)
+
+
 def test_parts_are_written_in_order(tmp_path):
     x, y, out = tensors()
     gate = hold_writer()

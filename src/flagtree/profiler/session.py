@@ -30,7 +30,7 @@ from .hooks import inheritance, nvtx
 from .paths import check_writable, output_paths
 # CONTEXTS, DATA_KINDS and HOOKS are also read from here (the command's option choices).
 from .session_checks import CONTEXTS, DATA_KINDS, HOOKS, check_arguments, check_issued, PROTON_WORDS  # noqa: F401
-from .session_outputs import warn_of_failed_parts, write_outputs, write_parts
+from .session_outputs import raise_failed_parts, wait_for_parts, warn_of_failed_parts, write_outputs, write_parts
 from . import schedule_steps as scheduling
 from .session_record import Session
 from .run_group import join, members, split_data, start_run_id
@@ -177,17 +177,23 @@ def _start_timer(session, interval):
     thread.start()
 
 
-def flush_part(session_id=None):
+def flush_part(session_id=None, *, wait=False):
     """Writes what one session (or every open one) collected since its previous part to
     ``<name>.part<k>.hatchet`` (``.chrome_trace`` for data="trace") and frees it, so that a long
     run keeps bounded memory. Waits for the device (a flush) and takes the data out; the file is
-    written on the writer thread (part_writer.py). Returns the parts' paths."""
+    written on the writer thread (part_writer.py). Returns the parts' paths; with `wait`, once
+    the sessions' parts are written (a failed write raises RuntimeError)."""
     if ranks.profiling_off() or session_id == -1:
         return []
     with _lock:
         targets = _targets(session_id)
         warn_of_failed_parts(targets)
-        return write_parts(targets, _sessions.values())
+        written = write_parts(targets, _sessions.values())
+    if wait:
+        failed = wait_for_parts(targets)  # the lock is free meanwhile: other threads' steps go on
+        with _lock:
+            raise_failed_parts(failed)
+    return written
 
 
 def _targets(session_id):

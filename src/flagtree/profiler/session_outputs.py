@@ -81,6 +81,25 @@ def warn_of_failed_parts(sessions):
                       f"{safe(str(job.error))}", stacklevel=3)
 
 
+def wait_for_parts(sessions):
+    """flush_part(wait=True): returns once every part of `sessions` is written; a failed one not
+    warned of yet is raised here instead (RuntimeError). Not under session.py's lock."""
+    jobs = [j for s in sessions for m in members(s) for j in m.part_jobs]
+    part_writer.wait(jobs)
+    return [j for j in jobs if j in part_writer.failed]
+
+
+def raise_failed_parts(failed):
+    """What wait_for_parts found failed: taken off the warning list and raised (a step() on
+    another thread may have warned of some meanwhile). Under session.py's lock."""
+    failed = [j for j in failed if j in part_writer.failed]
+    for job in failed:
+        part_writer.failed.remove(job)
+    if failed:
+        raise RuntimeError(f"flagtree.profiler: writing part {safe(failed[0].path)} failed, its data are lost: "
+                           f"{safe(str(failed[0].error))}" + (f" ({len(failed)} parts)" if len(failed) > 1 else ""))
+
+
 def _settle_parts(s):
     """At finalize: waits for the run's parts on the writer thread; the failed ones leave the
     parts lists (their files are not there). Returns the failures."""
