@@ -7,7 +7,7 @@ of 20 recorded steps, which the writer thread writes while the loop goes on.
     python bench/serving_loop.py --duration 120 --out bench/results/serving_loop-<date>-h200.json
 
 On the CPU (no GPU, or --cpu) Triton's interpreter runs the kernels and the interpreter backend
-records them; a step takes tens of ms there, so the CPU defaults are a smaller model and a
+records them; a step is slow there, so the CPU defaults are a smaller model and a
 window of 2 steps every 50 (the same share of recorded steps).
 
 Two phases in this one process:
@@ -239,7 +239,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=300.0 if CUDA else 60.0, help="seconds, both phases")
     parser.add_argument("--block", type=int, default=2000 if CUDA else 100, help="steps of one interleaved block")
-    # Triton's interpreter makes a CPU step tens of ms: the CPU run keeps the windows' share of
+    # Triton's interpreter makes a CPU step slow: the CPU run keeps the windows' share of
     # steps (4%) in a shorter cycle.
     parser.add_argument("--wait", type=int, default=480 if CUDA else 48, help="unrecorded steps before a window")
     parser.add_argument("--active", type=int, default=20 if CUDA else 2, help="recorded steps of a window")

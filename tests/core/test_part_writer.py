@@ -205,7 +205,7 @@ def _record(name):
 
 
 # 100,000 steps, a window of 20 every 500 (200 parts of each kind), 100 records a recorded step:
-# kept unfreed, the trace's 400,000 events would grow the process by about 20 MiB. What may grow
+# kept unfreed, the trace's 400,000 events would outgrow the limit (docs/performance.md). What may grow
 # is the per-part bookkeeping the metadata lists (paths, steps, times): kilobytes a part.
 STEPS, RECORDS, GROWTH_LIMIT = 100_000, 100, 8 << 20
 

@@ -7,10 +7,11 @@ over.
 Memory stays bounded: at most MAX_PENDING parts wait to be written (the one being written among
 them). A caller that would hand over one more waits, holding its part, until the oldest is
 written; the time it waited is kept on its part (``queue_wait_ns`` in the metadata's
-``part_times``). It takes its part before it waits: the part holds what came before the flush. finalize() waits for a session's parts
-before it writes the rest (session_outputs.write_outputs), so interpreter exit, which finalizes
-what is open, loses nothing. A failed write is kept on its part: session.py warns of it at the
-next step() or flush_part(), and finalize raises it.
+``part_times``). It takes its part before it waits: the part holds what came before the flush.
+finalize() waits for a session's parts before it writes the rest (session_outputs.write_outputs),
+so interpreter exit, which finalizes what is open, loses nothing. A failed write is kept on its
+part: session.py warns of it at the next step() or flush_part() (flush_part(wait=True) raises
+it), and finalize raises it.
 """
 import os
 import queue

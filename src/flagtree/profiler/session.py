@@ -7,8 +7,8 @@ session) writes what a session collected since its previous part to ``<name>.par
 (or ``.chrome_trace``), k = 1, 2, ..., and frees it: the tree keeps its nodes (threads cache
 their ids) with their metrics zeroed, and empty nodes are left out of the part; the trace's event
 store is emptied. The caller's thread only flushes and takes the data out; part_writer.py's thread
-writes the file, and finalize waits for it. Once a session has written a part, its finalize writes the rest as the last part
-and no ``<name>.hatchet``; the metadata file lists every part under ``parts``. Merging all parts
+writes the file, and finalize waits for it. Once a session has written a part, its finalize writes
+the rest as the last part and no ``<name>.hatchet``; the metadata file lists every part under ``parts``. Merging all parts
 (``flagtree-profiler-viewer name.part*.hatchet``) gives the totals of an unsplit run. File names: paths.py.
 
 Interpreter exit: sessions still open when the interpreter exits are finalized by an atexit
@@ -212,8 +212,8 @@ def step(session_id=None):
     if session_id == -1:
         return []
     with _lock:
-        # Called every step of a serving loop: the environment (profiling_off, microseconds a
-        # call) is read only when no session is open; an open one was started with profiling on.
+        # Called every step of a serving loop: the environment (profiling_off reads two variables)
+        # is read only when no session is open; an open one was started with profiling on.
         if not _sessions and ranks.profiling_off():
             return []
         written = []
