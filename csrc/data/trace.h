@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "data/records.h"
@@ -47,6 +48,10 @@ class ChunkedVector {
   size_t size() const { return size_; }
   const T& operator[](size_t i) const { return chunks_[i / kChunk][i % kChunk]; }
   T& operator[](size_t i) { return chunks_[i / kChunk][i % kChunk]; }
+  void swap(ChunkedVector& other) {
+    chunks_.swap(other.chunks_);
+    std::swap(size_, other.size_);
+  }
   void clear() {
     chunks_.clear();
     chunks_.shrink_to_fit();

@@ -39,6 +39,11 @@ void Tree::zeroMetrics() {
   for (TreeNode& n : nodes_) n.metrics = NodeMetrics{};
 }
 
+void Tree::copyForWrite(const Tree& from) {
+  nodes_ = from.nodes_;
+  configs_ = from.configs_;
+}
+
 uint32_t Tree::child(uint32_t parent, NodeKind kind, uint32_t name) {
   Key key{parent, name, kind};
   auto it = children_.find(key);

@@ -60,6 +60,10 @@ class Tree {
   // parts: the next export holds only what arrived since. Caller holds the lock.
   void zeroMetrics();
 
+  // Copies the nodes and launch configs of `from` (both locks held by the caller), not its
+  // lookup maps: the copy is a part's snapshot, only written, never added to.
+  void copyForWrite(const Tree& from);
+
   // Guards every method below; callers batch work under one lock.
   std::mutex& mutex() { return mutex_; }
 

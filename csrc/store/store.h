@@ -62,6 +62,12 @@ class DataStore {
   // Writes the store through the writer of its file kind (atomically); returns the number of
   // nodes or device events written. Throws std::runtime_error on failure, keeping the data.
   virtual uint64_t write(const OutputRequest& request) = 0;
+  // A part taken out: a store of the same kind holding what was collected since the previous
+  // part, which this one forgets as a written part would (tree: metrics zeroed, nodes kept;
+  // trace: events emptied). Taken under the lock in time proportional to the tree's nodes (the
+  // trace's events are swapped, not copied); the taker writes it later, on any thread, with
+  // request.part set, while this store goes on collecting.
+  virtual std::unique_ptr<DataStore> takePart() = 0;
   // Frees the data once written (the session is closed).
   virtual void release() = 0;
 

@@ -121,6 +121,19 @@ uint64_t TraceStore::write(const OutputRequest& request) {
   return written;
 }
 
+std::unique_ptr<DataStore> TraceStore::takePart() {
+  auto taken = std::make_unique<TraceStore>(format_);
+  std::lock_guard<std::mutex> lock(mutex());
+  taken->tree_.copyForWrite(tree_);  // names the events' contexts
+  taken->meanMetrics_ = meanMetrics_;
+  taken->extras_ = extras_;  // kept here too, as a written part keeps them
+  taken->device_.swap(device_);
+  taken->scopes_.swap(scopes_);
+  taken->shiftedNs_ = shiftedNs_;
+  clearEvents();
+  return taken;
+}
+
 void TraceStore::clearEvents() {
   device_.clear();
   scopes_.clear();

@@ -23,6 +23,7 @@ class TraceStore final : public DataStore {
   void attachExtra(uint32_t correlation, LaunchExtra&& extra) override;
   uint64_t settleExtras() override;
   uint64_t write(const OutputRequest& request) override;
+  std::unique_ptr<DataStore> takePart() override;
   void release() override;
   uint32_t recordNode(uint32_t context, uint32_t state, RecordKind kind, uint32_t name) override;
   void holdRow(uint32_t node, const Metrics& metrics) override;

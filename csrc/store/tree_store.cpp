@@ -106,6 +106,16 @@ uint64_t TreeStore::write(const OutputRequest& request) {
   return written;
 }
 
+std::unique_ptr<DataStore> TreeStore::takePart() {
+  auto taken = std::make_unique<TreeStore>();
+  std::lock_guard<std::mutex> lock(mutex());
+  taken->tree_.copyForWrite(tree_);
+  taken->meanMetrics_ = meanMetrics_;
+  taken->meanAttachments_.swap(meanAttachments_);
+  tree_.zeroMetrics();  // as a written part: the next one holds only what arrives from now on
+  return taken;
+}
+
 void TreeStore::release() {
   std::lock_guard<std::mutex> lock(mutex());
   tree_.reset();

@@ -173,7 +173,7 @@ def test_a_flush_stays_subscribed_and_waits_for_the_reports(standin, tmp_path):
     triton_launch(standin, "add_kernel")
     syncs, unprofiled = standin.standin_state(STATE_SYNCS), standin.standin_state(STATE_UNPROFILED)
     try:
-        (part,) = profiler.flush_part()
+        (part,) = profiler.flush_part(wait=True)
         assert standin.standin_state(STATE_UNPROFILED) == unprofiled  # no gap: nothing launched unrecorded
     finally:
         standin.standin_launch_at_unsubscribe(None)

@@ -104,3 +104,10 @@ def test_start_rejects_what_schedule_did_not_make(tmp_path):
     with pytest.raises(ValueError, match="schedule= takes"):
         profiler.start(str(tmp_path / "b"), schedule=lambda step: True)
     assert profiler.session.open_sessions() == []
+
+
+def test_step_of_an_unknown_session_raises_unless_profiling_is_off(tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match="no open profiling session"):
+        profiler.step(12345)
+    monkeypatch.setenv("FLAGTREE_PROFILER_DISABLE", "1")
+    assert profiler.step(12345) == [] and profiler.step() == []

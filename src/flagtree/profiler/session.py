@@ -6,8 +6,9 @@ Parts (long runs): ``flush_part()`` (or, with FLAGTREE_PROFILER_PERIODIC_S, a ti
 session) writes what a session collected since its previous part to ``<name>.part<k>.hatchet``
 (or ``.chrome_trace``), k = 1, 2, ..., and frees it: the tree keeps its nodes (threads cache
 their ids) with their metrics zeroed, and empty nodes are left out of the part; the trace's event
-store is emptied. Once a session has written a part, its finalize writes the rest as the last part
-and no ``<name>.hatchet``; the metadata file lists every part under ``parts``. Merging all parts
+store is emptied. The caller's thread only flushes and takes the data out; part_writer.py's thread
+writes the file, and finalize waits for it. Once a session has written a part, its finalize writes
+the rest as the last part and no ``<name>.hatchet``; the metadata file lists every part under ``parts``. Merging all parts
 (``flagtree-profiler-viewer name.part*.hatchet``) gives the totals of an unsplit run. File names: paths.py.
 
 Interpreter exit: sessions still open when the interpreter exits are finalized by an atexit
@@ -29,7 +30,7 @@ from .hooks import inheritance, nvtx
 from .paths import check_writable, output_paths
 # CONTEXTS, DATA_KINDS and HOOKS are also read from here (the command's option choices).
 from .session_checks import CONTEXTS, DATA_KINDS, HOOKS, check_arguments, check_issued, PROTON_WORDS  # noqa: F401
-from .session_outputs import write_outputs, write_parts
+from .session_outputs import raise_failed_parts, wait_for_parts, warn_of_failed_parts, write_outputs, write_parts
 from . import schedule_steps as scheduling
 from .session_record import Session
 from .run_group import join, members, split_data, start_run_id
@@ -169,6 +170,7 @@ def _start_timer(session, interval):
             with _lock:
                 if stop.is_set() or _sessions.get(session.id) is not session:
                     return
+                warn_of_failed_parts([session])  # the previous periodic part's, if it failed
                 try:
                     write_parts([session], _sessions.values())
                 except Exception as error:  # the program goes on; the next part tries again
@@ -178,14 +180,23 @@ def _start_timer(session, interval):
     thread.start()
 
 
-def flush_part(session_id=None):
+def flush_part(session_id=None, *, wait=False):
     """Writes what one session (or every open one) collected since its previous part to
     ``<name>.part<k>.hatchet`` (``.chrome_trace`` for data="trace") and frees it, so that a long
-    run keeps bounded memory. Returns the paths written. Waits for the device first (a flush)."""
+    run keeps bounded memory. Waits for the device (a flush) and takes the data out; the file is
+    written on the writer thread (part_writer.py). Returns the parts' paths; with `wait`, once
+    the sessions' parts are written (a failed write raises RuntimeError)."""
     if ranks.profiling_off() or session_id == -1:
         return []
     with _lock:
-        return write_parts(_targets(session_id), _sessions.values())
+        targets = _targets(session_id)
+        warn_of_failed_parts(targets)
+        written = write_parts(targets, _sessions.values())
+    if wait:
+        failed = wait_for_parts(targets)  # the lock is free meanwhile: other threads' steps go on
+        with _lock:
+            raise_failed_parts(failed)
+    return written
 
 
 def _targets(session_id):
@@ -198,16 +209,22 @@ def _targets(session_id):
 
 
 def step(session_id=None):
-    """Ends one step of every scheduled session (or of this one): schedule.py. Returns the
-    parts written. Sessions started without schedule= are left alone: with none, a no-op.
-    An armed trigger (trigger.py) counts every step, whatever the id: its windows open and
-    close here; it runs before the lock is taken, since its watcher thread takes its own lock
-    and then this one."""
+    """Ends one step of every scheduled session (or of this one): schedule_steps.py. Returns the
+    parts handed to the writer thread (as flush_part). Sessions started without schedule= are
+    left alone: with none, a no-op. An armed trigger (trigger.py) counts every step, whatever
+    the id: its windows open and close here; it runs before the lock is taken, since its watcher
+    thread takes its own lock and then this one."""
     written = [path for listener in list(step_listeners) for path in listener()]
-    if ranks.profiling_off() or session_id == -1:
+    if session_id == -1:
         return written
     with _lock:
-        for s in (s for s in _targets(session_id) if s.stepping is not None):
+        # Called every step of a serving loop: the environment (profiling_off reads two variables)
+        # is read only when no session is open; an open one was started with profiling on.
+        if not _sessions and ranks.profiling_off():
+            return written
+        targets = [s for s in _targets(session_id) if s.stepping is not None]
+        warn_of_failed_parts(targets)
+        for s in targets:
             written += scheduling.advance(s, lambda s=s: write_parts([s], _sessions.values()))
         return written
 

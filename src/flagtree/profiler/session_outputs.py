@@ -4,40 +4,113 @@ A run of several data kinds (run_group.py) writes each kind's profile and one me
 Order at finalize: the old metadata goes first, the new one is written last, once the profile is
 in place. An interruption in between leaves a profile without metadata, never a profile beside
 the metadata of another run. File names: paths.py; every file through the writers (atomic).
+
+Parts: the caller's thread takes a closed window's data out of the session and the writer thread
+(part_writer.py) writes it; finalize waits for those before it writes the last part itself.
 """
 import warnings
 
 from .common.safe_text import safe
 from .native_core import native
 from .run_group import lost_launches, members, run_facts
+from . import part_writer
+from .part_writer import PartJob
 from .schedule_steps import part_steps
 from .writers.atomic import remove
 from .writers.metadata import build_metadata, write_metadata
-from .writers.profile import CLOCK_WARN_NS, device_clock_shift, write_profile
+from .writers.profile import CLOCK_WARN_NS, device_clock_shift, profile_request, write_profile
 
 
 def write_parts(sessions, open_sessions):
-    """Writes the next part of each of `sessions`; returns the paths. Every open session's
+    """Ends the current part of each of `sessions` and hands it to the writer thread
+    (part_writer.py); returns the paths, written there shortly after. Every open session's
     backend is flushed first (not only the targets'): graph launches made before then have all
     their records delivered and can be forgotten."""
     began = native.core.monotonic_ns()
     for impl in {id(s.backend): s.backend for s in open_sessions}.values():
         impl.flush()
     native.session.prune_graph_launches(began)
-    return [write_part(m) for s in sessions for m in members(s)]
+    return [_hand_over_part(m, began) for s in sessions for m in members(s)]
+
+
+def _next_part(s):
+    """The next part's path, steps and what its file says of itself."""
+    path = s.part_path(len(s.part_jobs) + 1)
+    steps = part_steps(s)
+    other = {"name": s.name, "part": len(s.part_jobs) + 1, "session": s.id, "run_id": s.run_id}
+    if steps is not None:  # a scheduled session: the steps of the active window this part holds
+        other["steps"] = steps
+    return path, steps, other
+
+
+def _hand_over_part(s, began):
+    """On the caller's thread, only what is ordered with the program: the part's data taken out
+    of the session (the flush is done); `began`: when the window closed."""
+    path, steps, other = _next_part(s)
+    job = PartJob(s, path, steps, native.dump.session_take_part(s.slot), profile_request(s, other))
+    s.part_jobs.append(job)
+    s.parts.append(path)
+    s.part_steps.append(steps)
+    job.queue_wait_ns = part_writer.submit(job)
+    job.caller_ns = native.core.monotonic_ns() - began
+    return path
 
 
 def write_part(s, device_shift_ns=None):
-    """`device_shift_ns`: what the metadata states (finalize's last part); None: as found now."""
-    path = s.part_path(len(s.parts) + 1)
-    steps = part_steps(s)
-    other = {"name": s.name, "part": len(s.parts) + 1, "session": s.id, "run_id": s.run_id}
-    if steps is not None:  # a scheduled session: the steps of the active window this part holds
-        other["steps"] = steps
+    """Finalize's last part, written here. `device_shift_ns`: what the metadata states."""
+    path, steps, other = _next_part(s)
+    job = PartJob(s, path, steps)
+    began = native.core.monotonic_ns()
     write_profile(s, path, part=True, other_data=other, device_shift_ns=device_shift_ns)
+    job.write_ns = job.caller_ns = native.core.monotonic_ns() - began
+    s.part_jobs.append(job)
     s.parts.append(path)
     s.part_steps.append(steps)
     return path
+
+
+def warn_of_failed_parts(sessions):
+    """Warns once of each part of `sessions` whose write failed on the writer thread. Called at
+    every step(): with no failure, one look at an empty list."""
+    if not part_writer.failed:
+        return
+    owners = {id(m) for s in sessions for m in members(s)}
+    for job in [j for j in part_writer.failed if id(j.owner) in owners]:
+        part_writer.failed.remove(job)
+        warnings.warn(f"flagtree.profiler: writing part {safe(job.path)} failed, its data are lost: "
+                      f"{safe(str(job.error))}", stacklevel=3)
+
+
+def wait_for_parts(sessions):
+    """flush_part(wait=True): returns once every part of `sessions` is written; a failed one not
+    warned of yet is raised here instead (RuntimeError). Not under session.py's lock."""
+    jobs = [j for s in sessions for m in members(s) for j in m.part_jobs]
+    part_writer.wait(jobs)
+    return [j for j in jobs if j in part_writer.failed]
+
+
+def raise_failed_parts(failed):
+    """What wait_for_parts found failed: taken off the warning list and raised (a step() on
+    another thread may have warned of some meanwhile). Under session.py's lock."""
+    failed = [j for j in failed if j in part_writer.failed]
+    for job in failed:
+        part_writer.failed.remove(job)
+    if failed:
+        raise RuntimeError(f"flagtree.profiler: writing part {safe(failed[0].path)} failed, its data are lost: "
+                           f"{safe(str(failed[0].error))}" + (f" ({len(failed)} parts)" if len(failed) > 1 else ""))
+
+
+def _settle_parts(s):
+    """At finalize: waits for the run's parts on the writer thread; the failed ones leave the
+    parts lists (their files are not there). Returns the failures."""
+    part_writer.wait(j for m in members(s) for j in m.part_jobs)
+    failed = [j for m in members(s) for j in m.part_jobs if j.error is not None]
+    for job in (j for j in failed if j in part_writer.failed):  # said in finalize's raise instead
+        part_writer.failed.remove(job)
+    for m in members(s):
+        m.parts = [j.path for j in m.part_jobs if j.error is None]
+        m.part_steps = [j.steps for j in m.part_jobs if j.error is None]
+    return failed
 
 
 def _stats(s):
@@ -71,13 +144,18 @@ def write_outputs(s):
     stats, shift = _stats(s)
     remove(s.metadata_path)  # first: see the module docstring
     shifts = {m.data: (shift if m is s else device_clock_shift(m)) for m in members(s)}
+    failed = _settle_parts(s)  # parts in order: the writer thread's before the last
     # The rest becomes the last part, no whole-run file; a trigger's window is always a part.
-    for m in (m for m in members(s) if m.parts or s.window is not None):
+    for m in (m for m in members(s) if m.part_jobs or s.window is not None):
         s.written.append(write_part(m, shifts[m.data]))
-    if s.parts:
+    if s.part_jobs:  # one entry per entry of parts in part_steps and part_times
         stats["parts"] = [p for m in members(s) for p in m.parts]
-        if s.stepping is not None:  # one entry per entry of parts
+        if s.stepping is not None:
             stats["part_steps"] = [steps for m in members(s) for steps in m.part_steps]
+        stats["part_times"] = [j.times() for m in members(s) for j in m.part_jobs if j.error is None]
+        stats["part_queue_waits"] = sum(1 for m in members(s) for j in m.part_jobs if j.queue_wait_ns)
+    if failed:
+        stats["failed_parts"] = [{"path": j.path, "error": str(j.error)} for j in failed]
     if s.stepping is not None:
         stats["schedule"] = repr(s.stepping.plan)
     if s.window is not None:  # its trigger, and every window of the armed run so far
@@ -89,6 +167,9 @@ def write_outputs(s):
     write_metadata(s.metadata_path, metadata)
     s.written.append(s.metadata_path)
     _warn_of_losses(s, stats, shifts)
+    if failed:  # after everything else is written: what is lost, said in finalize's raise
+        raise RuntimeError(f"flagtree.profiler: {len(failed)} parts of session {s.id} were not written, their data "
+                           f"are lost ({safe(failed[0].path)}: {safe(str(failed[0].error))}); metadata: failed_parts")
 
 
 def _warn_of_losses(s, stats, shifts):

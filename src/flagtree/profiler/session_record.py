@@ -29,6 +29,7 @@ class Session:
         self.nvtx = False
         self.parts = []  # paths of the parts written so far
         self.part_steps = []  # per part: its step numbers (schedule.py), None when unscheduled
+        self.part_jobs = []  # per part handed over or written: part_writer.PartJob (times, errors)
         self.stepping = None  # schedule.py's Stepping of a session started with schedule=
         # One window of an armed trigger (trigger.py): what its metadata adds; it is written as a part.
         self.window = None

@@ -41,7 +41,9 @@ def interrupted_line(opened, signum, before):
     # A native writer runs to its end before the signal's handler: its file may be in place
     # (renamed over the name: a new inode) though the session never noted it. Say what is on disk.
     landed = [p for p, old in before.items() if p not in opened.written and _identity(p) not in (None, old)]
-    written = [p for p in opened.parts if p not in opened.written] + opened.written + landed
+    # parts the writer thread had written (one it still held when the signal came is not there)
+    parts = [j.path for j in opened.part_jobs if j.finished and j.error is None and j.path not in opened.written]
+    written = parts + opened.written + landed
     missing = []
     if not any(p != opened.metadata_path for p in written):
         missing.append("the last part" if opened.parts else opened.output_path)

@@ -65,9 +65,15 @@ def _trace_request(session, other_data, device_shift_ns):
 _REQUESTS = {"tree": _tree_request, "trace": _trace_request, "perfetto": _trace_request}
 
 
+def profile_request(session, other_data=None, device_shift_ns=None):
+    """What the native writer of the session's data is given besides the path: keyword
+    arguments of ``session_write`` and of a taken part's ``write`` (part_writer.py)."""
+    return _REQUESTS[session.data](session, other_data, device_shift_ns)
+
+
 def write_profile(session, path, *, part=False, other_data=None, device_shift_ns=None):
     """Writes the session's data to `path`; with `part`, frees what was written (periodic parts:
     a tree leaves out its empty nodes and zeroes its metrics, a trace empties its events).
     `device_shift_ns`: what a trace adds to its device times (None: device_clock_shift now)."""
-    request = _REQUESTS[session.data](session, other_data, device_shift_ns)
+    request = profile_request(session, other_data, device_shift_ns)
     return native.dump.session_write(session.slot, os.fspath(path), part=part, **request)

@@ -1,0 +1,274 @@
+"""A serving-style loop under schedule(wait=480, warmup=0, active=20): one step is one request
+through a small model (per layer a torch matmul, a Triton GELU, a torch matmul and a Triton
+residual add; the host waits for each request's result), and every 500th step closes a window
+of 20 recorded steps, which the writer thread writes while the loop goes on.
+
+    python bench/serving_loop.py                        # CUDA: 300 s; CPU: TRITON_INTERPRET=1, 60 s
+    python bench/serving_loop.py --duration 120 --out bench/results/serving_loop-<date>-h200.json
+
+On the CPU (no GPU, or --cpu) Triton's interpreter runs the kernels and the interpreter backend
+records them; a step is slow there, so the CPU defaults are a smaller model and a
+window of 2 steps every 50 (the same share of recorded steps).
+
+Two phases in this one process:
+1. Interleaved (the first 3/4 of the time): rounds of blocks of --block steps each, in the order
+   none, profiled, none, armed, none, ...; each profiled or armed block is compared with the mean
+   of the no-profiler blocks on either side (slow drifts of a shared machine cancel). "profiled":
+   a session with the schedule, step() every step, scope("request") around each request;
+   "armed": the same session and calls, but its schedule never reaches a window
+   (skip_first=2**62): the profiler armed and idle. Each block starts its own session and
+   finalizes it (timed apart: start_s, finalize_s), then lets go of CUPTI, so the none block after
+   it runs without a profiler. Ratios: per block (median) and over the whole phase (sum of
+   profiled time / sum of the adjacent none time).
+2. Persistent (the rest): one profiled session over many windows, as a server runs it: RSS and
+   device memory after its first window is written and at its end (flat: within 5%), and the
+   per-part times the metadata reports (caller_ns: the caller's thread at a window's close,
+   write_ns: the writer thread).
+Before both, the profiler's own cost per step with no model (step_us_no_model). Prints the
+result and writes it to --out (JSON).
+"""
+import argparse
+import contextlib
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+CUDA = "--cpu" not in sys.argv and os.environ.get("TRITON_INTERPRET") != "1"
+if CUDA:
+    import torch  # noqa: E402
+
+    CUDA = torch.cuda.is_available()
+if not CUDA:
+    os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported: kernels run on the CPU
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+import flagtree.profiler as profiler  # noqa: E402
+from flagtree.profiler import part_writer  # noqa: E402
+from flagtree.profiler.session import find_session  # noqa: E402
+from flagtree.profiler.writers.atomic import write_json  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+from triton_kernels import add_kernel  # noqa: E402
+
+BLOCK = 1024
+
+
+@triton.jit
+def gelu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)
+    y = 0.5 * x * (1 + tl.erf(x * 0.7071067811865476))
+    tl.store(out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+class Model:
+    """`layers` layers of width `hidden` over a batch of `batch` rows; __call__ serves one request."""
+
+    def __init__(self, layers, hidden, batch):
+        device, dtype = ("cuda", torch.bfloat16) if CUDA else ("cpu", torch.float32)
+        scale = 1 / math.sqrt(hidden)
+        self.weights = [(torch.randn(hidden, hidden, device=device, dtype=dtype) * scale,
+                         torch.randn(hidden, hidden, device=device, dtype=dtype) * scale) for _ in range(layers)]
+        self.x = torch.randn(batch, hidden, device=device, dtype=dtype)
+        self.h = torch.empty_like(self.x)
+        self.n = self.x.numel()
+        self.grid = (triton.cdiv(self.n, BLOCK),)
+
+    def __call__(self):
+        x = self.x
+        for w1, w2 in self.weights:
+            gelu_kernel[self.grid](x @ w1, self.h, self.n, BLOCK=BLOCK)
+            out = torch.empty_like(x)
+            add_kernel[self.grid](self.h @ w2, x, out, self.n, BLOCK=BLOCK)
+            x = out
+        if CUDA:
+            torch.cuda.synchronize()  # the server waits for the request's result
+
+
+class Cycle:
+    """The schedule's window: `active` recorded steps after `wait` unrecorded ones."""
+
+    def __init__(self, wait, active):
+        self.wait, self.active, self.steps = wait, active, wait + active
+
+    def plan(self, armed):
+        return profiler.schedule(wait=self.wait, warmup=0, active=self.active, skip_first=2 ** 62 if armed else 0)
+
+
+def serve(model, steps, sid=None):
+    """Serves `steps` requests; with a session, each under scope("request") and ended by step()."""
+    scope = profiler.scope if sid is not None else (lambda name: contextlib.nullcontext())
+    began = time.perf_counter()
+    for _ in range(steps):
+        with scope("request"):
+            model()
+        if sid is not None:
+            profiler.step(sid)
+    return time.perf_counter() - began
+
+
+class Blocks:
+    """Phase 1: one block of each configuration, its start and finalize timed apart."""
+
+    def __init__(self, model, cycle, steps, outdir):
+        self.model, self.cycle, self.steps, self.outdir, self.count = model, cycle, steps, outdir, 0
+        self.part_times = []
+
+    def none(self):
+        return serve(self.model, self.steps)
+
+    def session(self, armed):
+        self.count += 1
+        base = os.path.join(self.outdir, f"block{self.count}")
+        t0 = time.perf_counter()
+        sid = profiler.start(base, schedule=self.cycle.plan(armed))
+        t1 = time.perf_counter()
+        loop = serve(self.model, self.steps, sid)
+        t2 = time.perf_counter()
+        profiler.finalize(sid)
+        t3 = time.perf_counter()
+        profiler.release()  # untimed: the next none block runs without CUPTI
+        if not armed:
+            self.part_times += _part_times(base)
+        return loop, t1 - t0, t3 - t2
+
+
+def _part_times(base):
+    with open(base + ".meta.json") as f:
+        meta = json.load(f)
+    return meta.get("part_times", [])[:-1]  # the last part is finalize's own, written in place
+
+
+def interleaved(model, cycle, steps, until):
+    """Phase 1 until time `until`; returns its figures."""
+    with tempfile.TemporaryDirectory() as outdir:
+        blocks = Blocks(model, cycle, steps, outdir)
+        runs = {"profiled": [], "armed": []}  # (loop s, adjacent none s, start s, finalize s)
+        before = blocks.none()
+        nones = [before]
+        while time.perf_counter() < until or not runs["armed"]:
+            for config in runs:
+                loop, start, final = blocks.session(config == "armed")
+                after = blocks.none()
+                nones.append(after)
+                runs[config].append((loop, (before + after) / 2, start, final))
+                before = after
+    out = {"blocks": {c: len(r) for c, r in runs.items()}, "none_step_us": _us(statistics.median(nones), steps)}
+    for config, rows in runs.items():
+        out[config] = {
+            "ratio_median": statistics.median(loop / none for loop, none, _, _ in rows),
+            "ratio_whole": sum(r[0] for r in rows) / sum(r[1] for r in rows),
+            "step_us": _us(statistics.median(r[0] for r in rows), steps),
+            "start_s_median": statistics.median(r[2] for r in rows),
+            "finalize_s_median": statistics.median(r[3] for r in rows),
+        }
+    out["profiled"]["windows"] = _window_times(blocks.part_times)
+    return out
+
+
+def _us(seconds, steps):
+    return seconds / steps * 1e6
+
+
+def _window_times(part_times):
+    if not part_times:
+        return {"count": 0}
+    caller = [t["caller_ns"] / 1e6 for t in part_times]
+    write = [t["write_ns"] / 1e6 for t in part_times if t["write_ns"] is not None]
+    return {"count": len(part_times), "caller_ms_median": statistics.median(caller), "caller_ms_max": max(caller),
+            "write_ms_median": statistics.median(write) if write else None, "write_ms_max": max(write, default=None),
+            "caller_waited_for_room": sum(1 for t in part_times if t["queue_wait_ns"])}
+
+
+def memory():
+    """RSS of this process, and with CUDA the device's used memory and torch's reserved memory."""
+    with open("/proc/self/statm") as f:
+        facts = {"rss_bytes": int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")}
+    if CUDA:
+        free, total = torch.cuda.mem_get_info()
+        facts["device_used_bytes"] = total - free
+        facts["torch_reserved_bytes"] = torch.cuda.memory_reserved()
+    return facts
+
+
+def persistent(model, cycle, until, steps_per_block):
+    """Phase 2: one session until time `until` (at least three windows)."""
+    with tempfile.TemporaryDirectory() as outdir:
+        base = os.path.join(outdir, "server")
+        sid = profiler.start(base, schedule=cycle.plan(False))
+        session = find_session(sid)
+        serve(model, cycle.steps, sid)
+        part_writer.wait(session.part_jobs)  # the first window written
+        first = memory()
+        steps, elapsed = cycle.steps, 0.0
+        while time.perf_counter() < until or steps < 3 * cycle.steps:
+            elapsed += serve(model, steps_per_block, sid)
+            steps += steps_per_block
+        part_writer.wait(session.part_jobs)
+        end = memory()
+        profiler.finalize(sid)
+        times = _part_times(base)
+    growth = {k: end[k] / first[k] - 1 for k in first}
+    return {"steps": steps, "step_us": elapsed / (steps - cycle.steps) * 1e6, "windows": _window_times(times),
+            "after_first_window": first, "end": end, "growth": growth,
+            "flat": all(abs(g) <= 0.05 for g in growth.values())}
+
+
+def bookkeeping(cycle, steps=20_000):
+    """The profiler's own per-step cost, no model: scope("request") and step(), in us, for a
+    session armed and one profiled (its windows close and are handed over, nothing recorded)."""
+    out = {}
+    with tempfile.TemporaryDirectory() as outdir:
+        for config in ("armed", "profiled"):
+            sid = profiler.start(os.path.join(outdir, config), schedule=cycle.plan(config == "armed"))
+            out[config] = _us(serve(lambda: None, steps, sid), steps)
+            profiler.finalize(sid)
+    profiler.release()
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=float, default=300.0 if CUDA else 60.0, help="seconds, both phases")
+    parser.add_argument("--block", type=int, default=2000 if CUDA else 100, help="steps of one interleaved block")
+    # Triton's interpreter makes a CPU step slow: the CPU run keeps the windows' share of
+    # steps (4%) in a shorter cycle.
+    parser.add_argument("--wait", type=int, default=480 if CUDA else 48, help="unrecorded steps before a window")
+    parser.add_argument("--active", type=int, default=20 if CUDA else 2, help="recorded steps of a window")
+    parser.add_argument("--layers", type=int, default=8 if CUDA else 1)
+    parser.add_argument("--hidden", type=int, default=4096 if CUDA else 64)
+    parser.add_argument("--batch", type=int, default=256 if CUDA else 8)
+    parser.add_argument("--cpu", action="store_true", help="run on the CPU (Triton's interpreter) even with a GPU")
+    parser.add_argument("--out", help="write the result here (JSON)")
+    args = parser.parse_args(argv)
+    model, cycle = Model(args.layers, args.hidden, args.batch), Cycle(args.wait, args.active)
+    for _ in range(20):  # compile the kernels, warm cuBLAS and the allocator
+        model()
+    for armed in (False, True):  # the profiler's own first use (CUPTI, hooks), untimed
+        with tempfile.TemporaryDirectory() as outdir:
+            sid = profiler.start(os.path.join(outdir, "warm"), schedule=cycle.plan(armed))
+            serve(model, cycle.steps, sid)
+            profiler.finalize(sid)
+            profiler.release()
+    began = time.perf_counter()
+    result = {"bench": "serving_loop", "device": torch.cuda.get_device_name() if CUDA else "cpu (TRITON_INTERPRET=1)",
+              "schedule": repr(cycle.plan(False)), "args": vars(args), "step_us_no_model": bookkeeping(cycle),
+              "interleaved": interleaved(model, cycle, args.block, began + 0.75 * args.duration)}
+    result["persistent"] = persistent(model, cycle, began + args.duration, args.block)
+    result["wall_s"] = time.perf_counter() - began
+    text = json.dumps(result, indent=1)
+    print(text)
+    if args.out:
+        write_json(args.out, result, indent=1)
+
+
+if __name__ == "__main__":
+    main()
