@@ -47,15 +47,18 @@ void registerDumpBindings(nb::module_& m) {
       .def(
           "write",
           [](TakenPart& taken, const std::string& path, const std::string& deviceInfo,
-             const std::string& otherData, uint64_t originNs, int pid, int64_t deviceShiftNs) {
+             const std::string& otherData, uint64_t originNs, int pid, int64_t deviceShiftNs,
+             std::unordered_map<std::string, std::string> kernelMetadata) {
             if (!taken.store) throw std::runtime_error("this part was already written");
-            OutputRequest request{path, deviceInfo, otherData, originNs, pid, true, deviceShiftNs};
+            OutputRequest request{path, deviceInfo, otherData, originNs, pid, true, deviceShiftNs, std::move(kernelMetadata)};
             const uint64_t written = taken.store->write(request);
             taken.store.reset();  // written: its memory goes now, not when Python drops the object
             return written;
           },
           nb::arg("path"), nb::arg("device_info") = "{}", nb::arg("other_data") = "{}", nb::arg("origin_ns") = 0,
-          nb::arg("pid") = 0, nb::arg("device_shift_ns") = 0, nb::call_guard<nb::gil_scoped_release>());
+          nb::arg("pid") = 0, nb::arg("device_shift_ns") = 0,
+          nb::arg("kernel_metadata") = std::unordered_map<std::string, std::string>{},
+          nb::call_guard<nb::gil_scoped_release>());
   m.def(
       "session_take_part",
       [](int slot) {

@@ -69,6 +69,18 @@ def test_the_written_profile_names_the_kernels_fusion_in_its_root_and_on_its_nod
     assert root["children"][0]["frame"]["name"] == "step" and "metadata" not in root["children"][0]
 
 
+def test_a_part_the_writer_thread_writes_carries_the_fusion_on_its_kernel_nodes(tmp_path, monkeypatch):
+    _codecache(monkeypatch, _wrapper(FORWARD, NAME, NAME))
+    x, _, out = tensors()
+    sid = profiler.start(str(tmp_path / "run"), backend="interpreter")
+    triton_per_fused_gelu_native_layer_norm_0[(1,)](x, out, x.numel(), BLOCK=64)
+    (part,) = profiler.flush_part(sid, wait=True)
+    profiler.finalize(sid)
+    root, _ = json.loads(open(part).read())
+    kernel = root["children"][0]
+    assert kernel["frame"]["name"] == NAME and kernel["metadata"]["fused_aten"] == ["aten.native_layer_norm", "aten.gelu"]
+
+
 def test_read_gives_the_fused_columns_on_the_kernel_row_only(fused_profile):
     frame = profiler.read(str(fused_profile)).to_dataframe()
     rows = frame.set_index("name")
