@@ -15,7 +15,9 @@ torch = pytest.importorskip("torch")
 import flagtree.profiler as profiler  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SRC, EXAMPLES = os.path.join(ROOT, "src"), os.path.join(ROOT, "examples")
+EXAMPLES = os.path.join(ROOT, "examples")
+# the build this run imports (site-packages after pip install, src/ in the developer loop)
+from support.package_path import PACKAGE_ROOT  # noqa: E402
 sys.path.insert(0, EXAMPLES)
 from triton_kernels import add_kernel  # noqa: E402
 
@@ -79,7 +81,7 @@ def _triton_counts(flat, prefix):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_reduce_overhead_replays_are_counted_exactly_under_both_contexts(tmp_path, backend):
-    env = dict(os.environ, PYTHONPATH=SRC, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"),
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join((PACKAGE_ROOT, EXAMPLES)), TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"),
                TRITON_CACHE_DIR=str(tmp_path / "triton"), TORCHINDUCTOR_FX_GRAPH_CACHE="0",
                TORCHINDUCTOR_COMPILE_THREADS="1")
     name = str(tmp_path / "run")

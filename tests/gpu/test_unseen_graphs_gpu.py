@@ -13,7 +13,9 @@ import pytest
 pytest.importorskip("torch")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SRC, EXAMPLES = os.path.join(ROOT, "src"), os.path.join(ROOT, "examples")
+EXAMPLES = os.path.join(ROOT, "examples")
+# the build this run imports (site-packages after pip install, src/ in the developer loop)
+from support.package_path import PACKAGE_ROOT  # noqa: E402
 REPLAY = "<cuda graph replay>"
 
 # add_kernel twice in a graph torch keeps, captured before any session; 100 replays in one.
@@ -77,7 +79,7 @@ p.finalize(sid)
 
 
 def _run(tmp_path, script):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join((SRC, EXAMPLES)),
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join((PACKAGE_ROOT, EXAMPLES)),
                TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"), TRITON_CACHE_DIR=str(tmp_path / "triton"),
                TORCHINDUCTOR_FX_GRAPH_CACHE="0", TORCHINDUCTOR_COMPILE_THREADS="1")
     name = str(tmp_path / "run")
