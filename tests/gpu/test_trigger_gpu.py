@@ -27,6 +27,8 @@ def test_step_windows_record_their_steps_and_cupti_is_released_between_them(tmp_
     x, y, out = tensors(1024)
     launch_add(x, y, out)  # compiled before arming
     torch.cuda.synchronize()
+    profiler.release()  # CUPTI kept attached by an earlier test's session in this process
+    assert not _native.nvidia.cupti_attach_stats()["parked"]
     profiler.arm("steps:2-3,6-6", name=str(tmp_path / "w"), backend="nvidia")
     parked = []
     for step in range(8):
@@ -74,6 +76,7 @@ def test_a_signal_opens_a_window_under_the_command(tmp_path):
     (tmp_path / "go").touch()
     _, err = child.communicate(timeout=300)
     assert child.returncode == 0, err
+    assert (tmp_path / "work.part1.hatchet").exists(), err
     counts = kernel_counts(load_tree(tmp_path / "work.part1.hatchet")[0])
     assert counts == {("step2", "add_kernel"): 1, ("step3", "add_kernel"): 1}
     assert load_json(tmp_path / "work.meta.json")["backend"] == "nvidia"
