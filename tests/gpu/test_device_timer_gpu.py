@@ -230,7 +230,7 @@ def test_graph_replays_are_timed_each_under_the_replay_and_the_capture_context(t
     assert_kernels_follow_launches(events, slack_us=LAUNCH_SLACK_US)
     window = next(e for e in events if e.get("cat") == "scope" and e["name"] == "replays")
     kernels = [e for e in events if e.get("cat") == "kernel"]
-    replays = [e for e in kernels if 0xB0000000 <= e["args"]["correlation"] < 0xC0000000]  # replay launches
+    replays = [e for e in kernels if 0xA0000000 <= e["args"]["correlation"] < 0xB0000000]  # replay launches
     assert len(replays) == 200 and {e["args"]["context"] for e in replays} == {"replays/<captured_at>/capture"}
     eager = [e for e in kernels if e not in replays]  # the first launch, on the default stream as replay()
     assert len(eager) == 1 and {e["tid"] for e in replays} == {eager[0]["tid"]}

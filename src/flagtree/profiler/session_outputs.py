@@ -35,9 +35,10 @@ def write_parts(sessions, open_sessions):
 
 def _next_part(s):
     """The next part's path, steps and what its file says of itself."""
-    path = s.part_path(len(s.part_jobs) + 1)
+    number = s.earlier_parts + len(s.part_jobs) + 1
+    path = s.part_path(number)
     steps = part_steps(s)
-    other = {"name": s.name, "part": len(s.part_jobs) + 1, "session": s.id, "run_id": s.run_id}
+    other = {"name": s.name, "part": number, "session": s.id, "run_id": s.run_id}
     if steps is not None:  # a scheduled session: the steps of the active window this part holds
         other["steps"] = steps
     return path, steps, other
@@ -108,8 +109,8 @@ def _settle_parts(s):
     for job in (j for j in failed if j in part_writer.failed):  # said in finalize's raise instead
         part_writer.failed.remove(job)
     for m in members(s):
-        m.parts = [j.path for j in m.part_jobs if j.error is None]
-        m.part_steps = [j.steps for j in m.part_jobs if j.error is None]
+        m.parts = m.parts[:m.earlier_parts] + [j.path for j in m.part_jobs if j.error is None]
+        m.part_steps = m.part_steps[:m.earlier_parts] + [j.steps for j in m.part_jobs if j.error is None]
     return failed
 
 

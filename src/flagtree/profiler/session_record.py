@@ -30,6 +30,7 @@ class Session:
         self.parts = []  # paths of the parts written so far
         self.part_steps = []  # per part: its step numbers (schedule.py), None when unscheduled
         self.part_jobs = []  # per part handed over or written: part_writer.PartJob (times, errors)
+        self.earlier_parts = 0  # parts of the run written by earlier sessions (a trigger's windows), first in parts
         self.stepping = None  # schedule.py's Stepping of a session started with schedule=
         # One window of an armed trigger (trigger.py): what its metadata adds; it is written as a part.
         self.window = None

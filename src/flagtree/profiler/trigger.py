@@ -169,6 +169,7 @@ class Armed:
             for m in members(session):
                 m.parts = list(self._parts.get(m.data, []))
                 m.part_steps = [None] * len(m.parts)
+                m.earlier_parts = len(m.parts)
                 m.run_id = self.run_id
 
         try:
