@@ -16,6 +16,8 @@ from support.profiles import metrics_by_path
 from test_launch_sight import COUNTED, Device, _inductor_autotuner, _kernel, _launch, _meta, _run_tuner, _tree
 from test_launch_sight import device  # noqa: F401 (the stand-in target's fixture, used by timed)
 
+TIMED = "events=on"  # launches that cannot be stamped timed by events (off by default)
+
 T = _native.testing
 CLOCK_AT = 5_000_000_000
 
@@ -43,7 +45,7 @@ def timed(device, monkeypatch):
 
 def test_a_kernel_that_cannot_be_stamped_is_timed_by_events_under_its_context(tmp_path, timed):
     kernel = _kernel(tmp_path, stages=())  # only its binary is kept: no code to stamp
-    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer", mode=TIMED)
     with profiler.scope("step"):
         _launch(kernel, 3)
         kernel[(2, 1, 1)](1, 2, 3, 4, stream=0)
@@ -64,7 +66,7 @@ def test_a_kernel_that_cannot_be_stamped_is_timed_by_events_under_its_context(tm
 def test_event_timed_records_lie_inside_the_host_scope_that_launched_them(tmp_path, timed):
     T.device_timer_host_event_clock(0)  # events keep host monotonic times
     kernel = _kernel(tmp_path, stages=())
-    sid = profiler.start(str(tmp_path / "p"), backend="device_timer", data="trace")
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer", data="trace", mode=TIMED)
     before = time.monotonic_ns()
     with profiler.scope("step"):
         kernel[(2, 3, 1)](1, 2, 3, 4, stream=0)
@@ -81,7 +83,7 @@ def test_event_timed_records_lie_inside_the_host_scope_that_launched_them(tmp_pa
 
 def test_launches_on_a_capturing_stream_record_no_events_and_stay_counted(tmp_path, timed):
     kernel = _kernel(tmp_path, stages=())
-    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer", mode=TIMED)
     _launch(kernel, 2)
     T.device_timer_host_capturing(0, True)
     try:
@@ -104,7 +106,7 @@ def test_launches_on_a_capturing_stream_record_no_events_and_stay_counted(tmp_pa
 def test_a_full_pool_waits_for_a_drain_and_drops_nothing(tmp_path, timed, monkeypatch):
     monkeypatch.setattr(event_timed, "EVENT_PAIRS", 2)
     kernel = _kernel(tmp_path, stages=())
-    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer", mode=TIMED)
     _launch(kernel, 5)
     waits = T.device_timer_host_event_waits()
     with pytest.warns(RuntimeWarning, match="timed with CUDA events"):
@@ -120,7 +122,7 @@ def test_inductor_launchers_of_a_kernel_that_cannot_be_stamped_are_timed_by_even
     kernel = _kernel(tmp_path, stages=())
     tuner = _inductor_autotuner(kernel)
     original = tuner.launchers[0]
-    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer", mode=TIMED)
     with profiler.scope("compiled"):
         _run_tuner(tuner, 3)  # the stream as inductor passes it: a keyword
     with pytest.warns(RuntimeWarning, match="3 launches of 1 Triton kernels were timed with CUDA events"):
@@ -130,18 +132,18 @@ def test_inductor_launchers_of_a_kernel_that_cannot_be_stamped_are_timed_by_even
     assert tuner.launchers == [original]  # given back as found
 
 
-def test_events_off_counts_as_before_and_only_then_names_the_option(tmp_path, timed):
+def test_events_are_off_by_default_launches_counted_and_only_events_on_is_named(tmp_path, timed):
     assert parse_mode(None).canonical() == "slots=16384:batch=4096:graph_replays=256:scopes=on"
-    assert parse_mode("slots=64:events=on").canonical() == "slots=64:batch=16:graph_replays=256:scopes=on"
-    assert parse_mode(COUNTED).canonical().endswith(":scopes=on:events=off")
+    assert parse_mode(COUNTED).canonical() == parse_mode(None).canonical()
+    assert parse_mode("slots=64:events=on").canonical() == "slots=64:batch=16:graph_replays=256:scopes=on:events=on"
     kernel = _kernel(tmp_path, stages=())
-    sid = profiler.start(str(tmp_path / "p"), backend="device_timer", mode=COUNTED)
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")  # events off: the default
     _launch(kernel, 2)
     with pytest.warns(RuntimeWarning, match="2 launches of 1 Triton kernels got no device time"):
         profiler.finalize(sid)
     meta = _meta(tmp_path)
     assert meta["device_timer_events"] == "off" and meta["device_timer_event_timed_kernels"] == {}
-    assert meta["device_timer_options"].endswith("events=off")
+    assert "events" not in meta["device_timer_options"]
     assert ("add_kernel",) not in _tree(tmp_path)
 
 
@@ -149,7 +151,7 @@ def test_a_launch_that_raises_leaves_no_record_and_is_counted(tmp_path, timed, m
     from standins import compiled_kernels
 
     kernel = _kernel(tmp_path, stages=())
-    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer", mode=TIMED)
     _launch(kernel, 1)
 
     def refuse(slot, grid, binary):
@@ -169,7 +171,7 @@ def test_a_launch_that_raises_leaves_no_record_and_is_counted(tmp_path, timed, m
 
 def test_with_hook_triton_the_launch_is_announced_after_it_and_keeps_its_record(tmp_path, timed):
     kernel = _kernel(tmp_path, stages=())
-    sid = profiler.start(str(tmp_path / "p"), backend="device_timer", hook="triton")
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer", hook="triton", mode=TIMED)
     with profiler.scope("step"):
         _launch(kernel, 2)  # the stand-in's launcher runs no exit hook: announced after the call
     with pytest.warns(RuntimeWarning, match="timed with CUDA events"):
@@ -180,9 +182,9 @@ def test_with_hook_triton_the_launch_is_announced_after_it_and_keeps_its_record(
 
 def test_a_second_open_session_takes_only_its_own_event_timed_launches(tmp_path, timed):
     kernel = _kernel(tmp_path, stages=())
-    first = profiler.start(str(tmp_path / "a"), backend="device_timer")
+    first = profiler.start(str(tmp_path / "a"), backend="device_timer", mode=TIMED)
     _launch(kernel, 3)
-    second = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    second = profiler.start(str(tmp_path / "p"), backend="device_timer", mode=TIMED)
     _launch(kernel, 2)
     with pytest.warns(RuntimeWarning, match="2 launches of 1 Triton kernels were timed with CUDA events"):
         profiler.finalize(second)

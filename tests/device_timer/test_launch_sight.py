@@ -25,7 +25,7 @@ from support.profiles import metrics_by_path
 
 T = _native.testing
 TAG = _native.device_timer.device_timer_layout()["align_tag"]
-COUNTED = "events=off"  # launches that cannot be stamped only counted (test_event_timed.py: timed by events)
+COUNTED = "events=off"  # launches that cannot be stamped only counted, as by default (test_event_timed.py: events=on)
 
 
 def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):

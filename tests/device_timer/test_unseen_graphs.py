@@ -231,7 +231,7 @@ def test_a_session_counts_and_times_replays_of_a_graph_captured_before_its_ring(
     graph = graph_route(["add_kernel", [MEMSET, "add_kernel"], "cublas_gemm"], duration_ns=4_000)
     T.device_timer_host_event_clock(5_000_000_000)
     try:
-        sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+        sid = profiler.start(str(tmp_path / "p"), backend="device_timer", mode="events=on")
         with profiler.scope("replays"):
             for _ in range(30):
                 graph.replay()

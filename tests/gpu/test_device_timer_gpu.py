@@ -344,7 +344,7 @@ def test_a_kernel_that_cannot_be_stamped_is_timed_by_events_on_its_stream(tmp_pa
     _unstampable(monkeypatch)
     torch.cuda._sleep(50_000_000)  # a busy stream: the launches queue behind it, as in a step
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    sid = profiler.start(str(tmp_path / "e"), backend="device_timer", data="trace")
+    sid = profiler.start(str(tmp_path / "e"), backend="device_timer", data="trace", mode="events=on")
     start.record()
     with profiler.scope("step"):
         _launch(x, y, out, times=20)
@@ -370,7 +370,7 @@ def test_launches_on_a_capturing_stream_stay_counted_by_name(tmp_path, monkeypat
     x, y, out = _tensors(1 << 20)
     _launch(x, y, out)
     _unstampable(monkeypatch)
-    sid = profiler.start(str(tmp_path / "g"), backend="device_timer")
+    sid = profiler.start(str(tmp_path / "g"), backend="device_timer", mode="events=on")
     graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
     with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
         _launch(x, y, out, times=2)

@@ -35,7 +35,7 @@ with torch.cuda.graph(graph):
     launch(mid, y, out)
 graph.instantiate()
 torch.cuda.synchronize()
-sid = p.start(sys.argv[1], backend="device_timer")
+sid = p.start(sys.argv[1], backend="device_timer", mode="events=on")
 with p.scope("replays"):
     for _ in range(100):
         graph.replay()
@@ -62,7 +62,7 @@ for _ in range(3):
     torch.compiler.cudagraph_mark_step_begin()
     graphed(x, y)
 torch.cuda.synchronize()
-sid = p.start(sys.argv[1], backend="device_timer")
+sid = p.start(sys.argv[1], backend="device_timer", mode="events=on")
 default = torch.compile(make())
 for _ in range(3):
     default(x, y)

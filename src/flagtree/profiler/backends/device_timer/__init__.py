@@ -18,8 +18,8 @@ backend="instrumentation", and their device time from their scope buffers' own h
 
 Covers Triton kernels only: torch's own kernels, library kernels (cuBLAS) and copies are not
 seen. Compiled Triton kernels without stamps (held by libraries, loaded from caches, inductor's
-launchers) are stamped at their first launch in a session, or else timed by CUDA events on their
-launch's stream (event_timed.py; mode ``events=off``: counted by kernel name, untimed.py;
+launchers) are stamped at their first launch in a session, or else counted by kernel name
+(untimed.py; mode ``events=on``: timed by CUDA events on their launch's stream, event_timed.py;
 docs/reference/device-timer.md).
 """
 import warnings
@@ -38,12 +38,13 @@ DEFAULT_SLOTS = 1 << 14
 DEFAULT_GRAPH_REPLAYS = 256
 # ring size in launches; launches per readback (0: a quarter of the ring); replay records each
 # launch captured into a CUDA graph has (a power of two); whether kernel-side scopes are compiled in;
-# whether launches that cannot be stamped are timed by events (named in the canonical text only when off)
+# whether launches that cannot be stamped are timed by events (off by default: an event pair also
+# times the host's launch when the device waits for it; named in the canonical text only when on)
 MODE_GRAMMAR = ModeGrammar((Option("slots", "int", default=DEFAULT_SLOTS, low=2, high=1 << 24),
                             Option("batch", "int", default=0, low=0),
                             Option("graph_replays", "int", default=DEFAULT_GRAPH_REPLAYS, low=2, high=1 << 16),
                             Option("scopes", "switch", default=True),
-                            Option("events", "switch", default=True, shown="given")))
+                            Option("events", "switch", default=False, shown="given")))
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class RingOptions:
     batch: int = 0  # 0: a quarter of the ring
     graph_replays: int = DEFAULT_GRAPH_REPLAYS  # records per captured launch (R - 1 replays fit)
     scopes: bool = True  # kernel-side scopes compiled in (scopes.py)
-    events: bool = True  # launches that cannot be stamped timed by events (event_timed.py)
+    events: bool = False  # launches that cannot be stamped timed by events (event_timed.py)
 
     def batch_slots(self):
         return self.batch or max(1, self.slots // 4)
@@ -60,7 +61,7 @@ class RingOptions:
     def canonical(self):
         return MODE_GRAMMAR.canonical({"slots": self.slots, "batch": self.batch_slots(),
                                        "graph_replays": self.graph_replays, "scopes": self.scopes,
-                                       "events": self.events}, () if self.events else ("events",))
+                                       "events": self.events}, ("events",) if self.events else ())
 
 
 def ring_options(parsed):
@@ -305,7 +306,7 @@ class DeviceTimerBackend(Backend):
             start = session.state.counts_at_start
             stats = {"time_source": self.name,
                      "device_timer_covers": "Triton kernels launched in the session (stamped at compile time "
-                                            "or at their first launch, else by CUDA events on the launch's stream: "
+                                            "or at their first launch; with mode events=on, else by CUDA events on the launch's stream: "
                                             "device_timer_event_timed_kernels); launches that got neither are "
                                             "counted in device_timer_not_timed_kernels; "
                                             "other kernels and copies are not seen",

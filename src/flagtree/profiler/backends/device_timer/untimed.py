@@ -7,8 +7,8 @@ which only kernels compiled with the stamps do. Every other compiled kernel is c
 first launch in a session (triton_glue/launch_sight.py: ``CompiledKernel.run`` and inductor's
 autotuners): its code kept in ``CompiledKernel.asm`` is stamped as the compiler hook stamps it,
 built again and loaded (triton_glue/restamp.py), and its callers' launches go to the stamped copy.
-A kernel that cannot be stamped so has its launches timed by CUDA events on their stream
-(event_timed.py) unless mode ``events=off``, or counted where that cannot be; the session's
+A kernel that cannot be stamped so has its launches counted by kernel name, or with mode
+``events=on`` timed by CUDA events on their stream (event_timed.py) where it can be; the session's
 metadata lists both and finalize warns once for each.
 """
 import threading
