@@ -18,6 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXAMPLES = os.path.join(ROOT, "examples")
 # the build this run imports (site-packages after pip install, src/ in the developer loop)
 from support.package_path import PACKAGE_ROOT  # noqa: E402
+from support.profiles import metrics_by_path  # noqa: E402
 sys.path.insert(0, EXAMPLES)
 from triton_kernels import add_kernel  # noqa: E402
 
@@ -61,17 +62,6 @@ p.finalize(sid)
 '''
 
 
-def _flat(path):
-    root = json.load(open(path))[0]
-    flat, stack = {}, [(root, ())]
-    while stack:
-        node, prefix = stack.pop()
-        for c in node["children"]:
-            key = prefix + (c["frame"]["name"],)
-            flat[key] = c["metrics"]
-            stack.append((c, key))
-    return flat
-
 
 def _triton_counts(flat, prefix):
     """{kernel name: count} of the Triton kernels (inductor's `triton_` names) at `prefix` + name."""
@@ -88,7 +78,7 @@ def test_reduce_overhead_replays_are_counted_exactly_under_both_contexts(tmp_pat
     done = subprocess.run([sys.executable, "-c", COMPILED_SCRIPT, backend, name], env=env,
                           capture_output=True, text=True, timeout=500)
     assert done.returncode == 0, done.stderr[-4000:]
-    flat = _flat(name + ".hatchet")
+    flat = metrics_by_path(name + ".hatchet")
     per_step = {k: c / 10 for k, c in _triton_counts(flat, ("default",)).items()}
     assert per_step and all(c == int(c) and c >= 1 for c in per_step.values()), per_step
     replayed = {}

@@ -16,6 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXAMPLES = os.path.join(ROOT, "examples")
 # the build this run imports (site-packages after pip install, src/ in the developer loop)
 from support.package_path import PACKAGE_ROOT  # noqa: E402
+from support.profiles import metrics_by_path  # noqa: E402
 REPLAY = "<cuda graph replay>"
 
 # add_kernel twice in a graph torch keeps, captured before any session; 100 replays in one.
@@ -88,17 +89,6 @@ def _run(tmp_path, script):
     return name, done.stderr
 
 
-def _flat(path):
-    root = json.load(open(path))[0]
-    flat, stack = {}, [(root, ())]
-    while stack:
-        node, prefix = stack.pop()
-        for c in node["children"]:
-            key = prefix + (c["frame"]["name"],)
-            flat[key] = c["metrics"]
-            stack.append((c, key))
-    return flat
-
 
 def test_a_kept_graph_captured_before_the_session_has_its_triton_kernels_counted_by_name(tmp_path):
     name, stderr = _run(tmp_path, KEPT_SCRIPT)
@@ -107,14 +97,14 @@ def test_a_kept_graph_captured_before_the_session_has_its_triton_kernels_counted
     assert counted["launches"] == 200 and "captured before the device timer's ring" in counted["reason"]
     assert meta["device_timer_graph_replays_unseen"] == 100 and meta["device_timer_graph_replays_unlisted"] == 0
     assert "got no device time" in stderr and "add_kernel (200)" in stderr
-    replays = _flat(name + ".hatchet")[("replays", REPLAY)]
+    replays = metrics_by_path(name + ".hatchet")[("replays", REPLAY)]
     assert replays["count"] == 100 and replays["time (ns)"] > 0  # each replay timed as a whole
     assert meta["device_timer_event_timed_kernels"][REPLAY]["launches"] == 100
 
 
 def test_reduce_overhead_graphs_captured_before_the_session_are_counted_and_timed_per_replay(tmp_path):
     name, stderr = _run(tmp_path, COMPILED_SCRIPT)
-    meta, flat = json.load(open(name + ".meta.json")), _flat(name + ".hatchet")
+    meta, flat = json.load(open(name + ".meta.json")), metrics_by_path(name + ".hatchet")
     per_step = {k[-1]: m["count"] / 10 for k, m in flat.items() if k[:1] == ("default",) and len(k) == 2}
     assert per_step and all(k.startswith("triton_") for k in per_step), per_step
     unseen = meta["device_timer_graph_replays_unseen"]
