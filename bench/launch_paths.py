@@ -87,7 +87,8 @@ def measure(name, backend, steps, reps, outdir):
         meta = json.load(f)
     facts = {k: v for k, v in meta.items() if k in ("device_timer_launches_not_timed", "device_timer_not_timed_kernels",
                                                     "device_timer_kernels_stamped_at_first_launch",
-                                                    "device_timer_launch_doors")}
+                                                    "device_timer_launch_doors", "device_timer_events",
+                                                    "device_timer_event_timed_kernels")}
     counter = iter(range(1 << 30))
 
     def one_session():
