@@ -62,7 +62,6 @@ p.finalize(sid)
 '''
 
 
-
 def _triton_counts(flat, prefix):
     """{kernel name: count} of the Triton kernels (inductor's `triton_` names) at `prefix` + name."""
     return {k[-1]: m["count"] for k, m in flat.items()

@@ -89,7 +89,6 @@ def _run(tmp_path, script):
     return name, done.stderr
 
 
-
 def test_a_kept_graph_captured_before_the_session_has_its_triton_kernels_counted_by_name(tmp_path):
     name, stderr = _run(tmp_path, KEPT_SCRIPT)
     meta = json.load(open(name + ".meta.json"))
