@@ -16,7 +16,10 @@ Two phases in this one process:
    of the no-profiler blocks on either side (slow drifts of a shared machine cancel). "profiled":
    a session with the schedule, step() every step, scope("request") around each request;
    "armed": the same session and calls, but its schedule never reaches a window
-   (skip_first=2**62): the profiler armed and idle. Each block starts its own session and
+   (skip_first=2**62): a deactivated session. "trigger_windows": no session, arm() with a steps
+   trigger whose ranges are the schedule's windows (each window a session of its own, opened and
+   closed at step()); "trigger_armed": arm() with a range the block never reaches, the program
+   armed and idle as the command's --trigger leaves it. Each block starts its own session and
    finalizes it (timed apart: start_s, finalize_s), then lets go of CUPTI, so the none block after
    it runs without a profiler. Ratios: per block (median) and over the whole phase (sum of
    profiled time / sum of the adjacent none time).
@@ -102,15 +105,25 @@ class Cycle:
     def plan(self, armed):
         return profiler.schedule(wait=self.wait, warmup=0, active=self.active, skip_first=2 ** 62 if armed else 0)
 
+    def trigger(self, steps, armed):
+        """A steps trigger over a block of `steps`: the schedule's windows as step ranges (each opens
+        and closes a session of its own), or, `armed`, one range the block never reaches."""
+        if armed:
+            return f"steps:{2 ** 62}-{2 ** 62}"
+        ranges = [(k * self.steps + self.wait, k * self.steps + self.steps - 1) for k in range(steps // self.steps)]
+        return "steps:" + ",".join(f"{a}-{b}" for a, b in ranges)
 
-def serve(model, steps, sid=None):
-    """Serves `steps` requests; with a session, each under scope("request") and ended by step()."""
-    scope = profiler.scope if sid is not None else (lambda name: contextlib.nullcontext())
+
+def serve(model, steps, sid=None, stepping=False):
+    """Serves `steps` requests; with a session (or `stepping`: an armed trigger counts steps), each
+    under scope("request") and ended by step()."""
+    stepping = stepping or sid is not None
+    scope = profiler.scope if stepping else (lambda name: contextlib.nullcontext())
     began = time.perf_counter()
     for _ in range(steps):
         with scope("request"):
             model()
-        if sid is not None:
+        if stepping:
             profiler.step(sid)
     return time.perf_counter() - began
 
@@ -121,6 +134,7 @@ class Blocks:
     def __init__(self, model, cycle, steps, outdir):
         self.model, self.cycle, self.steps, self.outdir, self.count = model, cycle, steps, outdir, 0
         self.part_times = []
+        self.trigger_windows = 0  # windows the trigger blocks opened
 
     def none(self):
         return serve(self.model, self.steps)
@@ -140,6 +154,21 @@ class Blocks:
             self.part_times += _part_times(base)
         return loop, t1 - t0, t3 - t2
 
+    def triggered(self, armed):
+        """arm() with a steps trigger (Cycle.trigger), the block, disarm(): no session between
+        windows. Its start and finalize are arm() and disarm()."""
+        self.count += 1
+        t0 = time.perf_counter()
+        run = profiler.arm(self.cycle.trigger(self.steps, armed), name=os.path.join(self.outdir, f"block{self.count}"))
+        t1 = time.perf_counter()
+        loop = serve(self.model, self.steps, stepping=True)
+        t2 = time.perf_counter()
+        profiler.disarm()
+        t3 = time.perf_counter()
+        profiler.release()
+        self.trigger_windows += len(run.windows)
+        return loop, t1 - t0, t3 - t2
+
 
 def _part_times(base):
     with open(base + ".meta.json") as f:
@@ -151,12 +180,17 @@ def interleaved(model, cycle, steps, until):
     """Phase 1 until time `until`; returns its figures."""
     with tempfile.TemporaryDirectory() as outdir:
         blocks = Blocks(model, cycle, steps, outdir)
-        runs = {"profiled": [], "armed": []}  # (loop s, adjacent none s, start s, finalize s)
+        # (loop s, adjacent none s, start s, finalize s); the trigger's: windows opened by arm()'s
+        # step ranges, and armed with none reached (the issue's "armed but idle")
+        runs = {"profiled": [], "armed": [], "trigger_windows": [], "trigger_armed": []}
         before = blocks.none()
         nones = [before]
         while time.perf_counter() < until or not runs["armed"]:
             for config in runs:
-                loop, start, final = blocks.session(config == "armed")
+                if config.startswith("trigger"):
+                    loop, start, final = blocks.triggered(config == "trigger_armed")
+                else:
+                    loop, start, final = blocks.session(config == "armed")
                 after = blocks.none()
                 nones.append(after)
                 runs[config].append((loop, (before + after) / 2, start, final))
@@ -171,6 +205,7 @@ def interleaved(model, cycle, steps, until):
             "finalize_s_median": statistics.median(r[3] for r in rows),
         }
     out["profiled"]["windows"] = _window_times(blocks.part_times)
+    out["trigger_windows"]["windows"] = blocks.trigger_windows
     return out
 
 
