@@ -112,7 +112,7 @@ def test_the_hook_goes_in_when_the_codegen_is_imported_later_and_its_finder_then
     monkeypatch.delitem(sys.modules, "standin_codegen", raising=False)
     saved = list(sys.meta_path)
     # the package's own finder (waiting for the real codegen) is set aside for this test
-    sys.meta_path[:] = before = [f for f in saved if not isinstance(f, codegen_hook._AfterCodegenImport)]
+    sys.meta_path[:] = before = [f for f in saved if getattr(f, "opened", None) is not codegen_hook.wrap]
     try:
         codegen_hook.install()
         codegen_hook.install()  # one finder, however often installed

@@ -8,11 +8,11 @@ function sees the kernel's origin nodes and the very comment, which ties what is
 kernel's entry in the wrapper (wrapper_text.comment_key), whatever name the kernel gets. A torch
 without that function is left alone: its kernels' source lines are then unavailable.
 """
-import importlib.util
 import os
 import re
 import sys
 
+from ..common.after_import import watch
 from .wrapper_text import comment_key
 
 CODEGEN = "torch._inductor.codegen.triton"
@@ -31,29 +31,8 @@ def install():
     module = sys.modules.get(CODEGEN)
     if module is not None:
         wrap(module)
-    elif not any(isinstance(finder, _AfterCodegenImport) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _AfterCodegenImport())
-
-
-class _AfterCodegenImport:
-    """A meta path finder that wraps the codegen's function once its module has run, then leaves
-    sys.meta_path (the import itself is left to the finders after it)."""
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != CODEGEN or self not in sys.meta_path:
-            return None
-        sys.meta_path.remove(self)  # also keeps the find_spec below from coming back here
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        execute = spec.loader.exec_module
-
-        def exec_module(module):
-            execute(module)
-            wrap(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
+    else:
+        watch(CODEGEN, wrap, once=True)  # leaves sys.meta_path at that import
 
 
 def wrap(module):

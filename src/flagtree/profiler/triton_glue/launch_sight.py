@@ -29,11 +29,12 @@ otherwise the launcher is given to ``fallback(launcher, name, reason, kind)`` wh
 by kernel name with the reason (``counts()``).
 Launches of CUDA graphs replay without Python: only their capture passes through here.
 """
-import importlib.util
 import sys
 import threading
 import types
 import weakref
+
+from ..common.after_import import watch
 
 _INDUCTOR = "torch._inductor.runtime.triton_heuristics"
 _KERNEL_SLOT = "_flagtree_launcher"  # a CompiledKernel's chosen launcher, while installed
@@ -44,33 +45,6 @@ def _compiled_kernel_class():
     from triton.compiler.compiler import CompiledKernel  # deferred: triton is heavy and optional
 
     return CompiledKernel
-
-
-class _AfterImport:
-    """A meta path finder that calls `opened(module)` once module `name` has been executed (the
-    import itself is left to the finders after it)."""
-
-    def __init__(self, name, opened):
-        self.name, self.opened, self._busy = name, opened, False
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != self.name or self._busy:
-            return None
-        self._busy = True
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            self._busy = False
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        execute, opened = spec.loader.exec_module, self.opened
-
-        def exec_module(module):
-            execute(module)
-            opened(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
 
 
 class LaunchSight:
@@ -164,10 +138,9 @@ class LaunchSight:
         if module is not None:
             self._open_inductor(module)
             return
-        if any(isinstance(finder, _AfterImport) and finder.opened == self._open_inductor for finder in sys.meta_path):
+        finder = watch(self._inductor_module, self._open_inductor)
+        if finder is None:
             return
-        finder = _AfterImport(self._inductor_module, self._open_inductor)
-        sys.meta_path.insert(0, finder)
 
         def undo():
             if finder in sys.meta_path:

@@ -12,12 +12,11 @@ CUPTI client (Proton, torch.profiler, Nsight) can attach, on the first of:
 The next session after a release subscribes afresh."""
 import atexit
 import functools
-import importlib.abc
-import importlib.machinery
 import os
 import sys
 
 from ... import _env
+from ...common.after_import import watch
 from ...native_core import native
 
 _exit_hook = [None]  # the pid that registered the exit hook
@@ -76,8 +75,8 @@ _PROTON_STARTS = ("triton.profiler.profile", "triton.profiler")
 def _release_before_proton():
     """Wraps Proton's start to release our parked subscription first: now where it is imported,
     at its import (a finder on sys.meta_path) where it is not yet."""
-    if "triton.profiler.profile" not in sys.modules and not any(isinstance(f, _ProtonImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _ProtonImport())
+    if "triton.profiler.profile" not in sys.modules:
+        watch("triton.profiler.profile", _wrap_start)
     for name in _PROTON_STARTS:
         _wrap_start(sys.modules.get(name))
 
@@ -86,25 +85,6 @@ def _wrap_start(module):
     start = getattr(module, "start", None)
     if start is not None and not getattr(start, "_flagtree_releases_first", False):
         module.start = _releasing_first(start)
-
-
-class _ProtonImport(importlib.abc.MetaPathFinder):
-    """Finds triton.profiler.profile as the path finder does; its start is wrapped once run."""
-
-    def find_spec(self, name, path, target=None):
-        if name != "triton.profiler.profile":
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        run = spec.loader.exec_module
-
-        def run_then_wrap(module):
-            run(module)
-            _wrap_start(module)
-
-        spec.loader.exec_module = run_then_wrap
-        return spec
 
 
 def _releasing_first(start):
