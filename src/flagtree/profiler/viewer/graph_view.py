@@ -77,11 +77,7 @@ def _to_root(root, marker):
         return  # already where it goes
     _detach(marker)
     if marker.name == CAPTURED_AT_UNKNOWN:
-        existing = root.children.get(marker.name)
-        if existing is None:
-            root.adopt(marker)
-        else:
-            merge_into(existing, marker)
+        _put_under(root, marker)
     else:
         if marker.metrics:
             _own(root)
@@ -101,15 +97,20 @@ def _fold_into_parent(root, marker):
         for child in list(node.children.values()):
             if child.kernel:
                 child.parent = None
-                existing = parent.children.get(child.name)
-                if existing is None:
-                    parent.adopt(child)
-                else:
-                    merge_into(existing, child)
+                _put_under(parent, child)
             else:
                 stack.append(child)
         node.children = {}
     _prune_upward(parent, root)
+
+
+def _put_under(parent, node):
+    """A detached `node` under `parent`: adopted, or merged into the child of its name."""
+    existing = parent.children.get(node.name)
+    if existing is None:
+        parent.adopt(node)
+    else:
+        merge_into(existing, node)
 
 
 def _own(node):
