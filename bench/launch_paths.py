@@ -85,10 +85,7 @@ def measure(name, backend, steps, reps, outdir):
     _finalize()
     with open(base + ".meta.json") as f:
         meta = json.load(f)
-    facts = {k: v for k, v in meta.items() if k in ("device_timer_launches_not_timed", "device_timer_not_timed_kernels",
-                                                    "device_timer_kernels_stamped_at_first_launch",
-                                                    "device_timer_launch_doors", "device_timer_events",
-                                                    "device_timer_event_timed_kernels")}
+    facts = {k: v for k, v in meta.items() if k.startswith("device_timer_") and k != "device_timer_ring"}
     counter = iter(range(1 << 30))
 
     def one_session():

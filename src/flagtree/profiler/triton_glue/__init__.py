@@ -14,6 +14,8 @@ By concern:
   (a class attribute on 3.5/3.6, ``triton._instrumentation.register_instrumentation`` later),
   and libtriton's compiled-in modules (proton, ir, passes).
 * target.py: the active driver, its target and device, the installed compiler backends.
+* restamp.py, ptxas_choice.py: a compiled kernel's kept code edited and built again (with the
+  ptxas that takes its PTX) into a launcher of its own.
 * kernels.py: compiled kernels and their launchers: the profile allocator a launcher asks for
   scratch memory, the interpreter's launch, the CompiledKernel objects alive in the process.
 

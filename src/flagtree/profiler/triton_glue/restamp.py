@@ -21,6 +21,8 @@ import os
 import sys
 import types
 
+from . import ptxas_choice
+
 
 class NotRestampable(Exception):
     """Why a compiled kernel cannot be built again with an edited stage (its reason is kept)."""
@@ -64,7 +66,8 @@ def edited_binary(kernel, stage, edit):
     if binary_stage is None:
         raise NotRestampable(f"the target's compiler registers no {backend.binary_ext!r} stage")
     edited = edit(text, metadata)
-    return _cached(kernel, backend.binary_ext, edited, lambda: binary_stage(edited, metadata)), metadata
+    # ptxas_choice: the ptxas that compiled the kept PTX may be newer than Triton's own.
+    return _cached(kernel, backend.binary_ext, edited, lambda: ptxas_choice.build(lambda: binary_stage(edited, metadata))), metadata
 
 
 def _cached(kernel, binary_ext, edited, build):
