@@ -168,6 +168,28 @@ def test_a_graph_captured_again_while_the_ring_runs_is_left_to_its_descriptors(r
     assert unseen.counts()["kernels"] == {"tri_a": 1} and not hasattr(graph, unseen_graphs.ATTR)
 
 
+def test_a_graph_captured_through_the_wrapper_without_a_timed_launch_is_counted_as_unseen(ring, allocator, graphs):
+    """Captured while the ring runs but between sessions (as torch.compile's cudagraph trees
+    capture at warm-up): its kernels took no descriptor, so its replays are counted by kernel
+    name, not left to descriptors that do not exist."""
+    cls, wrap = graphs
+    ring(64, 16)
+    unseen = unseen_graphs.UnseenGraphs(names=lambda: {"tri_a"})
+    wrap(unseen)
+    graph = cls(["tri_a"])
+    graph.capture_begin()  # no launch in it asks the ring for a slot
+    graph.capture_end()
+    for _ in range(3):
+        graph.replay()
+    assert unseen.counts()["kernels"] == {"tri_a": 3} and unseen.counts()["replays"] == 3
+    timed = cls(["tri_a"])
+    timed.capture_begin()
+    allocate(CAPTURE_STREAM)  # a stamped launch: a descriptor of the capture's label
+    timed.capture_end()
+    timed.replay()
+    assert unseen.counts()["replays"] == 3  # left to its descriptor
+
+
 def test_each_replay_is_timed_as_a_whole_under_the_replay_context(tmp_path, ring, allocator, graphs):
     cls, wrap = graphs
     ring(64, 16)

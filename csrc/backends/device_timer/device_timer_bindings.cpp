@@ -229,6 +229,11 @@ void registerDeviceTimerBindings(nb::module_& m) {
   m.def("device_timer_graph_replay", [](uint32_t label, uint64_t stream) {
     if (TimerRing* ring = route().ring.get()) ring->noteGraphReplay(label, stream);
   }, nb::arg("label"), nb::arg("stream"));
+  // Descriptors a capture's launches claimed (0: none of them was timed, or no ring).
+  m.def("device_timer_graph_nodes", [](uint32_t label) -> uint32_t {
+    TimerRing* ring = route().ring.get();
+    return ring ? ring->graphNodes(label) : 0;
+  }, nb::arg("label"));
   // Drains and frees the ring (its device memory, pinned mirror, stream and worker).
   m.def("device_timer_free", [] { freeRing(); });
   registerEventLaunchBindings(m);

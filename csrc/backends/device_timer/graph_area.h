@@ -57,6 +57,7 @@ class GraphArea {
   uint64_t claim(uint64_t stream, uint32_t label, uint32_t& index);
   // A replay of the graph captured under `label`, launched now on ring stream `stream`.
   void noteReplay(uint32_t label, uint16_t stream, uint64_t launchNs) { replays_.noteReplay(label, stream, launchNs); }
+  uint32_t graphNodes(uint32_t label) { return replays_.nodes(label); }
   // What replays of node `index` carry: their correlation id and their graph node id (a range
   // clear of the ring's correlations and of CUPTI's graph node ids).
   static uint32_t correlationOf(uint32_t index) { return 0xE0000000u | (index & 0x1FFFFFFFu); }

@@ -38,6 +38,12 @@ void GraphReplays::addNode(uint32_t label) {
   ++g.nodes;
 }
 
+uint32_t GraphReplays::nodes(uint32_t label) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = graphs_.find(label);
+  return it == graphs_.end() ? 0 : it->second.nodes;
+}
+
 void GraphReplays::forget(Note& note) {
   if (note.valid && note.correlation) Profiler::instance().forgetGraphLaunch(note.correlation);
   note.valid = false;

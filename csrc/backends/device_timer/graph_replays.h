@@ -33,6 +33,7 @@ class GraphReplays {
   static uint32_t currentLabel();
 
   void addNode(uint32_t label);  // a descriptor claimed under `label` (non-zero)
+  uint32_t nodes(uint32_t label);  // descriptors claimed under `label` so far
   // Replay of graph `label` through torch on ring stream `stream`: noted (no-op for a label
   // without descriptors).
   void noteReplay(uint32_t label, uint16_t stream, uint64_t launchNs);

@@ -223,6 +223,8 @@ void TimerRing::noteGraphReplay(uint32_t label, uint64_t stream) {
   if (graphs_ && label) graphs_->noteReplay(label, streamIndex(stream), monotonicNs());
 }
 
+uint32_t TimerRing::graphNodes(uint32_t label) { return graphs_ ? graphs_->graphNodes(label) : 0; }
+
 ClockMap TimerRing::clock() {
   std::lock_guard<std::mutex> lock(mutex_);
   return clock_;

@@ -131,6 +131,7 @@ class TimerRing {
   // A replay through torch of the graph captured under `label` (graph_replays.h), about to be
   // launched on `stream`: its context and stream, for its records.
   void noteGraphReplay(uint32_t label, uint64_t stream);
+  uint32_t graphNodes(uint32_t label);  // descriptors claimed under a capture's label
   // The record's stream id of `stream` (the ring's numbering; its readbacks then wait for it too).
   uint16_t streamIndex(uint64_t stream);
   uint32_t deviceId() const { return deviceId_; }

@@ -13,7 +13,8 @@ learns both ends (csrc/backends/device_timer/graph_replays.h):
 Record r of each descriptor is then filed under replay r's context -> ``<captured_at>`` ->
 capture path, on replay r's stream. A graph not captured through the wrapper, or also launched
 another way (a raw ``cudaGraphLaunch``), keeps the capture context only. A replay of a graph whose
-capture the wrapper did not see (captured before the ring started) goes to unseen_graphs.py,
+capture the wrapper did not see (captured before the ring started), or whose capture took no
+descriptor (captured between sessions, its kernels without stamps), goes to unseen_graphs.py,
 which counts its kernels by name (their launches carry no usable stamps).
 
 The wrapper stays in place while the ring does (from the first session to ``free()``), across
@@ -112,6 +113,11 @@ def _wrappers(device_timer, originals, stream_of):
             return end(self, *args, **kwargs)
         finally:
             device_timer.device_timer_graph_capture_end()
+            label = getattr(self, LABEL, 0)
+            if label and not device_timer.device_timer_graph_nodes(label):
+                # No launch it captured took a descriptor (captured between sessions, its kernels
+                # without stamps): its replays would time nothing, so they are counted as unseen.
+                setattr(self, LABEL, 0)
 
     @functools.wraps(replay)
     def replay_(self, *args, **kwargs):
