@@ -23,8 +23,12 @@ std::string baseOf(const std::string& path) {
 }
 
 std::atomic<uint64_t> tempCounter{0};
+std::atomic<bool> syncEachOutput{false};
 
 }  // namespace
+
+void setSyncOutputs(bool on) { syncEachOutput.store(on, std::memory_order_relaxed); }
+bool syncOutputs() { return syncEachOutput.load(std::memory_order_relaxed); }
 
 AtomicOutFile::AtomicOutFile(const std::string& path) : path_(path), buffer_(new char[kBuffer]) {
   const std::string stem = folderOf(path) + "/." + baseOf(path);
@@ -68,7 +72,7 @@ void AtomicOutFile::drain() {
   writeThrough(buffer_.get(), used_);
   // Start writing this chunk back now, without waiting: the fsync at commit() then has little
   // left to do, the disk having worked while the rest was formatted.
-  if (!error_ && used_)
+  if (!error_ && used_ && syncOutputs())
     ::sync_file_range(fd_, static_cast<off_t>(from), static_cast<off_t>(used_), SYNC_FILE_RANGE_WRITE);
   used_ = 0;
 }
@@ -80,8 +84,9 @@ void AtomicOutFile::flush() {
 
 void AtomicOutFile::commit() {
   flush();
-  // The data reaches the disk before the name does: a crash never leaves an empty target.
-  if (::fsync(fd_) != 0) fail("cannot sync", errno);
+  // The rename alone is atomic against anything that stops this process; the fsync makes the
+  // data reach the disk before the name does, which matters only after a power loss.
+  if (syncOutputs() && ::fsync(fd_) != 0) fail("cannot sync", errno);
   const int closed = ::close(fd_);
   fd_ = -1;
   if (closed != 0) fail("cannot write", errno);
