@@ -62,12 +62,11 @@ def _from_torch_distributed():
 def current():
     """This process's RankInfo, or None when no launcher or process group names a rank."""
     key = tuple(os.environ.get(name) for name in _ALL_VARIABLES)
-    if key in _cache:
-        return _cache[key]
-    info = _from_environment()
+    info = _cache.get(key, _cache)
+    if info is _cache:
+        info = _cache[key] = _from_environment()  # None too: no launcher set these values
     if info is None:
-        return _from_torch_distributed()  # not cached: a group may be initialised later
-    _cache[key] = info
+        return _from_torch_distributed()  # never cached: a group may be initialised later
     return info
 
 
