@@ -132,3 +132,29 @@ def test_a_tree_session_writes_the_same_metadata_text(tmp_path):
     assert text == metadata_json(json.loads(text))
     root = json.loads((tmp_path / "run.hatchet").read_text())[0]
     assert root["run_id"] == json.loads(text)["run_id"]
+
+
+@pytest.mark.parametrize("there", ["file", "link", "nothing"])
+def test_a_native_output_replaces_what_was_there_whole(tmp_path, there):
+    # Over a file or a link the names are exchanged and the old file removed (out_file.cpp).
+    target, victim = tmp_path / "run.chrome_trace", tmp_path / "victim"
+    victim.write_text("keep me")
+    if there == "file":
+        target.write_text('{"previous": true}')
+    elif there == "link":
+        target.symlink_to(victim)
+    _session(tmp_path)
+    trace = json.loads(target.read_text())
+    assert "previous" not in trace and trace["otherData"]["data"] == "trace" and not target.is_symlink()
+    assert victim.read_text() == "keep me"
+    assert sorted(os.listdir(tmp_path)) == ["run.chrome_trace", "run.meta.json", "victim"]
+
+
+def test_a_folder_at_a_native_output_is_left_as_it_was(tmp_path):
+    target = tmp_path / "run.chrome_trace"
+    target.mkdir()
+    (target / "inside").write_text("kept")
+    with pytest.raises(RuntimeError, match="cannot replace"):
+        _session(tmp_path)
+    assert (target / "inside").read_text() == "kept"
+    assert sorted(os.listdir(tmp_path)) == ["run.chrome_trace"]
