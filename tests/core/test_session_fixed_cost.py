@@ -65,14 +65,18 @@ def no_launcher(monkeypatch):
     monkeypatch.setattr(ranks, "_cache", {})
 
 
-def test_no_launcher_is_read_once_and_a_later_rank_is_seen(no_launcher, monkeypatch):
+def test_launcher_variables_are_parsed_once_per_value_and_a_later_rank_is_seen(no_launcher, monkeypatch):
     reads = []
     real = ranks._from_environment
     monkeypatch.setattr(ranks, "_from_environment", lambda: reads.append(1) or real())
+    assert ranks.current() is None and ranks.current() is None and reads == []  # no rank variable set
+    monkeypatch.setenv("RANK", "not a rank")
     assert ranks.current() is None and ranks.current() is None and len(reads) == 1
     monkeypatch.setenv("RANK", "3")
     monkeypatch.setenv("WORLD_SIZE", "4")
-    assert ranks.current().rank == 3 and len(reads) == 2
+    assert ranks.current().rank == 3 and ranks.current().world_size == 4 and len(reads) == 2
+    monkeypatch.setenv("SLURM_PROCID", "5")  # RANK wins, as before; a new key, read once more
+    assert ranks.current().rank == 3 and len(reads) == 3
 
 
 def test_a_process_group_initialised_later_is_still_seen(no_launcher, monkeypatch):
