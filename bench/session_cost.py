@@ -97,9 +97,12 @@ def _ours_breakdown(breakdown, backend="nvidia"):
     from flagtree.profiler.backends import get_backend
 
     impl = get_backend(backend)
-    own = ("start_ring", "_install", "_uninstall", "_clock_facts") if backend == "device_timer" else ()
+    own = ("start_ring", "_install", "_uninstall") if backend == "device_timer" else ()
     for attr in ("acquire", "attach_session", "flush", "session_outputs", "release", "device_info", "describe") + own:
         breakdown.wrap(impl, attr, f"backend.{attr}")
+    if backend == "device_timer":  # the clock's offset at start (probed or kept) and finalize's probe
+        for attr in ("start", "facts"):
+            breakdown.wrap(impl.clock, attr, f"backend.clock.{attr}")
     for attr in ("check_writable", "write_outputs", "_close"):
         breakdown.wrap(session_module, attr, f"session.{attr}")
     for attr in ("write_profile", "write_metadata", "build_metadata"):

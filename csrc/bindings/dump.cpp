@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "dump/out_file.h"
 #include "session/profiler.h"
 
 namespace nb = nanobind;
@@ -24,6 +25,9 @@ struct TakenPart {
 }  // namespace
 
 void registerDumpBindings(nb::module_& m) {
+  // Whether every native output is fsynced before its rename (writers/atomic.py's policy).
+  m.def("set_fsync", &setSyncOutputs, nb::arg("on"));
+  m.def("fsync_outputs", &syncOutputs);
   // The session's store picks its writer (tree: Hatchet JSON, trace: Chrome trace JSON) and
   // writes atomically; `part` also frees what was written (see OutputRequest).
   m.def(

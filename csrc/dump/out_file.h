@@ -1,7 +1,9 @@
 // The one way native writers put a file on disk: into a temporary file beside the target, then
-// fsync and rename over it. A reader (or a later run) sees the previous file or the whole new
-// one, never a truncated one, whatever interrupts the write (a signal, SIGKILL, a full disk);
-// a symlink planted at the target is replaced, not followed (rename replaces the entry).
+// rename over it. A reader (or a later run) sees the previous file or the whole new one, never a
+// truncated one, whatever interrupts the write (a signal, SIGKILL, a full disk); a symlink
+// planted at the target is replaced, not followed (rename replaces the entry). The fsync before
+// the rename, which guards only against a power loss, is made while setSyncOutputs(true) holds
+// (FLAGTREE_PROFILER_FSYNC=1, set from Python: docs/reference/outputs.md).
 #pragma once
 #include <charconv>
 #include <cstddef>
@@ -14,6 +16,10 @@
 #include <vector>
 
 namespace ftp {
+
+// Whether commit() fsyncs each file before its rename (off unless Python turns it on).
+void setSyncOutputs(bool on);
+bool syncOutputs();
 
 class AtomicOutFile {
  public:
@@ -45,8 +51,8 @@ class AtomicOutFile {
 
   // Hands the buffered text to the file; throws on the first write error (a full disk).
   void flush();
-  // Flushes, fsyncs and renames over the target. Throws on any failure, leaving the target as
-  // it was.
+  // Flushes, fsyncs (while syncOutputs()) and renames over the target. Throws on any failure,
+  // leaving the target as it was.
   void commit();
 
  private:

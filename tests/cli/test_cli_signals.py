@@ -29,11 +29,11 @@ DRIVER = textwrap.dedent('''
             return real_profile(*args, **kwargs)
         session_outputs.write_profile = write_profile
     elif where == "metadata":  # the metadata's temporary file exists and holds its text
-        real_fsync = os.fsync
-        def fsync(fd):
+        real_replace = os.replace
+        def replace(src, dst):
             send()
-            return real_fsync(fd)
-        os.fsync = fsync
+            return real_replace(src, dst)
+        os.replace = replace
     elif where == "after":  # the native writer has put the profile in place; the session has not noted it
         real_profile = session_outputs.write_profile
         def write_profile(*args, **kwargs):

@@ -1,5 +1,5 @@
-"""The writer layer: every output iterative (any depth), atomic (temp file, fsync, rename: an
-interruption or a full disk leaves the previous file or none), a planted symlink replaced and
+"""The writer layer: every output iterative (any depth), atomic (temp file, rename: an
+interruption or a full disk leaves the previous file or none; fsync: test_fsync_policy.py), a planted symlink replaced and
 not followed, strict JSON (NaN/Infinity as null), names escaped, parts pruned natively."""
 import glob
 import json
@@ -280,9 +280,10 @@ def test_python_side_writes_fail_whole(tmp_path, monkeypatch):
     assert json.loads(target.read_text()) == {"previous": True}
     assert not _temps(str(tmp_path))
 
-    def interrupted(fd):  # Ctrl-C while the data is being synced
+    def interrupted(fd):  # Ctrl-C while the data is being synced (FLAGTREE_PROFILER_FSYNC=1)
         raise KeyboardInterrupt
 
+    monkeypatch.setenv("FLAGTREE_PROFILER_FSYNC", "1")
     monkeypatch.setattr(os, "fsync", interrupted)
     with pytest.raises(KeyboardInterrupt):
         write_text(target, "new")

@@ -1,7 +1,7 @@
 """Ctrl-C or SIGTERM while the viewer writes an export or --merge-traces writes its merge: one
 line, exit 130 / 143, no traceback, no hidden temporary file, the target not written (an earlier
 file stays). Real signals, sent by the subprocess to itself while the output's temporary file is
-open and holds its text (at the fsync before the rename)."""
+open and holds its text (just before its rename)."""
 import os
 import signal
 import subprocess
@@ -15,11 +15,11 @@ from viewer_helpers import fixture
 DRIVER = textwrap.dedent('''
     import os, signal, sys
     signum = getattr(signal, sys.argv[1])
-    real_fsync = os.fsync
-    def fsync(fd):
+    real_replace = os.replace
+    def replace(src, dst):
         os.kill(os.getpid(), signum)
-        return real_fsync(fd)
-    os.fsync = fsync
+        return real_replace(src, dst)
+    os.replace = replace
     if sys.argv[2] == "merge":
         from flagtree.profiler.distributed.merge_traces import main
     else:

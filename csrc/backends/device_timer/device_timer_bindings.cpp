@@ -185,6 +185,10 @@ void registerDeviceTimerBindings(nb::module_& m) {
     d["device"] = r.cuda->deviceOrdinal();
     return d;
   }, nb::arg("slots"), nb::arg("batch"), nb::arg("graph_records"));
+  // The kept ring takes an offset probed shortly before (the previous session's finalize
+  // check) instead of probing again at start (backends/device_timer/clock.py says when).
+  m.def("device_timer_set_clock", [](int64_t offsetNs) { ringOrThrow().setClock(ClockMap{offsetNs}); },
+        nb::arg("offset_ns"));
   m.def("device_timer_set_thread_device", [](nb::object fn) { route().threadDevice = std::move(fn); });
   // The clock probed again (finalize's check of the mapping measured at start).
   m.def("device_timer_check_clock", [] {

@@ -122,11 +122,35 @@ def base_name(name):
     return base
 
 
+# folder -> what os.stat said of it when a temporary file was last made there (check_writable)
+_writable = {}
+_WRITABLE_KEPT = 64
+
+
+def _identity(directory):
+    """The folder's device, inode, mode and owner; None when there is none."""
+    try:
+        st = os.stat(directory)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_mode, st.st_uid, st.st_gid
+
+
 def check_writable(base):
+    """At start(): the output folder exists (made if need be) and takes a new file, else a
+    ValueError now rather than at finalize. A folder that took one is not tried again while
+    os.stat finds the same folder, mode and owner: the temporary file cost every start() of a
+    session per step (docs/performance.md); a write refused later still fails at finalize."""
     directory = os.path.dirname(os.path.abspath(base)) or "."
+    known = _identity(directory)
+    if known is not None and _writable.get(directory) == known:
+        return
     try:
         os.makedirs(directory, exist_ok=True)
         with tempfile.TemporaryFile(dir=directory):
             pass
     except OSError as error:
         raise ValueError(f"cannot write the profile to {base!r}: {error.strerror or error}") from None
+    if len(_writable) >= _WRITABLE_KEPT:
+        _writable.clear()
+    _writable[directory] = _identity(directory)

@@ -17,7 +17,7 @@ from . import part_writer
 from .part_writer import PartJob
 from .schedule_steps import part_steps
 from .writers.atomic import remove
-from .writers.metadata import build_metadata, write_metadata
+from .writers.metadata import build_metadata, metadata_json, write_metadata
 from .writers.profile import CLOCK_WARN_NS, device_clock_shift, profile_request, write_profile
 
 
@@ -162,10 +162,12 @@ def write_outputs(s):
     if s.window is not None:  # its trigger, and every window of the armed run so far
         stats.update(s.window)
     metadata = {**build_metadata(s, s.backend.metadata_facts(), stats), **run_facts(s)}
+    text = metadata_json(metadata)  # once: the .meta.json and a trace's embedded otherData
     for m in (m for m in members(s) if not m.parts):
-        write_profile(m, m.output_path, other_data=metadata, device_shift_ns=shifts[m.data])
+        write_profile(m, m.output_path, other_data=metadata if m.data == "tree" else text,
+                      device_shift_ns=shifts[m.data])
         s.written.append(m.output_path)
-    write_metadata(s.metadata_path, metadata)
+    write_metadata(s.metadata_path, text)
     s.written.append(s.metadata_path)
     _warn_of_losses(s, stats, shifts)
     if failed:  # after everything else is written: what is lost, said in finalize's raise

@@ -28,6 +28,7 @@ LAUNCHER_VARIABLES = (
     ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "srun"),
 )
 _ALL_VARIABLES = tuple(name for group in LAUNCHER_VARIABLES for name in group[:3])
+_RANK_VARIABLES = tuple(group[0] for group in LAUNCHER_VARIABLES)  # no rank without one of these
 SUBSET_VARIABLE = "FLAGTREE_PROFILER_RANKS"
 _cache = {}  # the environment's rank values -> RankInfo or None, so repeated calls stay cheap
 
@@ -61,14 +62,14 @@ def _from_torch_distributed():
 
 def current():
     """This process's RankInfo, or None when no launcher or process group names a rank."""
-    key = tuple(os.environ.get(name) for name in _ALL_VARIABLES)
-    if key in _cache:
-        return _cache[key]
-    info = _from_environment()
-    if info is None:
-        return _from_torch_distributed()  # not cached: a group may be initialised later
-    _cache[key] = info
-    return info
+    environ = os.environ
+    if not any(name in environ for name in _RANK_VARIABLES):  # no launcher: the common case, cheaply
+        return _from_torch_distributed()  # never cached: a group may be initialised later
+    key = tuple(environ.get(name) for name in _ALL_VARIABLES)
+    info = _cache.get(key, _cache)
+    if info is _cache:
+        info = _cache[key] = _from_environment()  # None too: no rank variable holds a rank
+    return info if info is not None else _from_torch_distributed()
 
 
 def is_distributed(info):

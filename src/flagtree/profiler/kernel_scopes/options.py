@@ -16,6 +16,7 @@ An empty mode (None or "") means every default. Keys:
   the host reads it back only when it is full, at flush() and at stop, never per launch.
 """
 import dataclasses
+import functools
 
 from .. import _env
 from ..backends.mode import ModeGrammar, Option
@@ -53,13 +54,20 @@ class InstrumentationOptions:
         """The string put in triton.knobs.compilation.instrumentation_mode: part of every kernel's
         cache key, so instrumented and plain binaries (and different options) never share an entry.
         Only options that change the binary are in it; no commas (Triton splits modes on them)."""
-        return COMPILER_MODE_PREFIX + COMPILED_GRAMMAR.canonical(dataclasses.asdict(self))
+        return _compiler_mode(self)
 
     def canonical(self):
         return MODE_GRAMMAR.canonical(dataclasses.asdict(self))
 
 
 COMPILER_MODE_PREFIX = "flagtree-instrumentation:"
+
+
+@functools.lru_cache(maxsize=16)
+def _compiler_mode(options):
+    """InstrumentationOptions.compiler_mode, spelled once per options (they are frozen): every
+    device_timer session start asks for it, and asdict copies each field."""
+    return COMPILER_MODE_PREFIX + COMPILED_GRAMMAR.canonical(dataclasses.asdict(options))
 # Joins our compiler mode to another route's in one instrumentation_mode string (the device
 # timer's stamps beside the scopes): no comma, no colon.
 MODE_JOINER = "+"

@@ -9,7 +9,7 @@ import time
 
 from ..distributed import ranks
 from .._version import __version__
-from .atomic import write_json
+from .atomic import strict_json, write_text
 
 
 # Modules whose version an imported copy tells for free (and it is the copy that ran).
@@ -115,5 +115,17 @@ def _process_fields(session):
     }
 
 
+# One member a line, unindented: json's C encoder takes these separators, where any indent= sends
+# it to the pure-Python encoder, three times slower on every finalize (docs/performance.md).
+SEPARATORS = (",\n", ": ")
+
+
+def metadata_json(metadata):
+    """The metadata's text, encoded once per finalize: the .meta.json file and a trace's
+    embedded ``otherData`` (writers/profile.py) are the same text."""
+    return strict_json(metadata, sort_keys=True, separators=SEPARATORS)
+
+
 def write_metadata(path, metadata):
-    write_json(path, metadata, indent=1, sort_keys=True)
+    """`metadata`: the dict, or its metadata_json text."""
+    write_text(path, metadata if isinstance(metadata, str) else metadata_json(metadata))

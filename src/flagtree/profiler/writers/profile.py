@@ -7,7 +7,7 @@ import os
 import sys
 import warnings
 
-from .atomic import strict_json
+from .atomic import strict_json, sync_wanted
 from ..native_core import native
 
 
@@ -56,7 +56,9 @@ def _tree_request(session, other_data, device_shift_ns):
 
 
 def _trace_request(session, other_data, device_shift_ns):
-    return {"other_data": strict_json(other_data if other_data is not None else {}, sort_keys=True),
+    # A str is the metadata's text already encoded for its file (session_outputs.py): not twice.
+    text = other_data if isinstance(other_data, str) else strict_json(other_data or {}, sort_keys=True)
+    return {"other_data": text,
             "origin_ns": session.start_monotonic_ns, "pid": os.getpid(),
             "device_shift_ns": device_clock_shift(session) if device_shift_ns is None else device_shift_ns}
 
@@ -67,7 +69,9 @@ _REQUESTS = {"tree": _tree_request, "trace": _trace_request, "perfetto": _trace_
 
 def profile_request(session, other_data=None, device_shift_ns=None):
     """What the native writer of the session's data is given besides the path: keyword
-    arguments of ``session_write`` and of a taken part's ``write`` (part_writer.py)."""
+    arguments of ``session_write`` and of a taken part's ``write`` (part_writer.py). `other_data`:
+    a dict, or (a trace's) its JSON text. Sets the native writers' fsync policy (atomic.py's)."""
+    native.dump.set_fsync(sync_wanted())
     return _REQUESTS[session.data](session, other_data, device_shift_ns)
 
 

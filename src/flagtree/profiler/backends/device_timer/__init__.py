@@ -9,8 +9,9 @@ asynchronously on its own stream into pinned memory when a quarter fills, at flu
 finalize(), and a native worker hands each launch's record to the same session layer that CUPTI's
 records reach: tree, trace and metadata outputs are written as for backend="nvidia". Stamps
 are mapped onto the profile's monotonic clock with an offset probed at start (the device reading
-the host's clock and the host reading the device's, through write-combined mapped memory) and
-probed again at finalize (the drift is in the metadata).
+the host's clock and the host reading the device's, through write-combined mapped memory; or the
+previous session's finalize probe when it is recent: clock.py) and probed again at finalize (the
+drift is in the metadata).
 
 Kernels with kernel-side scopes (``flagtree.profiler.language``) get their scopes as with
 backend="instrumentation", and their device time from their scope buffers' own header stamps
@@ -31,6 +32,7 @@ from ...native_core import native as _native_module
 from ..base import Backend, BackendUnavailable, SharedUse, device_info_of
 from ..mode import ModeGrammar, Option
 from . import compiler_hook, event_timed, graph_replays, route, unseen_graphs, untimed
+from .clock import RingClock
 from . import scopes as kernel_scopes
 from ...kernel_scopes.scopes import InstrumentationState
 
@@ -118,7 +120,7 @@ class DeviceTimerBackend(Backend):
         self._lock = self._use.lock  # also guards the ring's sessions and scopes
         self._options = None
         self._undo = []
-        self.clock_at_start = None
+        self.clock = RingClock()  # the offset of the global timer, probed or the last one kept
         self._hooked = []  # open sessions with hook="triton"
         self._undo_exit = None
         self.support = None  # route.RouteSupport of the target, found at the first acquire
@@ -174,7 +176,7 @@ class DeviceTimerBackend(Backend):
         # Replays of graph-captured launches are timed where the stamper handles tagged slot
         # pointers (PTX); elsewhere a captured launch gets no slot and is counted.
         graph_records = options.graph_replays if self.support.stamper.times_graph_replays else 0
-        self.clock_at_start = self.start_ring(options.slots, options.batch_slots(), graph_records)
+        self.clock.start(native, self.start_ring, (options.slots, options.batch_slots(), graph_records))
         self._undo.append(native.device_timer.device_timer_drain)
         self._graph_records = graph_records
         if graph_records:  # kept with the ring (graph_replays.py says why), until free()
@@ -245,6 +247,7 @@ class DeviceTimerBackend(Backend):
         with self._lock:
             if self._use.users == 0:
                 _native().device_timer.device_timer_free()
+                self.clock.forget()
                 graph_replays.uninstall()
                 self._graph_records = 0
 
@@ -318,7 +321,7 @@ class DeviceTimerBackend(Backend):
             stats["device_timer_kernels_not_stamped"] = list(compiler_hook.stats["not_stamped_kernels"])
             stats.update(scope_stats)
             stats.update(self.untimed.session_stats(session.state.untimed_at_start))
-            stats.update(self._clock_facts(native))
+            stats.update(self.clock.facts(native))
         lost = stats.get("device_timer_untimed", 0) + stats.get("device_timer_captured_untimed", 0) + \
             stats.get("device_timer_other_device_untimed", 0) + stats.get("device_timer_graph_replays_untimed", 0) + \
             stats.get("device_timer_scoped_launches_untimed", 0)
@@ -346,23 +349,6 @@ class DeviceTimerBackend(Backend):
         stats.update({f"device_timer_{k}": v - start.get(k, 0) for k, v in now.items()})
         stats["device_timer_kernels_scoped"] = compiler_hook.stats["scoped"] - start.get("kernels", 0)
         return stats
-
-    def _clock_facts(self, native):
-        """The mapping of the global timer onto the profile's monotonic clock: the offset probed
-        at start (between the two one-way bounds, clock_probe.cpp), how far a probe at finalize
-        finds it moved, and the host real-time clock's distance from it (for reference)."""
-        start = self.clock_at_start or {}
-        facts = {"device_timer_clock_offset_ns": start.get("offset_ns"),
-                 "device_timer_clock_uncertainty_ns": start.get("uncertainty_ns"),
-                 "device_timer_clock_realtime_minus_probe_ns": start.get("realtime_minus_probe_ns")}
-        try:
-            end = native.device_timer.device_timer_check_clock()
-        except RuntimeError as error:
-            facts["device_timer_clock_check"] = f"not measured: {error}"
-            return facts
-        facts["device_timer_clock_drift_ns"] = end["offset_ns"] - start.get("offset_ns", end["offset_ns"])
-        facts["device_timer_clock_check_uncertainty_ns"] = end["uncertainty_ns"]
-        return facts
 
     def device_info(self):
         try:
