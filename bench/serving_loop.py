@@ -52,7 +52,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 
 import flagtree.profiler as profiler  # noqa: E402
-from flagtree.profiler import part_writer  # noqa: E402
+from flagtree.profiler import _native, part_writer  # noqa: E402
 from flagtree.profiler.session import find_session  # noqa: E402
 from flagtree.profiler.writers.atomic import write_json  # noqa: E402
 
@@ -242,12 +242,23 @@ def persistent(model, cycle, until, steps_per_block):
             steps += steps_per_block
         part_writer.wait(session.part_jobs)
         end = memory()
+        switches = _cupti_switches()
         profiler.finalize(sid)
         times = _part_times(base)
     growth = {k: end[k] / first[k] - 1 for k in first}
     return {"steps": steps, "step_us": elapsed / (steps - cycle.steps) * 1e6, "windows": _window_times(times),
+            "cupti_switches": switches,
             "after_first_window": first, "end": end, "growth": growth,
             "flat": all(abs(g) <= 0.05 for g in growth.values())}
+
+
+def _cupti_switches():
+    """On CUDA: how often CUPTI went quiet between windows so far, and the last switch off (the
+    device wait and the disables) and back on (the enables), ns; None on the CPU."""
+    if not CUDA:
+        return None
+    stats = _native.nvidia.cupti_attach_stats()
+    return {key: stats[key] for key in ("quiet_switches", "last_quiet_ns", "last_wake_ns", "wake_refusals")}
 
 
 def bookkeeping(cycle, steps=20_000):
