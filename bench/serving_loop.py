@@ -211,8 +211,11 @@ def _window_times(part_times):
         return {"count": 0}
     caller = [t["caller_ns"] / 1e6 for t in part_times]
     write = [t["write_ns"] / 1e6 for t in part_times if t["write_ns"] is not None]
+    # A window closed on the writer thread (nvidia): its flush and take there, apart from the write.
+    take = [t["take_ns"] / 1e6 for t in part_times if t.get("take_ns") is not None]
     return {"count": len(part_times), "caller_ms_median": statistics.median(caller), "caller_ms_max": max(caller),
             "write_ms_median": statistics.median(write) if write else None, "write_ms_max": max(write, default=None),
+            "take_ms_median": statistics.median(take) if take else None, "take_ms_max": max(take, default=None),
             "caller_waited_for_room": sum(1 for t in part_times if t["queue_wait_ns"])}
 
 
