@@ -52,7 +52,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 
 import flagtree.profiler as profiler  # noqa: E402
-from flagtree.profiler import part_writer  # noqa: E402
+from flagtree.profiler import _native, part_writer  # noqa: E402
 from flagtree.profiler.session import find_session  # noqa: E402
 from flagtree.profiler.writers.atomic import write_json  # noqa: E402
 
@@ -211,8 +211,11 @@ def _window_times(part_times):
         return {"count": 0}
     caller = [t["caller_ns"] / 1e6 for t in part_times]
     write = [t["write_ns"] / 1e6 for t in part_times if t["write_ns"] is not None]
+    # A window closed on the writer thread (nvidia): its flush and take there, apart from the write.
+    take = [t["take_ns"] / 1e6 for t in part_times if t.get("take_ns") is not None]
     return {"count": len(part_times), "caller_ms_median": statistics.median(caller), "caller_ms_max": max(caller),
             "write_ms_median": statistics.median(write) if write else None, "write_ms_max": max(write, default=None),
+            "take_ms_median": statistics.median(take) if take else None, "take_ms_max": max(take, default=None),
             "caller_waited_for_room": sum(1 for t in part_times if t["queue_wait_ns"])}
 
 
@@ -242,12 +245,23 @@ def persistent(model, cycle, until, steps_per_block):
             steps += steps_per_block
         part_writer.wait(session.part_jobs)
         end = memory()
+        switches = _cupti_switches()
         profiler.finalize(sid)
         times = _part_times(base)
     growth = {k: end[k] / first[k] - 1 for k in first}
     return {"steps": steps, "step_us": elapsed / (steps - cycle.steps) * 1e6, "windows": _window_times(times),
+            "cupti_switches": switches,
             "after_first_window": first, "end": end, "growth": growth,
             "flat": all(abs(g) <= 0.05 for g in growth.values())}
+
+
+def _cupti_switches():
+    """On CUDA: how often CUPTI went quiet between windows so far, and the last switch off (the
+    device wait and the disables) and back on (the enables), ns; None on the CPU."""
+    if not CUDA:
+        return None
+    stats = _native.nvidia.cupti_attach_stats()
+    return {key: stats[key] for key in ("quiet_switches", "last_quiet_ns", "last_wake_ns", "wake_refusals")}
 
 
 def bookkeeping(cycle, steps=20_000):

@@ -94,7 +94,10 @@ void registerSessionBindings(nb::module_& m) {
     return Profiler::instance().createSession(static_cast<ContextKind>(context), static_cast<DataKind>(data),
                                               static_cast<TimeSource>(source));
   }, nb::arg("context"), nb::arg("data"), nb::arg("source") = 0);
-  m.def("session_set_active", [](int slot, bool active) { Profiler::instance().setActive(slot, active); });
+  // Without the GIL: switching a vendor tracer quiet or back (DialectTracer::settle) waits for the
+  // device, or for a flush another thread makes.
+  m.def("session_set_active", [](int slot, bool active) { Profiler::instance().setActive(slot, active); },
+        nb::call_guard<nb::gil_scoped_release>());
   m.def("session_set_time_source", [](int slot, int source) {
     Profiler::instance().setTimeSource(slot, static_cast<TimeSource>(source));
   });

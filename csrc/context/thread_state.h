@@ -47,6 +47,9 @@ struct ThreadState {
   LaunchMetadata* pendingMetadata = nullptr;
   int apiDepth = 0;  // nesting of vendor API callbacks (runtime -> driver): only the outermost counts
   uint32_t apiCorrelation = 0;  // the outermost traced call's correlation id while it runs, else 0
+  // The tracer's callback epoch at the outermost call's entry: an exit lost to the launch
+  // callbacks going off in between must not leave apiDepth raised (DialectTracer::onApi).
+  uint32_t apiEpoch = 0;
 
   // Counts this thread's launches; a context source that does per-launch work once, whatever
   // the number of sessions, compares it with what it saw last (framesSerial).

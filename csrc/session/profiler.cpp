@@ -12,7 +12,31 @@ Profiler& Profiler::instance() { return leaked<Profiler>(); }
 
 Session* Profiler::removeSession(int slot) {
   // Pending launches must not hand this slot's node ids to a later session in the slot.
-  return sessions_.remove(slot, [&] { pending_.forgetSlot(slot); });
+  Session* s = sessions_.remove(slot, [&] { pending_.forgetSlot(slot); });
+  noteActivity();
+  return s;
+}
+
+void Profiler::addActivityListener(ActivityListener* listener) {
+  std::lock_guard<std::mutex> lock(activityMutex_);
+  for (ActivityListener*& l : listeners_) {
+    if (l == listener) return;
+    if (!l) {
+      l = listener;
+      return;
+    }
+  }
+}
+
+void Profiler::noteActivity() {
+  // Under one lock, so that listeners see the changes in the order they happened; a step() of a
+  // schedule sets an inactive session inactive again every step: no change, nothing told.
+  std::lock_guard<std::mutex> lock(activityMutex_);
+  const TracerDemand demand = tracerDemand();
+  if (demand == demand_) return;
+  demand_ = demand;
+  for (ActivityListener* l : listeners_)
+    if (l) l->onTracerDemand(demand);
 }
 
 void Profiler::onLaunch(uint32_t correlation, bool multiRecord, uint64_t launchNs, TimeSource source) {

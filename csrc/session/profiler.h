@@ -7,6 +7,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -26,19 +27,44 @@ struct ScopeListener {
   virtual void onScopeExit(size_t depth) = 0;
 };
 
+// What the tracer-timed sessions ask of a vendor tracer's collection: On (one takes launches),
+// Off (there are sessions and none takes launches or is closing: all deactivated, a schedule
+// between windows), Either (none left, or one closing: finalize's flush and the tracer's
+// release decide; switching then would only cost the next session).
+enum class TracerDemand : uint8_t { On, Off, Either };
+
+// Told when the demand changes (a vendor tracer switches its library's collection off while it
+// is Off: DialectTracer::settle). Called in order, one at a time; the listener reads the demand
+// again rather than trust its argument alone.
+struct ActivityListener {
+  virtual ~ActivityListener() = default;
+  virtual void onTracerDemand(TracerDemand demand) = 0;
+};
+
 class Profiler {
  public:
   static Profiler& instance();
 
   // Sessions. createSession returns the slot; throws std::runtime_error when all are taken.
   int createSession(ContextKind context, DataKind data, TimeSource source = TimeSource::Tracer) {
-    return sessions_.create(context, data, source);
+    const int slot = sessions_.create(context, data, source);
+    noteActivity();
+    return slot;
   }
-  void setActive(int slot, bool active) { sessions_.setActive(slot, active); }
-  void setTimeSource(int slot, TimeSource source) { sessions_.setSource(slot, source); }
+  void setActive(int slot, bool active) {
+    sessions_.setActive(slot, active);
+    noteActivity();
+  }
+  void setTimeSource(int slot, TimeSource source) {
+    sessions_.setSource(slot, source);
+    noteActivity();
+  }
   // Finalize's first step: the session takes no more launches but still receives the records
   // of its launches, and of launches nobody saw, until it is removed.
-  void beginClose(int slot) { sessions_.beginClose(slot); }
+  void beginClose(int slot) {
+    sessions_.beginClose(slot);
+    noteActivity();
+  }
   bool isActive(int slot) const { return sessions_.isActive(slot); }
   // Stops routing anything to the slot and frees it; the Session object stays valid.
   Session* removeSession(int slot);
@@ -46,6 +72,14 @@ class Profiler {
   uint32_t activeMask() const { return sessions_.activeMask(); }
   // The active sessions whose kernel times come from `source`.
   uint32_t activeMask(TimeSource source) const { return sessions_.activeMask() & sessions_.sourceMask(source); }
+  TracerDemand tracerDemand() const {
+    const uint32_t ofTracer = sessions_.sourceMask(TimeSource::Tracer);
+    if (sessions_.activeMask() & ofTracer) return TracerDemand::On;
+    if (sessions_.closingMask() & ofTracer) return TracerDemand::Either;
+    return (sessions_.existsMask() & ofTracer) ? TracerDemand::Off : TracerDemand::Either;
+  }
+  // Adds a listener for the process (vendor tracers are never destroyed); at most kMaxListeners.
+  void addActivityListener(ActivityListener* listener);
 
   // Launch path: called on the launching thread just before a launch. `multiRecord` marks
   // launches that produce several records under one correlation id (graph launches).
@@ -109,7 +143,14 @@ class Profiler {
   friend Profiler& leaked<Profiler>();
   Profiler() = default;
 
+  // After any change of the session masks: tells the listeners when tracerDemand() changed.
+  void noteActivity();
+
   SessionRegistry sessions_;
+  static constexpr size_t kMaxListeners = 4;
+  std::mutex activityMutex_;  // noteActivity and addActivityListener, one at a time
+  ActivityListener* listeners_[kMaxListeners] = {};
+  TracerDemand demand_ = TracerDemand::Either;  // what the listeners were last told
   PendingLaunches pending_;
   GraphCaptures graphs_;
   std::atomic<ScopeListener*> scopeListener_{nullptr};

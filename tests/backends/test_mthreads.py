@@ -12,6 +12,7 @@ import sys
 import pytest
 
 import flagtree.profiler as profiler
+from flagtree.profiler import _native
 from flagtree.profiler.backends import get_backend
 from vendor_outputs import find, load_meta, load_tree, viewer_values
 
@@ -359,3 +360,21 @@ def test_a_callback_without_context_falls_back_to_the_current_one(standin, tmp_p
     syncs = standin.standin_state(STATE_SYNCS)
     profiler.finalize()  # waits for the device through the thread's current context
     assert standin.standin_state(STATE_SYNCS) > syncs
+
+
+def test_deactivated_session_turns_mupti_quiet_and_loses_nothing(standin, tmp_path):
+    sid = profiler.start(name=str(tmp_path / "q"), backend="mthreads")
+    launch(standin, "softmax_kernel")
+    profiler.deactivate(sid)
+    # Kinds off, the launch's record still in MUPTI's buffer; idle launches make none.
+    assert _native.mthreads.mupti_stats()["quiet"] and standin.standin_state(7) == 0
+    assert standin.standin_state(STATE_PENDING) == 1
+    launch(standin, "add_kernel")
+    assert standin.standin_state(STATE_PENDING) == 1
+    profiler.activate(sid)
+    assert standin.standin_state(7) == 1
+    launch(standin, "_Z6matmulPfS_i")
+    profiler.finalize()
+    root, _ = load_tree(tmp_path / "q")
+    assert {c["frame"]["name"] for c in root["children"]} == {"softmax_kernel", "matmul(float*, float*, int)"}
+    assert load_meta(tmp_path / "q")["kernel_records"] == 2

@@ -9,6 +9,8 @@
  *     enabled, and writes a kernel record when the kernel kind is enabled, whether or not anyone
  *     is subscribed to callbacks;
  *   - records wait in a buffer from the buffer-request callback until a forced flush hands it back;
+ *   - a disabled kind makes no new records, and disabling it keeps those already buffered: the
+ *     next flush delivers them (callbacks, too, go on and off without touching the buffer);
  *   - a kernel may still run after its launch returns (standin_launch_running): its record
  *     is written when it ends (standin_finish_running);
  *   - cuptiFinalize detaches everything (callbacks, activity kinds, buffers' owner);
@@ -40,7 +42,7 @@ static uint8_t* g_buf;
 static size_t g_buf_size, g_buf_used;
 static uint32_t g_next_corr = 100;
 static size_t g_dropped;
-static int g_subscribes, g_unsubscribes, g_finalizes, g_kind_enables, g_callback_toggles, g_callbacks;
+static int g_subscribes, g_unsubscribes, g_finalizes, g_kind_enables, g_kind_disables, g_callback_toggles, g_callbacks;
 static char g_context;
 static int64_t g_record_offset;
 static const char* const kKernelName = "standin_kernel";
@@ -156,6 +158,7 @@ EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
 }
 EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
   if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) g_kernel_kind = 0;
+  ++g_kind_disables;
   return CUPTI_SUCCESS;
 }
 EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, CUpti_Activity** record) {
@@ -192,6 +195,16 @@ EXPORT uint32_t standin_launch(void) {
   call_back(CUPTI_API_EXIT, corr);
   return corr;
 }
+/* A launch call that is entered on this thread and has not returned yet (its exit comes with
+   standin_launch_exit): how another thread's launch looks while the callbacks are switched. */
+static uint32_t g_entered;
+EXPORT uint32_t standin_launch_enter(void) {
+  g_entered = g_next_corr++;
+  call_back(CUPTI_API_ENTER, g_entered);
+  write_kernel(g_entered);
+  return g_entered;
+}
+EXPORT void standin_launch_exit(void) { call_back(CUPTI_API_EXIT, g_entered); }
 /* A launch whose kernel is still running: callbacks now, its record at standin_finish_running. */
 static uint32_t g_running[64];
 static int g_num_running;
@@ -221,6 +234,7 @@ EXPORT int standin_count(const char* what) {
   if (!strcmp(what, "unsubscribe")) return g_unsubscribes;
   if (!strcmp(what, "finalize")) return g_finalizes;
   if (!strcmp(what, "kind_enable")) return g_kind_enables;
+  if (!strcmp(what, "kind_disable")) return g_kind_disables;
   if (!strcmp(what, "callback_toggle")) return g_callback_toggles;
   if (!strcmp(what, "callback")) return g_callbacks;
   return -1;

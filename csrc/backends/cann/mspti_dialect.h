@@ -58,6 +58,9 @@ struct MsptiDialect {
   static constexpr bool kExternalCorrelation = true;
   static constexpr bool kRealtimeClock = true;
   static constexpr bool kUnsubscribeBeforeFlush = true;
+  // No quiet while sessions are deactivated (kQuietWhenIdle): disabling a kind stops its parser,
+  // which loses the records it has not reported yet (see DialectTracer::stop).
+  static constexpr bool kQuietWhenIdle = false;
   // MSPTI reports device records every 20 ms on its own threads: a flush waits this long after
   // the device is idle (Huawei's own monitor waits 50 ms between unsubscribing and flushing).
   static constexpr int kReportWaitMs = 50;

@@ -47,6 +47,8 @@ void defineDialectTracer(nb::module_& m, const std::string& prefix, DeviceType d
     d["declined_buffers"] = t.declinedBuffers();
     d["traced_callbacks"] = t.tracedCallbacks();
     d["buffers_after_teardown"] = t.buffersAfterTeardown();
+    d["quiet"] = t.quiet();
+    d["quiet_switches"] = t.quietSwitches();
     nb::list refused;
     for (auto kind : t.refusedKinds()) refused.append(int(kind));
     d["refused_kinds"] = refused;

@@ -28,6 +28,7 @@
 #include "core/clock.h"
 #include "data/kernel_names.h"
 #include "data/records.h"
+#include "session/profiler.h"
 
 namespace ftp {
 
@@ -76,7 +77,7 @@ inline bool tracedCallName(const char* name, const char* const* prefixes, size_t
 }
 
 template <typename D>
-class DialectTracer {
+class DialectTracer : public ActivityListener {
  public:
   using Api = typename D::Api;
   using Kind = typename D::Kind;
@@ -113,6 +114,16 @@ class DialectTracer {
   static constexpr const char* kStartPhases[] = {"subscribe", "api_callbacks", "extra_callbacks", "register",
                                                  "activity_kinds"};
   const std::array<uint64_t, 5>& startPhasesNs() const { return startPhasesNs_; }
+  // Quiet: held by sessions none of which is active (all deactivated, a schedule between its
+  // windows): the activity kinds and launch callbacks are off, so launches cost the program no
+  // callback and no record; they go back on when a session becomes active (dialect_tracer_quiet.h).
+  bool quiet() const { return quiet_.load(); }
+  uint64_t quietSwitches() const { return quietSwitches_.load(); }
+  // The last switch off and back on, ns; kinds the library refused to take back on.
+  uint64_t lastQuietNs() const { return lastQuietNs_.load(); }
+  uint64_t lastWakeNs() const { return lastWakeNs_.load(); }
+  uint64_t wakeRefusals() const { return wakeRefusals_.load(); }
+  void onTracerDemand(TracerDemand demand) override;
   // Waits for queued device work and delivers every buffered record.
   void flush();
   bool running() const { return users_ > 0; }
@@ -158,6 +169,9 @@ class DialectTracer {
   void park();
   void resume();
   void setApiCallbacks(uint32_t enable);
+  void settle();  // quiet or not, as the sessions' state says (dialect_tracer_quiet.h)
+  void goQuiet();
+  void wake();
   bool keepRecord(uint32_t correlation);
   void flushLocked();
   void drain(bool final);  // D::kUnsubscribeBeforeFlush
@@ -208,6 +222,11 @@ class DialectTracer {
   ClockFit clockFit_;
   std::atomic<uint64_t> dropped_{0};
   bool parked_ = false;  // see release()
+  std::atomic<bool> quiet_{false};  // see quiet(); kept through a park, undone by the resume's settle()
+  std::atomic<bool> listening_{false};  // registered as the profiler's activity listener
+  // Raised each time the launch callbacks go off (see ThreadState::apiEpoch).
+  std::atomic<uint32_t> callbackEpoch_{0};
+  std::atomic<uint64_t> quietSwitches_{0}, lastQuietNs_{0}, lastWakeNs_{0}, wakeRefusals_{0};
   typename D::Result callbackRefusal_ = D::kSuccess;
   std::vector<Kind> refusedKinds_;
   // Whether a launch was made since the last forced flush (D::kFlushOnceAtStop: a forced flush

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "backends/dialect/dialect_tracer.h"
+#include "backends/dialect/dialect_tracer_quiet.h"
 #include "backends/dialect/dialect_tracer_records.h"
 #include "core/clock.h"
 
@@ -20,14 +21,19 @@ DialectTracer<D>& DialectTracer<D>::instance() {
 
 template <typename D>
 void DialectTracer<D>::acquire(const Api& api, size_t bufferBytes, DeviceType deviceType) {
+  // Outside mutex_: the profiler tells its listeners under its own lock, and this one then
+  // takes mutex_ (onTracerDemand).
+  if (!listening_.exchange(true)) Profiler::instance().addActivityListener(this);
   std::lock_guard<std::mutex> lock(mutex_);
   if (users_ > 0) {
     ++users_;
+    settle();
     return;
   }
   if (parked_ && api.path == api_.path && bufferBytes == bufferBytes_ && deviceType == deviceType_) {
     resume();
     users_ = 1;
+    settle();
     return;
   }
   if (parked_) stop();  // another library or buffer size: attach afresh
@@ -36,6 +42,7 @@ void DialectTracer<D>::acquire(const Api& api, size_t bufferBytes, DeviceType de
   deviceType_ = deviceType;
   start();
   users_ = 1;
+  settle();
 }
 
 #ifdef FLAGTREE_PROFILER_TESTING
@@ -105,11 +112,12 @@ void DialectTracer<D>::resume() {
   size_t dropped = 0;
   if (api_.getNumDropped) api_.getNumDropped(nullptr, 0, &dropped);
   parked_ = false;
-  setApiCallbacks(1);
+  if (!quiet_.load()) setApiCallbacks(1);  // else settle() turns kinds and callbacks on, or leaves them off
 }
 
 template <typename D>
 void DialectTracer<D>::setApiCallbacks(uint32_t enable) {
+  if (!enable) callbackEpoch_.fetch_add(1);  // exits of launches entered before are not coming
   typename D::Result refusal = D::kSuccess;
   for (const Traced& t : traced_) {
     const typename D::Result rc = api_.enableCallback(enable, subscriber_, t.domain, t.cbid);
@@ -241,6 +249,7 @@ void DialectTracer<D>::stop() {
   floor_ = false;
 #endif
   parked_ = false;
+  quiet_.store(false);
   keepFrom_.store(0);
   std::lock_guard<std::mutex> lock(contextsMutex_);
   contexts_.clear();

@@ -35,8 +35,12 @@ void DialectTracer<D>::onApi(void* userdata, typename D::Domain domain, typename
     return;
   }
   // A runtime launch may reach the driver's launch inside it: the kernel carries the outer
-  // call's correlation id, so only the outermost call is recorded.
+  // call's correlation id, so only the outermost call is recorded. A depth left from a call
+  // whose exit never came (the callbacks went off while it ran) is not nesting.
+  const uint32_t epoch = self->callbackEpoch_.load(std::memory_order_relaxed);
+  if (ts.apiDepth > 0 && ts.apiEpoch != epoch) ts.apiDepth = 0;
   if (ts.apiDepth++ > 0) return;
+  ts.apiEpoch = epoch;
   if constexpr (D::kFlushOnceAtStop) {
     if (!self->launchedSinceFlush_.load(std::memory_order_relaxed))
       self->launchedSinceFlush_.store(true, std::memory_order_relaxed);

@@ -2,7 +2,9 @@
 // kClockFit (clock_fit.h), kReportWaitMs (a flush's wait for the library's reports),
 // kCallbackTimes (launch callbacks' host times kept for records without timestamps),
 // kThreadCursor (the record walk's position is the library's, one per thread: a walk that ends
-// early must put it back, or the thread's next buffer is read from that position).
+// early must put it back, or the thread's next buffer is read from that position),
+// kQuietWhenIdle (the library's activity kinds and launch callbacks may go off while no session
+// is active and back on, with what it buffered still delivered: dialect_tracer_quiet.h).
 #pragma once
 #include <type_traits>
 
@@ -25,5 +27,10 @@ template <typename D, typename = void>
 struct ThreadCursor : std::false_type {};
 template <typename D>
 struct ThreadCursor<D, std::void_t<decltype(D::kThreadCursor)>> : std::bool_constant<D::kThreadCursor> {};
+
+template <typename D, typename = void>
+struct QuietWhenIdle : std::false_type {};
+template <typename D>
+struct QuietWhenIdle<D, std::void_t<decltype(D::kQuietWhenIdle)>> : std::bool_constant<D::kQuietWhenIdle> {};
 
 }  // namespace ftp

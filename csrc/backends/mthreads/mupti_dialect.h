@@ -44,6 +44,7 @@ struct MuptiDialect {
   static constexpr bool kCompleteHasContext = true;
   static constexpr bool kFinalizeAtStop = false;
   static constexpr bool kKeepAttached = false;  // see DialectTracer::release
+  static constexpr bool kQuietWhenIdle = true;   // MUPTI mirrors CUPTI's enable and disable calls
   // MUSA 4.3: a second forced flush at stop can wait forever; buffers handed back after the
   // stop's one flush are not read (teardown can corrupt a buffer the library retains).
   static constexpr bool kFlushOnceAtStop = true;

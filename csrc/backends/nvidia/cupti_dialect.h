@@ -36,6 +36,7 @@ struct CuptiDialect {
   static constexpr bool kCompleteHasContext = true;
   static constexpr bool kFinalizeAtStop = true;
   static constexpr bool kKeepAttached = true;  // see DialectTracer::release
+  static constexpr bool kQuietWhenIdle = true;  // see DialectTracer::quiet
   static constexpr std::array<const char*, 0> kCounterNames = {};
   // Dialect switches of the shared tracer (MSPTI and MUPTI set some; see their dialects).
   static constexpr bool kExternalCorrelation = false;  // launches keyed on ids of our own

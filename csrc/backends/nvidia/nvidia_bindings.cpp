@@ -71,6 +71,12 @@ void registerNvidiaBindings(nb::module_& m) {
     d["parked"] = t.parked();
     d["subscriptions"] = t.subscriptions();
     d["idle_discarded"] = t.idleDiscarded();
+    // Quiet while no session is active (dialect_tracer_quiet.h): the last switches' ns.
+    d["quiet"] = t.quiet();
+    d["quiet_switches"] = t.quietSwitches();
+    d["last_quiet_ns"] = t.lastQuietNs();
+    d["last_wake_ns"] = t.lastWakeNs();
+    d["wake_refusals"] = t.wakeRefusals();
     nb::dict phases;
     for (size_t i = 0; i < t.startPhasesNs().size(); ++i) phases[CuptiTracer::kStartPhases[i]] = t.startPhasesNs()[i];
     d["start_phases_ns"] = phases;

@@ -9,6 +9,7 @@ warmup's purpose here (the program's first launches, compilation, caches) is ser
 same. Each cycle's active steps end in one part (``<name>.part<k>.hatchet``) whose ``steps`` lists
 those step numbers; after the last cycle the session stays deactivated until finalize.
 """
+from . import part_writer
 from .native_core import native
 from .run_group import members
 
@@ -91,6 +92,9 @@ def _enter(session):
     active = stepping.plan.action(stepping.step) == "active"
     if active:
         stepping.window.append(stepping.step)
+        # The previous window's close may still run on the writer thread: it takes its part
+        # before this window records anything.
+        part_writer.wait_closed(j for m in members(session) for j in m.part_jobs[-1:])
     _set_active(session, active)
 
 

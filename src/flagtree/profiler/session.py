@@ -6,10 +6,12 @@ Parts (long runs): ``flush_part()`` (or, with FLAGTREE_PROFILER_PERIODIC_S, a ti
 session) writes what a session collected since its previous part to ``<name>.part<k>.hatchet``
 (or ``.chrome_trace``), k = 1, 2, ..., and frees it: the tree keeps its nodes (threads cache
 their ids) with their metrics zeroed, and empty nodes are left out of the part; the trace's event
-store is emptied. The caller's thread only flushes and takes the data out; part_writer.py's thread
-writes the file, and finalize waits for it. Once a session has written a part, its finalize writes
-the rest as the last part and no ``<name>.hatchet``; the metadata file lists every part under ``parts``. Merging all parts
-(``flagtree-profiler-viewer name.part*.hatchet``) gives the totals of an unsplit run. File names: paths.py.
+store is emptied. The caller's thread only flushes and takes the data out (a schedule's window on
+nvidia leaves even that to the writer: session_outputs.write_parts); part_writer.py's thread writes
+the file, and finalize waits for it. Once a session has written a part, its finalize writes the rest
+as the last part and no ``<name>.hatchet``; the metadata file lists every part under ``parts``.
+Merging all parts (``flagtree-profiler-viewer name.part*.hatchet``) gives an unsplit run's totals.
+File names: paths.py.
 
 Interpreter exit: sessions still open when the interpreter exits are finalized by an atexit
 handler, so a script that forgets finalize() still gets its profile; under flagtree-profiler the
@@ -30,7 +32,8 @@ from .hooks import inheritance, nvtx
 from .paths import check_writable, output_paths
 # CONTEXTS, DATA_KINDS and HOOKS are also read from here (the command's option choices).
 from .session_checks import CONTEXTS, DATA_KINDS, HOOKS, check_arguments, check_issued, PROTON_WORDS  # noqa: F401
-from .session_outputs import raise_failed_parts, wait_for_parts, warn_of_failed_parts, write_outputs, write_parts
+from .session_outputs import raise_failed_parts, wait_for_closes, wait_for_parts, warn_of_failed_parts, write_outputs
+from .session_outputs import write_parts
 from . import schedule_steps as scheduling
 from .session_record import Session
 from .run_group import join, members, split_data, start_run_id
@@ -225,7 +228,7 @@ def step(session_id=None):
         targets = [s for s in _targets(session_id) if s.stepping is not None]
         warn_of_failed_parts(targets)
         for s in targets:
-            written += scheduling.advance(s, lambda s=s: write_parts([s], _sessions.values()))
+            written += scheduling.advance(s, lambda s=s: write_parts([s], _sessions.values(), defer=True))
         return written
 
 
@@ -234,6 +237,7 @@ def activate(session_id=None):
         return
     with _lock:
         for s in _targets(session_id):
+            wait_for_closes([s])  # a window still being closed takes nothing recorded from here
             for m in members(s):
                 native.session.session_set_active(m.slot, True)
 
@@ -262,6 +266,7 @@ def finalize(session_id=None):
 
 
 def _finalize_locked(sessions):
+    wait_for_closes(sessions)  # their last window's part is taken before the rest
     for s in sessions:
         for m in members(s):
             native.session.session_begin_close(m.slot)
@@ -282,6 +287,7 @@ def _finalize_locked(sessions):
 
 
 def _close(s):
+    wait_for_closes([s])  # the writer thread takes from the slot until then
     for companion in s.companions:
         _close(companion)
     if s.metadata_owner is None:  # a companion shares its run's id but is not an open session

@@ -8,6 +8,7 @@ the metadata of another run. File names: paths.py; every file through the writer
 Parts: the caller's thread takes a closed window's data out of the session and the writer thread
 (part_writer.py) writes it; finalize waits for those before it writes the last part itself.
 """
+import functools
 import warnings
 
 from .common.safe_text import safe
@@ -21,16 +22,50 @@ from .writers.metadata import build_metadata, metadata_json, write_metadata
 from .writers.profile import CLOCK_WARN_NS, device_clock_shift, profile_request, write_profile
 
 
-def write_parts(sessions, open_sessions):
+def write_parts(sessions, open_sessions, defer=False):
     """Ends the current part of each of `sessions` and hands it to the writer thread
     (part_writer.py); returns the paths, written there shortly after. Every open session's
     backend is flushed first (not only the targets'): graph launches made before then have all
-    their records delivered and can be forgotten."""
+    their records delivered and can be forgotten. With `defer` (a schedule's window, its sessions
+    deactivated) and backends that allow it, the flush and the take happen on the writer thread:
+    the caller only hands the part over."""
     began = native.core.monotonic_ns()
-    for impl in {id(s.backend): s.backend for s in open_sessions}.values():
+    wait_for_closes(sessions)  # an earlier window's close, still on the writer thread, comes first
+    backends = list({id(s.backend): s.backend for s in open_sessions}.values())
+    if defer and all(impl.flush_off_thread for impl in backends):
+        return _hand_over_deferred([m for s in sessions for m in members(s)], backends, began)
+    for impl in backends:
         impl.flush()
     native.session.prune_graph_launches(began)
     return [_hand_over_part(m, began) for s in sessions for m in members(s)]
+
+
+def wait_for_closes(sessions):
+    """Returns once the deferred closes of `sessions`' parts have run on the writer thread: before
+    their next window opens, another part is taken, or they are finalized or closed."""
+    part_writer.wait_closed(j for s in sessions for m in members(s) for j in m.part_jobs[-1:])
+
+
+def _close_part(s, other, backends, began):
+    """A deferred close on the writer thread: the backends flushed (the first part of a run only),
+    then the part taken and what its writer is told (a trace's clock shift needs the records)."""
+    for impl in backends:
+        impl.flush()
+    if backends:
+        native.session.prune_graph_launches(began)
+    return native.dump.session_take_part(s.slot), profile_request(s, other)
+
+
+def _hand_over_deferred(targets, backends, began):
+    """The parts of `targets` handed over untaken: the writer thread flushes once (the first
+    part's close) and takes each, in order."""
+    paths = []
+    for k, s in enumerate(targets):
+        path, steps, other = _next_part(s)
+        take = functools.partial(_close_part, s, other, backends if k == 0 else [], began)
+        _submit(s, PartJob(s, path, steps, take=take), began)
+        paths.append(path)
+    return paths
 
 
 def _next_part(s):
@@ -49,12 +84,16 @@ def _hand_over_part(s, began):
     of the session (the flush is done); `began`: when the window closed."""
     path, steps, other = _next_part(s)
     job = PartJob(s, path, steps, native.dump.session_take_part(s.slot), profile_request(s, other))
+    _submit(s, job, began)
+    return path
+
+
+def _submit(s, job, began):
     s.part_jobs.append(job)
-    s.parts.append(path)
-    s.part_steps.append(steps)
+    s.parts.append(job.path)
+    s.part_steps.append(job.steps)
     job.queue_wait_ns = part_writer.submit(job)
     job.caller_ns = native.core.monotonic_ns() - began
-    return path
 
 
 def write_part(s, device_shift_ns=None):

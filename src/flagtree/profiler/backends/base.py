@@ -129,6 +129,9 @@ class Backend:
     launch_hooks = None
     #: why the declared launch hooks are not installed (a Triton without them), else ""
     launch_hooks_missing = ""
+    #: whether flush() may run on the part writer's thread while the program goes on (a
+    #: schedule's window close then returns before it: session_outputs.write_parts)
+    flush_off_thread = False
 
     def unavailable_reason(self):
         """None when this backend can run here, else a sentence saying what is missing.

@@ -21,6 +21,7 @@ class InstrumentationBackend(NvidiaBackend):
     name = "instrumentation"
     mode_grammar = mode_options.MODE_GRAMMAR
     SessionState = InstrumentationState
+    flush_off_thread = False  # its flush reads the kernel-side buffers through Python
 
     def __init__(self):
         super().__init__()

@@ -199,6 +199,9 @@ class NvidiaBackend(Backend):
         self._library = None
 
     mode_grammar = counters.MODE_GRAMMAR
+    # flush() is one native call (cuptiActivityFlushAll after the device wait) that holds no
+    # Python state: a schedule's window close leaves it to the writer thread.
+    flush_off_thread = True
 
     def options_from(self, parsed):
         """None, or a CounterMode for "metrics" or "metrics=<a>,<b>,..." (hardware counters, see

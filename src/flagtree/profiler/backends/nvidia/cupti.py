@@ -83,6 +83,7 @@ class CuptiBackend(NvidiaBackend):
     name = "cupti"
     mode_grammar = MODE_GRAMMAR
     SessionState = SamplingState
+    flush_off_thread = False  # PC sampling beside the tracer: its parts stay closed on the caller's thread
     #: the PC-sampling library: "" is the libcupti the tracer loaded (tests point it at a stand-in)
     pcsampling_library = ""
 

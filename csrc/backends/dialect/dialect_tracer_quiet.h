@@ -1,0 +1,71 @@
+// DialectTracer: quiet while held by sessions none of which is active (see dialect_tracer.h).
+// A deactivated session, or a schedule between its windows, would otherwise have every launch
+// pay the library's callback and its activity record for nothing. The profiler says when
+// (TracerDemand, session/profiler.h); while a session closes or after the last one, the state
+// is kept: a finalize of an active session parks with collection on, as before.
+//
+// Off: the launch callbacks first (a launch from then on is not ours), then the device is waited
+// for, then the activity kinds go off. Every kernel launched before has then ended, so its record
+// is in the library's buffers, which a disable does not drop: the next flush delivers it, to the
+// sessions that saw its launch. On: the kinds first, then the callbacks, so that a launch the
+// profiler sees always has a record coming (one made between the two has a record and no launch:
+// counted under ROOT as unattributed, never lost). Included through dialect_tracer_impl.h only.
+#pragma once
+#include <algorithm>
+#include <vector>
+
+#include "backends/dialect/dialect_tracer.h"
+#include "backends/dialect/dialect_traits.h"
+#include "core/clock.h"
+
+namespace ftp {
+
+template <typename D>
+void DialectTracer<D>::onTracerDemand(TracerDemand) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  settle();
+}
+
+template <typename D>
+void DialectTracer<D>::settle() {
+  // Parked or stopped tracers follow release()'s rules; the floor has no sessions. Observers
+  // (PC sampling, counters) keep their callbacks: they pair a launch's enter with its exit.
+  if (!QuietWhenIdle<D>::value || users_ == 0 || parked_ || floor_) return;
+  const TracerDemand demand = Profiler::instance().tracerDemand();
+  if (demand == TracerDemand::Either) return;
+  const bool quiet = demand == TracerDemand::Off && !hasObservers();
+  if (quiet == quiet_.load()) return;
+  if (quiet) goQuiet();
+  else wake();
+}
+
+template <typename D>
+void DialectTracer<D>::goQuiet() {
+  const uint64_t began = monotonicNs();
+  setApiCallbacks(0);
+  std::vector<Context> contexts;
+  {
+    std::lock_guard<std::mutex> lock(contextsMutex_);
+    contexts = contexts_;
+  }
+  D::synchronize(contexts);
+  for (Kind kind : D::kActivityKinds)
+    if (std::find(refusedKinds_.begin(), refusedKinds_.end(), kind) == refusedKinds_.end()) api_.disable(kind);
+  quiet_.store(true);
+  quietSwitches_.fetch_add(1);
+  lastQuietNs_.store(monotonicNs() - began);
+}
+
+template <typename D>
+void DialectTracer<D>::wake() {
+  const uint64_t began = monotonicNs();
+  for (Kind kind : D::kActivityKinds) {
+    if (std::find(refusedKinds_.begin(), refusedKinds_.end(), kind) != refusedKinds_.end()) continue;
+    if (api_.enable(kind) != D::kSuccess) wakeRefusals_.fetch_add(1);
+  }
+  setApiCallbacks(1);
+  quiet_.store(false);
+  lastWakeNs_.store(monotonicNs() - began);
+}
+
+}  // namespace ftp

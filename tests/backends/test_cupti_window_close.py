@@ -1,0 +1,69 @@
+"""A schedule's window closed on the writer thread (session_outputs.write_parts with defer, the
+nvidia backend's flush_off_thread): step() returns before CUPTI is flushed and the part taken,
+the next window waits for that close, and every record lands in its own window's part. On the
+CPU against tests/standins/cupti_activity_standin.c (records stay in its buffer until a flush)."""
+import threading
+
+import flagtree.profiler as profiler
+from flagtree.profiler import part_writer
+from flagtree.profiler.session import find_session
+from test_cupti_attach import count, kernel_count, nvidia_on_standin, standin  # noqa: F401 (fixtures)
+from vendor_outputs import load_meta
+
+WAIT_S = 30  # a bound on waits that end at once when the code works
+
+
+class Gate:
+    """Holds the writer thread before each part's close and write until opened."""
+
+    def __init__(self):
+        self.opened, self.entered = threading.Event(), threading.Event()
+
+    def __call__(self, job):
+        self.entered.set()
+        assert self.opened.wait(WAIT_S)
+
+
+def test_step_returns_before_the_windows_flush_and_the_next_window_waits_for_it(standin, tmp_path):
+    gate = Gate()
+    part_writer.hold = gate
+    try:
+        sid = profiler.start(name=str(tmp_path / "w"), backend="nvidia",
+                             schedule=profiler.schedule(wait=1, active=1, repeat=2))
+        profiler.step()  # step 0: wait
+        for _ in range(3):
+            standin.standin_launch()  # step 1: the window
+        profiler.step()  # closes it: handed over, not flushed or taken
+        assert gate.entered.wait(WAIT_S)
+        job = find_session(sid).part_jobs[-1]
+        assert not job.closed.is_set() and job.taken is None and job.times()["caller_ns"] > 0
+        opening = threading.Thread(target=profiler.step)  # ends step 2, opens step 3's window
+        opening.start()
+        opening.join(0.3)
+        assert opening.is_alive()  # waiting for the first window's close
+        gate.opened.set()
+        opening.join(WAIT_S)
+        assert not opening.is_alive() and job.closed.is_set()
+        for _ in range(2):
+            standin.standin_launch()  # step 3: the second window
+        profiler.step()
+        profiler.finalize()
+    finally:
+        part_writer.hold = None
+    meta = load_meta(tmp_path / "w")
+    parts = [str(p).removesuffix(".hatchet") for p in meta["parts"]]
+    assert [kernel_count(p) for p in parts] == [3, 2, 0]
+    assert meta["part_steps"][:2] == [[1], [3]]
+    assert all("take_ns" in t for t in meta["part_times"][:2])
+    assert (meta["kernel_records"], meta["unattributed_records"], meta["lost_launches"]) == (5, 0, 0)
+
+
+def test_finalize_right_after_a_window_waits_for_its_close(standin, tmp_path):
+    profiler.start(name=str(tmp_path / "f"), backend="nvidia", schedule=profiler.schedule(wait=0, active=1))
+    for _ in range(4):
+        standin.standin_launch()
+    profiler.step()  # the window's close goes to the writer thread
+    profiler.finalize()
+    meta = load_meta(tmp_path / "f")
+    assert [kernel_count(str(p).removesuffix(".hatchet")) for p in meta["parts"]][0] == 4
+    assert meta["kernel_records"] == 4 and meta["lost_launches"] == 0
