@@ -59,7 +59,8 @@ def test_step_returns_before_the_write_on_gpu(tmp_path):
         assert opened.wait(30)
 
     part_writer.hold = hold
-    sid = profiler.start(str(tmp_path / "g"), schedule=profiler.schedule(active=1))
+    # One window: a next one would wait for this one's close, which `hold` blocks on the writer.
+    sid = profiler.start(str(tmp_path / "g"), schedule=profiler.schedule(active=1, repeat=1))
     launch_add(x, y, out)
     (path,) = profiler.step(sid)
     assert entered.wait(30) and not os.path.exists(path)
