@@ -30,11 +30,11 @@ void PendingLaunches::forgetSlot(int slot) {
   for (uint32_t corr : orphans) erase(corr);
 }
 
-size_t PendingLaunches::pruneMulti(uint64_t beforeNs) {
+size_t PendingLaunches::pruneMulti(uint64_t beforeNs, uint32_t ofSlots) {
   std::vector<uint32_t> stale;
   std::lock_guard<std::mutex> lock(mutex_);
   map_.forEach([&](uint32_t corr, PendingLaunch& p) {
-    if (p.multi && p.launchNs < beforeNs) stale.push_back(corr);
+    if (p.multi && p.launchNs < beforeNs && !(p.mask & ~ofSlots)) stale.push_back(corr);
   });
   for (uint32_t corr : stale) erase(corr);
   return stale.size();

@@ -49,8 +49,9 @@ class PendingLaunches {
   Capture takeCaptured(uint32_t correlation, PendingLaunch& out);
   // The slot's session is going: its node ids must not reach a later session in the slot.
   void forgetSlot(int slot);
-  // Forgets graph launches made before `beforeNs`; returns how many.
-  size_t pruneMulti(uint64_t beforeNs);
+  // Forgets graph launches made before `beforeNs` that no slot outside `ofSlots` took; returns
+  // how many.
+  size_t pruneMulti(uint64_t beforeNs, uint32_t ofSlots = ~0u);
   // Forgets one graph launch (several records under one id); false when it is not pending.
   bool forgetMulti(uint32_t correlation);
   bool contains(uint32_t correlation) {

@@ -98,7 +98,10 @@ class Profiler {
   size_t pendingLaunches(uint32_t slotMask) { return pending_.count(slotMask); }
   // Forgets graph launches (several records each) made before `beforeNs`: call only after a
   // flush that waited for the device, when all their records have arrived. Returns how many.
-  size_t pruneMultiLaunches(uint64_t beforeNs) { return pending_.pruneMulti(beforeNs); }
+  // With `ofSlots`, only those no session outside these slots took.
+  size_t pruneMultiLaunches(uint64_t beforeNs, uint32_t ofSlots = ~0u) { return pending_.pruneMulti(beforeNs, ofSlots); }
+  // The sessions whose kernel times come from `source` (open or closing).
+  uint32_t sourceMask(TimeSource source) const { return sessions_.sourceMask(source); }
   // One graph launch whose records have all been delivered (or never will be): forgotten.
   void forgetGraphLaunch(uint32_t correlation) { pending_.forgetMulti(correlation); }
   // Whether launch `correlation` is still pending (its sessions may have gone since).

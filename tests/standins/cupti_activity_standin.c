@@ -13,7 +13,11 @@
  *     next flush delivers them (callbacks, too, go on and off without touching the buffer);
  *   - a kernel may still run after its launch returns (standin_launch_running): its record
  *     is written when it ends (standin_finish_running);
- *   - cuptiFinalize detaches everything (callbacks, activity kinds, buffers' owner);
+ *   - cuptiFinalize detaches everything (subscription, callbacks, activity kinds, buffers' owner,
+ *     dropped counts), as CUPTI's does; a later subscribe starts afresh, and correlation ids start
+ *     over (CUPTI does not promise to continue them: the defensive reading);
+ *   - any CUPTI call initializes the library when it is not (after cuptiFinalize, or at first
+ *     use), which is when a real one starts costing launches again: counted ("init");
  *   - timestamps are CLOCK_REALTIME ns, as cuptiGetTimestamp's and the records' are on Linux;
  *   - records may run on a clock off cuptiGetTimestamp's (standin_record_clock_offset), as CUPTI's
  *     did on the H200 in some processes: kernel records 16-31 ms before their launch calls;
@@ -32,6 +36,8 @@
 #define EXPORT __attribute__((visibility("default")))
 #define LAUNCH_CBID CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel
 #define RECORD_STRIDE ((sizeof(CUpti_ActivityKernel9) + 7) & ~(size_t)7)
+#define FIRST_CORRELATION 100
+#define INIT() (g_initialized ? (void)0 : (void)(g_initialized = 1, ++g_inits))
 
 static CUpti_CallbackFunc g_cb;
 static void* g_cb_arg;
@@ -40,7 +46,8 @@ static CUpti_BuffersCallbackRequestFunc g_request;
 static CUpti_BuffersCallbackCompleteFunc g_complete;
 static uint8_t* g_buf;
 static size_t g_buf_size, g_buf_used;
-static uint32_t g_next_corr = 100;
+static uint32_t g_next_corr = FIRST_CORRELATION;
+static int g_initialized, g_inits;
 static size_t g_dropped;
 static int g_subscribes, g_unsubscribes, g_finalizes, g_kind_enables, g_kind_disables, g_callback_toggles, g_callbacks;
 static char g_context;
@@ -108,13 +115,15 @@ static void call_back(CUpti_ApiCallbackSite site, uint32_t corr) {
   g_cb(g_cb_arg, CUPTI_CB_DOMAIN_DRIVER_API, LAUNCH_CBID, &d);
 }
 
-EXPORT CUptiResult cuptiGetVersion(uint32_t* v) { *v = 130000; return CUPTI_SUCCESS; }
+EXPORT CUptiResult cuptiGetVersion(uint32_t* v) { INIT(); *v = 130000; return CUPTI_SUCCESS; }
 EXPORT CUptiResult cuptiGetResultString(CUptiResult r, const char** s) {
+  INIT();
   *s = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"
                                                            : "CUPTI_ERROR_UNKNOWN";
   return CUPTI_SUCCESS;
 }
 EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* handle, CUpti_CallbackFunc cb, void* arg) {
+  INIT();
   if (g_subscribed || g_held_by_other) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   ++g_subscribes;
   g_subscribed = 1;
@@ -124,6 +133,7 @@ EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* handle, CUpti_Callback
   return CUPTI_SUCCESS;
 }
 EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle handle) {
+  INIT();
   (void)handle;
   ++g_unsubscribes;
   g_subscribed = 0;
@@ -133,6 +143,7 @@ EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle handle) {
 }
 EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle h, CUpti_CallbackDomain domain,
                                        CUpti_CallbackId cbid) {
+  INIT();
   (void)h;
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == LAUNCH_CBID) {
     g_launch_enabled = enable != 0;
@@ -141,48 +152,56 @@ EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle h
   return CUPTI_SUCCESS;
 }
 EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char** name) {
+  INIT();
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid != LAUNCH_CBID) return CUPTI_ERROR_INVALID_PARAMETER;
   *name = "cuLaunchKernel";
   return CUPTI_SUCCESS;
 }
 EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
                                                   CUpti_BuffersCallbackCompleteFunc complete) {
+  INIT();
   g_request = request;
   g_complete = complete;
   return CUPTI_SUCCESS;
 }
 EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
+  INIT();
   if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) g_kernel_kind = 1;
   ++g_kind_enables;
   return CUPTI_SUCCESS;
 }
 EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
+  INIT();
   if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) g_kernel_kind = 0;
   ++g_kind_disables;
   return CUPTI_SUCCESS;
 }
 EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, CUpti_Activity** record) {
+  INIT();
   uint8_t* next = *record ? (uint8_t*)*record + RECORD_STRIDE : buffer;
   if (next + RECORD_STRIDE > buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
   *record = (CUpti_Activity*)next;
   return CUPTI_SUCCESS;
 }
 EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t* dropped) {
+  INIT();
   (void)c, (void)s;
   *dropped = g_dropped;
   g_dropped = 0;
   return CUPTI_SUCCESS;
 }
 EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
+  INIT();
   if (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) deliver();
   return CUPTI_SUCCESS;
 }
-EXPORT CUptiResult cuptiGetTimestamp(uint64_t* t) { *t = now_ns(); return CUPTI_SUCCESS; }
+EXPORT CUptiResult cuptiGetTimestamp(uint64_t* t) { INIT(); *t = now_ns(); return CUPTI_SUCCESS; }
 EXPORT CUptiResult cuptiFinalize(void) {
   ++g_finalizes;
   deliver();
   g_subscribed = 0, g_cb = NULL, g_launch_enabled = 0, g_kernel_kind = 0;
   g_request = NULL, g_complete = NULL;
+  g_dropped = 0, g_next_corr = FIRST_CORRELATION, g_initialized = 0;
   return CUPTI_SUCCESS;
 }
 
@@ -237,5 +256,6 @@ EXPORT int standin_count(const char* what) {
   if (!strcmp(what, "kind_disable")) return g_kind_disables;
   if (!strcmp(what, "callback_toggle")) return g_callback_toggles;
   if (!strcmp(what, "callback")) return g_callbacks;
+  if (!strcmp(what, "init")) return g_inits;
   return -1;
 }

@@ -123,6 +123,18 @@ class DialectTracer : public ActivityListener {
   uint64_t lastQuietNs() const { return lastQuietNs_.load(); }
   uint64_t lastWakeNs() const { return lastWakeNs_.load(); }
   uint64_t wakeRefusals() const { return wakeRefusals_.load(); }
+  // Suspended (dialects with kSuspendWhenQuiet): quiet for the idle time set here (seconds; < 0:
+  // never), then let go as a stop() lets go (records flushed to their sessions, unsubscribed,
+  // finalized) with the sessions still holding it; attached afresh when one becomes active.
+  void setSuspendAfter(double seconds) { suspendAfter_.store(seconds); }
+  bool suspended() const { return suspended_.load(); }
+  uint64_t suspensions() const { return suspensions_.load(); }
+  uint64_t lastSuspendNs() const { return lastSuspendNs_.load(); }
+  uint64_t lastResumeNs() const { return lastResumeNs_.load(); }
+  // Wakes that could not attach again (another tool took the library meanwhile): still suspended.
+  uint64_t resumeFailures() const { return resumeFailures_.load(); }
+  // The idle clock ran out: detaches a parked tracer, suspends a quiet one; whether it did.
+  bool idleRelease();
   void onTracerDemand(TracerDemand demand) override;
   // Waits for queued device work and delivers every buffered record.
   void flush();
@@ -172,6 +184,9 @@ class DialectTracer : public ActivityListener {
   void settle();  // quiet or not, as the sessions' state says (dialect_tracer_quiet.h)
   void goQuiet();
   void wake();
+  void armSuspend();  // the idle clock, while quiet and attached (dialect_tracer_quiet.h)
+  void suspend();
+  void reattach();
   bool keepRecord(uint32_t correlation);
   void flushLocked();
   void drain(bool final);  // D::kUnsubscribeBeforeFlush
@@ -227,6 +242,9 @@ class DialectTracer : public ActivityListener {
   // Raised each time the launch callbacks go off (see ThreadState::apiEpoch).
   std::atomic<uint32_t> callbackEpoch_{0};
   std::atomic<uint64_t> quietSwitches_{0}, lastQuietNs_{0}, lastWakeNs_{0}, wakeRefusals_{0};
+  std::atomic<bool> suspended_{false};  // see suspended(); changed under mutex_
+  std::atomic<double> suspendAfter_{-1.0};
+  std::atomic<uint64_t> suspensions_{0}, lastSuspendNs_{0}, lastResumeNs_{0}, resumeFailures_{0};
   typename D::Result callbackRefusal_ = D::kSuccess;
   std::vector<Kind> refusedKinds_;
   // Whether a launch was made since the last forced flush (D::kFlushOnceAtStop: a forced flush

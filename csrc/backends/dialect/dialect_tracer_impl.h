@@ -28,12 +28,14 @@ void DialectTracer<D>::acquire(const Api& api, size_t bufferBytes, DeviceType de
   if (users_ > 0) {
     ++users_;
     settle();
+    armSuspend();  // still quiet: the clock (stopped by the caller before a start) runs again
     return;
   }
   if (parked_ && api.path == api_.path && bufferBytes == bufferBytes_ && deviceType == deviceType_) {
     resume();
     users_ = 1;
     settle();
+    armSuspend();
     return;
   }
   if (parked_) stop();  // another library or buffer size: attach afresh
@@ -83,6 +85,11 @@ void DialectTracer<D>::release() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (users_ == 0) return;
   if (--users_ > 0) return;
+  if (suspended_.load()) {  // let go at the suspend: nothing to flush, nothing to stop again
+    suspended_.store(false);
+    quiet_.store(false);
+    return;
+  }
   if (D::kKeepAttached && !floor_) park();
   else stop();
 }
@@ -258,7 +265,7 @@ void DialectTracer<D>::stop() {
 template <typename D>
 void DialectTracer<D>::flush() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (users_ > 0) flushLocked();
+  if (users_ > 0 && !suspended_.load()) flushLocked();  // suspended: delivered at the suspend
 }
 
 template <typename D>

@@ -9,9 +9,18 @@
 // is in the library's buffers, which a disable does not drop: the next flush delivers it, to the
 // sessions that saw its launch. On: the kinds first, then the callbacks, so that a launch the
 // profiler sees always has a record coming (one made between the two has a record and no launch:
-// counted under ROOT as unattributed, never lost). Included through dialect_tracer_impl.h only.
+// counted under ROOT as unattributed, never lost).
+//
+// Suspended (D::kSuspendWhenQuiet: CUPTI, whose launches cost the program as much while quiet as
+// while collecting, until cuptiFinalize): quiet for the dialect's idle time, the tracer is let go
+// by stop()'s sequence (the last records flushed to their sessions first) while the sessions keep
+// holding it; no library call is made until a wake attaches it again as a start does. Records
+// being all delivered before the finalize, nothing keyed by correlation id outlives it but graph
+// launches, forgotten then: the library may count its ids afresh. Included through
+// dialect_tracer_impl.h only.
 #pragma once
 #include <algorithm>
+#include <exception>
 #include <vector>
 
 #include "backends/dialect/dialect_tracer.h"
@@ -54,10 +63,18 @@ void DialectTracer<D>::goQuiet() {
   quiet_.store(true);
   quietSwitches_.fetch_add(1);
   lastQuietNs_.store(monotonicNs() - began);
+  armSuspend();
 }
 
 template <typename D>
 void DialectTracer<D>::wake() {
+  if constexpr (SuspendsWhenQuiet<D>::value) {
+    D::cancelSuspend();
+    if (suspended_.load()) {
+      reattach();
+      return;
+    }
+  }
   const uint64_t began = monotonicNs();
   for (Kind kind : D::kActivityKinds) {
     if (std::find(refusedKinds_.begin(), refusedKinds_.end(), kind) != refusedKinds_.end()) continue;
@@ -66,6 +83,62 @@ void DialectTracer<D>::wake() {
   setApiCallbacks(1);
   quiet_.store(false);
   lastWakeNs_.store(monotonicNs() - began);
+}
+
+template <typename D>
+void DialectTracer<D>::armSuspend() {
+  if constexpr (SuspendsWhenQuiet<D>::value) {
+    const double after = suspendAfter_.load();
+    if (after >= 0 && quiet_.load() && !suspended_.load() && users_ > 0 && !parked_) D::armSuspend(after);
+  }
+}
+
+template <typename D>
+bool DialectTracer<D>::idleRelease() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (users_ == 0) {
+    if (!parked_) return false;
+    stop();
+    return true;
+  }
+  if constexpr (SuspendsWhenQuiet<D>::value) {
+    // Refused when a wake came first (the clock fired as it was cancelled), or when observers
+    // (PC sampling, counters) hold the library.
+    if (quiet_.load() && !suspended_.load() && !parked_ && !floor_ && !hasObservers()) {
+      suspend();
+      return true;
+    }
+  }
+  return false;
+}
+
+template <typename D>
+void DialectTracer<D>::suspend() {
+  const uint64_t began = monotonicNs();
+  stop();  // flush (every record to its session), kinds off, unsubscribe, finalize
+  // Their records delivered, graph launches of the tracer's sessions are done: a graph launch
+  // made after the re-attach may carry the same correlation id.
+  Profiler& profiler = Profiler::instance();
+  profiler.pruneMultiLaunches(monotonicNs(), profiler.sourceMask(TimeSource::Tracer));
+  quiet_.store(true);
+  suspended_.store(true);
+  suspensions_.fetch_add(1);
+  lastSuspendNs_.store(monotonicNs() - began);
+}
+
+template <typename D>
+void DialectTracer<D>::reattach() {
+  const uint64_t began = monotonicNs();
+  try {
+    start();  // the acquire's sequence on the same library: subscribe, callbacks, buffers, kinds
+  } catch (const std::exception&) {
+    // Another tool took the library meanwhile: still suspended, tried again at the next wake.
+    resumeFailures_.fetch_add(1);
+    return;
+  }
+  suspended_.store(false);
+  quiet_.store(false);
+  lastResumeNs_.store(monotonicNs() - began);
 }
 
 }  // namespace ftp

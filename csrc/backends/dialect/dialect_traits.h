@@ -4,7 +4,9 @@
 // kThreadCursor (the record walk's position is the library's, one per thread: a walk that ends
 // early must put it back, or the thread's next buffer is read from that position),
 // kQuietWhenIdle (the library's activity kinds and launch callbacks may go off while no session
-// is active and back on, with what it buffered still delivered: dialect_tracer_quiet.h).
+// is active and back on, with what it buffered still delivered: dialect_tracer_quiet.h),
+// kSuspendWhenQuiet (a quiet tracer is let go, stop()'s sequence with its sessions kept, once the
+// dialect's idle clock, D::armSuspend / D::cancelSuspend, runs out; attached again at wake).
 #pragma once
 #include <type_traits>
 
@@ -32,5 +34,11 @@ template <typename D, typename = void>
 struct QuietWhenIdle : std::false_type {};
 template <typename D>
 struct QuietWhenIdle<D, std::void_t<decltype(D::kQuietWhenIdle)>> : std::bool_constant<D::kQuietWhenIdle> {};
+
+template <typename D, typename = void>
+struct SuspendsWhenQuiet : std::false_type {};
+template <typename D>
+struct SuspendsWhenQuiet<D, std::void_t<decltype(D::kSuspendWhenQuiet)>>
+    : std::bool_constant<D::kSuspendWhenQuiet && D::kFinalizeAtStop> {};
 
 }  // namespace ftp

@@ -37,6 +37,11 @@ struct CuptiDialect {
   static constexpr bool kFinalizeAtStop = true;
   static constexpr bool kKeepAttached = true;  // see DialectTracer::release
   static constexpr bool kQuietWhenIdle = true;  // see DialectTracer::quiet
+  // A quiet CUPTI still costs launches until cuptiFinalize: let go after the idle clock
+  // (idle_release.h), attached again at wake (DialectTracer::suspended).
+  static constexpr bool kSuspendWhenQuiet = true;
+  static void armSuspend(double seconds);
+  static void cancelSuspend();
   static constexpr std::array<const char*, 0> kCounterNames = {};
   // Dialect switches of the shared tracer (MSPTI and MUPTI set some; see their dialects).
   static constexpr bool kExternalCorrelation = false;  // launches keyed on ids of our own

@@ -6,6 +6,7 @@
 
 #include "backends/dialect/dialect_tracer_impl.h"
 #include "backends/nvidia/cuda_driver.h"
+#include "backends/nvidia/idle_release.h"
 #include "context/thread_state.h"
 #include "session/profiler.h"
 
@@ -67,6 +68,10 @@ void CuptiDialect::enableExtraCallbacks(const Api& api, Subscriber subscriber) {
                           CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING})
     api.enableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, cbid);
 }
+
+void CuptiDialect::armSuspend(double seconds) { armIdleRelease(seconds); }
+
+void CuptiDialect::cancelSuspend() { cancelIdleRelease(); }
 
 void CuptiDialect::synchronize(const std::vector<Context>& contexts) {
   for (CUcontext c : contexts) CudaDriver::instance().synchronize(c);

@@ -42,8 +42,9 @@ void watch(Watcher* w) {
     w->armed = false;
     ++w->fired;
     lock.unlock();
-    // Refused (under the tracer's lock) when a session started meanwhile, or nothing is parked.
-    CuptiTracer::instance().detach();
+    // Detaches a parked tracer, suspends a quiet one; refused (under the tracer's lock) when a
+    // session started or woke meanwhile.
+    CuptiTracer::instance().idleRelease();
     lock.lock();
   }
 }

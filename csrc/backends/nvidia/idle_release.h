@@ -1,6 +1,7 @@
 // The idle release of the CUPTI subscription kept between sessions (backends/cupti_attach.py has
 // the rule): after the last session parks the tracer, a native thread detaches it once it has been
-// idle for FLAGTREE_PROFILER_CUPTI_IDLE_S seconds.
+// idle for FLAGTREE_PROFILER_CUPTI_IDLE_S seconds. The same clock suspends a tracer quiet that
+// long while sessions hold it (DialectTracer::suspended): the two states never overlap.
 //
 // Native rather than a threading.Timer: starting a Python thread at every finalize is a cost of
 // its own (it must take the GIL to run; docs/performance.md). One thread per process, started on first
@@ -9,11 +10,12 @@
 
 namespace ftp {
 
-// (Re)starts the idle clock: the tracer is detached `seconds` from now unless cancelled first.
+// (Re)starts the idle clock: the tracer is detached (or suspended) `seconds` from now unless
+// cancelled first.
 void armIdleRelease(double seconds);
-// Stops the clock (a session is about to start, or the tracer is being released now).
+// Stops the clock (a session is about to start or wakes, or the tracer is being released now).
 void cancelIdleRelease();
-// Deadlines reached so far, each one ending in a detach attempt (tests).
+// Deadlines reached so far, each one ending in a detach or suspend attempt (tests).
 unsigned long idleReleasesFired();
 
 }  // namespace ftp

@@ -64,6 +64,8 @@ void registerNvidiaBindings(nb::module_& m) {
   // The idle clock of that subscription (backends/cupti_attach.py): detach after `seconds`.
   m.def("cupti_idle_release_arm", &armIdleRelease, nb::call_guard<nb::gil_scoped_release>());
   m.def("cupti_idle_release_cancel", &cancelIdleRelease, nb::call_guard<nb::gil_scoped_release>());
+  // The idle time after which a quiet tracer is suspended (< 0: never).
+  m.def("cupti_suspend_after", [](double seconds) { CuptiTracer::instance().setSuspendAfter(seconds); });
   m.def("cupti_attach_stats", []() {
     CuptiTracer& t = CuptiTracer::instance();
     nb::dict d;
@@ -77,6 +79,13 @@ void registerNvidiaBindings(nb::module_& m) {
     d["last_quiet_ns"] = t.lastQuietNs();
     d["last_wake_ns"] = t.lastWakeNs();
     d["wake_refusals"] = t.wakeRefusals();
+    // Suspended after the idle time quiet (let go with sessions holding it): how often, the last
+    // suspend's and re-attach's ns, wakes that found the library taken.
+    d["suspended"] = t.suspended();
+    d["suspensions"] = t.suspensions();
+    d["last_suspend_ns"] = t.lastSuspendNs();
+    d["last_resume_ns"] = t.lastResumeNs();
+    d["resume_failures"] = t.resumeFailures();
     nb::dict phases;
     for (size_t i = 0; i < t.startPhasesNs().size(); ++i) phases[CuptiTracer::kStartPhases[i]] = t.startPhasesNs()[i];
     d["start_phases_ns"] = phases;

@@ -9,11 +9,18 @@ CUPTI client (Proton, torch.profiler, Nsight) can attach, on the first of:
   - interpreter exit;
   - a Proton session starting in this process (triton.profiler's start, wrapped once parked:
     Proton's cuptiSubscribe would otherwise fail with error 39 while we hold the slot).
-The next session after a release subscribes afresh."""
+The next session after a release subscribes afresh.
+
+The same idle time suspends a tracer that sessions hold while none of them is active (quiet:
+deactivated, a schedule between its windows): a quiet CUPTI still costs every launch until it is
+finalized, so after FLAGTREE_PROFILER_CUPTI_IDLE_S seconds quiet the native tracer flushes the
+sessions' records, unsubscribes and finalizes, and attaches again when a session becomes active
+(csrc/backends/dialect/dialect_tracer_quiet.h). The clock is armed natively, at the switch off."""
 import atexit
 import functools
 import os
 import sys
+import warnings
 
 from ... import _env
 from ...common.after_import import watch
@@ -21,11 +28,14 @@ from ...native_core import native
 
 _exit_hook = [None]  # the pid that registered the exit hook
 _exiting = [False]
+_resume_failures_told = [0]
 
 
 def before_acquire():
-    """A session is about to take the tracer: the pending idle release is moot."""
+    """A session is about to take the tracer: the pending idle release is moot (a tracer that
+    stays quiet restarts the clock). The idle time is read here, for the suspend too."""
     _cancel_idle_timer()
+    native.nvidia.cupti_suspend_after(-1.0 if _exiting[0] else _env.cupti_idle_seconds())
     if _exit_hook[0] is None:
         _exit_hook[0] = os.getpid()
         atexit.register(_release_at_exit)
@@ -37,6 +47,8 @@ def _release_at_exit():
     _exiting[0] = True
     if os.getpid() != _exit_hook[0]:
         return  # a forked child exiting through atexit: the subscription is the parent's
+    # No suspend while the sessions close: their finalize flushes, and the release lets go.
+    native.nvidia.cupti_suspend_after(-1.0)
     release()
 
 
@@ -45,7 +57,9 @@ def after_release():
     start the idle clock (or release at once when the idle time is 0). The clock runs on a
     native thread (csrc/backends/nvidia/idle_release.h): starting a threading.Timer at every
     finalize would cost each finalize more."""
-    if not native.nvidia.cupti_attach_stats()["parked"]:
+    stats = native.nvidia.cupti_attach_stats()
+    _warn_of_resume_failures(stats["resume_failures"])
+    if not stats["parked"]:
         return
     _release_before_proton()
     idle = 0 if _exiting[0] else _env.cupti_idle_seconds()
@@ -55,6 +69,16 @@ def after_release():
     native.nvidia.cupti_idle_release_arm(idle)
 
 
+def _warn_of_resume_failures(failures):
+    # A suspended tracer that another CUPTI client took meanwhile cannot attach again at wake: the
+    # sessions then record nothing until a later wake finds CUPTI free.
+    if failures > _resume_failures_told[0]:
+        _resume_failures_told[0] = failures
+        warnings.warn("flagtree.profiler: CUPTI was let go while the sessions were deactivated, and another "
+                      "CUPTI client (torch.profiler, Proton, Nsight) held it when a session became active "
+                      "again: launches made meanwhile were not recorded", stacklevel=4)
+
+
 def _cancel_idle_timer():
     native.nvidia.cupti_idle_release_cancel()
 
@@ -62,9 +86,12 @@ def _cancel_idle_timer():
 def release():
     """Lets go of CUPTI now (unsubscribe and cuptiFinalize) so that another CUPTI client can
     attach in this process. Returns True if it released, False if there was nothing to release
-    or a session is still running (finalize it first)."""
-    _cancel_idle_timer()
-    return bool(native.nvidia.cupti_detach())
+    or a session is still running (finalize it first); the clock of a quiet session's suspend
+    then keeps running."""
+    released = bool(native.nvidia.cupti_detach())
+    if released:
+        _cancel_idle_timer()
+    return released
 
 
 # Where Proton's sessions start: the module's own `start` (its `profile` decorator calls it) and
