@@ -211,3 +211,20 @@ def test_a_wake_that_finds_cupti_taken_stays_suspended_and_warns(standin, tmp_pa
     with pytest.warns(UserWarning, match="another CUPTI client"):
         profiler.finalize()
     assert records(tmp_path / "a") == (4, 0, 0)
+
+
+def test_graph_launches_made_before_the_suspend_are_not_joined_after_it(standin, tmp_path):
+    sid = start(tmp_path / "a")
+    with profiler.scope("graph"):
+        _native.testing.launch(7, True)  # a graph launch: several records under one id
+    began = time.monotonic_ns()
+    _native.testing.record(7, "replayed", began, began + 5, 0)
+    profiler.deactivate(sid)
+    assert wait_suspended()
+    profiler.activate(sid)
+    began = time.monotonic_ns()
+    _native.testing.record(7, "replayed", began, began + 5, 0)  # id 7 of the re-initialized library
+    profiler.finalize()
+    assert records(tmp_path / "a")[:2] == (2, 1)
+    root, _ = load_tree(tmp_path / "a")
+    assert [int(node["metrics"]["count"]) for _, node in kernels(find(root, "graph"))] == [1]
