@@ -228,3 +228,26 @@ def test_graph_launches_made_before_the_suspend_are_not_joined_after_it(standin,
     assert records(tmp_path / "a")[:2] == (2, 1)
     root, _ = load_tree(tmp_path / "a")
     assert [int(node["metrics"]["count"]) for _, node in kernels(find(root, "graph"))] == [1]
+
+
+def test_an_observer_of_the_launches_keeps_cupti_attached(standin, tmp_path, monkeypatch):
+    # PC sampling, counters and instrumentation watch launches through the tracer's callbacks
+    # (observers): one that comes while the tracer is quiet keeps the clock from letting it go.
+    monkeypatch.setenv("FLAGTREE_PROFILER_CUPTI_IDLE_S", "0.3")
+    fired = _native.testing.cupti_idle_releases_fired()
+    sid = start(tmp_path / "a")
+    profiler.deactivate(sid)
+    _native.instrumentation.instrumentation_watch_launches(True)
+    try:
+        deadline = time.monotonic() + 5
+        while _native.testing.cupti_idle_releases_fired() == fired and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _native.testing.cupti_idle_releases_fired() == fired + 1  # the clock ran out
+        time.sleep(0.3)  # the clock's thread counts before it asks the tracer: then it was refused
+        assert not stats()["suspended"] and standin.standin_subscribed()
+    finally:
+        _native.instrumentation.instrumentation_watch_launches(False)
+    profiler.activate(sid)
+    launches(standin, 1)
+    profiler.finalize()
+    assert records(tmp_path / "a") == (1, 0, 0)
