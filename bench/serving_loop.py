@@ -257,11 +257,13 @@ def persistent(model, cycle, until, steps_per_block):
 
 def _cupti_switches():
     """On CUDA: how often CUPTI went quiet between windows so far, and the last switch off (the
-    device wait and the disables) and back on (the enables), ns; None on the CPU."""
+    device wait and the disables) and back on (the enables), ns; how often it was suspended
+    (finalized after the idle time quiet) and the last suspend and re-attach, ns; None on the CPU."""
     if not CUDA:
         return None
     stats = _native.nvidia.cupti_attach_stats()
-    return {key: stats[key] for key in ("quiet_switches", "last_quiet_ns", "last_wake_ns", "wake_refusals")}
+    return {key: stats[key] for key in ("quiet_switches", "last_quiet_ns", "last_wake_ns", "wake_refusals",
+                                        "suspensions", "last_suspend_ns", "last_resume_ns", "resume_failures")}
 
 
 def bookkeeping(cycle, steps=20_000):
