@@ -12,6 +12,7 @@ node (``session_attach``). The owner's `before_attach` runs first for each launc
 timer delivers the kernel's record there).
 """
 import json
+import os
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -39,18 +40,22 @@ class InstrumentationState:
     trace_events: list = None  # None for data="tree"
     trace_launches: list = field(default_factory=list)  # (correlation, first event, end) per launch
     blocks_left_out: int = 0
+    launch_log: bool = False  # the session's launch log is on (the call stacks of its scoped launches)
 
 
 class KernelScopes:
     def __init__(self, owner, correlate, state_of, before_attach=None, on_unread=None, new_buffer=None,
-                 synchronize=None):
+                 synchronize=None, trace_file_always=True):
         """`correlate(launch_ns)`: the launch's correlation id, on the launching thread at launch
         exit (0 if unknown). `state_of(session)`: the session's InstrumentationState (a part of
         its backend's session state). `before_attach(launch, info, summary)`: called at each launch's
         delivery, before its scope children; `on_unread(launch)` for a launch whose kernel is
         unknown (its buffers cannot be read). `new_buffer(nbytes)`, `synchronize()`: device memory
-        and the drain's sync (default: torch CUDA)."""
+        and the drain's sync (default: torch CUDA). `trace_file_always`: a trace session writes
+        its device-scope trace even when none of its launches had scopes (False: only then, as
+        for the device timer, where most sessions launch no scoped kernel)."""
         self.owner = owner
+        self._trace_file_always = trace_file_always
         self._correlate = correlate
         self._state_of = state_of
         self._before_attach = before_attach
@@ -139,9 +144,17 @@ class KernelScopes:
             state.totals_at_start = dict(self.collector.totals.as_stats())
             if session.data in ("trace", "perfetto"):
                 state.trace_events = []
-                # the host context of each launch, for the events' call_stack (read at finalize)
-                native.session.launch_log_enable(session.slot, True)
+                if self.registry:
+                    self._log_launches(session, state)
             self._sessions[session.id] = session
+
+    def _log_launches(self, session, state):
+        """Turns on the trace session's launch log: the host context of each launch, for the
+        events' call_stack (read at finalize). Only once a scoped kernel is known (its load comes
+        before its first launch): until then no launch needs it. Called under self.lock."""
+        if not state.launch_log:
+            native.session.launch_log_enable(session.slot, True)
+            state.launch_log = True
 
     def detach_session(self, session):
         with self.lock:
@@ -161,9 +174,18 @@ class KernelScopes:
                           f"{error}", RuntimeWarning, stacklevel=2)
             return
         if info is not None:
-            with self.lock:
-                self.registry[function] = info
-                self._hook_launch_exit()
+            self.register(function, info)
+
+    def register(self, function, info):
+        """An instrumented kernel loaded (CUfunction `function`, its KernelInfo): before its
+        first launch, the launch-exit hook goes in and open trace sessions log their launches."""
+        with self.lock:
+            self.registry[function] = info
+            self._hook_launch_exit()
+            for session in self._sessions.values():
+                state = self._state_of(session)
+                if state.trace_events is not None:
+                    self._log_launches(session, state)
 
     def launch_exit(self, metadata):
         self.collector.on_launch_exit(metadata, self._correlate)
@@ -220,17 +242,31 @@ class KernelScopes:
             stats["instrumentation_options"] = self.options.canonical() if self.options else ""
             stats["instrumentation_route"] = compiler_hook.route()
             if state.trace_events is not None:
-                add_call_stacks(state, native.session.launch_log_entries(session.slot))
-                native.session.launch_log_enable(session.slot, False)  # read once: free it
-                path = side_file(session.name, "device_scopes")
-                write_device_scopes(path, state.trace_events, self.clock_ghz())
-                stats["device_scope_trace"] = path
-                stats["device_scope_trace_blocks_left_out"] = state.blocks_left_out
+                stats.update(self._write_trace(session, state))
         if stats.get("instrumentation_dropped_records"):
             warnings.warn(f"flagtree.profiler: {stats['instrumentation_dropped_records']} kernel-side scope "
                           f"records were overwritten in full per-block buffers; raise the instrumentation "
                           f"mode's buffer_size (counts in {session.metadata_path})", stacklevel=5)
         return stats
+
+    def _write_trace(self, session, state):
+        """A trace session's device-scope trace and its metadata. Without a scoped launch (and
+        not `trace_file_always`) nothing is read or written: the metadata's path is None and a
+        file of that name from an earlier run is removed, so none stands beside this trace."""
+        path = side_file(session.name, "device_scopes")
+        if state.launch_log:
+            if state.trace_launches:
+                add_call_stacks(state, native.session.launch_log_entries(session.slot))
+            native.session.launch_log_enable(session.slot, False)  # read once, or not needed: free it
+            state.launch_log = False
+        if not state.trace_launches and not self._trace_file_always:
+            try:
+                os.unlink(path)
+            except OSError:  # none there (the common case), or not ours to remove
+                pass
+            return {"device_scope_trace": None, "device_scope_trace_blocks_left_out": 0}
+        write_device_scopes(path, state.trace_events, self.clock_ghz())
+        return {"device_scope_trace": path, "device_scope_trace_blocks_left_out": state.blocks_left_out}
 
 
 def add_call_stacks(state, log):
