@@ -73,7 +73,7 @@ def session(tmp_path, scopes, data="tree"):
 def launch(scopes, info, raw, name="add_two_scopes", function=FUNCTION):
     """A launch as Triton's launcher and the GPU make it: the profile allocator (the ring's,
     forwarding to the scopes' pool), the kernel's buffers, the launch-exit hook. Its correlation."""
-    scopes.scopes.register(function, info)  # its load, before its first launch
+    scopes.scopes.registry[function] = info
     piece = _native.device_timer.device_timer_allocate(len(raw), 128, STREAM)
     scopes.scopes.collector.pool.view(piece).numpy()[:] = np.frombuffer(raw, dtype=np.uint8)
     scopes.scopes.launch_exit(types.SimpleNamespace(data={"function": function, "name": name, "stream": STREAM}))
@@ -181,7 +181,6 @@ def test_a_trace_session_without_scoped_launches_writes_no_device_scope_trace(tm
     (tmp_path / "p.device_scopes.json").write_text("{}")  # an earlier run's, which must not stand beside
     sid = session(tmp_path, scopes, data="trace")
     opened = sessions._sessions[sid]
-    assert not opened.state.scopes.launch_log  # no scoped kernel known: no launch is logged
     stamped = ring_allocate()
     _native.testing.device_timer_host_meta(stamped, _native.device_timer.device_timer_name_kernel("plain"), (1, 1, 1), 32)
     _native.testing.device_timer_host_stamp(stamped, 0, OFFSET + 1_000, OFFSET + 1_500)
@@ -191,15 +190,3 @@ def test_a_trace_session_without_scoped_launches_writes_no_device_scope_trace(tm
     assert not (tmp_path / "p.device_scopes.json").exists()
     assert any(e["name"] == "plain" for e in json.loads((tmp_path / "p.chrome_trace").read_text())["traceEvents"])
 
-
-def test_a_scoped_kernel_loaded_in_an_open_trace_session_turns_its_launch_log_on(tmp_path, scopes):
-    info, _ = recorded()
-    sid = session(tmp_path, scopes, data="trace")
-    state = sessions._sessions[sid].state.scopes
-    assert not state.launch_log
-    scopes.scopes.register(FUNCTION, info)
-    assert state.launch_log
-    later = session(tmp_path / "later", scopes, data="trace")  # a kernel is known: logged from the start
-    assert sessions._sessions[later].state.scopes.launch_log
-    finish(later, scopes)
-    finish(sid, scopes)

@@ -40,7 +40,6 @@ class InstrumentationState:
     trace_events: list = None  # None for data="tree"
     trace_launches: list = field(default_factory=list)  # (correlation, first event, end) per launch
     blocks_left_out: int = 0
-    launch_log: bool = False  # the session's launch log is on (the call stacks of its scoped launches)
 
 
 class KernelScopes:
@@ -144,17 +143,11 @@ class KernelScopes:
             state.totals_at_start = dict(self.collector.totals.as_stats())
             if session.data in ("trace", "perfetto"):
                 state.trace_events = []
-                if self.registry:
-                    self._log_launches(session, state)
+                # the host context of each launch, for the events' call_stack (read at finalize
+                # when the session had scoped launches). On from the start: turning it on later
+                # would empty a log another owner of the session (tianshu) keeps in it.
+                native.session.launch_log_enable(session.slot, True)
             self._sessions[session.id] = session
-
-    def _log_launches(self, session, state):
-        """Turns on the trace session's launch log: the host context of each launch, for the
-        events' call_stack (read at finalize). Only once a scoped kernel is known (its load comes
-        before its first launch): until then no launch needs it. Called under self.lock."""
-        if not state.launch_log:
-            native.session.launch_log_enable(session.slot, True)
-            state.launch_log = True
 
     def detach_session(self, session):
         with self.lock:
@@ -174,18 +167,9 @@ class KernelScopes:
                           f"{error}", RuntimeWarning, stacklevel=2)
             return
         if info is not None:
-            self.register(function, info)
-
-    def register(self, function, info):
-        """An instrumented kernel loaded (CUfunction `function`, its KernelInfo): before its
-        first launch, the launch-exit hook goes in and open trace sessions log their launches."""
-        with self.lock:
-            self.registry[function] = info
-            self._hook_launch_exit()
-            for session in self._sessions.values():
-                state = self._state_of(session)
-                if state.trace_events is not None:
-                    self._log_launches(session, state)
+            with self.lock:
+                self.registry[function] = info
+                self._hook_launch_exit()
 
     def launch_exit(self, metadata):
         self.collector.on_launch_exit(metadata, self._correlate)
@@ -250,15 +234,14 @@ class KernelScopes:
         return stats
 
     def _write_trace(self, session, state):
-        """A trace session's device-scope trace and its metadata. Without a scoped launch (and
-        not `trace_file_always`) nothing is read or written: the metadata's path is None and a
-        file of that name from an earlier run is removed, so none stands beside this trace."""
+        """A trace session's device-scope trace and its metadata. Without a scoped launch the
+        launch log is not read, and (unless `trace_file_always`) nothing is written: the
+        metadata's path is None and a file of that name from an earlier run is removed, so none
+        stands beside this trace."""
         path = side_file(session.name, "device_scopes")
-        if state.launch_log:
-            if state.trace_launches:
-                add_call_stacks(state, native.session.launch_log_entries(session.slot))
-            native.session.launch_log_enable(session.slot, False)  # read once, or not needed: free it
-            state.launch_log = False
+        if state.trace_launches:  # only scoped launches have events to give a call stack
+            add_call_stacks(state, native.session.launch_log_entries(session.slot))
+        native.session.launch_log_enable(session.slot, False)  # read once, or not needed: free it
         if not state.trace_launches and not self._trace_file_always:
             try:
                 os.unlink(path)
