@@ -8,9 +8,12 @@ the first session of each kind reported apart, medians of the later ones. What t
 cannot show: the GPU's drain and clock probes, and the device facts a GPU process caches (here
 every session asks a driver that is not there).
 With --breakdown, where start and finalize spend their time (bench/session_cost.py's wrappers),
-and with --profile, a cProfile of one later session's start and finalize.
+and with --profile, a cProfile of one later session's start and finalize. With --scopes,
+device_timer sessions compile kernel-side scopes in as on the H200 (the stand-in target's LLVM IR
+stamps cannot take them: the backend is told they can): their compiler hook, collector and
+per-session outputs, with no scoped kernel launched.
 
-    python bench/session_cost_cpu.py [--sessions 50] [--launches 10] [--backends device_timer,nvidia] [--profile] [--out DIR]
+    python bench/session_cost_cpu.py [--sessions 50] [--launches 10] [--backends device_timer,nvidia] [--scopes] [--profile] [--out DIR]
 
 Needs the native core built with -DFLAGTREE_PROFILER_TESTING=ON (dev/build_native.sh does) and a C
 compiler for the stand-in library.
@@ -31,9 +34,9 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 
-def _device_timer_launcher(monkeypatch, folder):
+def _device_timer_launcher(monkeypatch, folder, scopes=False):
     """Returns launch(): one launch of a stand-in CompiledKernel on the stand-in target, the
-    ring on the host."""
+    ring on the host; `scopes`: kernel-side scopes compiled in as where the stamps are PTX."""
     import triton.language as tl  # deferred: after the environment is set
     from triton.compiler import ASTSource  # deferred: after the environment is set
     from triton.runtime.jit import JITFunction  # deferred: after the environment is set
@@ -62,6 +65,8 @@ def _device_timer_launcher(monkeypatch, folder):
 
     monkeypatch.setenv("TRITON_CACHE_DIR", os.path.join(folder, "triton-cache"))
     monkeypatch.setattr(get_backend("device_timer"), "start_ring", host_ring)
+    if scopes:
+        monkeypatch.setattr(type(get_backend("device_timer")), "scopes_unavailable", lambda self: None)
     corex_triton.install(monkeypatch, compiled_kernels.StandinDriver)
     monkeypatch.setattr(compiled_kernels.StandinDriver, "device", device)
     source = ASTSource(JITFunction(add_kernel), dict(compiled_kernels.SIGNATURE), {"BLOCK": 1024})
@@ -69,7 +74,7 @@ def _device_timer_launcher(monkeypatch, folder):
     return lambda: kernel.run(1, 1, 1, 0, kernel.function, kernel.packed_metadata, None, None, None, 1, 2, 3, 4)
 
 
-def _nvidia_launcher(monkeypatch, folder):
+def _nvidia_launcher(monkeypatch, folder, scopes=False):
     """Returns launch(): one kernel launch through the libcupti stand-in."""
     import ctypes  # deferred: only this backend's run
 
@@ -96,7 +101,7 @@ def _top(prof, n=30):
     return [line for line in text.getvalue().splitlines() if line.strip()][-n - 1:]
 
 
-def run_backend(backend, sessions, breakdown, profile, launches):
+def run_backend(backend, sessions, breakdown, profile, launches, scopes=False):
     import pytest  # deferred: its MonkeyPatch undoes the stand-ins
 
     import flagtree.profiler as profiler  # deferred: after the environment is set
@@ -104,11 +109,11 @@ def run_backend(backend, sessions, breakdown, profile, launches):
 
     folder = tempfile.mkdtemp(prefix=f"session_cost_cpu_{backend}_")
     monkeypatch = pytest.MonkeyPatch()
-    launch = (_device_timer_launcher if backend == "device_timer" else _nvidia_launcher)(monkeypatch, folder)
+    launch = (_device_timer_launcher if backend == "device_timer" else _nvidia_launcher)(monkeypatch, folder, scopes)
     bd = _Breakdown()
     if breakdown:
         _ours_breakdown(bd, backend)
-    result = {"backend": backend, "sessions": sessions, "launches": launches}
+    result = {"backend": backend, "sessions": sessions, "launches": launches, "scopes": scopes}
     profiles = {}
     for data in ("tree", "trace"):
         rows = {"start": [], "finalize": [], "breakdown": []}
@@ -154,11 +159,13 @@ def main():
     parser.add_argument("--backends", default="device_timer,nvidia")
     parser.add_argument("--no-breakdown", dest="breakdown", action="store_false")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--scopes", action="store_true", help="device_timer with kernel-side scopes compiled in")
     parser.add_argument("--out", default=None)
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        result, profiles = run_backend(args.child, args.sessions, args.breakdown, args.profile, args.launches)
+        result, profiles = run_backend(args.child, args.sessions, args.breakdown, args.profile, args.launches,
+                                       args.scopes)
         for data, lines in profiles.items():
             print(f"--- cProfile of a later {data} session's start and finalize\n" + "\n".join(lines), file=sys.stderr)
         print(json.dumps(result))
@@ -171,6 +178,7 @@ def main():
                "--launches", str(args.launches)]
         cmd += [] if args.breakdown else ["--no-breakdown"]
         cmd += ["--profile"] if args.profile else []
+        cmd += ["--scopes"] if args.scopes else []
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
         sys.stderr.write(proc.stderr)
         if proc.returncode != 0:

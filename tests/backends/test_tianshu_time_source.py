@@ -148,9 +148,14 @@ def test_the_route_answer_for_a_target_is_kept_between_session_starts(corex, mon
     real = corex_triton.StandinCorexCompiler.add_stages
     monkeypatch.setattr(corex_triton.StandinCorexCompiler, "add_stages",
                         lambda self, *args: calls.append(1) or real(self, *args))
-    first, second = route.route_support(), route.route_support()
+    first = route.route_support()
+    kinds = []
+    real_kind = route.stampers.target_kind
+    monkeypatch.setattr(route.stampers, "target_kind", lambda target: kinds.append(1) or real_kind(target))
+    second = route.route_support()
     assert first.supported and second is first
     assert len(calls) <= 1  # inspected at most once (a cached answer from an earlier test needs none)
+    assert kinds == []  # nor is the disk searched for CoreX's driver again
 
 
 def test_a_device_timed_session_with_kernel_side_scopes_is_attached_to_them(tmp_path, corex, monkeypatch):

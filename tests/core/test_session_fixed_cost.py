@@ -88,3 +88,36 @@ def test_a_process_group_initialised_later_is_still_seen(no_launcher, monkeypatc
     group["up"] = True
     info = ranks.current()
     assert (info.rank, info.world_size, info.source) == (1, 2, "torch.distributed")
+
+
+def test_the_scopes_route_and_proton_bindings_are_found_once_and_a_missing_one_is_asked_again(monkeypatch):
+    from flagtree.profiler.backends.base import BackendUnavailable
+    from flagtree.profiler.kernel_scopes import compiler_hook
+    from flagtree.profiler.triton_glue import compiler_points
+
+    asked = []
+    real_route, real_libtriton = compiler_points.point_route, compiler_points.libtriton
+    monkeypatch.setattr(compiler_hook, "_found", {})
+    monkeypatch.setattr(compiler_points, "point_route", lambda: asked.append("route") or real_route())
+    monkeypatch.setattr(compiler_points, "libtriton", lambda name: asked.append(name) or real_libtriton(name))
+    assert compiler_hook.route() == compiler_hook.route() == real_route()
+    assert compiler_hook.triton_proton() is compiler_hook.triton_proton()
+    assert asked == ["route", "proton"]
+    monkeypatch.setattr(compiler_hook, "_found", {})  # a Triton without the point: not kept
+    monkeypatch.setattr(compiler_points, "point_route", lambda: asked.append("route") or None)
+    for _ in range(2):
+        with pytest.raises(BackendUnavailable, match="no compiler instrumentation point"):
+            compiler_hook.route()
+    assert asked == ["route", "proton", "route", "route"]
+
+
+def test_the_scopes_pipelines_ask_the_target_s_architecture_only_when_lowering(monkeypatch):
+    from flagtree.profiler.kernel_scopes import compiler_hook
+    from flagtree.profiler.kernel_scopes.options import InstrumentationOptions
+
+    asked = []
+    monkeypatch.setattr(compiler_hook, "current_arch", lambda: asked.append(1) or 90)
+    pipelines = compiler_hook._Pipelines(InstrumentationOptions())
+    assert asked == []
+    assert pipelines.arch == 90 and pipelines.arch == 90 and asked == [1]
+    assert compiler_hook._Pipelines(InstrumentationOptions(), 80).arch == 80 and asked == [1]

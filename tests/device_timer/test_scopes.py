@@ -175,3 +175,18 @@ def test_both_compiler_hooks_share_one_mode_and_each_kernel_gets_its_own(tmp_pat
     # the plain kernel in the same compile: stamped, a ring slot
     assert out["plain_scratch"] == [16, out["align_tag"]] and out["plain_stamps"] == 1
     assert out["stats"] == {"stamped": 1, "not_stamped": 0, "scoped": 1}
+
+
+def test_a_trace_session_without_scoped_launches_writes_no_device_scope_trace(tmp_path, scopes):
+    (tmp_path / "p.device_scopes.json").write_text("{}")  # an earlier run's, which must not stand beside
+    sid = session(tmp_path, scopes, data="trace")
+    opened = sessions._sessions[sid]
+    stamped = ring_allocate()
+    _native.testing.device_timer_host_meta(stamped, _native.device_timer.device_timer_name_kernel("plain"), (1, 1, 1), 32)
+    _native.testing.device_timer_host_stamp(stamped, 0, OFFSET + 1_000, OFFSET + 1_500)
+    stats = scopes.scopes.session_stats(opened)
+    finish(sid, scopes)
+    assert stats["device_scope_trace"] is None and stats["instrumentation_launches"] == 0
+    assert not (tmp_path / "p.device_scopes.json").exists()
+    assert any(e["name"] == "plain" for e in json.loads((tmp_path / "p.chrome_trace").read_text())["traceEvents"])
+

@@ -34,7 +34,8 @@ class Totals:
     trace_blocks_left_out: int = 0
 
     def as_stats(self):
-        return {f"instrumentation_{k}": v for k, v in dataclasses.asdict(self).items()}
+        # vars(), not dataclasses.asdict: asdict deep-copies each field, and every session asks twice
+        return {f"instrumentation_{k}": v for k, v in vars(self).items()}
 
 
 def read_launch(view, info, num_blocks):

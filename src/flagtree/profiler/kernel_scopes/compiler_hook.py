@@ -61,8 +61,20 @@ def block_buffer_bytes(requested, warps):
     return (1 << (per_warp.bit_length() - 1)) * warps
 
 
+# What triton_proton() and route() found (Triton's build does not change in a process): each
+# session start asked both several times, each through an import and attribute look-ups.
+_found = {}
+
+
 def triton_proton():
-    """Triton's compiled-in proton dialect bindings, or BackendUnavailable saying why not."""
+    """Triton's compiled-in proton dialect bindings, or BackendUnavailable saying why not (kept
+    once found; an answer of not found is asked again)."""
+    if "proton" not in _found:
+        _found["proton"] = _triton_proton()
+    return _found["proton"]
+
+
+def _triton_proton():
     try:
         version = versions.triton_version()
         proton = compiler_points.libtriton("proton")
@@ -78,7 +90,14 @@ def triton_proton():
 
 
 def route():
-    """'register' (Triton 3.7+), 'class_attribute' (3.5/3.6), or BackendUnavailable."""
+    """'register' (Triton 3.7+), 'class_attribute' (3.5/3.6), or BackendUnavailable (kept once
+    found, as triton_proton())."""
+    if "route" not in _found:
+        _found["route"] = _route()
+    return _found["route"]
+
+
+def _route():
     try:
         found = compiler_points.point_route()
     except ImportError as error:
@@ -104,10 +123,18 @@ def _enum(proton, enum_name, value):
 class _Pipelines:
     """Our two pass pipelines for one set of options."""
 
-    def __init__(self, options, arch):
+    def __init__(self, options, arch=None):
         self.options = options
-        self.arch = arch
+        self._arch = arch
         self.proton = triton_proton()
+
+    @property
+    def arch(self):
+        """The target's architecture, asked at the first lowering (a session that compiles
+        nothing never asks the driver)."""
+        if self._arch is None:
+            self._arch = current_arch()
+        return self._arch
 
     def load_dialects(self, context):
         self.proton.load_dialects(context)
@@ -203,7 +230,7 @@ def install(options, arch=None):
     with _lock:
         if _installed is not None:
             raise RuntimeError("backend 'instrumentation': the compiler hook is already installed")
-        pipelines = _Pipelines(options, arch if arch is not None else current_arch())
+        pipelines = _Pipelines(options, arch)
         undo_point = (_install_register if route() == "register" else _install_class_attribute)(pipelines)
         undo_stages = triton_stages.chain_stages_hook(_edit_stages, "flagtree") or (lambda: None)
         undo_mode = triton_stages.set_instrumentation_mode(options.compiler_mode())

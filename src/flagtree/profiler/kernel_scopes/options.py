@@ -57,7 +57,14 @@ class InstrumentationOptions:
         return _compiler_mode(self)
 
     def canonical(self):
-        return MODE_GRAMMAR.canonical(dataclasses.asdict(self))
+        return _canonical(self)
+
+
+@functools.lru_cache(maxsize=16)
+def _canonical(options):
+    """InstrumentationOptions.canonical, spelled once per options: every device_timer session's
+    metadata asks for it."""
+    return MODE_GRAMMAR.canonical(dataclasses.asdict(options))
 
 
 COMPILER_MODE_PREFIX = "flagtree-instrumentation:"

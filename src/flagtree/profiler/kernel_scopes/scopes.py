@@ -12,6 +12,7 @@ node (``session_attach``). The owner's `before_attach` runs first for each launc
 timer delivers the kernel's record there).
 """
 import json
+import os
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -43,14 +44,17 @@ class InstrumentationState:
 
 class KernelScopes:
     def __init__(self, owner, correlate, state_of, before_attach=None, on_unread=None, new_buffer=None,
-                 synchronize=None):
+                 synchronize=None, trace_file_always=True):
         """`correlate(launch_ns)`: the launch's correlation id, on the launching thread at launch
         exit (0 if unknown). `state_of(session)`: the session's InstrumentationState (a part of
         its backend's session state). `before_attach(launch, info, summary)`: called at each launch's
         delivery, before its scope children; `on_unread(launch)` for a launch whose kernel is
         unknown (its buffers cannot be read). `new_buffer(nbytes)`, `synchronize()`: device memory
-        and the drain's sync (default: torch CUDA)."""
+        and the drain's sync (default: torch CUDA). `trace_file_always`: a trace session writes
+        its device-scope trace even when none of its launches had scopes (False: only then, as
+        for the device timer, where most sessions launch no scoped kernel)."""
         self.owner = owner
+        self._trace_file_always = trace_file_always
         self._correlate = correlate
         self._state_of = state_of
         self._before_attach = before_attach
@@ -139,7 +143,9 @@ class KernelScopes:
             state.totals_at_start = dict(self.collector.totals.as_stats())
             if session.data in ("trace", "perfetto"):
                 state.trace_events = []
-                # the host context of each launch, for the events' call_stack (read at finalize)
+                # the host context of each launch, for the events' call_stack (read at finalize
+                # when the session had scoped launches). On from the start: turning it on later
+                # would empty a log another owner of the session (tianshu) keeps in it.
                 native.session.launch_log_enable(session.slot, True)
             self._sessions[session.id] = session
 
@@ -220,17 +226,30 @@ class KernelScopes:
             stats["instrumentation_options"] = self.options.canonical() if self.options else ""
             stats["instrumentation_route"] = compiler_hook.route()
             if state.trace_events is not None:
-                add_call_stacks(state, native.session.launch_log_entries(session.slot))
-                native.session.launch_log_enable(session.slot, False)  # read once: free it
-                path = side_file(session.name, "device_scopes")
-                write_device_scopes(path, state.trace_events, self.clock_ghz())
-                stats["device_scope_trace"] = path
-                stats["device_scope_trace_blocks_left_out"] = state.blocks_left_out
+                stats.update(self._write_trace(session, state))
         if stats.get("instrumentation_dropped_records"):
             warnings.warn(f"flagtree.profiler: {stats['instrumentation_dropped_records']} kernel-side scope "
                           f"records were overwritten in full per-block buffers; raise the instrumentation "
                           f"mode's buffer_size (counts in {session.metadata_path})", stacklevel=5)
         return stats
+
+    def _write_trace(self, session, state):
+        """A trace session's device-scope trace and its metadata. Without a scoped launch the
+        launch log is not read, and (unless `trace_file_always`) nothing is written: the
+        metadata's path is None and a file of that name from an earlier run is removed, so none
+        stands beside this trace."""
+        path = side_file(session.name, "device_scopes")
+        if state.trace_launches:  # only scoped launches have events to give a call stack
+            add_call_stacks(state, native.session.launch_log_entries(session.slot))
+        native.session.launch_log_enable(session.slot, False)  # read once, or not needed: free it
+        if not state.trace_launches and not self._trace_file_always:
+            try:
+                os.unlink(path)
+            except OSError:  # none there (the common case), or not ours to remove
+                pass
+            return {"device_scope_trace": None, "device_scope_trace_blocks_left_out": 0}
+        write_device_scopes(path, state.trace_events, self.clock_ghz())
+        return {"device_scope_trace": path, "device_scope_trace_blocks_left_out": state.blocks_left_out}
 
 
 def add_call_stacks(state, log):

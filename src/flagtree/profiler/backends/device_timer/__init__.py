@@ -215,9 +215,7 @@ class DeviceTimerBackend(Backend):
         self.scopes_state = "off"
         if not options.scopes:
             return
-        why_not = kernel_scopes.unavailable_reason()
-        if why_not is None and self.support.stamper.stage != "ptx":
-            why_not = f"Triton's proton lowering is NVIDIA's; stamps here are {self.support.stamper.code_format}"
+        why_not = self.scopes_unavailable()
         if why_not is not None:
             self.scopes_state = f"off: {why_not}"
             return
@@ -234,6 +232,13 @@ class DeviceTimerBackend(Backend):
             scopes.stop()
 
         self._undo.append(undo)
+
+    def scopes_unavailable(self):
+        """Why kernel-side scopes cannot be compiled in beside this target's stamps, or None."""
+        why_not = kernel_scopes.unavailable_reason()
+        if why_not is None and self.support.stamper.stage != "ptx":
+            why_not = f"Triton's proton lowering is NVIDIA's; stamps here are {self.support.stamper.code_format}"
+        return why_not
 
     def _uninstall(self):
         while self._undo:

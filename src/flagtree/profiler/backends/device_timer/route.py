@@ -52,14 +52,15 @@ def route_support(target=None):
         compiler_hook.check_triton()
         target = target if target is not None else triton_target.current_target()
         facts["target"] = f"{getattr(target, 'backend', '?')}:{getattr(target, 'arch', '?')}"
-        facts["target_kind"] = stampers.target_kind(target)
         name, backend = compiler_backend(target)
-        facts["compiler_backend"] = name
         key = (repr(target), backend.compiler, backend.driver)
         with _lock:
             known = _answers.get(key)
         if known is not None:
             return known
+        # After the look-up: the target's kind looks for CoreX's driver on the disk.
+        facts["target_kind"] = stampers.target_kind(target)
+        facts["compiler_backend"] = name
         stages, hooked = triton_stages.registered_stages(backend.compiler, target)
     except BackendUnavailable as error:
         return RouteSupport(reason=str(error), facts=facts)
