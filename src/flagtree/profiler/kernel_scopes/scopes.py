@@ -17,6 +17,7 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 
+from .. import launch_log
 from ..native_core import native
 from ..paths import side_file
 from ..writers.device_scopes import write_device_scopes
@@ -28,6 +29,7 @@ from .options import options_from_compiler_mode
 from .pool import ProfileBufferPool
 
 DEFAULT_CLOCK_GHZ = 1.98  # H200 boost clock; used only when the device reports none
+LAUNCH_LOG_USER = "kernel_scopes"  # this module's name for the session's launch log (launch_log.py)
 MEAN_METRICS = ["normalized_cycles"]  # averaged, not summed, when launches merge into one node
 
 
@@ -144,14 +146,15 @@ class KernelScopes:
             if session.data in ("trace", "perfetto"):
                 state.trace_events = []
                 # the host context of each launch, for the events' call_stack (read at finalize
-                # when the session had scoped launches). On from the start: turning it on later
-                # would empty a log another owner of the session (tianshu) keeps in it.
-                native.session.launch_log_enable(session.slot, True)
+                # when the session had scoped launches), kept from the session's start beside any
+                # other reader of the session's log (tianshu's launch_log=on): launch_log.py.
+                launch_log.keep(session, LAUNCH_LOG_USER)
             self._sessions[session.id] = session
 
     def detach_session(self, session):
         with self.lock:
             self._sessions.pop(session.id, None)
+        launch_log.let_go(session, LAUNCH_LOG_USER)  # a session closed before its finalize read it
 
     def _active_sessions(self):
         open_now = tuple(self._sessions.values())  # one snapshot: sessions may open and close meanwhile
@@ -241,7 +244,7 @@ class KernelScopes:
         path = side_file(session.name, "device_scopes")
         if state.trace_launches:  # only scoped launches have events to give a call stack
             add_call_stacks(state, native.session.launch_log_entries(session.slot))
-        native.session.launch_log_enable(session.slot, False)  # read once, or not needed: free it
+        launch_log.let_go(session, LAUNCH_LOG_USER)  # read once, or not needed: another user may keep it
         if not state.trace_launches and not self._trace_file_always:
             try:
                 os.unlink(path)

@@ -34,7 +34,7 @@ from ..base import Backend, BackendUnavailable, LaunchHooks, SharedUse
 from .corex import corex_detected
 from ..mode import Option, vendor_grammar, vendor_mode
 from ...native_core import native
-from ... import _env
+from ... import _env, launch_log
 from ...triton_glue.kernels import interpreter_module
 from ...triton_glue.launch_hooks import launch_hook_owner
 from ...triton_glue.target import compiler_backends, interpreter_active
@@ -265,7 +265,7 @@ class TianshuBackend(Backend):
     # -- sessions --------------------------------------------------------------------------------
     def attach_session(self, session):
         native.session.session_enable_extras(session.slot)  # the host-time label and imports join by correlation
-        native.session.launch_log_enable(session.slot, True)
+        launch_log.keep(session, self.name)  # its launches for imports and launch_log=on
         if self._device_timer is not None:
             # The device_timer backend keeps its per-session counts in a state of its own.
             view = DeviceTimerView(session, self._device_timer.SessionState())
@@ -275,10 +275,7 @@ class TianshuBackend(Backend):
     def detach_session(self, session):
         if session.state.device_view is not None and self._device_timer is not None:
             self._device_timer.detach_session(session.state.device_view)
-        try:
-            native.session.launch_log_enable(session.slot, False)
-        except ValueError:  # the slot is already freed
-            pass
+        launch_log.let_go(session, self.name)
 
     def session_outputs(self, session):
         launches = session_launches(session.slot)
