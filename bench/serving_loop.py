@@ -5,6 +5,7 @@ of 20 recorded steps, which the writer thread writes while the loop goes on.
 
     python bench/serving_loop.py                        # CUDA: 300 s; CPU: TRITON_INTERPRET=1, 60 s
     python bench/serving_loop.py --duration 120 --out bench/results/serving_loop-<date>-h200.json
+    python bench/serving_loop.py --backend device_timer   # the sessions on another backend
 
 On the CPU (no GPU, or --cpu) Triton's interpreter runs the kernels and the interpreter backend
 records them; a step is slow there, so the CPU defaults are a smaller model and a
@@ -63,6 +64,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from workloads import _gelu as gelu_kernel  # noqa: E402  (the benches' one GELU kernel)
 
 BLOCK = 1024
+SESSION = {}  # start()'s and arm()'s options from the command line (--backend)
 
 
 class Model:
@@ -136,7 +138,7 @@ class Blocks:
         self.count += 1
         base = os.path.join(self.outdir, f"block{self.count}")
         t0 = time.perf_counter()
-        sid = profiler.start(base, schedule=self.cycle.plan(armed))
+        sid = profiler.start(base, schedule=self.cycle.plan(armed), **SESSION)
         t1 = time.perf_counter()
         loop = serve(self.model, self.steps, sid)
         t2 = time.perf_counter()
@@ -152,7 +154,8 @@ class Blocks:
         windows. Its start and finalize are arm() and disarm()."""
         self.count += 1
         t0 = time.perf_counter()
-        run = profiler.arm(self.cycle.trigger(self.steps, armed), name=os.path.join(self.outdir, f"block{self.count}"))
+        run = profiler.arm(self.cycle.trigger(self.steps, armed), name=os.path.join(self.outdir, f"block{self.count}"),
+                          **SESSION)
         t1 = time.perf_counter()
         loop = serve(self.model, self.steps, stepping=True)
         t2 = time.perf_counter()
@@ -234,7 +237,7 @@ def persistent(model, cycle, until, steps_per_block):
     """Phase 2: one session until time `until` (at least three windows)."""
     with tempfile.TemporaryDirectory() as outdir:
         base = os.path.join(outdir, "server")
-        sid = profiler.start(base, schedule=cycle.plan(False))
+        sid = profiler.start(base, schedule=cycle.plan(False), **SESSION)
         session = find_session(sid)
         serve(model, cycle.steps, sid)
         part_writer.wait(session.part_jobs)  # the first window written
@@ -272,7 +275,7 @@ def bookkeeping(cycle, steps=20_000):
     out = {}
     with tempfile.TemporaryDirectory() as outdir:
         for config in ("armed", "profiled"):
-            sid = profiler.start(os.path.join(outdir, config), schedule=cycle.plan(config == "armed"))
+            sid = profiler.start(os.path.join(outdir, config), schedule=cycle.plan(config == "armed"), **SESSION)
             out[config] = _us(serve(lambda: None, steps, sid), steps)
             profiler.finalize(sid)
     profiler.release()
@@ -292,7 +295,10 @@ def main(argv=None):
     parser.add_argument("--batch", type=int, default=256 if CUDA else 8)
     parser.add_argument("--cpu", action="store_true", help="run on the CPU (Triton's interpreter) even with a GPU")
     parser.add_argument("--out", help="write the result here (JSON)")
+    parser.add_argument("--backend", help="the sessions' backend (default: the profiler's for the device)")
     args = parser.parse_args(argv)
+    if args.backend:
+        SESSION["backend"] = args.backend
     if args.block < args.wait + args.active:
         parser.error(f"--block {args.block}: a block must hold a window's cycle (--wait + --active = {args.wait + args.active})")
     model, cycle = Model(args.layers, args.hidden, args.batch), Cycle(args.wait, args.active)
@@ -300,7 +306,7 @@ def main(argv=None):
         model()
     for armed in (False, True):  # the profiler's own first use (CUPTI, hooks), untimed
         with tempfile.TemporaryDirectory() as outdir:
-            sid = profiler.start(os.path.join(outdir, "warm"), schedule=cycle.plan(armed))
+            sid = profiler.start(os.path.join(outdir, "warm"), schedule=cycle.plan(armed), **SESSION)
             serve(model, cycle.steps, sid)
             profiler.finalize(sid)
             profiler.release()
