@@ -18,7 +18,7 @@ context left with neither metrics nor children by the move is removed. Everythin
 (trees may be 100,000 levels deep).
 """
 
-from .nodes import add_metrics, merge_into
+from .nodes import add_metrics, attach, merge_into
 
 GRAPH_VIEWS = ("nested", "captured", "replayed")
 DEFAULT_GRAPH_VIEW = "nested"
@@ -77,7 +77,7 @@ def _to_root(root, marker):
         return  # already where it goes
     _detach(marker)
     if marker.name == CAPTURED_AT_UNKNOWN:
-        _put_under(root, marker)
+        attach(root, marker)
     else:
         if marker.metrics:
             _own(root)
@@ -97,20 +97,11 @@ def _fold_into_parent(root, marker):
         for child in list(node.children.values()):
             if child.kernel:
                 child.parent = None
-                _put_under(parent, child)
+                attach(parent, child)
             else:
                 stack.append(child)
         node.children = {}
     _prune_upward(parent, root)
-
-
-def _put_under(parent, node):
-    """A detached `node` under `parent`: adopted, or merged into the child of its name."""
-    existing = parent.children.get(node.name)
-    if existing is None:
-        parent.adopt(node)
-    else:
-        merge_into(existing, node)
 
 
 def _own(node):
