@@ -200,3 +200,24 @@ def test_sessions_of_another_time_source_neither_see_nor_count_the_rings_launche
     finally:
         _native.session.session_remove(tracer)
         _native.session.session_remove(timer)
+
+
+def test_launches_while_every_session_is_deactivated_get_no_slot_and_are_counted_idle(tmp_path, ring, allocator):
+    """Between a schedule's windows the ring hands out no slot (the stamps skip a null pointer):
+    nothing to read back or deliver; the launches are counted as idle, and the next active
+    launch gets a slot and its record as before."""
+    ring(16, 4)
+    sid = _session(tmp_path)
+    profiler.deactivate(sid)
+    idle = [_allocate() for _ in range(5)]
+    profiler.activate(sid)
+    with profiler.scope("window"):
+        slot = _allocate()
+    _kernel(slot, "add_kernel", 10_000, 30_000)
+    _native.device_timer.device_timer_drain()
+    profiler.finalize(sid)
+    assert idle == [0] * 5 and slot != 0
+    stats = _native.device_timer.device_timer_stats()
+    assert stats["idle_launches"] == 5 and stats["launches"] == 1 and stats["records"] == 1
+    assert stats["untimed"] == 0
+    assert metrics_by_path(tmp_path / "p.hatchet")[("window", "add_kernel")]["count"] == 1

@@ -54,6 +54,7 @@ nb::dict statsDict(const RingStats& s, const GraphStats& g) {
   d["captured_untimed"] = s.captured;
   d["other_device_untimed"] = s.otherDevice;
   d["unknown_kernels"] = s.unknownKernels + g.unknown;
+  d["idle_launches"] = s.idle;
   d["graph_nodes"] = g.nodes;
   d["graph_replays_timed"] = g.replays;
   d["graph_replays_lost"] = g.lost;

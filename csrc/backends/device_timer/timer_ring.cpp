@@ -95,6 +95,12 @@ uint64_t TimerRing::claim(uint64_t stream) {
   }
   const uint64_t now = monotonicNs();
   if (device_->capturing(stream)) return claimCaptured(stream, now);
+  // Between a schedule's windows, or a trigger's, the record would be nobody's: no slot, so no
+  // readback, no delivery and no stamp writes (the stamps skip a null pointer).
+  if (!Profiler::instance().activeMask(TimeSource::DeviceTimer)) {
+    idle_.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   const uint64_t seq = next_;
   if (seq - freed_ >= slots_) return kFull;
@@ -202,7 +208,9 @@ void TimerRing::countOtherDevice() {
 
 RingStats TimerRing::stats() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  RingStats s = stats_;
+  s.idle = idle_.load(std::memory_order_relaxed);
+  return s;
 }
 
 GraphStats TimerRing::graphStats() { return graphs_ ? graphs_->stats() : GraphStats{}; }

@@ -80,6 +80,7 @@ struct RingStats {
   uint64_t captured = 0;       // captured launches the full graph area could not take, not timed
   uint64_t otherDevice = 0;    // launches on another device than the ring's, not timed
   uint64_t unknownKernels = 0; // records whose kernel id has no registered name
+  uint64_t idle = 0;           // launches while no device-timer session was active: no slot, stamps skip
 };
 
 struct GraphOptions {
@@ -100,7 +101,9 @@ class TimerRing {
 
   // The allocator: the device address of a fresh slot for a launch on `stream` (a tagged pointer
   // to a graph descriptor when `stream` captures, graph_area.h), 0 when this launch cannot be
-  // timed (another device, the graph area full), or kFull when the ring is full: then the
+  // timed (another device, the graph area full) or while no device-timer session is active
+  // (a captured launch still gets its descriptor: its replays may come in a session), or kFull
+  // when the ring is full: then the
   // caller waits in awaitRoom() (without the GIL) and claims again. On the launching thread.
   // kNoContext: the thread has no current context yet (its first launch: Triton makes one
   // current after the allocator); the caller finds the thread's device and claims again.
@@ -168,6 +171,7 @@ class TimerRing {
   void deliver(uint64_t first, uint64_t last);
 
   std::atomic<bool> defer_{false};
+  std::atomic<uint64_t> idle_{0};  // RingStats::idle, counted without the lock
   std::unique_ptr<RingDevice> device_;
   const uint32_t slots_, batch_, deviceId_;
   std::mutex mutex_;
