@@ -12,7 +12,8 @@ records them; a step is slow there, so the CPU defaults are a smaller model and 
 window of 2 steps every 50 (the same share of recorded steps).
 
 Two phases in this one process:
-1. Interleaved (the first 3/4 of the time): rounds of blocks of --block steps each, in the order
+1. Interleaved (the first 3/4 of the time): rounds of blocks of --block steps each (one window's
+   cycle by default), in the order
    none, profiled, none, armed, none, ...; each profiled or armed block is compared with the mean
    of the no-profiler blocks on either side (slow drifts of a shared machine cancel). "profiled":
    a session with the schedule, step() every step, scope("request") around each request;
@@ -199,6 +200,7 @@ def interleaved(model, cycle, steps, until):
             "step_us": _us(statistics.median(r[0] for r in rows), steps),
             "start_s_median": statistics.median(r[2] for r in rows),
             "finalize_s_median": statistics.median(r[3] for r in rows),
+            "ratios": [round(loop / none, 4) for loop, none, _, _ in rows],  # per block, in order
         }
     out["profiled"]["windows"] = _window_times(blocks.part_times)
     out["trigger_windows"]["windows"] = blocks.trigger_windows
@@ -285,7 +287,9 @@ def bookkeeping(cycle, steps=20_000):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=300.0 if CUDA else 60.0, help="seconds, both phases")
-    parser.add_argument("--block", type=int, default=2000 if CUDA else 100, help="steps of one interleaved block")
+    # One window's cycle a block: the GPU machine's step time flips between states that last
+    # seconds, so short blocks keep a block and the no-profiler blocks beside it in one state.
+    parser.add_argument("--block", type=int, default=500 if CUDA else 100, help="steps of one interleaved block")
     # Triton's interpreter makes a CPU step slow: the CPU run keeps the windows' share of
     # steps (4%) in a shorter cycle.
     parser.add_argument("--wait", type=int, default=480 if CUDA else 48, help="unrecorded steps before a window")

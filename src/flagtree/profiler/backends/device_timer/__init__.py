@@ -30,56 +30,12 @@ from ...triton_glue import kernels as triton_kernels, target as triton_target
 from ...triton_glue.launch_hooks import attach, attach_kernel_load_hook, launch_hook_owner
 from ...native_core import native as _native_module
 from ..base import Backend, BackendUnavailable, SharedUse, device_info_of
-from ..mode import ModeGrammar, Option
 from . import compiler_hook, event_timed, graph_replays, route, unseen_graphs, untimed
 from .clock import RingClock
 from . import scopes as kernel_scopes
 from ...kernel_scopes.scopes import InstrumentationState
 
-DEFAULT_SLOTS = 1 << 14
-DEFAULT_GRAPH_REPLAYS = 256
-# ring size in launches; launches per readback (0: a quarter of the ring); replay records each
-# launch captured into a CUDA graph has (a power of two); whether kernel-side scopes are compiled in;
-# whether launches that cannot be stamped are timed by events (off by default: an event pair also
-# times the host's launch when the device waits for it; named in the canonical text only when on)
-MODE_GRAMMAR = ModeGrammar((Option("slots", "int", default=DEFAULT_SLOTS, low=2, high=1 << 24),
-                            Option("batch", "int", default=0, low=0),
-                            Option("graph_replays", "int", default=DEFAULT_GRAPH_REPLAYS, low=2, high=1 << 16),
-                            Option("scopes", "switch", default=True),
-                            Option("events", "switch", default=False, shown="given")))
-
-
-@dataclass(frozen=True)
-class RingOptions:
-    slots: int = DEFAULT_SLOTS
-    batch: int = 0  # 0: a quarter of the ring
-    graph_replays: int = DEFAULT_GRAPH_REPLAYS  # records per captured launch (R - 1 replays fit)
-    scopes: bool = True  # kernel-side scopes compiled in (scopes.py)
-    events: bool = False  # launches that cannot be stamped timed by events (event_timed.py)
-
-    def batch_slots(self):
-        return self.batch or max(1, self.slots // 4)
-
-    def canonical(self):
-        return MODE_GRAMMAR.canonical({"slots": self.slots, "batch": self.batch_slots(),
-                                       "graph_replays": self.graph_replays, "scopes": self.scopes,
-                                       "events": self.events}, ("events",) if self.events else ())
-
-
-def ring_options(parsed):
-    """RingOptions from MODE_GRAMMAR's ParsedMode; the checks across options."""
-    options = RingOptions(**parsed.values)
-    if options.batch_slots() > options.slots:
-        raise MODE_GRAMMAR.error("device_timer", parsed.text, "batch must be at most slots")
-    replays = options.graph_replays
-    if replays & (replays - 1):
-        raise MODE_GRAMMAR.error("device_timer", parsed.text, "graph_replays must be a power of two")
-    return options
-
-
-def parse_mode(mode):
-    """RingOptions from None or "slots=<n>[:batch=<n>][:graph_replays=<n>][:scopes=on|off][:events=on|off]"."""
-    return ring_options(MODE_GRAMMAR.parse(mode, "device_timer"))
+from .ring_options import DEFAULT_GRAPH_REPLAYS, DEFAULT_SLOTS, MODE_GRAMMAR, RingOptions, parse_mode, ring_options  # noqa: F401
 
 
 @dataclass
@@ -294,6 +250,19 @@ class DeviceTimerBackend(Backend):
             self._undo_exit = None
 
     # -- results ----------------------------------------------------------------------------
+    @property
+    def flush_off_thread(self):
+        """A schedule's window is closed on the part writer's thread (its drain waits there for
+        the copy of the ring), unless the flush has to stay on the caller's: kernel-side scopes
+        are drained through Python, and a ring that took captured launches reads them back
+        after a device-wide sync, which would end a capture the program begins meanwhile."""
+        with self._lock:
+            if not self._use.users:
+                return True
+            if compiler_hook.stats["scoped"]:
+                return False
+            return not _native().device_timer.device_timer_stats().get("graph_nodes", 0)
+
     def flush(self):
         with self._lock:
             if self._use.users:
