@@ -1,94 +1,95 @@
-"""Where device_timer's per-launch host cost goes, on the GPU machine: 20,000 launches of a
-one-block kernel (bench/arg_kernels.py, 5 arguments) per run, interleaved variants in one process,
-median per-launch microseconds over --reps:
-  none                  no session
-  session               a device_timer session (default mode)
-  session_scopes_off    mode scopes=off
-  session_no_sight      the first-sight door (CompiledKernel.run property) taken off
-  allocate_alone        the native allocator called alone in a Python loop, session open
-  const_allocator       no session; Triton's profile allocator a Python function returning one
-                        pointer (the stamped kernel compiled in a session, launched without one)
-"""
-import argparse
-import json
+"""Where the device_timer route's per-launch host cost goes, on the GPU machine: the driver calls
+the allocator makes (ctypes timings of cuCtxGetCurrent and cuStreamIsCapturing beside a trivial
+driver call), the allocator itself called from Python (no session; a deactivated session; an
+active one), a 1-block kernel's launch and the serving model's step with no session, with a
+deactivated device_timer session and with an active one, interleaved over rounds. Prints
+nanoseconds a call, microseconds a launch or step (medians)."""
+import ctypes
 import os
 import statistics
 import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "bench"))
-N = 20_000
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+import serving_loop  # noqa: E402
+
+profiler, torch, native = serving_loop.profiler, serving_loop.torch, serving_loop._native
+
+
+def per_call_ns(fn, n=100_000):
+    began = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - began) / n * 1e9
+
+
+def driver_calls():
+    cuda = ctypes.CDLL("libcuda.so.1")
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    status, ctx, version = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_int()
+    calls = {"cuDriverGetVersion": lambda: cuda.cuDriverGetVersion(ctypes.byref(version)),
+             "cuCtxGetCurrent": lambda: cuda.cuCtxGetCurrent(ctypes.byref(ctx)),
+             "cuStreamIsCapturing": lambda: cuda.cuStreamIsCapturing(stream, ctypes.byref(status))}
+    for name, fn in calls.items():
+        print(f"{name:22s} {statistics.median(per_call_ns(fn) for _ in range(3)):7.0f} ns a ctypes call")
+
+
+def allocator_calls(folder):
+    from triton.runtime import _allocation
+
+    tag = native.device_timer.device_timer_layout()["align_tag"]
+    stream = torch.cuda.current_stream().cuda_stream
+    sid = profiler.start(os.path.join(folder, "alloc"), backend="device_timer")
+    allocate = _allocation._profile_allocator.get()
+    profiler.deactivate(sid)
+    print(f"allocator, deactivated   {per_call_ns(lambda: allocate(16, tag, stream)):7.0f} ns a call")
+    profiler.activate(sid)
+    print(f"allocator, active        {per_call_ns(lambda: allocate(16, tag, stream), 3000):7.0f} ns a call")
+    profiler.finalize(sid)  # the active claims ran no kernel: counted untimed
+    profiler.release()
+
+
+def rounds(configs, measure, folder, count=8):
+    times = {c: [] for c in configs}
+    for _ in range(count):
+        for c in configs:
+            sid = None if c == "none" else profiler.start(os.path.join(folder, c), backend="device_timer")
+            if c == "deactivated":
+                profiler.deactivate(sid)
+            times[c].append(measure())
+            if sid is not None:
+                profiler.finalize(sid)
+                profiler.release()
+    return {c: statistics.median(t) for c, t in times.items()}
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--args", type=int, default=5)
-    a = ap.parse_args()
-    import torch
-    import flagtree.profiler as p
-    from flagtree.profiler import _native
-    from flagtree.profiler.backends import get_backend
-    from arg_kernels import launcher
-    from triton.runtime import _allocation
+    driver_calls()
+    x = torch.ones(16, device="cuda")
+    out = torch.empty_like(x)
+    model = serving_loop.Model(8, 4096, 256)
 
-    launch = launcher(a.args, torch)
-    launch(); torch.cuda.synchronize()
-    out = tempfile.mkdtemp()
-    buf = torch.zeros(1 << 20, dtype=torch.uint8, device="cuda")
-
-    def loop():
+    def tiny(n=3000):
+        began = time.perf_counter()
+        for _ in range(n):
+            serving_loop.add_kernel[(1,)](x, x, out, 16, BLOCK=16)
         torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(N):
-            launch()
-        torch.cuda.synchronize()
-        return (time.perf_counter() - t0) / N * 1e6
+        return (time.perf_counter() - began) / n * 1e6
 
-    def in_session(mode=None, no_sight=False):
-        sid = p.start(os.path.join(out, "s"), backend="device_timer", mode=mode)
-        if no_sight:
-            get_backend("device_timer").untimed.uninstall()
-        launch(); torch.cuda.synchronize()
-        us = loop()
-        p.finalize(sid)
-        return us
+    def step(n=200):
+        began = time.perf_counter()
+        for _ in range(n):
+            model()
+        return (time.perf_counter() - began) / n * 1e6
 
-    def allocate_alone():
-        sid = p.start(os.path.join(out, "s"), backend="device_timer")
-        alloc = _native.device_timer.device_timer_allocate
-        tag = _native.device_timer.device_timer_layout()["align_tag"]
-        stream = torch.cuda.current_stream().cuda_stream
-        t0 = time.perf_counter()
-        for _ in range(N):
-            alloc(16, tag, stream)
-        us = (time.perf_counter() - t0) / N * 1e6
-        p.finalize(sid)
-        return us
-
-    def const_allocator():
-        previous = _allocation._profile_allocator.get()
-        ptr = buf.data_ptr()
-        _allocation.set_profile_allocator(lambda size, align, stream: ptr)
-        try:
-            return loop()
-        finally:
-            _allocation.set_profile_allocator(previous)
-
-    variants = {"none": loop, "session": in_session,
-                "session_scopes_off": lambda: in_session("scopes=off"),
-                "session_no_sight": lambda: in_session(no_sight=True),
-                "allocate_alone": allocate_alone}
-    in_session()  # compiles the stamped kernel
-    variants["const_allocator"] = const_allocator
-    results = {k: [] for k in variants}
-    for _ in range(a.reps):
-        for k, f in variants.items():
-            results[k].append(f())
-    med = {k: round(statistics.median(v), 3) for k, v in results.items()}
-    print(json.dumps({"args": a.args, "per_launch_us_median": med}))
+    with tempfile.TemporaryDirectory() as folder:
+        allocator_calls(folder)
+        configs = ("none", "deactivated", "active")
+        rounds(configs, lambda: tiny(200) + step(20), folder, 1)  # warm: compiles, the ring
+        for what, measure in (("tiny launch", tiny), ("serving step", step)):
+            medians = rounds(configs, measure, folder)
+            print(what, " ".join(f"{c} {v:.2f} us ({v / medians['none']:.3f}x)" for c, v in medians.items()))
 
 
 if __name__ == "__main__":

@@ -9,19 +9,7 @@ from flagtree.profiler import part_writer
 from flagtree.profiler.session import find_session
 from test_cupti_attach import count, kernel_count, nvidia_on_standin, standin  # noqa: F401 (fixtures)
 from vendor_outputs import load_meta
-
-WAIT_S = 30  # a bound on waits that end at once when the code works
-
-
-class Gate:
-    """Holds the writer thread before each part's close and write until opened."""
-
-    def __init__(self):
-        self.opened, self.entered = threading.Event(), threading.Event()
-
-    def __call__(self, job):
-        self.entered.set()
-        assert self.opened.wait(WAIT_S)
+from support.writer_gate import WAIT_S, Gate
 
 
 def test_step_returns_before_the_windows_flush_and_the_next_window_waits_for_it(standin, tmp_path):

@@ -3,26 +3,13 @@ the ring's drain, runs there: step() returns before it), launches between window
 slot (counted as idle), and every launch of a window lands in that window's part. A real
 device_timer session on the stand-in target with the ring on the host (test_launch_sight.py)."""
 import json
-import threading
 
 import flagtree.profiler as profiler
 from flagtree.profiler import _native, part_writer
 from flagtree.profiler.session import find_session
 from support.profiles import metrics_by_path
 from test_launch_sight import _kernel, _launch, device  # noqa: F401 (fixture)
-
-WAIT_S = 30  # a bound on waits that end at once when the code works
-
-
-class Gate:
-    """Holds the writer thread before each part's close and write until opened."""
-
-    def __init__(self):
-        self.opened, self.entered = threading.Event(), threading.Event()
-
-    def __call__(self, job):
-        self.entered.set()
-        assert self.opened.wait(WAIT_S)
+from support.writer_gate import WAIT_S, Gate
 
 
 def _launches(part):

@@ -25,11 +25,13 @@ def add_counts(root):
     return {p: c for p, c in kernel_counts(root).items() if p[-1] == "add_kernel"}
 
 
-def test_each_window_holds_exactly_its_steps_kernels(tmp_path):
+@pytest.mark.parametrize("backend", ["nvidia", "device_timer"])
+def test_each_window_holds_exactly_its_steps_kernels(tmp_path, backend):
     x, y, out = tensors(1 << 20)
     launch_add(x, y, out)  # compiled outside the session
     torch.cuda.synchronize()
-    sid = profiler.start(str(tmp_path / "w"), data="tree,trace", schedule=profiler.schedule(wait=3, active=2))
+    sid = profiler.start(str(tmp_path / "w"), data="tree,trace", backend=backend,
+                         schedule=profiler.schedule(wait=3, active=2))
     for k in range(20):
         with profiler.scope(f"step{k}"):
             for _ in range(50 + k):  # no sync: the records of a window's last launches arrive late
@@ -46,6 +48,11 @@ def test_each_window_holds_exactly_its_steps_kernels(tmp_path):
     meta = load_json(tmp_path / "w.meta.json")
     assert meta["part_steps"][:4] == [list(s) for s in windows]
     assert len(meta["part_times"]) == len(meta["parts"]) == 10
+    if backend == "device_timer":  # closed on the writer thread; no slot between windows
+        assert all("take_ns" in t for t in meta["part_times"][:4])
+        recorded = sum(50 + k for steps in windows for k in steps)
+        assert meta["device_timer_launches"] == recorded and meta["device_timer_records"] == recorded
+        assert meta["device_timer_idle_launches"] == sum(50 + k for k in range(20)) - recorded
 
 
 def test_step_returns_before_the_write_on_gpu(tmp_path):
