@@ -48,11 +48,11 @@ def test_each_window_holds_exactly_its_steps_kernels(tmp_path, backend):
     meta = load_json(tmp_path / "w.meta.json")
     assert meta["part_steps"][:4] == [list(s) for s in windows]
     assert len(meta["part_times"]) == len(meta["parts"]) == 10
-    if backend == "device_timer":  # closed on the writer thread; no slot between windows
+    if backend == "device_timer":  # closed on the writer thread; between windows the plain kernel runs
         assert all("take_ns" in t for t in meta["part_times"][:4])
         recorded = sum(50 + k for steps in windows for k in steps)
         assert meta["device_timer_launches"] == recorded and meta["device_timer_records"] == recorded
-        assert meta["device_timer_idle_launches"] == sum(50 + k for k in range(20)) - recorded
+        assert meta["device_timer_idle_launches"] == 0
 
 
 def test_step_returns_before_the_write_on_gpu(tmp_path):

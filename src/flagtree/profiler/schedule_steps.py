@@ -74,9 +74,14 @@ class Stepping:
         self.window = []
 
 
-def _set_active(session, active):
+def set_active(session, active):
+    """Activates or deactivates `session` and its companions (schedules, activate(), deactivate());
+    its backend hears of a change (Backend.activity_changed)."""
+    changed = native.session.session_is_active(session.slot) != active
     for m in members(session):
         native.session.session_set_active(m.slot, active)
+    if changed:
+        session.backend.activity_changed()
 
 
 def begin(session, plan):
@@ -95,7 +100,7 @@ def _enter(session):
         # The previous window's close may still run on the writer thread: it takes its part
         # before this window records anything.
         part_writer.wait_closed(j for m in members(session) for j in m.part_jobs[-1:])
-    _set_active(session, active)
+    set_active(session, active)
 
 
 def advance(session, write_part):
@@ -105,7 +110,7 @@ def advance(session, write_part):
     stepping = session.stepping
     written = []
     if stepping.plan.window_ends(stepping.step):
-        _set_active(session, False)
+        set_active(session, False)
         written = write_part()
         stepping.window = []
     stepping.step += 1

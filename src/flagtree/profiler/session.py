@@ -238,8 +238,7 @@ def activate(session_id=None):
     with _lock:
         for s in _targets(session_id):
             wait_for_closes([s])  # a window still being closed takes nothing recorded from here
-            for m in members(s):
-                native.session.session_set_active(m.slot, True)
+            scheduling.set_active(s, True)
 
 
 def deactivate(session_id=None):
@@ -247,8 +246,7 @@ def deactivate(session_id=None):
         return
     with _lock:
         for s in _targets(session_id):
-            for m in members(s):
-                native.session.session_set_active(m.slot, False)
+            scheduling.set_active(s, False)
 
 
 def finalize(session_id=None):

@@ -133,6 +133,10 @@ class Backend:
     #: schedule's window close then returns before it: session_outputs.write_parts)
     flush_off_thread = False
 
+    def activity_changed(self):
+        """One of this backend's sessions was activated or deactivated (activate(), deactivate(),
+        a schedule's step). Nothing by default."""
+
     def unavailable_reason(self):
         """None when this backend can run here, else a sentence saying what is missing.
         Cheap and side-effect free: nothing is started or subscribed."""

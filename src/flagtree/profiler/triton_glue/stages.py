@@ -94,3 +94,22 @@ def set_instrumentation_mode(mode):
         compilation.instrumentation_mode = previous
 
     return undo
+
+
+def compiler_knobs():
+    """(stages inspection hook, instrumentation_mode) as they are now: what a compiler route sets
+    (None and "" when nothing did; None where this Triton has no such knobs)."""
+    runtime = _runtime_knobs()
+    if runtime is None or not hasattr(runtime, "add_stages_inspection_hook"):
+        return None
+    return runtime.add_stages_inspection_hook, instrumentation_mode()
+
+
+def set_compiler_knobs(knobs):
+    """Sets both knobs (a compiler_knobs() value). A JITFunction.run on another thread meanwhile
+    may read one knob old and one new: its cache key (mode, stages-hook part) is then one that
+    neither setting's launches use, so it compiles once more for what it read and runs that;
+    the kernels of either setting are never swapped."""
+    hook, mode = knobs
+    _runtime_knobs().add_stages_inspection_hook = hook
+    import_triton().knobs.compilation.instrumentation_mode = mode

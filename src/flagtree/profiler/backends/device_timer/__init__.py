@@ -30,7 +30,9 @@ from ...triton_glue import kernels as triton_kernels, target as triton_target
 from ...triton_glue.launch_hooks import attach, attach_kernel_load_hook, launch_hook_owner
 from ...native_core import native as _native_module
 from ..base import Backend, BackendUnavailable, SharedUse, device_info_of
+from ...triton_glue import stages as triton_stages
 from . import compiler_hook, event_timed, graph_replays, route, unseen_graphs, untimed
+from .compile_pause import CompilePause
 from .clock import RingClock
 from . import scopes as kernel_scopes
 from ...kernel_scopes.scopes import InstrumentationState
@@ -89,6 +91,8 @@ class DeviceTimerBackend(Backend):
         self.untimed = untimed.UntimedLaunches()  # launches of unstamped kernels, counted
         self.events_state = "off"  # "on", "off", or "off: <why>" (the metadata's device_timer_events)
         self._graph_records = 0  # replay records per captured launch of the running ring
+        self._sessions = []  # open sessions (companions included): whether one is active
+        self.compile_pause = None  # compile_pause.CompilePause while the compiler route is installed
 
     mode_grammar = MODE_GRAMMAR
 
@@ -141,15 +145,38 @@ class DeviceTimerBackend(Backend):
         native.device_timer.device_timer_set_fallback(previous)
         native.device_timer.device_timer_set_thread_device(triton_target.current_device_getter())
         self._undo.append(triton_kernels.set_profile_allocator(native.device_timer.device_timer_allocate))
+        before = triton_stages.compiler_knobs()
         self._install_scopes(options, previous)
         stamps = (native, native.device_timer.device_timer_plane_bytes(), native.device_timer.device_timer_layout()["lanes"], graph_records,
                   self.support.stamper)
         compiler_hook.install(*stamps, beside=self.scopes.mode if self.scopes else None)
         self._undo.append(compiler_hook.uninstall)
+        self._install_pause(before)
         self._undo.append(attach_kernel_load_hook(_kernel_loaded))
         # Kernels compiled without the stamps: stamped at first launch, else timed by events.
         self.untimed.install(*stamps, events=self._start_events(native, options))
         self._undo.append(self.untimed.uninstall)
+
+    def _install_pause(self, before):
+        """The compiler route's knobs put back while no session is active (compile_pause.py)."""
+        ours = triton_stages.compiler_knobs()
+        if ours is None:
+            return
+        self.compile_pause = CompilePause(before, ours)
+        graph_replays.on_capture(self.compile_pause.capture)
+
+        def undo():  # first: the route's own undos find their knobs
+            graph_replays.on_capture(None)
+            self.compile_pause.resume()
+            self.compile_pause = None
+
+        self._undo.append(undo)
+
+    def activity_changed(self):
+        with self._lock:
+            if self.compile_pause is not None:
+                native = _native()
+                self.compile_pause.set_active(any(native.session.session_is_active(s.slot) for s in self._sessions))
 
     def _start_events(self, native, options):
         """The event-timed launches beside the ring (kept with it), or None: mode events=off, or
@@ -214,6 +241,8 @@ class DeviceTimerBackend(Backend):
 
     def attach_session(self, session):
         with self._lock:
+            self._sessions.append(session)
+            self.activity_changed()  # a new session is active: a paused route resumes
             session.state.counts_at_start = _ring_stats(_native())
             if self._graph_records:  # torch may have been imported since the ring started
                 graph_replays.install(_native(), unseen=self.untimed.graphs)
@@ -227,6 +256,10 @@ class DeviceTimerBackend(Backend):
 
     def detach_session(self, session):
         with self._lock:
+            if session in self._sessions:
+                self._sessions.remove(session)
+            if self._sessions:
+                self.activity_changed()
             if self.scopes is not None:
                 self.scopes.scopes.detach_session(session)
             if session in self._hooked:

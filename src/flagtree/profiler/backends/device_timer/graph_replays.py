@@ -33,6 +33,7 @@ _WRAPPED = ("capture_begin", "capture_end", "replay")
 _lock = threading.Lock()
 _installed = {}  # class -> {method name: what the class itself held (None: inherited)}
 _unseen = [None]  # the UnseenGraphs replays of unlabelled graphs go to (None: launched as they are)
+_on_capture = [None]  # told when a capture begins (True) and ends (False): compile_pause.py
 
 
 def graph_class():
@@ -61,6 +62,17 @@ def install(native, cls=None, stream_of=None, unseen=None):
             setattr(cls, name, wrapper)
         _installed[cls] = own
     return True
+
+
+def on_capture(tell):
+    """`tell(begins)` hears of every capture through the wrapper from now on (None: nobody)."""
+    _on_capture[0] = tell
+
+
+def _tell_capture(begins):
+    tell = _on_capture[0]
+    if tell is not None:
+        tell(begins)
 
 
 def installed():
@@ -95,6 +107,7 @@ def _wrappers(device_timer, originals, stream_of):
 
     @functools.wraps(begin)
     def capture_begin(self, *args, **kwargs):
+        _tell_capture(True)
         label = device_timer.device_timer_graph_capture_begin()
         try:
             setattr(self, LABEL, label)
@@ -105,6 +118,7 @@ def _wrappers(device_timer, originals, stream_of):
             return begin(self, *args, **kwargs)
         except BaseException:
             device_timer.device_timer_graph_capture_end()
+            _tell_capture(False)
             raise
 
     @functools.wraps(end)
@@ -113,6 +127,7 @@ def _wrappers(device_timer, originals, stream_of):
             return end(self, *args, **kwargs)
         finally:
             device_timer.device_timer_graph_capture_end()
+            _tell_capture(False)
             label = getattr(self, LABEL, 0)
             if label and not device_timer.device_timer_graph_nodes(label):
                 # No launch it captured took a descriptor (captured between sessions, its kernels
