@@ -34,6 +34,7 @@ from .session_checks import CONTEXTS, DATA_KINDS, HOOKS, check_arguments, check_
 from .session_outputs import raise_failed_parts, wait_for_closes, wait_for_parts, warn_of_failed_parts, write_outputs
 from .session_outputs import write_parts
 from .session_backend import start_backend
+from .window_close import close_window, gather_window, wait_for_windows
 from . import schedule_steps as scheduling
 from .session_record import Session
 from .run_group import join, members, split_data, start_run_id
@@ -225,6 +226,7 @@ def finalize(session_id=None):
 
 
 def _finalize_locked(sessions):
+    wait_for_windows()  # closed windows' metadata first: an open window's is the newer
     wait_for_closes(sessions)  # their last window's part is taken before the rest
     for s in sessions:
         for m in members(s):
@@ -312,11 +314,19 @@ def start_window(prepare, **options):
         return session
 
 
-def finalize_window(session_id):
-    """Writes and closes a trigger's window session, also under the command."""
+def finalize_window(session_id, log):
+    """Closes a trigger's window session, also under the command: its last parts and metadata go
+    to the writer thread (window_close.py). Returns their jobs; `log`: the armed run's WindowLog."""
     with _lock:
-        if session_id in _sessions:
-            _finalize_locked([_sessions[session_id]])
+        s, jobs = _sessions.get(session_id), []
+        if s is None:
+            return jobs
+        try:
+            jobs = close_window(s, log)
+        finally:
+            _close(s)
+        gather_window(s, jobs)
+        return jobs
 
 
 def defer_to_trigger(note):
