@@ -114,8 +114,8 @@ class Armed:
 
     # -- the two places a window opens and closes ----------------------------------------------
     def on_step(self):
-        """step(): one step ended. Returns the parts written. Idle, it costs a lock, a count and
-        one test per source (bench/idle_cost.py)."""
+        """step(): one step ended. Returns the parts handed to the writer thread. Idle, it costs a
+        lock, a count, one test per source and one look for failed writes (bench/idle_cost.py)."""
         with self._lock:
             ended, self.step = self.step, self.step + 1
             if self._log.reports:
