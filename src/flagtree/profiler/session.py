@@ -11,7 +11,8 @@ nvidia leaves even that to the writer: session_outputs.write_parts); part_writer
 the file, and finalize waits for it. Once a session has written a part, its finalize writes the rest
 as the last part and no ``<name>.hatchet``; the metadata file lists every part under ``parts``.
 Merging all parts (``flagtree-profiler-viewer name.part*.hatchet``) gives an unsplit run's totals.
-File names: paths.py.
+File names: paths.py. A trigger's window (trigger.py) closes through finalize_window: its last
+part(s) and metadata are left to the writer thread too (window_close.py).
 
 Interpreter exit: sessions still open when the interpreter exits are finalized by an atexit
 handler, so a script that forgets finalize() still gets its profile; under flagtree-profiler the
