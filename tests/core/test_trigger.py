@@ -132,10 +132,10 @@ def test_a_seconds_window_opens_and_closes_on_the_watcher_thread_without_step(tm
     window = armed.windows[0]
     assert (window["opened_at"], window["closed_by"]) == ("watcher thread", "seconds")
     assert window["stop_time_ns"] - window["start_time_ns"] >= 0.5e9
+    assert window["steps"] == [0]  # no step() was called: step 0 was in progress throughout
+    profiler.disarm()  # the window's part is written on the writer thread: disarm() waits for it
     counts = kernel_counts(load_tree(tmp_path / "t.part1.hatchet")[0])
     assert set(counts) == {("busy", "add_kernel")}  # the launch before the signal is not there
-    assert window["steps"] == [0]  # no step() was called: step 0 was in progress throughout
-    profiler.disarm()
     assert load_json(tmp_path / "t.meta.json")["windows"] == [window]
 
 

@@ -11,7 +11,8 @@ nvidia leaves even that to the writer: session_outputs.write_parts); part_writer
 the file, and finalize waits for it. Once a session has written a part, its finalize writes the rest
 as the last part and no ``<name>.hatchet``; the metadata file lists every part under ``parts``.
 Merging all parts (``flagtree-profiler-viewer name.part*.hatchet``) gives an unsplit run's totals.
-File names: paths.py.
+File names: paths.py. A trigger's window (trigger.py) closes through finalize_window: its last
+part(s) and metadata are left to the writer thread too (window_close.py).
 
 Interpreter exit: sessions still open when the interpreter exits are finalized by an atexit
 handler, so a script that forgets finalize() still gets its profile; under flagtree-profiler the
@@ -25,7 +26,6 @@ import sys
 
 from . import _env
 from .distributed import gather, ranks
-from .backends import BackendUnavailable
 # Every session installs these (scope inheritance by threads and autograd; NVTX ranges as scopes),
 # so they come with the package, not at the first start(); hooks/triton.py stays lazy (hook= only).
 from .hooks import inheritance, nvtx
@@ -34,6 +34,8 @@ from .paths import check_writable, output_paths
 from .session_checks import CONTEXTS, DATA_KINDS, HOOKS, check_arguments, check_issued, PROTON_WORDS  # noqa: F401
 from .session_outputs import raise_failed_parts, wait_for_closes, wait_for_parts, warn_of_failed_parts, write_outputs
 from .session_outputs import write_parts
+from .session_backend import start_backend
+from .window_close import close_window, gather_window, wait_for_windows
 from . import schedule_steps as scheduling
 from .session_record import Session
 from .run_group import join, members, split_data, start_run_id
@@ -81,15 +83,6 @@ def start(name=None, *, context="shadow", data="tree", backend=None, mode=None, 
         return session_id
 
 
-def _acquire(impl, options, chosen_by_environment):
-    try:
-        impl.open_use(options)  # acquire() and the declared launch hooks
-    except BackendUnavailable as error:
-        if not chosen_by_environment:
-            raise
-        raise BackendUnavailable(f"FLAGTREE_PROFILER_BACKEND={impl.name}: {error}") from None
-
-
 def _start_locked(name, context, data, backend, mode, hook):
     """One session per data kind (run_group.py); the first one's id is the run's."""
     base, impl, options = check_arguments(name, context, data, backend, mode, hook)
@@ -121,7 +114,7 @@ def _start_one(base, context, data, impl, options, hook, backend, primary=None):
     session = Session(_next_id[0], base, context, data, impl, options, hook, paths)
     session.slot = native.session.session_create(native.ContextKind[context], native.DataKind[data],
                                          native.TimeSource[impl.time_source_kind])
-    _start_backend(session, chosen_by_environment=backend is None and bool(_env.backend()))
+    start_backend(session, chosen_by_environment=backend is None and bool(_env.backend()))
     if _env.nvtx_enabled():
         nvtx.install()
         session.nvtx = True
@@ -130,38 +123,6 @@ def _start_one(base, context, data, impl, options, hook, backend, primary=None):
     session.start_monotonic_ns = native.core.monotonic_ns()
     start_run_id(session)
     return session
-
-
-def _start_backend(session, chosen_by_environment):
-    """Acquires the session's backend, attaches the session and installs its hooks; on any
-    failure undoes what was done, the native session included, and raises."""
-    impl = session.backend
-    try:
-        _acquire(impl, session.options, chosen_by_environment)
-    except BaseException:
-        native.session.session_remove(session.slot)
-        raise
-    # A backend may pick its time source while starting (tianshu: the device timer or the host).
-    native.session.session_set_time_source(session.slot, native.TimeSource[impl.time_source_kind])
-    try:
-        impl.attach_session(session)
-    except BaseException:
-        native.session.session_remove(session.slot)
-        impl.close_use()
-        raise
-    try:
-        inheritance.install()  # threads and autograd inherit scopes (hooks/inheritance.py)
-        session.inheritance = True
-        if session.hook == "triton":
-            from .hooks.triton import install  # deferred: only hook= sessions use the launch-metadata hook
-
-            session.hook_handle = install(impl)
-    except BaseException:
-        if session.inheritance:
-            inheritance.uninstall()
-        native.session.session_remove(session.slot)
-        impl.close_use()
-        raise
 
 
 def _start_timer(session, interval):
@@ -264,6 +225,7 @@ def finalize(session_id=None):
 
 
 def _finalize_locked(sessions):
+    wait_for_windows()  # closed windows' metadata first: an open window's is the newer
     wait_for_closes(sessions)  # their last window's part is taken before the rest
     for s in sessions:
         for m in members(s):
@@ -351,11 +313,19 @@ def start_window(prepare, **options):
         return session
 
 
-def finalize_window(session_id):
-    """Writes and closes a trigger's window session, also under the command."""
+def finalize_window(session_id, log):
+    """Closes a trigger's window session, also under the command: its last parts and metadata go
+    to the writer thread (window_close.py). Returns their jobs; `log`: the armed run's WindowLog."""
     with _lock:
-        if session_id in _sessions:
-            _finalize_locked([_sessions[session_id]])
+        s, jobs = _sessions.get(session_id), []
+        if s is None:
+            return jobs
+        try:
+            jobs = close_window(s, log)
+        finally:
+            _close(s)
+        gather_window(s, jobs)
+        return jobs
 
 
 def defer_to_trigger(note):

@@ -16,6 +16,8 @@ Outputs: window k writes ``<name>.part<k>.<ext>`` (``<name>.rank<r>.part<k>`` un
 rewrites ``<name>.meta.json``, which lists every window so far under ``windows`` (parts, steps,
 wall times, what closed it) and every part under ``parts``; every file carries the armed run's one
 run id. The viewer merges them: ``flagtree-profiler-viewer <name>.hatchet`` reads all the parts.
+The closing thread only ends the window and takes its data; the part writer's thread writes the
+files (window_close.py), and disarm() waits for them.
 """
 import atexit
 import os
@@ -33,6 +35,8 @@ from .run_id import new_run_id
 from .session_checks import check_arguments
 from .trigger_sources import FileSource, SignalSource, Waker
 from .trigger_text import trigger_and_window
+from .window_close import WindowLog, wait_for_windows
+from .common.safe_text import safe
 
 _state = {"armed": None}
 _arm_lock = threading.Lock()
@@ -48,7 +52,8 @@ class Armed:
         self.step = 0
         self.windows = []
         self.ignored_triggers = 0
-        self.failed_windows = 0
+        self._failures = 0  # windows that could not open, or close, on the caller's thread
+        self._log = WindowLog()  # what the writer thread found of closed windows (window_close.py)
         self.files = []  # every part written, in order
         self._pending = False  # a trigger seen whose window has not opened yet
         self._ranges = list(trigger.ranges)  # a steps trigger's ranges not opened yet
@@ -57,6 +62,11 @@ class Armed:
         self._parts = {}  # data kind -> its parts so far
         self._lock = threading.Lock()
         self._waker, self._source, self._thread, self._stop = None, None, None, False
+
+    @property
+    def failed_windows(self):
+        """Windows that could not open or were not written (their writes may still be pending)."""
+        return self._failures + len(self._log.lost_windows)
 
     def __repr__(self):
         return f"<armed {self.trigger} window {self.window or 'its steps'}: {len(self.windows)} windows>"
@@ -88,6 +98,9 @@ class Armed:
             self._thread.join(timeout=10)
         with self._lock:
             written = self._close_window("exit", self.step) if self._open is not None else []
+        wait_for_windows()  # every window's files are written before disarm() returns
+        with self._lock:
+            self._warn_of_lost_windows()
             if self._source is not None:
                 self._source.close()
                 self._source = None
@@ -101,10 +114,12 @@ class Armed:
 
     # -- the two places a window opens and closes ----------------------------------------------
     def on_step(self):
-        """step(): one step ended. Returns the parts written. Idle, it costs a lock, a count and
-        one test per source (bench/idle_cost.py)."""
+        """step(): one step ended. Returns the parts handed to the writer thread. Idle, it costs a
+        lock, a count, one test per source and one look for failed writes (bench/idle_cost.py)."""
         with self._lock:
             ended, self.step = self.step, self.step + 1
+            if self._log.reports:
+                self._warn_of_lost_windows()
             count = self._source.take() if self._source is not None else 0
             if count:
                 self._note(count)
@@ -175,7 +190,7 @@ class Armed:
         try:
             session = _session.start_window(prepare, **self.options)
         except Exception as error:  # the program goes on; the next trigger tries again
-            self.failed_windows += 1
+            self._failures += 1
             warnings.warn(f"flagtree.profiler: trigger {self.trigger}: window {len(self.windows) + 1} could not "
                           f"open: {error}")
             return
@@ -186,8 +201,10 @@ class Armed:
                       "parts_before": {m.data: len(m.parts) for m in members(session)}}
 
     def _close_window(self, closed_by, last_step):
-        """Writes the open window as its part(s) and closes it; `last_step`: the last step in
-        progress while it was open. Returns the parts written."""
+        """Closes the open window and hands its part(s) and metadata to the writer thread
+        (window_close.py); `last_step`: the last step in progress while it was open. Returns the
+        parts, written there shortly after."""
+        self._warn_of_lost_windows()
         window, self._open = self._open, None
         session = window["session"]
         still_open = _session.find_session(session.id) is session
@@ -202,11 +219,10 @@ class Armed:
         if still_open:
             session.window = self._facts(self.windows + [entry], session, parts)
             try:
-                _session.finalize_window(session.id)
-            except Exception as error:  # a failed write loses this window only
-                self.failed_windows += 1
-                warnings.warn(f"flagtree.profiler: trigger {self.trigger}: window {entry['window']} was not "
-                              f"written: {error}")
+                _session.finalize_window(session.id, self._log)
+            except Exception as error:  # a failed close loses this window only
+                self._failures += 1
+                self._warn_not_written(entry["window"], error)
                 return []
         _release_parked_tracer()
         for m in members(session):
@@ -215,6 +231,17 @@ class Armed:
         self.files += entry["parts"]
         return entry["parts"]
 
+    def _warn_of_lost_windows(self):
+        """Warns of each window the writer thread could not write, once."""
+        for number, error in self._log.take_reports():
+            self._warn_not_written(number, error)
+            # Its part numbers stay taken (_parts): the next window's are the next ones.
+            self.files = [f for f in self.files if f not in self._log.lost]
+
+    def _warn_not_written(self, number, error):
+        warnings.warn(f"flagtree.profiler: trigger {self.trigger}: window {number} was not written: "
+                      f"{safe(str(error))}", stacklevel=4)
+
     def _facts(self, windows, session, new_parts):
         """What each window's metadata adds: the trigger, every window so far, and the steps of
         each part, in the order of its ``parts`` (by data kind, then by number)."""
@@ -222,7 +249,7 @@ class Armed:
         ordered = [p for m in members(session) for p in self._parts.get(m.data, []) + new_parts[m.data]]
         return {"trigger": str(self.trigger), "trigger_window": str(self.window) if self.window else None,
                 "windows": windows, "ignored_triggers": self.ignored_triggers,
-                "failed_windows": self.failed_windows, "part_steps": [steps_of.get(p) for p in ordered]}
+                "failed_windows": self._failures, "part_steps": [steps_of.get(p) for p in ordered]}
 
 
 def _release_parked_tracer():

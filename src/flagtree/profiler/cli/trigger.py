@@ -1,6 +1,7 @@
 """flagtree-profiler --trigger: the target runs armed and idle (trigger.py); each trigger opens a
 window, written as one part when it closes; the open window is written when the target ends,
 however it ends. The command's last lines say what the windows wrote."""
+import os
 import signal
 
 from .. import session as _session
@@ -63,7 +64,9 @@ def _finish(armed, code):
     except WriteInterrupted as stop:
         _session.discard_command_session()
         what = "Ctrl-C" if stop.signum == signal.SIGINT else "SIGTERM"
-        say(f"{what} while the open window was written: abandoned; wrote {', '.join(armed.files) or 'nothing'}")
+        # The writer thread may not have written every closed window yet: only what is there.
+        landed = [path for path in armed.files if os.path.exists(path)]
+        say(f"{what} while the open window was written: abandoned; wrote {', '.join(landed) or 'nothing'}")
         return 128 + stop.signum
     finally:
         for number, handler in previous.items():
