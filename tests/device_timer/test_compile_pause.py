@@ -5,6 +5,7 @@ active session and for every CUDA graph capture. Real Triton knobs; a real devic
 on the stand-in target with the ring on the host (test_launch_sight.py)."""
 import pytest
 import triton
+from triton.compiler.compiler import CompiledKernel
 
 import flagtree.profiler as profiler
 from flagtree.profiler import _native
@@ -14,6 +15,7 @@ from flagtree.profiler.triton_glue import stages
 from test_launch_sight import device  # noqa: F401 (fixture)
 
 PLAIN = (None, "")
+TRITONS_RUN = CompiledKernel.__dict__["run"]
 
 
 def _knobs():
@@ -68,6 +70,7 @@ def test_a_schedule_between_windows_launches_with_the_knobs_of_no_profiler(tmp_p
     assert window[1].startswith("flagtree-device-timer") and window[0] is not None
     profiler.deactivate(sid)
     assert _knobs() == PLAIN
+    assert CompiledKernel.__dict__["run"] is TRITONS_RUN  # the kernels' own launchers, as with no profiler
 
     class Graph:  # as torch.cuda.CUDAGraph is wrapped while the ring runs
         def capture_begin(self):
@@ -85,6 +88,6 @@ def test_a_schedule_between_windows_launches_with_the_knobs_of_no_profiler(tmp_p
     Graph.capture_end(graph)
     assert graph.during == window and _knobs() == PLAIN
     profiler.activate(sid)
-    assert _knobs() == window
+    assert _knobs() == window and CompiledKernel.__dict__["run"] is not TRITONS_RUN
     profiler.finalize(sid)
-    assert _knobs() == PLAIN  # the route's own undo, after the pause put its knobs back
+    assert _knobs() == PLAIN and CompiledKernel.__dict__["run"] is TRITONS_RUN  # the route's own undo

@@ -59,6 +59,7 @@ class LaunchSight:
         self._undo = []
         self.installed = False
         self.doors = []  # which doors are open ("CompiledKernel.run", "CachingAutotuner.run")
+        self._run_door = None  # (CompiledKernel, Triton's run property, ours) while that door is open
 
     # -- counting -------------------------------------------------------------------------------
     def counts(self):
@@ -115,16 +116,32 @@ class LaunchSight:
             except KeyError:
                 return sight._first_sight(kernel, original.fget(kernel))
 
-        kind.run = property(run, doc=original.__doc__)
+        ours = property(run, doc=original.__doc__)
+        kind.run = ours
         self.doors.append("CompiledKernel.run")
+        self._run_door = (kind, original, ours)
 
         def undo():
+            self._run_door = None
             kind.run = original
             for kernel in list(self._kernels):
                 kernel.__dict__.pop(_KERNEL_SLOT, None)
             self._kernels = weakref.WeakSet()
 
         self._undo.append(undo)
+
+    def pause(self, paused):
+        """Paused, ``CompiledKernel.run`` is Triton's own property again: every kernel launches its
+        own launcher, as with nothing installed (the launchers chosen so far are kept for the
+        resume). Inductor's autotuners keep the launchers they were given."""
+        if self._run_door is None:
+            return
+        kind, original, ours = self._run_door
+        now = kind.__dict__.get("run")
+        if paused and now is ours:
+            kind.run = original
+        elif not paused and now is original:
+            kind.run = ours
 
     def _first_sight(self, kernel, launcher):
         chosen = self._choose(kernel, launcher, "kernel")

@@ -162,7 +162,7 @@ class DeviceTimerBackend(Backend):
         ours = triton_stages.compiler_knobs()
         if ours is None:
             return
-        self.compile_pause = CompilePause(before, ours)
+        self.compile_pause = CompilePause(before, ours, self._pause_doors)
         graph_replays.on_capture(self.compile_pause.capture)
 
         def undo():  # first: the route's own undos find their knobs
@@ -171,6 +171,10 @@ class DeviceTimerBackend(Backend):
             self.compile_pause = None
 
         self._undo.append(undo)
+
+    def _pause_doors(self, paused):
+        if self.untimed.sight is not None:
+            self.untimed.sight.pause(paused)
 
     def activity_changed(self):
         with self._lock:

@@ -9,7 +9,10 @@ were before it was installed: Triton launches the plain kernel again (both binar
 cache). They are set again when a session becomes active, and for the length of every CUDA graph
 capture (graph_replays.py calls ``capture``), so that captured launches carry the stamps and get
 their descriptors as in an active session. Kernels stamped at their first launch
-(launch_sight.py) keep calling the allocator, which hands out no slot while nothing is active.
+(launch_sight.py: library-held kernels, kernels compiled before the session) launch their own
+plain launcher again too: ``CompiledKernel.run`` is Triton's own property while paused. Inductor's
+autotuners keep the launchers they were given at their first run; those ask the allocator, which
+hands out no slot while nothing is active.
 """
 import threading
 
@@ -17,9 +20,10 @@ from ...triton_glue import stages as triton_stages
 
 
 class CompilePause:
-    def __init__(self, before, ours):
-        """`before`, `ours`: triton_stages.compiler_knobs() before the route's install and after."""
-        self.before, self.ours = before, ours
+    def __init__(self, before, ours, doors=None):
+        """`before`, `ours`: triton_stages.compiler_knobs() before the route's install and after;
+        `doors(paused)`: pauses or resumes the launch doors too (launch_sight.LaunchSight.pause)."""
+        self.before, self.ours, self.doors = before, ours, doors
         self.lock = threading.Lock()
         self.active = True  # a session is active (the state the route was installed in)
         self.captures = 0  # CUDA graph captures under way
@@ -49,4 +53,6 @@ class CompilePause:
         if pause and triton_stages.compiler_knobs() != self.ours:
             return  # someone changed the knobs since: leave them (and the stamps) in place
         triton_stages.set_compiler_knobs(self.before if pause else self.ours)
+        if self.doors is not None:
+            self.doors(pause)
         self.paused = pause
