@@ -183,3 +183,19 @@ def test_a_device_timed_session_with_kernel_side_scopes_is_attached_to_them(tmp_
     assert meta["time_source"] == "device_timer" and meta["device_timer_scopes"] == "on"
     events = [e for e in json.load(open(tmp_path / "t.chrome_trace"))["traceEvents"] if e.get("name") == "add_kernel"]
     assert len(events) == 1 and events[0]["dur"] == pytest.approx(40.0)
+
+
+def test_the_device_timer_route_pauses_and_resumes_with_the_tianshu_sessions_activity(tmp_path, corex):
+    from flagtree.profiler.triton_glue import stages
+
+    corex()
+    before = stages.compiler_knobs()
+    sid = profiler.start(str(tmp_path / "t"), backend="tianshu")
+    route = stages.compiler_knobs()
+    assert "flagtree-device-timer" in route[1]
+    profiler.deactivate(sid)
+    assert stages.compiler_knobs() == before  # nothing recorded: launches as with no profiler
+    profiler.activate(sid)
+    assert stages.compiler_knobs() == route
+    profiler.finalize(sid)
+    assert stages.compiler_knobs() == before

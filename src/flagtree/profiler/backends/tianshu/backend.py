@@ -272,6 +272,10 @@ class TianshuBackend(Backend):
             session.state.device_view = view
             self._device_timer.attach_session(view)
 
+    def activity_changed(self):
+        if self._device_timer is not None:  # its route pauses while none of its sessions is active
+            self._device_timer.activity_changed()
+
     def detach_session(self, session):
         if session.state.device_view is not None and self._device_timer is not None:
             self._device_timer.detach_session(session.state.device_view)
