@@ -262,8 +262,7 @@ class DeviceTimerBackend(Backend):
         with self._lock:
             if session in self._sessions:
                 self._sessions.remove(session)
-            if self._sessions:
-                self.activity_changed()
+            self.activity_changed()  # none active left: paused (until the route is taken down)
             if self.scopes is not None:
                 self.scopes.scopes.detach_session(session)
             if session in self._hooked:
