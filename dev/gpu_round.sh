@@ -27,12 +27,12 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
   FLAGTREE_GPU_TESTS=1 timeout 540 python3 -m pytest -q -p no:cacheprovider tests/gpu "$@" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
 fi
 if [ "$what" = unverified ]; then   # what was merged without a GPU run: its tests with their own time limits, then the figures
-  for t in tests/gpu/test_suspend_gpu.py tests/gpu/test_quiet_gpu.py tests/gpu/test_parts_gpu.py tests/gpu/test_trigger_gpu.py \
-           tests/gpu/test_device_timer_gpu.py tests/gpu/test_tianshu_hooks_gpu.py tests/gpu/test_launch_paths_gpu.py; do
+  for t in tests/gpu/test_parts_gpu.py tests/gpu/test_trigger_gpu.py tests/gpu/test_device_timer_gpu.py \
+           tests/gpu/test_graph_replays_gpu.py tests/gpu/test_unseen_graphs_gpu.py; do
     echo "$t: $(FLAGTREE_GPU_TESTS=1 timeout 90 python3 -m pytest -q -p no:cacheprovider -x "$t" "$@" 2>&1 | tee "$OUT/$(basename "$t" .py).log" | tail -1)"
   done
-  FLAGTREE_PROFILER_CUPTI_IDLE_S=0 timeout 90 python3 dev/probe_quiet_cost.py --steps 300 --rounds 5 2>&1 | grep "us/step"
-  timeout 70 python3 bench/session_cost.py --sessions 20 --tools ours,device_timer --out "$OUT" > "$OUT/session_cost.log" 2>&1; tail -5 "$OUT/session_cost.log"
+  timeout 60 python3 dev/probe_launch_cost.py 2>&1 | grep -E "allocator|tiny|serving"
+  timeout 200 python3 bench/serving_loop.py --duration 150 --backend device_timer --out "$OUT/serving_loop-device_timer.json" > "$OUT/serving_loop.log" 2>&1; tail -c 600 "$OUT/serving_loop.log"
 fi
 if [ "$what" = check ]; then   # the whole GPU suite, then the figures a change must not worsen
   FLAGTREE_GPU_TESTS=1 timeout 280 python3 -m pytest -q -p no:cacheprovider tests/gpu "$@" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25
