@@ -23,8 +23,9 @@ def arm_device_timer(mode=None):
 
 
 def disarm_device_timer():
-    """Lets the armed route go (taken down and its ring freed once no session holds it): True if
-    it was armed."""
+    """Lets the armed route go (with no session open: taken down and its ring freed; else the
+    route goes with the last session's finalize, the ring kept as after any session): True if it
+    was armed."""
     if ranks.profiling_off():
         return False
     return get_backend("device_timer").disarm()

@@ -53,7 +53,8 @@ def arm(backend, mode=None, by="arm_device_timer()"):
 
 def disarm(backend):
     """Lets the armed route go: taken down, and its ring freed, where no session holds it (a
-    session still open keeps it until its finalize). True if it was armed."""
+    session still open keeps the route until its finalize, and the ring stays after it, as after
+    any session, until free()). True if it was armed."""
     with backend._lock:
         if backend.armed is None:
             return False
