@@ -150,7 +150,8 @@ def test_a_graph_torch_kept_no_cuda_graph_of_is_counted_as_replays_with_the_reas
         "device_timer_graph_unlisted_reason"]
     session = types.SimpleNamespace(metadata_path="p.meta.json")
     with pytest.warns(RuntimeWarning, match=r"7 replays of CUDA graphs captured before .* not counted by kernel "
-                                            r"\(torch kept no cudaGraph_t.*nor timed"):
+                                            r"\(torch kept no cudaGraph_t.*nor timed.*arm the route before it "
+                                            r"\(arm_device_timer\(\)"):
         unseen_graphs.warn_unlisted(stats, session, lambda text: warnings.warn(text, RuntimeWarning))
 
 

@@ -11,6 +11,7 @@
 See the README for backends, outputs and the viewer, docs/reference/analysis.md for read().
 """
 from .backends import KNOWN_BACKENDS, available_backends
+from .device_timer_arm import arm_device_timer, arm_from_environment as _arm_from_environment, disarm_device_timer
 from .inductor import codegen_hook as _inductor_codegen
 from .profile import profile
 from .scope import cpu_timed_scope, enter_scope, enter_state, exit_scope, exit_state, scope, state
@@ -21,13 +22,16 @@ from .trigger import arm, disarm
 # The model's source lines of each kernel inductor writes from now on (inductor/codegen_hook.py):
 # seen only while inductor generates code, so looked for from the package's import on.
 _inductor_codegen.install()
+# FLAGTREE_PROFILER_DEVICE_TIMER_ARM: the device_timer route installed before the program captures
+# its first CUDA graphs (a warning, never an error, where it cannot run).
+_arm_from_environment()
 
 __all__ = [
     "start", "activate", "deactivate", "finalize", "flush_part", "profile", "schedule", "step", "arm", "disarm",
     "scope", "cpu_timed_scope", "enter_scope", "exit_scope",
     "state", "enter_state", "exit_state",
     "KNOWN_BACKENDS", "available_backends",
-    "list_metrics", "release", "read",
+    "arm_device_timer", "disarm_device_timer", "list_metrics", "release", "read",
 ]
 
 

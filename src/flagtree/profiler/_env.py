@@ -30,6 +30,7 @@ ENVIRONMENT = {
     "FLAGTREE_PROFILER_TRIGGER": "Arms flagtree-profiler (when --trigger is not given) and arm() (when trigger= is not given): signal[:USR1|USR2|HUP], file:PATH or steps:A-B[,C-D...]; each trigger opens a window, one part each.",
     "FLAGTREE_PROFILER_WINDOW": "How long a signal or file trigger's window stays open: steps=N (counted by step()) or seconds=T (default seconds=10); --window and arm(window=) win.",
     "FLAGTREE_PROFILER_IXKN_CLI": "Path of ixkn-cli for flagtree-profiler --ixkn and tianshu's ixkn_import_path= of .ixkn-rep files (then IXKN_CLI, then the PATH); --ixkn-cli wins.",
+    "FLAGTREE_PROFILER_DEVICE_TIMER_ARM": "1 (or a device_timer mode, e.g. slots=8192:events=on) arms the device_timer route at import flagtree.profiler, as arm_device_timer() does: installed with no session open, idle until one is active, so that CUDA graphs captured before the first session are timed in later ones. It starts the ring on the current CUDA device (device 0 at import: a process that picks its GPU later calls arm_device_timer() after that instead), which initializes CUDA in the process. Where the route cannot run (no GPU, a Triton without its hooks, TRITON_INTERPRET=1) it warns and the import goes on.",
     "FLAGTREE_PROFILER_FSYNC": "1 fsyncs every output file before its rename (default 0: the rename alone keeps each file whole against Ctrl-C, SIGKILL, a crash or a full disk; the fsync adds safety against a power loss, at 0.2 ms to several ms a file).",
 }
 
@@ -200,3 +201,12 @@ def trigger():
 def window():
     """FLAGTREE_PROFILER_WINDOW as set, or None when unset; trigger_text.py parses it."""
     return text("FLAGTREE_PROFILER_WINDOW") or None
+
+
+def device_timer_arm():
+    """FLAGTREE_PROFILER_DEVICE_TIMER_ARM: (False, None) unset or off; (True, None) for a switch
+    word that turns it on (the default mode); (True, text) for a mode."""
+    raw = text("FLAGTREE_PROFILER_DEVICE_TIMER_ARM")
+    if raw.lower() in ("", "0", "false", "no", "off"):
+        return False, None
+    return True, (None if raw.lower() in ("1", "true", "yes", "on") else raw)

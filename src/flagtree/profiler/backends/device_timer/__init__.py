@@ -31,7 +31,7 @@ from ...triton_glue.launch_hooks import attach, attach_kernel_load_hook, launch_
 from ...native_core import native as _native_module
 from ..base import Backend, BackendUnavailable, SharedUse, device_info_of
 from ...triton_glue import stages as triton_stages
-from . import compiler_hook, event_timed, graph_replays, route, unseen_graphs, untimed
+from . import armed, compiler_hook, event_timed, graph_replays, route, unseen_graphs, untimed
 from .compile_pause import CompilePause
 from .clock import RingClock
 from . import scopes as kernel_scopes
@@ -48,6 +48,7 @@ class DeviceTimerState:
     scoped_at_start: dict = field(default_factory=dict)  # the scopes' counts (scopes.py)
     untimed_at_start: dict = field(default_factory=dict)  # launches counted untimed (untimed.py)
     scopes: InstrumentationState = field(default_factory=InstrumentationState)  # kernel_scopes.py's
+    armed: dict = None  # the backend's armed route when the session started (armed.py), or None
 
 
 def _native():
@@ -93,8 +94,10 @@ class DeviceTimerBackend(Backend):
         self._graph_records = 0  # replay records per captured launch of the running ring
         self._sessions = []  # open sessions (companions included): whether one is active
         self.compile_pause = None  # compile_pause.CompilePause while the compiler route is installed
+        self.armed = None  # {"mode", "at", "by"} while the route is armed with no session (armed.py)
 
     mode_grammar = MODE_GRAMMAR
+    arm, disarm = armed.arm, armed.disarm  # the route installed with no session (armed.py)
 
     def options_from(self, parsed):
         return ring_options(parsed)
@@ -113,8 +116,7 @@ class DeviceTimerBackend(Backend):
         options = options or RingOptions()
         with self._lock:
             if self._use.users and options != self._options:
-                raise ValueError(f"backend 'device_timer': a session with mode {self._options.canonical()!r} is open; "
-                                 f"kernels are stamped for one ring at a time (got {options.canonical()!r})")
+                raise ValueError(armed.conflict(self, options))
             self._use.acquire(lambda: self._start(options))
 
     def _start(self, options):
@@ -248,6 +250,7 @@ class DeviceTimerBackend(Backend):
             self._sessions.append(session)
             self.activity_changed()  # a new session is active: a paused route resumes
             session.state.counts_at_start = _ring_stats(_native())
+            session.state.armed = self.armed
             if self._graph_records:  # torch may have been imported since the ring started
                 graph_replays.install(_native(), unseen=self.untimed.graphs)
             session.state.stamped_at_start = compiler_hook.stats["stamped"]
@@ -331,6 +334,7 @@ class DeviceTimerBackend(Backend):
             stats["device_timer_kernels_not_stamped"] = list(compiler_hook.stats["not_stamped_kernels"])
             stats.update(scope_stats)
             stats.update(self.untimed.session_stats(session.state.untimed_at_start))
+            stats.update(armed.session_facts(session.state.armed))
             stats.update(self.clock.facts(native))
         lost = stats.get("device_timer_untimed", 0) + stats.get("device_timer_captured_untimed", 0) + \
             stats.get("device_timer_other_device_untimed", 0) + stats.get("device_timer_graph_replays_untimed", 0) + \

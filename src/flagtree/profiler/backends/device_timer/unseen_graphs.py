@@ -156,4 +156,5 @@ def warn_unlisted(stats, session, warn):
            "nor timed (event timing is off)")
     warn(f"flagtree.profiler: backend 'device_timer': {unlisted} replays of CUDA graphs captured before the "
          f"session's ring started were not counted by kernel ({stats.get('device_timer_graph_unlisted_reason')}), "
-         f"{how}; open the session before the capture to time each kernel; counts in {session.metadata_path}")
+         f"{how}; open the session before the capture, or arm the route before it (arm_device_timer(), "
+         f"FLAGTREE_PROFILER_DEVICE_TIMER_ARM), to time each kernel; counts in {session.metadata_path}")
