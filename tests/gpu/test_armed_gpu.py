@@ -13,24 +13,14 @@ import pytest
 pytest.importorskip("torch")
 
 from support.package_path import PACKAGE_ROOT  # noqa: E402
+from support.compiled_step import PRELUDE, REPLAYS  # noqa: E402
 from support.profiles import metrics_by_path  # noqa: E402
 
 UNKNOWN = "<captured_at:unknown>"
 
 # Default mode first, in its own session (launches per step); then reduce-overhead warmed up and
 # captured with no session open, and 100 replays in a session opened after the capture.
-SCRIPT = '''
-import sys, torch
-import flagtree.profiler as p
-
-def make():
-    def step(x, y):
-        a = torch.sin(x) * y + 1.0
-        return a.sum(dim=-1), torch.relu(a).cos()
-    return step
-
-x = torch.rand(64, 1024, device="cuda"); y = torch.rand_like(x)
-default = torch.compile(make())
+SCRIPT = PRELUDE + '''default = torch.compile(make())
 sid = p.start(sys.argv[1] + ".default", backend="device_timer")
 for _ in range(3):
     default(x, y)
@@ -44,13 +34,7 @@ for _ in range(3):
     out = graphed(x, y)
 torch.cuda.synchronize()
 sid = p.start(sys.argv[1], backend="device_timer")
-with p.scope("replays"):
-    for _ in range(100):
-        torch.compiler.cudagraph_mark_step_begin()
-        out = graphed(x, y)
-torch.cuda.synchronize()
-p.finalize(sid)
-'''
+''' + REPLAYS
 
 
 def _run(tmp_path, arm):

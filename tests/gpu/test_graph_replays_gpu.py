@@ -18,6 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXAMPLES = os.path.join(ROOT, "examples")
 # the build this run imports (site-packages after pip install, src/ in the developer loop)
 from support.package_path import PACKAGE_ROOT  # noqa: E402
+from support.compiled_step import PRELUDE, REPLAYS  # noqa: E402
 from support.profiles import metrics_by_path  # noqa: E402
 sys.path.insert(0, EXAMPLES)
 from triton_kernels import add_kernel  # noqa: E402
@@ -28,18 +29,7 @@ CAPTURED = "<captured_at>"
 # One process per backend: inductor compiles afresh (no cache of another run), in-process, with the
 # session open, so the device timer stamps its kernels. Default mode first (launches per step),
 # then reduce-overhead: three calls to warm up, capture and replay once, then 100 replays.
-COMPILED_SCRIPT = '''
-import sys, torch
-import flagtree.profiler as p
-
-def make():
-    def step(x, y):
-        a = torch.sin(x) * y + 1.0
-        return a.sum(dim=-1), torch.relu(a).cos()
-    return step
-
-x = torch.rand(64, 1024, device="cuda"); y = torch.rand_like(x)
-sid = p.start(sys.argv[2], backend=sys.argv[1])
+COMPILED_SCRIPT = PRELUDE + '''sid = p.start(sys.argv[2], backend=sys.argv[1])
 default = torch.compile(make())
 with p.scope("default_setup"):
     for _ in range(3):
@@ -53,13 +43,7 @@ with p.scope("setup"):
         torch.compiler.cudagraph_mark_step_begin()
         out = graphed(x, y)
 torch.cuda.synchronize()
-with p.scope("replays"):
-    for _ in range(100):
-        torch.compiler.cudagraph_mark_step_begin()
-        out = graphed(x, y)
-torch.cuda.synchronize()
-p.finalize(sid)
-'''
+''' + REPLAYS
 
 
 def _triton_counts(flat, prefix):

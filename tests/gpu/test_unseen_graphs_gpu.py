@@ -16,6 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXAMPLES = os.path.join(ROOT, "examples")
 # the build this run imports (site-packages after pip install, src/ in the developer loop)
 from support.package_path import PACKAGE_ROOT  # noqa: E402
+from support.compiled_step import PRELUDE  # noqa: E402
 from support.profiles import metrics_by_path  # noqa: E402
 REPLAY = "<cuda graph replay>"
 
@@ -47,18 +48,7 @@ assert torch.allclose(out, x + 2 * y)
 
 # reduce-overhead warmed up and captured before any session; then, in the session, the same step
 # compiled in the default mode (its Triton launches per step) and 100 replays of the graphs.
-COMPILED_SCRIPT = '''
-import sys, torch
-import flagtree.profiler as p
-
-def make():
-    def step(x, y):
-        a = torch.sin(x) * y + 1.0
-        return a.sum(dim=-1), torch.relu(a).cos()
-    return step
-
-x = torch.rand(64, 1024, device="cuda"); y = torch.rand_like(x)
-graphed = torch.compile(make(), mode="reduce-overhead")
+COMPILED_SCRIPT = PRELUDE + '''graphed = torch.compile(make(), mode="reduce-overhead")
 for _ in range(3):
     torch.compiler.cudagraph_mark_step_begin()
     graphed(x, y)
