@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|unverified|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|unverified|unverified-figures|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -29,8 +29,10 @@ fi
 if [ "$what" = unverified ]; then   # what was merged without a GPU run: its tests with their own time limits, then the figures
   for t in tests/gpu/test_parts_gpu.py tests/gpu/test_trigger_gpu.py tests/gpu/test_device_timer_gpu.py \
            tests/gpu/test_graph_replays_gpu.py tests/gpu/test_unseen_graphs_gpu.py tests/gpu/test_armed_gpu.py; do
-    echo "$t: $(FLAGTREE_GPU_TESTS=1 timeout 90 python3 -m pytest -q -p no:cacheprovider -x "$t" "$@" 2>&1 | tee "$OUT/$(basename "$t" .py).log" | tail -1)"
+    echo "$t: $(FLAGTREE_GPU_TESTS=1 timeout 100 python3 -m pytest -q -p no:cacheprovider -x "$t" "$@" 2>&1 | tee "$OUT/$(basename "$t" .py).log" | tail -1)"
   done
+fi
+if [ "$what" = unverified-figures ]; then   # the figures of the same: per-launch costs, the serving loop on device_timer
   timeout 60 python3 dev/probe_launch_cost.py 2>&1 | grep -E "allocator|tiny|serving"
   timeout 200 python3 bench/serving_loop.py --duration 150 --backend device_timer --out "$OUT/serving_loop-device_timer.json" > "$OUT/serving_loop.log" 2>&1; tail -c 600 "$OUT/serving_loop.log"
 fi
