@@ -167,9 +167,9 @@ class DeviceTimerBackend(Backend):
         self.compile_pause = CompilePause(before, ours, self._pause_doors)
         graph_replays.on_capture(self.compile_pause.capture)
 
-        def undo():  # first: the route's own undos find their knobs
+        def undo():  # first: the route's own undos find their knobs, put back as when active
             graph_replays.on_capture(None)
-            self.compile_pause.resume()
+            self.compile_pause.set_active(True)
             self.compile_pause = None
 
         self._undo.append(undo)

@@ -40,12 +40,6 @@ class CompilePause:
             self.captures = max(0, self.captures + (1 if begins else -1))
             self._apply()
 
-    def resume(self):
-        """Puts the route's knobs back for good (the route is being uninstalled: its undo expects them)."""
-        with self.lock:
-            self.active = True
-            self._apply()
-
     def _apply(self):
         pause = not self.active and not self.captures
         if pause == self.paused:
