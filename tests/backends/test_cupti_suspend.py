@@ -15,6 +15,7 @@ import flagtree.profiler as profiler
 from flagtree.profiler import _native
 from test_cupti_attach import count, kernel_count, nvidia_on_standin, standin  # noqa: F401 (fixtures)
 from vendor_outputs import find, kernels, load_meta, load_tree
+from support.cupti_suspend import stats, wait_suspended
 
 
 @pytest.fixture(autouse=True)
@@ -22,16 +23,7 @@ def suspend_at_once(monkeypatch):
     monkeypatch.setenv("FLAGTREE_PROFILER_CUPTI_IDLE_S", "0")
 
 
-def stats():
-    return _native.nvidia.cupti_attach_stats()
-
-
-def wait_suspended(timeout=5.0):
-    """Whether the native idle clock's thread suspended the tracer within `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not stats()["suspended"] and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return stats()["suspended"]
+SUSPEND_WAIT_S = 5.0  # a bound on a wait that ends at once when the code works
 
 
 def start(base, **options):
@@ -52,7 +44,7 @@ def test_a_deactivated_session_is_let_go_with_its_records_delivered(standin, tmp
     launches(standin, 3)  # their records wait in the library's buffer
     suspensions, finalizes = stats()["suspensions"], count(standin, "finalize")
     profiler.deactivate(sid)
-    assert wait_suspended()
+    assert wait_suspended(SUSPEND_WAIT_S)
     st = stats()
     assert st["running"] and st["quiet"] and not st["parked"] and st["suspensions"] == suspensions + 1
     assert st["last_suspend_ns"] > 0
@@ -72,7 +64,7 @@ def test_activate_attaches_again_and_records_later_launches_in_their_context(sta
     with profiler.scope("before"):
         before = launches(standin, 2)
     profiler.deactivate(sid)
-    assert wait_suspended()
+    assert wait_suspended(SUSPEND_WAIT_S)
     subscribes = count(standin, "subscribe")
     profiler.activate(sid)
     st = stats()
@@ -100,12 +92,12 @@ def test_two_sessions_each_keep_their_own_launches_across_suspends(standin, tmp_
     assert not stats()["quiet"]
     suspensions = stats()["suspensions"]
     profiler.deactivate(b)
-    assert wait_suspended()
+    assert wait_suspended(SUSPEND_WAIT_S)
     launches(standin, 5)  # nobody's
     profiler.activate(a)
     launches(standin, 1)  # a's only
     profiler.deactivate(a)
-    assert wait_suspended()
+    assert wait_suspended(SUSPEND_WAIT_S)
     assert stats()["suspensions"] == suspensions + 2
     profiler.activate(b)
     launches(standin, 3)  # b's only
@@ -119,7 +111,7 @@ def test_finalize_while_suspended_then_a_new_session_attaches_again(standin, tmp
     launches(standin, 2)
     profiler.deactivate(a)
     profiler.deactivate(b)
-    assert wait_suspended()
+    assert wait_suspended(SUSPEND_WAIT_S)
     inits, finalizes = count(standin, "init"), count(standin, "finalize")
     profiler.finalize(a)
     assert count(standin, "init") == inits  # a's records came at the suspend
@@ -145,7 +137,7 @@ def test_a_wake_cancels_the_clock(standin, tmp_path, monkeypatch):
     assert stats()["suspensions"] == suspensions and standin.standin_subscribed()
     launches(standin, 2)
     profiler.deactivate(sid)  # quiet again: a clock of its own
-    assert wait_suspended()
+    assert wait_suspended(SUSPEND_WAIT_S)
     assert _native.testing.cupti_idle_releases_fired() == fired + 1
     profiler.finalize()
     assert records(tmp_path / "a") == (2, 0, 0)
@@ -156,7 +148,7 @@ def test_a_schedule_is_let_go_between_its_windows(standin, tmp_path):
     suspensions = stats()["suspensions"]
     for step in range(6):
         if step % 3 != 2:  # a waiting step: quiet, then let go
-            assert wait_suspended()
+            assert wait_suspended(SUSPEND_WAIT_S)
         launches(standin, 2)
         profiler.step()
     profiler.finalize()
@@ -197,7 +189,7 @@ def test_a_wake_that_finds_cupti_taken_stays_suspended_and_warns(standin, tmp_pa
     sid = start(tmp_path / "a")
     launches(standin, 1)
     profiler.deactivate(sid)
-    assert wait_suspended()
+    assert wait_suspended(SUSPEND_WAIT_S)
     failures = stats()["resume_failures"]
     standin.standin_hold_slot(1)  # another client attaches while we let go
     profiler.activate(sid)
@@ -220,7 +212,7 @@ def test_graph_launches_made_before_the_suspend_are_not_joined_after_it(standin,
     began = time.monotonic_ns()
     _native.testing.record(7, "replayed", began, began + 5, 0)
     profiler.deactivate(sid)
-    assert wait_suspended()
+    assert wait_suspended(SUSPEND_WAIT_S)
     profiler.activate(sid)
     began = time.monotonic_ns()
     _native.testing.record(7, "replayed", began, began + 5, 0)  # id 7 of the re-initialized library

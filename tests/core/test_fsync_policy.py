@@ -47,27 +47,27 @@ def interpreter(monkeypatch):
     profiler.finalize()
 
 
+def _write(target, writer, text):
+    """`text` written to `target` through one of the atomic writers; returns `target`."""
+    if writer == "write_text":
+        atomic.write_text(target, text)
+    else:
+        with atomic.atomic_file(target) as out:
+            out.write(text.encode())
+    return target
+
+
 @pytest.mark.parametrize("writer", ["write_text", "atomic_file"])
 def test_no_fsync_by_default(tmp_path, calls, monkeypatch, writer):
     monkeypatch.delenv("FLAGTREE_PROFILER_FSYNC", raising=False)
-    target = tmp_path / "out.json"
-    if writer == "write_text":
-        atomic.write_text(target, "[1]")
-    else:
-        with atomic.atomic_file(target) as out:
-            out.write(b"[1]")
+    target = _write(tmp_path / "out.json", writer, "[1]")
     assert [kind for kind, _ in calls] == ["replace"] and json.loads(target.read_text()) == [1]
 
 
 @pytest.mark.parametrize("writer", ["write_text", "atomic_file"])
 def test_fsync_on_syncs_the_temporary_before_its_rename(tmp_path, calls, monkeypatch, writer):
     monkeypatch.setenv("FLAGTREE_PROFILER_FSYNC", "1")
-    target = tmp_path / "out.json"
-    if writer == "write_text":
-        atomic.write_text(target, "[2]")
-    else:
-        with atomic.atomic_file(target) as out:
-            out.write(b"[2]")
+    target = _write(tmp_path / "out.json", writer, "[2]")
     (fsync, synced), (replace, renamed) = calls
     assert (fsync, replace) == ("fsync", "replace") and synced == renamed  # the same temporary, synced first
     assert os.path.basename(renamed).startswith(".out.json.") and json.loads(target.read_text()) == [2]

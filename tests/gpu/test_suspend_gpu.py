@@ -3,15 +3,14 @@ csrc/backends/dialect/dialect_tracer_quiet.h) on a real GPU, with FLAGTREE_PROFI
 kernels still running at the switch off are recorded, CUPTI is finalized and subscribed afresh at
 activate, launches after it are recorded in their scope, and a schedule's windows each hold
 exactly their own launches across the suspends between them."""
-import time
 
 import pytest
 import torch
 
 import flagtree.profiler as profiler
-from flagtree.profiler import _native
 from support.kernels import launch_add, tensors
 from support.profiles import kernel_counts, load_json, load_tree
+from support.cupti_suspend import stats, wait_suspended
 
 
 @pytest.fixture(autouse=True)
@@ -21,15 +20,7 @@ def suspend_at_once(monkeypatch):
     profiler.finalize()
 
 
-def stats():
-    return _native.nvidia.cupti_attach_stats()
-
-
-def wait_suspended(timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not stats()["suspended"] and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return stats()["suspended"]
+SUSPEND_WAIT_S = 10.0  # a bound on a wait that ends at once when the code works
 
 
 def adds(root, scope=None):
@@ -46,7 +37,7 @@ def test_a_suspended_session_records_before_and_after(tmp_path):
             launch_add(x, y, out)  # queued behind it
     subscriptions = stats()["subscriptions"]
     profiler.deactivate(sid)
-    assert wait_suspended()
+    assert wait_suspended(SUSPEND_WAIT_S)
     for _ in range(7):
         launch_add(x, y, out)  # nobody's
     torch.cuda.synchronize()
@@ -68,7 +59,7 @@ def test_windows_of_a_schedule_hold_their_own_launches_across_suspends(tmp_path)
     profiler.start(name=str(tmp_path / "w"), backend="nvidia", schedule=profiler.schedule(wait=3, active=2, repeat=3))
     for step in range(15):
         if step % 5 < 3:  # waiting: quiet, then let go
-            assert wait_suspended()
+            assert wait_suspended(SUSPEND_WAIT_S)
         for _ in range(4):
             launch_add(x, y, out)
         torch.cuda.synchronize()
