@@ -111,3 +111,42 @@ def test_step_of_an_unknown_session_raises_unless_profiling_is_off(tmp_path, mon
         profiler.step(12345)
     monkeypatch.setenv("FLAGTREE_PROFILER_DISABLE", "1")
     assert profiler.step(12345) == [] and profiler.step() == []
+
+
+@pytest.mark.parametrize("wait, warmup, active, repeat, skip_first", [
+    (0, 0, 1, 0, 0), (3, 0, 2, 0, 0), (2, 1, 3, 2, 0), (0, 2, 1, 1, 4), (5, 0, 1, 3, 2), (1, 1, 1, 0, 7)])
+def test_next_active_is_the_first_active_step_from_a_step(wait, warmup, active, repeat, skip_first):
+    plan = profiler.schedule(wait=wait, warmup=warmup, active=active, repeat=repeat, skip_first=skip_first)
+    horizon = skip_first + (wait + warmup + active) * 6
+    for step in range(horizon - (wait + warmup + active)):
+        expected = next((s for s in range(step, horizon) if plan.action(s) == "active"), None)
+        assert plan.next_active(step) == expected, step
+
+
+def test_steps_between_windows_only_count(tmp_path, monkeypatch):
+    from flagtree.profiler import schedule_steps
+
+    x, y, out = tensors()
+    sid = profiler.start(str(tmp_path / "q"), schedule=profiler.schedule(wait=50, active=2, repeat=2))
+    applied = []
+    real = schedule_steps.set_active
+    monkeypatch.setattr(schedule_steps, "set_active", lambda s, on: (applied.append(on), real(s, on)))
+    written = run_steps(sid, 120, x, y, out)
+    profiler.finalize(sid)
+    assert [steps_in(p) for p in written] == [[50, 51], [102, 103]]
+    # entering each window, its second step, leaving it (the steps after a window's end apply
+    # the schedule once), and nothing for the steps in between
+    assert applied == [True, True, False, False] * 2
+
+
+def test_activate_by_hand_between_windows_lasts_until_the_next_step(tmp_path):
+    x, y, out = tensors()
+    sid = profiler.start(str(tmp_path / "h"), schedule=profiler.schedule(wait=10, active=1))
+    for step in range(12):
+        if step in (2, 6):
+            profiler.activate(sid)  # step 2 and 6 recorded: the step after each applies the schedule again
+        with profiler.scope(f"step{step}"):
+            launch_add(x, y, out)
+        profiler.step(sid)
+    profiler.finalize(sid)
+    assert steps_in(tmp_path / "h.part1.hatchet") == [2, 6, 10]

@@ -39,6 +39,17 @@ class Schedule:
             return "wait"
         return "warmup" if within < self.wait + self.warmup else "active"
 
+    def next_active(self, step):
+        """The first step from `step` on whose action is "active"; None when none comes."""
+        if step < self.skip_first:
+            step = self.skip_first
+        cycle = self.wait + self.warmup + self.active
+        index, within = divmod(step - self.skip_first, cycle)
+        within = max(within, self.wait + self.warmup)
+        if self.repeat and index >= self.repeat:
+            return None
+        return self.skip_first + index * cycle + within
+
     def window_ends(self, step):
         cycle = self.wait + self.warmup + self.active
         return self.action(step) == "active" and (step - self.skip_first) % cycle == cycle - 1
@@ -72,6 +83,10 @@ class Stepping:
         self.plan = plan
         self.step = 0
         self.window = []
+        # Steps before this one change nothing (a wait, warmup, skip or done stretch): step()
+        # only counts them. activate() and deactivate() reset it, so the next step re-applies
+        # the schedule.
+        self.steady_until = 0
 
 
 def set_active(session, active):
@@ -100,18 +115,30 @@ def _enter(session):
         # The previous window's close may still run on the writer thread: it takes its part
         # before this window records anything.
         part_writer.wait_closed(j for m in members(session) for j in m.part_jobs[-1:])
+    else:
+        upcoming = stepping.plan.next_active(stepping.step)
+        stepping.steady_until = float("inf") if upcoming is None else upcoming
     set_active(session, active)
+
+
+def unsteady(session):
+    """activate() or deactivate() changed `session` by hand: its next step applies the schedule."""
+    if session.stepping is not None:
+        session.stepping.steady_until = 0
 
 
 def advance(session, write_part):
     """Ends the current step: the last step of an active window writes the window as one part
-    (`write_part()`, session.py's flush); then the next step's action applies. Returns the
+    (`write_part(session)`, session.py's flush); then the next step's action applies. Returns the
     paths written."""
     stepping = session.stepping
+    if stepping.step + 1 < stepping.steady_until:  # a step of a serving loop between windows: counted only
+        stepping.step += 1
+        return []
     written = []
     if stepping.plan.window_ends(stepping.step):
         set_active(session, False)
-        written = write_part()
+        written = write_part(session)
         stepping.window = []
     stepping.step += 1
     _enter(session)

@@ -178,7 +178,7 @@ def step(session_id=None):
     left alone: with none, a no-op. An armed trigger (trigger.py) counts every step, whatever
     the id: its windows open and close here; it runs before the lock is taken, since its watcher
     thread takes its own lock and then this one."""
-    written = [path for listener in list(step_listeners) for path in listener()]
+    written = [path for listener in list(step_listeners) for path in listener()] if step_listeners else []
     if session_id == -1:
         return written
     with _lock:
@@ -189,8 +189,13 @@ def step(session_id=None):
         targets = [s for s in _targets(session_id) if s.stepping is not None]
         warn_of_failed_parts(targets)
         for s in targets:
-            written += scheduling.advance(s, lambda s=s: write_parts([s], _sessions.values(), defer=True))
+            written += scheduling.advance(s, _write_window)
         return written
+
+
+def _write_window(session):
+    """A schedule's window ended: its part goes to the writer thread (under _lock)."""
+    return write_parts([session], _sessions.values(), defer=True)
 
 
 def activate(session_id=None):
@@ -200,6 +205,7 @@ def activate(session_id=None):
         for s in _targets(session_id):
             wait_for_closes([s])  # a window still being closed takes nothing recorded from here
             scheduling.set_active(s, True)
+            scheduling.unsteady(s)
 
 
 def deactivate(session_id=None):
@@ -208,6 +214,7 @@ def deactivate(session_id=None):
     with _lock:
         for s in _targets(session_id):
             scheduling.set_active(s, False)
+            scheduling.unsteady(s)
 
 
 def finalize(session_id=None):
