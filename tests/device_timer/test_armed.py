@@ -17,7 +17,7 @@ from triton.compiler.compiler import CompiledKernel
 import flagtree.profiler as profiler
 from flagtree.profiler import _native
 from flagtree.profiler.backends import get_backend
-from flagtree.profiler.backends.device_timer import armed, graph_replays, route
+from flagtree.profiler.backends.device_timer import armed, compiler_hook, graph_replays, route
 from flagtree.profiler.triton_glue import kernels as triton_kernels, stages
 from support.profiles import metrics_by_path
 from test_graph_replays import HostGraph
@@ -98,11 +98,10 @@ def test_a_graph_captured_while_armed_is_timed_at_its_replays_in_a_later_session
 
 
 def test_sessions_open_and_close_without_taking_the_armed_route_down(tmp_path, backend, graph_cls):
-    before = triton_kernels.profile_allocator()
     profiler.arm_device_timer()
     assert profiler.arm_device_timer() is False  # armed already, same mode
-    ours = triton_kernels.profile_allocator()
-    assert ours is not before
+    ours = DT.device_timer_allocate
+    assert triton_kernels.profile_allocator() is ours and DT.device_timer_running()
     for name in ("a", "b"):
         sid = profiler.start(str(tmp_path / name), backend="device_timer")
         profiler.finalize(sid)
@@ -111,12 +110,15 @@ def test_sessions_open_and_close_without_taking_the_armed_route_down(tmp_path, b
         assert stages.compiler_knobs() == PLAIN and CompiledKernel.__dict__["run"] is TRITONS_RUN
     assert _meta(tmp_path, "b")["device_timer_armed"] is True
     assert profiler.disarm_device_timer() is True and profiler.disarm_device_timer() is False
-    assert triton_kernels.profile_allocator() is before and not DT.device_timer_running()
+    # taken down: the ring goes; the allocator stays for kernels stamped meanwhile (null slots)
+    assert triton_kernels.profile_allocator() is ours and not DT.device_timer_running()
+    assert ours(16, DT.device_timer_layout()["align_tag"], 0) == 0
     assert graph_cls not in graph_replays.installed()
     sid = profiler.start(str(tmp_path / "after"), backend="device_timer")  # a plain session again
     profiler.finalize(sid)
     assert _meta(tmp_path, "after")["device_timer_armed"] is False
-    assert triton_kernels.profile_allocator() is before  # taken down with its session
+    # taken down with its session (the ring kept for the next one, the allocator for stamped kernels)
+    assert triton_kernels.profile_allocator() is ours and not compiler_hook.installed()
 
 
 def test_a_session_with_another_mode_says_the_route_is_armed(tmp_path, backend, graph_cls):
@@ -138,13 +140,12 @@ def test_a_session_open_before_arming_with_another_mode_refuses_the_arm(tmp_path
 
 
 def test_disarmed_while_a_session_is_open_the_route_goes_with_the_session(tmp_path, backend, graph_cls):
-    before = triton_kernels.profile_allocator()
     profiler.arm_device_timer()
     sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
     assert profiler.disarm_device_timer() is True
-    assert triton_kernels.profile_allocator() is not before  # the session holds it
+    assert DT.device_timer_running()  # the session holds the route
     profiler.finalize(sid)
-    assert triton_kernels.profile_allocator() is before
+    assert not compiler_hook.installed() and CompiledKernel.__dict__["run"] is TRITONS_RUN
 
 
 def _graphs_module(tmp_path, monkeypatch, name):

@@ -44,10 +44,11 @@ class Device:
     `duration_ns`; every binary run is kept."""
 
     def __init__(self, duration_ns=5_000):
-        self.duration, self.now, self.ran = duration_ns, 1_000_000, []
+        self.duration, self.now, self.ran, self.null_slots = duration_ns, 1_000_000, [], 0
 
     def __call__(self, slot, grid, binary):
         self.ran.append(binary)
+        self.null_slots += not slot
         if slot:
             T.device_timer_host_meta(slot, _native.device_timer.device_timer_name_kernel("add_kernel"), grid, 256)
             T.device_timer_host_stamp(slot, 0, self.now, self.now + self.duration)
@@ -167,6 +168,44 @@ def test_a_library_held_stamped_kernel_is_timed_as_it_is(tmp_path, device):
     assert len(compiled_kernels.BINARIES) == loaded
     meta = _meta(tmp_path)
     assert meta["device_timer_kernels_stamped_at_first_launch"] == 0 and meta["device_timer_launches_not_timed"] == 0
+
+
+@pytest.mark.parametrize("default_scratch", [False, True], ids=["no-default-profile-scratch", "default-profile-scratch"])
+def test_a_stamped_kernel_launched_after_its_route_is_taken_down_runs_with_a_null_slot(
+        tmp_path, device, monkeypatch, default_scratch):
+    from triton.runtime import _allocation
+
+    # Triton 3.5-3.7 raise where no profile allocator is set; 3.8 and later give a default
+    # scratch, smaller than the stamps' planes (the stand-in launcher refuses it to stamped kernels)
+    if default_scratch:
+        monkeypatch.setattr(_allocation, "has_profile_allocator",
+                            lambda: type(_allocation._profile_allocator.get()).__name__ != "NullAllocator", raising=False)
+    else:
+        monkeypatch.delattr(_allocation, "has_profile_allocator", raising=False)
+    monkeypatch.setattr(_allocation, "_profile_allocator", _allocation._AllocatorWrapper(_allocation.NullAllocator()))
+    kernel = _kernel(tmp_path, scratch=(16, TAG))  # held by a library, as FlagGems' LibEntry holds it
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    _launch(kernel, 1)
+    profiler.finalize(sid)  # the route is taken down, the ring kept for a next session
+    runs = len(device.ran)
+    _launch(kernel, 3)  # after the session, as the library's next call
+    get_backend("device_timer").free()  # the ring goes too
+    assert not _native.device_timer.device_timer_running()
+    _launch(kernel, 2)
+    assert len(device.ran) == runs + 5 and device.null_slots == 5
+    other = _allocation._profile_allocator.get()  # other requests: answered as Triton would without the route
+    if default_scratch:
+        asked = []
+        monkeypatch.setattr(compiled_kernels.StandinDriver, "allocate_default_profile_scratch",
+                            lambda driver, *request: asked.append(request) or 4096, raising=False)
+        assert other(16, 8, 0) == 4096 and asked == [(16, 8, 0)]
+    else:
+        with pytest.raises(RuntimeError, match="no allocator was set"):
+            other(16, 8, 0)
+    sid = profiler.start(str(tmp_path / "q"), backend="device_timer")  # a later session times it again
+    _launch(kernel, 2)
+    profiler.finalize(sid)
+    assert metrics_by_path(str(tmp_path / "q.hatchet"))[("add_kernel",)]["count"] == 2
 
 
 def _autotuner_over(kernel, compile_result, compiled):

@@ -2,19 +2,25 @@
 made by Triton's own constructor from a kernel's metadata group (the files Triton's cache keeps),
 for the stand-in CoreX target (corex_triton.py), loaded as a device would load them, with a
 launcher that takes the arguments Triton's launchers take and asks Triton's profile allocator
-for the kernel's profile scratch when its metadata asks for some, as NVIDIA's and CoreX's do.
+for the kernel's profile scratch when its metadata asks for some, as NVIDIA's and CoreX's do
+(Triton 3.8 and later: only when one is set, else the driver's default profile scratch, here a
+host buffer of the launcher's own).
 
 What the "device" runs for a launch is given by the test: ``device(scratch, grid, binary)`` writes
 what the binary's stamps would write (nothing for an unstamped binary or a null scratch).
 """
+import ctypes
 import hashlib
 import json
 import os
 
 from triton.runtime import _allocation
 
+from flagtree.profiler import _native
+
 from . import corex_triton
 
+_TIMER_TAG = _native.device_timer.device_timer_layout()["align_tag"]  # the device timer's stamps' alignment
 SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
 
 
@@ -35,9 +41,18 @@ class StandinLauncher:
         scratch = 0
         if size > 0:
             blocks = grid_x * grid_y * grid_z
-            scratch = _allocation._profile_allocator.get()(blocks * size, self.metadata.profile_scratch_align, stream)
+            if getattr(_allocation, "has_profile_allocator", lambda: True)():
+                scratch = _allocation._profile_allocator.get()(blocks * size, self.metadata.profile_scratch_align, stream)
+            else:
+                scratch = self.default_scratch(blocks * size)
         self.calls.append(args)
         self.device(int(scratch or 0), (grid_x, grid_y, grid_z), BINARIES.get(function, b""))
+
+    def default_scratch(self, size):
+        if self.metadata.profile_scratch_align == _TIMER_TAG:
+            raise AssertionError("a stamped kernel got Triton's default profile scratch: its stamps write past it")
+        self.default_buffer = ctypes.create_string_buffer(size)  # kept until the next launch
+        return ctypes.addressof(self.default_buffer)
 
 
 BINARIES = {}  # function handle -> the binary loaded for it

@@ -111,10 +111,13 @@ void freeRing() {
 nb::object allocate(nb::handle size, nb::handle align, nb::handle stream) {
   Route& r = route();
   TimerRing* ring = r.ring.get();
-  if (!ring || nb::cast<uint64_t>(align) != kTimerAlignTag) {
+  if (nb::cast<uint64_t>(align) != kTimerAlignTag) {
     if (!r.fallback.is_valid()) throw std::runtime_error("device_timer: no profile allocator for this kernel");
     return r.fallback(size, align, stream);
   }
+  // A stamped kernel launched with no ring (its route taken down, the allocator left in place
+  // where Triton has no default profile scratch): a null slot, which the stamps skip.
+  if (!ring) return nb::int_(0);
   const uint64_t handle = stream.is_none() ? 0 : nb::cast<uint64_t>(stream);
   uint64_t address = ring->claim(handle);
   if (address == TimerRing::kNoContext) {
@@ -200,6 +203,7 @@ void registerDeviceTimerBindings(nb::module_& m) {
   m.def("device_timer_launch_done", &TimerRing::launchDone);
   m.def("device_timer_plane_bytes", [] { return ringOrThrow().planeBytes(); });
   m.def("device_timer_set_fallback", [](nb::object fallback) { route().fallback = std::move(fallback); });
+  m.def("device_timer_fallback", [] { return route().fallback.is_valid() ? route().fallback : nb::none(); });
   m.def("device_timer_allocate", &allocate, nb::arg("size"), nb::arg("alignment"), nb::arg("stream"));
   m.def("device_timer_kick", [] {
     nb::gil_scoped_release unlocked;

@@ -24,6 +24,28 @@ def profile_allocator():
     return _allocation()._profile_allocator.get()
 
 
+def install_profile_allocator(allocator):
+    """Makes `allocator` Triton's profile allocator for the rest of the process: a kernel compiled
+    while it is installed (with stamps that write a slot) may be launched after its owner is gone,
+    kept by a library or by inductor, and Triton's own answer would then be wrong: before 3.8 its
+    NullAllocator raises, from 3.8 its default profile scratch is smaller than what the stamps
+    write. Returns the fallback for requests that are not `allocator`'s: the allocator it
+    replaced, or, where none was set and Triton has a default profile scratch, a function asking
+    Triton's driver for it, as Triton itself would."""
+    allocation = _allocation()
+    previous = allocation._profile_allocator.get()
+    allocation.set_profile_allocator(allocator)
+    if type(previous).__name__ == "NullAllocator" and hasattr(allocation, "has_profile_allocator"):
+        return _default_profile_scratch
+    return previous
+
+
+def _default_profile_scratch(size, alignment, stream):
+    from triton.runtime import driver  # deferred: triton is heavy and optional
+
+    return driver.active.allocate_default_profile_scratch(size, alignment, stream)
+
+
 def set_profile_allocator(allocator):
     """Makes `allocator(size, alignment, stream)` Triton's profile allocator (3.5-3.9); returns the
     undo, which puts back the one found here."""

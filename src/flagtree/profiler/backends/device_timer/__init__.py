@@ -143,10 +143,13 @@ class DeviceTimerBackend(Backend):
         self._graph_records = graph_records
         if graph_records:  # kept with the ring (graph_replays.py says why), until free()
             graph_replays.install(native, unseen=self.untimed.graphs)
-        previous = triton_kernels.profile_allocator()
-        native.device_timer.device_timer_set_fallback(previous)
+        # Ours stays Triton's profile allocator once installed (kernels stamped here outlive the
+        # route: install_profile_allocator says why); it forwards what is not a ring slot.
+        if triton_kernels.profile_allocator() is not native.device_timer.device_timer_allocate:
+            native.device_timer.device_timer_set_fallback(
+                triton_kernels.install_profile_allocator(native.device_timer.device_timer_allocate))
+        previous = native.device_timer.device_timer_fallback()
         native.device_timer.device_timer_set_thread_device(triton_target.current_device_getter())
-        self._undo.append(triton_kernels.set_profile_allocator(native.device_timer.device_timer_allocate))
         before = triton_stages.compiler_knobs()
         self._install_scopes(options, previous)
         stamps = (native, native.device_timer.device_timer_plane_bytes(), native.device_timer.device_timer_layout()["lanes"], graph_records,
@@ -336,14 +339,7 @@ class DeviceTimerBackend(Backend):
             stats.update(self.untimed.session_stats(session.state.untimed_at_start))
             stats.update(armed.session_facts(session.state.armed))
             stats.update(self.clock.facts(native))
-        lost = stats.get("device_timer_untimed", 0) + stats.get("device_timer_captured_untimed", 0) + \
-            stats.get("device_timer_other_device_untimed", 0) + stats.get("device_timer_graph_replays_untimed", 0) + \
-            stats.get("device_timer_scoped_launches_untimed", 0)
-        if lost:
-            warnings.warn(f"flagtree.profiler: backend 'device_timer': {lost} launches have no device time "
-                          f"(graph capture with the graph area full, another device, a launch that did "
-                          f"not run, or a scoped kernel whose buffers lack their stamps; counts in "
-                          f"{session.metadata_path})", RuntimeWarning, stacklevel=4)
+        untimed.warn_ring_losses(stats, session)
         untimed.warn_graph_losses(stats, self._options, session)
         untimed.warn_untimed(stats, session)
         warn = lambda text: warnings.warn(text, RuntimeWarning, stacklevel=4)  # noqa: E731
@@ -365,23 +361,23 @@ class DeviceTimerBackend(Backend):
         return stats
 
     def device_info(self):
-        try:
-            from ..nvidia.backend import cuda_devices  # deferred: backend modules load when asked for
-
-            return device_info_of("CUDA", cuda_devices())
-        except Exception:
-            return {}
+        devices = _cuda_devices()
+        return device_info_of("CUDA", devices) if devices is not None else {}
 
     def describe(self):
-        devices = []
-        try:
-            from ..nvidia.backend import cuda_devices  # deferred: backend modules load when asked for
-
-            devices = [{"index": d["index"], "name": d["name"], "arch": d["arch"]} for d in cuda_devices()]
-        except Exception:
-            pass
+        devices = [{"index": d["index"], "name": d["name"], "arch": d["arch"]} for d in _cuda_devices() or []]
         return {"backend": self.name, "time_source": self.name, "tracing_library": None,
                 "cuda_driver_version": _cuda_driver_version(), "devices": devices}
+
+
+def _cuda_devices():
+    """The CUDA devices (the nvidia backend's list), or None where they cannot be listed."""
+    try:
+        from ..nvidia.backend import cuda_devices  # deferred: backend modules load when asked for
+
+        return cuda_devices()
+    except Exception:
+        return None
 
 
 def _ring_stats(native):

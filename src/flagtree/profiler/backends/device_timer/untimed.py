@@ -157,6 +157,17 @@ class UntimedLaunches:
                          "device_timer_launch_doors": list(self.sight.doors)}
 
 
+def warn_ring_losses(stats, session):
+    """One warning a session: launches that got a ring slot, or should have, and no device time."""
+    lost = sum(stats.get(f"device_timer_{k}", 0) for k in (
+        "untimed", "captured_untimed", "other_device_untimed", "graph_replays_untimed", "scoped_launches_untimed"))
+    if lost:
+        warnings.warn(f"flagtree.profiler: backend 'device_timer': {lost} launches have no device time "
+                      f"(graph capture with the graph area full, another device, a launch that did "
+                      f"not run, or a scoped kernel whose buffers lack their stamps; counts in "
+                      f"{session.metadata_path})", RuntimeWarning, stacklevel=5)
+
+
 def warn_untimed(stats, session):
     """One warning a session: how many launches of which kernels got no device time."""
     kernels = stats.get("device_timer_not_timed_kernels") or {}
