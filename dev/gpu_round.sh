@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|unverified|unverified-figures|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|unverified|unverified-figures|stacks|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -35,6 +35,13 @@ fi
 if [ "$what" = unverified-figures ]; then   # the figures of the same: per-launch costs, the serving loop on device_timer
   timeout 60 python3 dev/probe_launch_cost.py 2>&1 | grep -E "allocator|tiny|serving"
   timeout 200 python3 bench/serving_loop.py --duration 150 --backend device_timer --out "$OUT/serving_loop-device_timer.json" > "$OUT/serving_loop.log" 2>&1; tail -c 600 "$OUT/serving_loop.log"
+fi
+if [ "$what" = stacks ]; then   # where a launch's host time goes, none against an active device_timer session (py-spy, native frames)
+  for c in none active; do
+    timeout 60 /tmp/site/bin/py-spy record --native --rate 500 --format raw -o "$OUT/stacks-$c.txt" -- \
+      python3 dev/probe_launch_stacks.py --config $c --seconds 8 --rate-file "$OUT/stacks-$c.txt.rate" > "$OUT/stacks-$c.log" 2>&1 || tail -5 "$OUT/stacks-$c.log"
+  done
+  python3 dev/probe_launch_stacks.py --summarize "$OUT/stacks-none.txt" "$OUT/stacks-active.txt" | cut -c1-220
 fi
 if [ "$what" = check ]; then   # the whole GPU suite, then the figures a change must not worsen
   FLAGTREE_GPU_TESTS=1 timeout 280 python3 -m pytest -q -p no:cacheprovider tests/gpu "$@" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25
