@@ -8,6 +8,10 @@
 NB_MODULE(_native, m) {
   using namespace ftp;
   m.doc() = "FlagTree Profiler native core";
+  // What the profiler hands to Triton (its profile allocator, the slot launchers a stamped
+  // kernel keeps) lives as long as Triton's caches, to the process's exit, where nanobind would
+  // report each of them as a leak.
+  nb::set_leak_warnings(false);
   m.attr("MAX_SESSIONS") = kMaxSessions;
   registerErrorsAndEnums(m);
   // The generic areas every backend may call.

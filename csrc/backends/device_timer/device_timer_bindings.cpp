@@ -110,14 +110,20 @@ void freeRing() {
 // Triton's profile allocator: (size, alignment, stream) -> address.
 nb::object allocate(nb::handle size, nb::handle align, nb::handle stream) {
   Route& r = route();
-  TimerRing* ring = r.ring.get();
   if (nb::cast<uint64_t>(align) != kTimerAlignTag) {
     if (!r.fallback.is_valid()) throw std::runtime_error("device_timer: no profile allocator for this kernel");
     return r.fallback(size, align, stream);
   }
-  // A stamped kernel launched with no ring (its route taken down, the allocator left in place
-  // where Triton has no default profile scratch): a null slot, which the stamps skip.
-  if (!ring) return nb::int_(0);
+  return nb::int_(claimRingSlot(stream));
+}
+
+}  // namespace
+
+uint64_t claimRingSlot(nb::handle stream) {
+  // A stamped kernel launched with no ring (its route taken down, the allocator left in place:
+  // triton_glue/kernels.py says why): a null slot, which the stamps skip.
+  TimerRing* ring = route().ring.get();
+  if (!ring) return 0;
   const uint64_t handle = stream.is_none() ? 0 : nb::cast<uint64_t>(stream);
   uint64_t address = ring->claim(handle);
   if (address == TimerRing::kNoContext) {
@@ -136,10 +142,8 @@ nb::object allocate(nb::handle size, nb::handle align, nb::handle stream) {
     }
     address = ring->claim(handle);
   }
-  return nb::int_(address);
+  return address;
 }
-
-}  // namespace
 
 TimerRing* deviceTimerRing() { return route().ring.get(); }
 CudaRingDevice* deviceTimerCuda() { return route().cuda; }
@@ -205,6 +209,7 @@ void registerDeviceTimerBindings(nb::module_& m) {
   m.def("device_timer_set_fallback", [](nb::object fallback) { route().fallback = std::move(fallback); });
   m.def("device_timer_fallback", [] { return route().fallback.is_valid() ? route().fallback : nb::none(); });
   m.def("device_timer_allocate", &allocate, nb::arg("size"), nb::arg("alignment"), nb::arg("stream"));
+  registerSlotLauncher(m);
   m.def("device_timer_kick", [] {
     nb::gil_scoped_release unlocked;
     ringOrThrow().kick();

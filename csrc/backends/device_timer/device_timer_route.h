@@ -3,8 +3,11 @@
 // the listing of CUDA graphs' kernels (graph_walk_bindings.cpp).
 #pragma once
 
+#include <cstdint>
+
 namespace nanobind {
 class module_;
+class handle;
 }
 
 namespace ftp {
@@ -19,6 +22,11 @@ RingDevice* deviceTimerHost();       // the CPU tests' host stand-in; null on CU
 // A thread without a current context whose device is the ring's gets the ring's (primary)
 // context current, as Triton's launcher would after the allocator; false: another device.
 bool makeRingCurrent();
+// A ring slot for a stamped launch on `stream` (a CUDA stream handle or None), as the profile
+// allocator answers it: 0 where there is no ring, no active session or another device.
+uint64_t claimRingSlot(nanobind::handle stream);
+// Triton's launcher call, native, for kernels whose profile scratch is a ring slot (slot_launcher.cpp).
+void registerSlotLauncher(nanobind::module_& m);
 // Drains and frees the event-timed launches' events (before the ring goes).
 void stopEventLaunches();
 void registerEventLaunchBindings(nanobind::module_& m);

@@ -24,6 +24,12 @@ def profile_allocator():
     return _allocation()._profile_allocator.get()
 
 
+def profile_allocator_getter():
+    """() -> the profile allocator Triton's launchers would call now (as profile_allocator(),
+    without the module look-up: asked at every launch by the device timer's slot launcher)."""
+    return _allocation()._profile_allocator.get
+
+
 def install_profile_allocator(allocator):
     """Makes `allocator` Triton's profile allocator for the rest of the process: a kernel compiled
     while it is installed (with stamps that write a slot) may be launched after its owner is gone,

@@ -17,6 +17,7 @@ import weakref
 
 from ...triton_glue import launch_sight, restamp
 from . import compiler_hook, event_timed, stampers, unseen_graphs
+from .slot_launch import slot_launcher
 
 NOT_STAMPED = ("compiled without the device timer's stamps (before the session, in another process, "
                "or loaded from a cache by a library): not timed")
@@ -71,7 +72,7 @@ class FirstSightStamps:
         """(launcher, reason) for launch_sight: timed as it is, timed through a stamped copy, or
         counted with the reason."""
         if launch_sight.profile_scratch_size(kernel) > 0:
-            return launcher, None  # its launcher asks the profile allocator: the ring's slot
+            return slot_launcher(launcher), None  # its launcher asks the profile allocator: the ring's slot
         # A kernel whose stamps failed at compile time fails here again, and is counted with why.
         try:
             if kind == "inductor-static":
@@ -88,7 +89,7 @@ class FirstSightStamps:
 def decide_without_stamping(kernel, launcher, kind):
     """(launcher, reason) where kernels are not stamped at first sight: timed as it is or counted."""
     if launch_sight.profile_scratch_size(kernel) > 0:
-        return launcher, None
+        return slot_launcher(launcher), None
     return launcher, NOT_STAMPED
 
 
