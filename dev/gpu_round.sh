@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|unverified|unverified-figures|stacks|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|unverified|unverified-figures|stacks|launch-cost|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -23,6 +23,13 @@ print("torch", torch.__version__, "triton", triton.__version__, torch.cuda.get_d
 print("driver", _native.nvidia.cuda_driver_version(), "cupti candidates", cupti_candidates(13)[:4])
 print("loaded cupti:", [l.split()[-1] for l in open("/proc/self/maps") if "libcupti" in l][:3])
 PY
+stacks() {   # where a launch's host time goes, none against an active device_timer session (py-spy, native frames)
+  for c in none active; do
+    timeout 60 /tmp/site/bin/py-spy record --native --rate 500 --format raw -o "$OUT/stacks-$c.txt" -- \
+      python3 dev/probe_launch_stacks.py --config $c --seconds 8 --rate-file "$OUT/stacks-$c.txt.rate" > "$OUT/stacks-$c.log" 2>&1 || tail -5 "$OUT/stacks-$c.log"
+  done
+  python3 dev/probe_launch_stacks.py --summarize "$OUT/stacks-none.txt" "$OUT/stacks-active.txt" | cut -c1-220
+}
 if [ "$what" = tests ] || [ "$what" = all ]; then
   FLAGTREE_GPU_TESTS=1 timeout 540 python3 -m pytest -q -p no:cacheprovider tests/gpu "$@" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
 fi
@@ -36,12 +43,16 @@ if [ "$what" = unverified-figures ]; then   # the figures of the same: per-launc
   timeout 60 python3 dev/probe_launch_cost.py 2>&1 | grep -E "allocator|tiny|serving"
   timeout 200 python3 bench/serving_loop.py --duration 150 --backend device_timer --out "$OUT/serving_loop-device_timer.json" > "$OUT/serving_loop.log" 2>&1; tail -c 600 "$OUT/serving_loop.log"
 fi
-if [ "$what" = stacks ]; then   # where a launch's host time goes, none against an active device_timer session (py-spy, native frames)
-  for c in none active; do
-    timeout 60 /tmp/site/bin/py-spy record --native --rate 500 --format raw -o "$OUT/stacks-$c.txt" -- \
-      python3 dev/probe_launch_stacks.py --config $c --seconds 8 --rate-file "$OUT/stacks-$c.txt.rate" > "$OUT/stacks-$c.log" 2>&1 || tail -5 "$OUT/stacks-$c.log"
+if [ "$what" = stacks ]; then
+  stacks
+fi
+if [ "$what" = launch-cost ]; then   # the device_timer's launch path: its GPU tests, where a launch's time goes, kernels of 1, 5 and 20 arguments
+  for t in tests/gpu/test_armed_gpu.py tests/gpu/test_device_timer_gpu.py; do
+    echo "$t: $(FLAGTREE_GPU_TESTS=1 timeout 150 python3 -m pytest -q -p no:cacheprovider "$t" 2>&1 | tee "$OUT/$(basename "$t" .py).log" | grep -E "^E +|passed|failed" | tail -6 | cut -c1-300)"
   done
-  python3 dev/probe_launch_stacks.py --summarize "$OUT/stacks-none.txt" "$OUT/stacks-active.txt" | cut -c1-220
+  stacks
+  FLAGTREE_BENCH_WORKLOADS=launch_a1,launch_a5,launch_a20 timeout 240 python3 bench/device_timer.py --reps 2 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -2 "$OUT/device_timer.err"
+  python3 dev/summarize_signatures.py "$OUT/device_timer.log"
 fi
 if [ "$what" = check ]; then   # the whole GPU suite, then the figures a change must not worsen
   FLAGTREE_GPU_TESTS=1 timeout 280 python3 -m pytest -q -p no:cacheprovider tests/gpu "$@" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25
@@ -78,14 +89,8 @@ if [ "$what" = launches ]; then  # device_timer on every launch path: GPU tests 
   timeout 300 python3 bench/launch_paths.py --steps 20 --reps 3 --out "$OUT" > "$OUT/launch_paths.log" 2> "$OUT/launch_paths.err"; tail -3 "$OUT/launch_paths.err"; tail -6 "$OUT/launch_paths.log"
 fi
 if [ "$what" = signatures ]; then  # device_timer's per-launch cost for kernels of 1, 5 and 20 arguments, beside the nvidia backend
-  timeout 500 python3 bench/device_timer.py --reps 3 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -2 "$OUT/device_timer.err"; python3 - "$OUT/device_timer.log" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))["workloads"]
-print("workload    config        with start+finalize  loop   per-launch extra ns")
-for w, r in d.items():
-    for c in ("device_timer", "nvidia"):
-        x = r[c]; print(f"{w:11} {c:13} {x['ratio_with_start_finalize']:.3f}               {x['loop_ratio']:.3f}  {x['per_launch_extra_ns']:.0f}")
-PY
+  timeout 500 python3 bench/device_timer.py --reps 3 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -2 "$OUT/device_timer.err"
+  python3 dev/summarize_signatures.py "$OUT/device_timer.log"
 fi
 if [ "$what" = device-timer ]; then  # device_timer: stamp cost, clock in fresh processes, GPU tests, bench; PC-sampling first kernels
   timeout 200 python3 dev/stamp_cost.py > "$OUT/stamp_cost.json" 2> "$OUT/stamp_cost.err"; python3 -c "import json;d=json.load(open('$OUT/stamp_cost.json'));print({k:v['kernel_us'] for k,v in d.items()})"; tail -2 "$OUT/stamp_cost.err"

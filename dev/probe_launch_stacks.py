@@ -35,11 +35,7 @@ def loop(config, seconds, rate_file):
         for _ in range(200):
             launch()
         torch.cuda.synchronize()
-        count, began = 0, time.perf_counter()
-        while time.perf_counter() - began < seconds:
-            for _ in range(1000):
-                launch()
-            count += 1000
+        count, began = timed_launches(launch, seconds)
         torch.cuda.synchronize()
         elapsed = time.perf_counter() - began
         if sid is not None:
@@ -49,16 +45,29 @@ def loop(config, seconds, rate_file):
             out.write(f"{count / elapsed:.0f} launches/s, {elapsed / count * 1e6:.3f} us a launch\n")
 
 
+def timed_launches(launch, seconds):
+    """The measured loop (its frame tells the loop's samples from the start-up's)."""
+    count, began = 0, time.perf_counter()
+    while time.perf_counter() - began < seconds:
+        for _ in range(1000):
+            launch()
+        count += 1000
+    return count, began
+
+
 def inclusive_shares(path):
-    """{frame: share of samples holding it} from py-spy's raw (collapsed) output."""
+    """{frame: share of the measured loop's samples holding it} from py-spy's raw (collapsed)
+    output; only the frames below the loop's."""
     counts, total = collections.Counter(), 0
     with open(path) as lines:
         for line in lines:
             stack, _, n = line.rstrip("\n").rpartition(" ")
-            if not n.isdigit():
+            frames = stack.split(";")
+            at = next((i for i, f in enumerate(frames) if f.startswith("timed_launches (")), None)
+            if not n.isdigit() or at is None:
                 continue
             total += int(n)
-            for frame in set(stack.split(";")):
+            for frame in set(frames[at + 1:]):
                 counts[frame] += int(n)
     return {frame: n / total for frame, n in counts.items()}, total
 
@@ -84,7 +93,7 @@ def summarize(paths, top=45):
         return f"{share * us:6.2f}us" if us else f"{share * 100:6.2f}%"
 
     print(" | ".join(os.path.basename(p) for p in paths) + " | frame")
-    for frame in spread[:top]:
+    for frame in [f for f in spread if not f.startswith("0x")][:top]:
         print(" | ".join(cell(s, us, frame) for (s, _), us in zip(shares, scales)) + " | " + frame[:160])
 
 

@@ -1,0 +1,15 @@
+"""bench/device_timer.py's result, one line per workload and configuration: the ratio with start
+and finalize, the loop's ratio, and the extra nanoseconds a launch.
+
+    python3 dev/summarize_signatures.py device_timer.log"""
+import json
+import sys
+
+workloads = json.load(open(sys.argv[1]))["workloads"]
+print("workload    config        with start+finalize  loop   per-launch extra ns")
+for workload, result in workloads.items():
+    for config in ("device_timer", "nvidia"):
+        if config in result:
+            x = result[config]
+            print(f"{workload:11} {config:13} {x['ratio_with_start_finalize']:.3f}               "
+                  f"{x['loop_ratio']:.3f}  {x['per_launch_extra_ns']:.0f}")
