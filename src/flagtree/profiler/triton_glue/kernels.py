@@ -61,11 +61,12 @@ def set_profile_allocator(allocator):
     return lambda: allocation.set_profile_allocator(previous)
 
 
-def _code_names(code):
+def code_names(code):
+    """The names a function's code reads, its nested functions' included."""
     names = set(code.co_names)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            names |= _code_names(const)
+            names |= code_names(const)
     return names
 
 
@@ -80,7 +81,7 @@ def launcher_passes_profile_scratch(driver_cls):
             functions = [f for f in vars(value).values() if isinstance(f, types.FunctionType)]
         elif isinstance(value, types.FunctionType) and value.__module__ == module.__name__:
             functions = [value]
-        if any("_profile_allocator" in _code_names(f.__code__) for f in functions):
+        if any("_profile_allocator" in code_names(f.__code__) for f in functions):
             return True
     return False
 

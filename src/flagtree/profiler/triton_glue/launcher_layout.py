@@ -14,7 +14,8 @@ its positional arity, so a Triton whose call differs in any of them is not recog
   no profile allocator is set, never the case where a slot launcher is made).
 """
 import inspect
-import types
+
+from .kernels import code_names
 
 _FLAT = frozenset({"_allocation", "_allocator", "_profile_allocator", "get", "global_scratch_align",
                    "global_scratch_size", "launch", "launch_cooperative_grid", "launch_pdl", "num_ctas",
@@ -29,21 +30,13 @@ _PACKED_BRANCHES = frozenset({
     "triton.experimental.gsan._stream_sync", "utils"})
 
 
-def _names(code):
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _names(const)
-    return names
-
-
 def call_layout(launcher):
     """"flat", "packed" or None: how `launcher`'s call passes its arguments to its ``launch``,
     where this module knows it."""
     code = getattr(getattr(type(launcher), "__call__", None), "__code__", None)
     if code is None or not code.co_flags & inspect.CO_VARARGS or not hasattr(launcher, "launch"):
         return None
-    names = _names(code)
+    names = code_names(code)
     if code.co_argcount == 6 and names == _FLAT:
         return "flat"
     if code.co_argcount == 10 and _PACKED <= names <= _PACKED | _PACKED_BRANCHES:
