@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|unverified|unverified-figures|stacks|launch-cost|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|unverified|unverified-figures|stacks|launch-cost|serving|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -53,6 +53,12 @@ if [ "$what" = launch-cost ]; then   # the device_timer's launch path: its GPU t
   stacks
   FLAGTREE_BENCH_WORKLOADS=launch_a1,launch_a5,launch_a20 timeout 240 python3 bench/device_timer.py --reps 2 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -2 "$OUT/device_timer.err"
   python3 dev/summarize_signatures.py "$OUT/device_timer.log"
+fi
+if [ "$what" = serving ]; then   # the serving loop on device_timer, the per-launch costs, device_timer's session fixed cost
+  timeout 60 python3 dev/probe_launch_cost.py 2>&1 | grep -E "allocator|tiny|serving"
+  timeout 80 python3 bench/session_cost.py --sessions 10 --tools device_timer --out "$OUT" > "$OUT/session_cost.log" 2>&1; tail -12 "$OUT/session_cost.log" | cut -c1-400
+  timeout 200 python3 bench/serving_loop.py --duration 150 --backend device_timer --out "$OUT/serving_loop-device_timer.json" > "$OUT/serving_loop.log" 2>&1
+  python3 dev/summarize_serving.py "$OUT/serving_loop-device_timer.json"
 fi
 if [ "$what" = check ]; then   # the whole GPU suite, then the figures a change must not worsen
   FLAGTREE_GPU_TESTS=1 timeout 280 python3 -m pytest -q -p no:cacheprovider tests/gpu "$@" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25

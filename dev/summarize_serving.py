@@ -1,0 +1,17 @@
+"""bench/serving_loop.py's result in a few lines: each configuration's ratio (median of blocks and
+over the whole phase), the profiler's own per-step cost, the windows' close, memory.
+
+    python3 dev/summarize_serving.py serving_loop.json"""
+import json
+import sys
+
+result = json.load(open(sys.argv[1]))
+phase = result["interleaved"]
+print(f"none step {phase['none_step_us']:.1f} us; bookkeeping per step (no model) {result['step_us_no_model']}")
+for config, figures in phase.items():
+    if isinstance(figures, dict) and "ratio_whole" in figures:
+        print(f"{config:16} median {figures['ratio_median']:.4f}  whole {figures['ratio_whole']:.4f}  "
+              f"step {figures.get('step_us', 0):.1f} us")
+persistent = result["persistent"]
+print("persistent:", {k: persistent[k] for k in ("steps", "step_us", "windows") if k in persistent})
+print("memory after first window:", persistent.get("after_first_window"), "end:", persistent.get("end"))
