@@ -192,7 +192,7 @@ def test_the_device_timer_route_pauses_and_resumes_with_the_tianshu_sessions_act
     before = stages.compiler_knobs()
     sid = profiler.start(str(tmp_path / "t"), backend="tianshu")
     route = stages.compiler_knobs()
-    assert "flagtree-device-timer" in route[1]
+    assert compiler_hook.MODE_PREFIX in route[1]
     profiler.deactivate(sid)
     assert stages.compiler_knobs() == before  # nothing recorded: launches as with no profiler
     profiler.activate(sid)

@@ -76,13 +76,13 @@ def test_a_graph_captured_while_armed_is_timed_at_its_replays_in_a_later_session
     assert stages.compiler_knobs() == PLAIN  # armed and idle: the knobs of no profiler
     graph = graph_cls([("k1", 100), ("k2", 150)])
     graph.capture()
-    assert graph.knobs_in_capture[1].startswith("flagtree-device-timer")  # set for the capture's length
+    assert graph.knobs_in_capture[1].startswith(compiler_hook.MODE_PREFIX)  # set for the capture's length
     assert stages.compiler_knobs() == PLAIN
     label = getattr(graph, graph_replays.LABEL)
     assert label and DT.device_timer_graph_nodes(label) == 2  # descriptors, though no session was open
     graph.replay()  # before any session: noted, nobody's
     sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
-    assert stages.compiler_knobs()[1].startswith("flagtree-device-timer")
+    assert stages.compiler_knobs()[1].startswith(compiler_hook.MODE_PREFIX)
     with profiler.scope("replays"):
         for _ in range(10):
             graph.replay()

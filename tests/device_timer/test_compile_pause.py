@@ -9,7 +9,7 @@ from triton.compiler.compiler import CompiledKernel
 
 import flagtree.profiler as profiler
 from flagtree.profiler import _native
-from flagtree.profiler.backends.device_timer import graph_replays
+from flagtree.profiler.backends.device_timer import compiler_hook, graph_replays
 from flagtree.profiler.backends.device_timer.compile_pause import CompilePause
 from flagtree.profiler.triton_glue import stages
 from test_launch_sight import device  # noqa: F401 (fixture)
@@ -67,7 +67,7 @@ def test_a_schedule_between_windows_launches_with_the_knobs_of_no_profiler(tmp_p
     assert _knobs() == PLAIN  # step 0 waits
     profiler.step()
     window = _knobs()
-    assert window[1].startswith("flagtree-device-timer") and window[0] is not None
+    assert window[1].startswith(compiler_hook.MODE_PREFIX) and window[0] is not None
     profiler.deactivate(sid)
     assert _knobs() == PLAIN
     assert CompiledKernel.__dict__["run"] is TRITONS_RUN  # the kernels' own launchers, as with no profiler

@@ -14,7 +14,7 @@ import torch
 
 import flagtree.profiler as profiler
 from flagtree.profiler import _native, session as sessions
-from flagtree.profiler.backends.device_timer import DeviceTimerState
+from flagtree.profiler.backends.device_timer import DeviceTimerState, compiler_hook
 from flagtree.profiler.backends.device_timer.scopes import DeviceTimerScopes, scope_options
 from flagtree.profiler.kernel_scopes.kernel_info import KernelInfo
 from flagtree.profiler.kernel_scopes.layout import BlockLayout, SHORT_HEADER_WORDS
@@ -167,7 +167,7 @@ def test_both_compiler_hooks_share_one_mode_and_each_kernel_gets_its_own(tmp_pat
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout)
-    assert out["mode"].startswith(out["scopes_mode"] + "+flagtree-device-timer:")
+    assert out["mode"].startswith(out["scopes_mode"] + "+" + compiler_hook.MODE_PREFIX + ":")
     assert out["mode_after_stamps"] == out["scopes_mode"] and out["mode_restored"]
     # the scoped kernel: proton's scope buffers (a 10-word header with the stamps), no ring slot
     assert out["scoped_scratch"][1] == 128 and out["scoped_scratch"][0] > 0 and out["scoped_stamps"] == 0

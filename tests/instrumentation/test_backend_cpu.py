@@ -12,6 +12,7 @@ from buffers import block_words, two_scopes
 from flagtree.profiler import _native
 from flagtree.profiler.backends import get_backend
 from flagtree.profiler.kernel_scopes import layout as L
+from flagtree.profiler.kernel_scopes.options import COMPILER_MODE_PREFIX
 from flagtree.profiler.kernel_scopes.scopes import InstrumentationState, add_call_stacks
 from support.profiles import find, load_tree
 
@@ -139,7 +140,7 @@ def test_hook_and_allocator_are_restored_after_the_last_session(tmp_path, cpu_de
     allocator_before = _allocation._profile_allocator.get()
     hooks_before = list(triton.knobs.runtime.launch_exit_hook.calls)
     sid = profiler.start(str(tmp_path / "r"), backend="instrumentation")
-    assert triton.knobs.compilation.instrumentation_mode.startswith("flagtree-instrumentation:")
+    assert triton.knobs.compilation.instrumentation_mode.startswith(COMPILER_MODE_PREFIX)
     profiler.finalize(sid)
     assert triton.knobs.compilation.instrumentation_mode == ""
     assert _allocation._profile_allocator.get() is allocator_before

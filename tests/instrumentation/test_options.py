@@ -1,6 +1,6 @@
 import pytest
 
-from flagtree.profiler.kernel_scopes.options import parse_mode
+from flagtree.profiler.kernel_scopes.options import InstrumentationOptions, options_from_compiler_mode, parse_mode
 
 
 def test_defaults_and_canonical_form(monkeypatch):
@@ -10,6 +10,18 @@ def test_defaults_and_canonical_form(monkeypatch):
         "warp", "shared", "circular", 64, False)
     assert parse_mode(options.canonical()) == options
     assert "," not in options.compiler_mode()  # Triton splits instrumentation modes on commas
+
+
+def test_the_compiler_mode_spells_what_differs_from_the_defaults_and_reads_back(monkeypatch):
+    monkeypatch.setenv("FLAGTREE_PROFILER_INSTRUMENT_TRITON", "1")  # a compiled kernel's options ignore it
+    plain, changed = InstrumentationOptions(), InstrumentationOptions(buffer_size=4096, clock=32)
+    assert plain.compiler_mode() == "ftis:" and changed.compiler_mode() == "ftis:buffer_size=4096:clock=32"
+    for options in (plain, changed, InstrumentationOptions(triton=True, buffer_type="global")):
+        assert options_from_compiler_mode(options.compiler_mode() + "+ftdt3:32:262144:0") == options
+    # as kernels compiled by earlier versions carry it in Triton's disk cache
+    old = "flagtree-instrumentation:granularity=warp:buffer_type=shared:buffer_strategy=circular:buffer_size=512:clock=64:triton=on"
+    assert options_from_compiler_mode(old) == InstrumentationOptions(buffer_size=512, triton=True)
+    assert options_from_compiler_mode("ftdt3:32:262144:0") is None and options_from_compiler_mode(None) is None
 
 
 def test_options_parse(monkeypatch):

@@ -19,7 +19,7 @@ import dataclasses
 import functools
 
 from .. import _env
-from ..backends.mode import ModeGrammar, Option
+from ..backends.mode import ModeGrammar, Option, spell
 
 # What Triton's proton lowering compiles (others exist in its enums but fail in the pass).
 GRANULARITIES = ("warp",)
@@ -67,14 +67,20 @@ def _canonical(options):
     return MODE_GRAMMAR.canonical(dataclasses.asdict(options))
 
 
-COMPILER_MODE_PREFIX = "flagtree-instrumentation:"
+# Short: the mode is in every launch's cache key, which Triton spells and hashes at each launch.
+COMPILER_MODE_PREFIX = "ftis:"
+OLD_COMPILER_MODE_PREFIX = "flagtree-instrumentation:"  # kernels compiled by earlier versions (disk caches)
 
 
 @functools.lru_cache(maxsize=16)
 def _compiler_mode(options):
-    """InstrumentationOptions.compiler_mode, spelled once per options (they are frozen): every
-    device_timer session start asks for it, and asdict copies each field."""
-    return COMPILER_MODE_PREFIX + COMPILED_GRAMMAR.canonical(dataclasses.asdict(options))
+    """InstrumentationOptions.compiler_mode, spelled once per options (they are frozen): the
+    options that differ from their defaults."""
+    values = dataclasses.asdict(options)
+    return COMPILER_MODE_PREFIX + ":".join(f"{o.name}={spell(o, values[o.name])}" for o in COMPILED_OPTIONS
+                                           if values[o.name] != o.default)
+
+
 # Joins our compiler mode to another route's in one instrumentation_mode string (the device
 # timer's stamps beside the scopes): no comma, no colon.
 MODE_JOINER = "+"
@@ -84,9 +90,10 @@ def options_from_compiler_mode(mode):
     """The options a kernel was compiled with, from its metadata's instrumentation_mode (ours
     alone, or ours joined to the device timer's), or None when the scopes were not compiled in."""
     ours = (mode or "").split(MODE_JOINER, 1)[0]
-    if not ours.startswith(COMPILER_MODE_PREFIX):
-        return None
-    return parse_mode(ours[len(COMPILER_MODE_PREFIX):])
+    for prefix in (COMPILER_MODE_PREFIX, OLD_COMPILER_MODE_PREFIX):
+        if ours.startswith(prefix):
+            return InstrumentationOptions(**COMPILED_GRAMMAR.parse(ours[len(prefix):], "instrumentation").values)
+    return None
 
 
 def options_from(parsed):
