@@ -54,8 +54,10 @@ if [ "$what" = launch-cost ]; then   # the device_timer's launch path: its GPU t
   FLAGTREE_BENCH_WORKLOADS=launch_a1,launch_a5,launch_a20 timeout 240 python3 bench/device_timer.py --reps 2 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -2 "$OUT/device_timer.err"
   python3 dev/summarize_signatures.py "$OUT/device_timer.log"
 fi
-if [ "$what" = serving ]; then   # the serving loop on device_timer, the per-launch costs, device_timer's session fixed cost
-  timeout 60 python3 dev/probe_launch_cost.py 2>&1 | grep -E "allocator|tiny|serving"
+if [ "$what" = serving ]; then   # the armed route's GPU tests, kernels of 1/5/20 arguments, device_timer's session fixed cost, the serving loop
+  echo "test_armed_gpu: $(FLAGTREE_GPU_TESTS=1 timeout 150 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_armed_gpu.py 2>&1 | tee "$OUT/test_armed_gpu.log" | grep -E "^E +|passed|failed" | tail -6 | cut -c1-300)"
+  FLAGTREE_BENCH_WORKLOADS=launch_a1,launch_a5,launch_a20 timeout 150 python3 bench/device_timer.py --reps 2 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -2 "$OUT/device_timer.err"
+  python3 dev/summarize_signatures.py "$OUT/device_timer.log"
   timeout 80 python3 bench/session_cost.py --sessions 10 --tools device_timer --out "$OUT" > "$OUT/session_cost.log" 2>&1; tail -12 "$OUT/session_cost.log" | cut -c1-400
   timeout 200 python3 bench/serving_loop.py --duration 150 --backend device_timer --out "$OUT/serving_loop-device_timer.json" > "$OUT/serving_loop.log" 2>&1
   python3 dev/summarize_serving.py "$OUT/serving_loop-device_timer.json"
