@@ -194,3 +194,10 @@ def test_a_second_open_session_takes_only_its_own_event_timed_launches(tmp_path,
     assert metrics_by_path(tmp_path / "a.hatchet")[("add_kernel",)]["count"] == 5
     assert _meta(tmp_path)["device_timer_event_timed_kernels"]["add_kernel"]["launches"] == 2
     assert _meta(tmp_path, "a")["device_timer_event_timed_kernels"]["add_kernel"]["launches"] == 5
+
+
+def test_warnings_name_the_busiest_kernels_first_and_count_the_rest():
+    kernels = {f"k{n}": {"launches": n} for n in range(1, 8)}
+    spell = lambda name, entry: f"{name} ({entry['launches']})"  # noqa: E731
+    assert event_timed.busiest(kernels, 3, ", ", spell) == "k7 (7), k6 (6), k5 (5), and 4 more"
+    assert event_timed.busiest(kernels, 7, "; ", spell).endswith("k1 (1)")

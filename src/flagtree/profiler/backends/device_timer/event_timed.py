@@ -87,9 +87,15 @@ def warn_event_timed(stats, session, warn):
     kernels = stats.get("device_timer_event_timed_kernels") or {}
     if not kernels:
         return
-    names = sorted(kernels, key=lambda name: -kernels[name]["launches"])
-    shown = "; ".join(f"{name} ({kernels[name]['launches']}: {kernels[name]['reason']})" for name in names[:3])
-    more = f"; and {len(names) - 3} more" if len(names) > 3 else ""
+    shown = busiest(kernels, 3, "; ", lambda name, entry: f"{name} ({entry['launches']}: {entry['reason']})")
     warn(f"flagtree.profiler: backend 'device_timer': {sum(k['launches'] for k in kernels.values())} launches "
-         f"of {len(names)} Triton kernels were timed with CUDA events on their streams, not by stamps "
-         f"(event pairs include the gaps of a busy stream): {shown}{more}; counts in {session.metadata_path}")
+         f"of {len(kernels)} Triton kernels were timed with CUDA events on their streams, not by stamps "
+         f"(event pairs include the gaps of a busy stream): {shown}; counts in {session.metadata_path}")
+
+
+def busiest(kernels, limit, separator, spell):
+    """The `limit` kernels of {name: {"launches": n, ...}} with the most launches, each as
+    spell(name, entry), joined by `separator`, then how many more there are."""
+    names = sorted(kernels, key=lambda name: -kernels[name]["launches"])
+    shown = separator.join(spell(name, kernels[name]) for name in names[:limit])
+    return shown + (f"{separator}and {len(names) - limit} more" if len(names) > limit else "")

@@ -174,11 +174,9 @@ def warn_untimed(stats, session):
     kernels = stats.get("device_timer_not_timed_kernels") or {}
     if not kernels:
         return
-    names = sorted(kernels, key=lambda name: -kernels[name]["launches"])
-    shown = ", ".join(f"{name} ({kernels[name]['launches']})" for name in names[:5])
-    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    shown = event_timed.busiest(kernels, 5, ", ", lambda name, entry: f"{name} ({entry['launches']})")
     warnings.warn(f"flagtree.profiler: backend 'device_timer': {stats['device_timer_launches_not_timed']} launches "
-                  f"of {len(names)} Triton kernels got no device time: {shown}{more}; each kernel's count and "
+                  f"of {len(kernels)} Triton kernels got no device time: {shown}; each kernel's count and "
                   f"reason are in {session.metadata_path}", RuntimeWarning, stacklevel=5)
 
 
