@@ -161,17 +161,10 @@ bool EventLaunches::deliver(const Pair& p, const Anchor& anchor) {
   int64_t sinceAnchor = 0, duration = 0;
   if (!device_.elapsedNs(anchor.event, p.start, sinceAnchor) || !device_.elapsedNs(p.start, p.end, duration))
     return false;
-  DeviceRecord r;
-  r.kind = RecordKind::Kernel;
-  r.deviceType = DeviceType::CUDA;
-  r.correlation = p.correlation;
-  r.deviceId = ring_.deviceId();
-  r.streamId = ring_.streamIndex(p.stream);
-  r.startNs = uint64_t(int64_t(anchor.hostNs) + sinceAnchor);
-  r.endNs = r.startNs + uint64_t(duration > 0 ? duration : 0);
-  r.name = p.name;
-  for (int i = 0; i < 3; ++i) r.grid[i] = p.grid[i];
-  Profiler::instance().onRecord(r, TimeSource::DeviceTimer);
+  const uint64_t start = uint64_t(int64_t(anchor.hostNs) + sinceAnchor);
+  static constexpr int32_t kNoBlock[3] = {0, 0, 0};  // events do not see the launch's block
+  ring_.deliverTimed(p.correlation, p.name, p.stream, start, start + uint64_t(duration > 0 ? duration : 0), p.grid,
+                     kNoBlock);
   return true;
 }
 

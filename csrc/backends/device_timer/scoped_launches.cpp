@@ -20,17 +20,8 @@ uint32_t scopedLaunch(uint64_t launchNs) {
 
 void scopedRecord(TimerRing& ring, const ScopedTimes& t) {
   const ClockMap clock = ring.clock();
-  DeviceRecord r;
-  r.kind = RecordKind::Kernel;
-  r.deviceType = DeviceType::CUDA;
-  r.correlation = t.correlation;
-  r.deviceId = ring.deviceId();
-  r.streamId = ring.streamIndex(t.stream);
-  r.startNs = uint64_t(int64_t(t.startStamp) - clock.offsetNs);
-  r.endNs = uint64_t(int64_t(t.endStamp) - clock.offsetNs);
-  r.name = t.name;
-  for (int i = 0; i < 3; ++i) r.grid[i] = t.grid[i], r.block[i] = t.block[i];
-  Profiler::instance().onRecord(r, TimeSource::DeviceTimer);
+  ring.deliverTimed(t.correlation, t.name, t.stream, uint64_t(int64_t(t.startStamp) - clock.offsetNs),
+                    uint64_t(int64_t(t.endStamp) - clock.offsetNs), t.grid, t.block);
 }
 
 }  // namespace ftp

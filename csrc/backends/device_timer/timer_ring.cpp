@@ -122,6 +122,21 @@ uint64_t TimerRing::claim(uint64_t stream) {
   return device_->deviceBase() + uint64_t(slot) * kTimerSlotBytes;
 }
 
+void TimerRing::deliverTimed(uint32_t correlation, uint32_t name, uint64_t stream, uint64_t startNs, uint64_t endNs,
+                             const int32_t grid[3], const int32_t block[3]) {
+  DeviceRecord r;
+  r.kind = RecordKind::Kernel;
+  r.deviceType = DeviceType::CUDA;
+  r.correlation = correlation;
+  r.deviceId = deviceId_;
+  r.streamId = streamIndex(stream);
+  r.startNs = startNs;
+  r.endNs = endNs;
+  r.name = name;
+  for (int i = 0; i < 3; ++i) r.grid[i] = grid[i], r.block[i] = block[i];
+  Profiler::instance().onRecord(r, TimeSource::DeviceTimer);
+}
+
 uint64_t TimerRing::claimCaptured(uint64_t stream, uint64_t now) {
   // The pointer stays in the graph for every replay: a descriptor of its own, not a ring slot.
   uint32_t index = 0;

@@ -138,6 +138,10 @@ class TimerRing {
   // The record's stream id of `stream` (the ring's numbering; its readbacks then wait for it too).
   uint16_t streamIndex(uint64_t stream);
   uint32_t deviceId() const { return deviceId_; }
+  // A kernel launch on `stream` timed beside the slots (CUDA events, a scoped kernel's buffers),
+  // its times on the host clock already: its record handed to the profiler as the slots' are.
+  void deliverTimed(uint32_t correlation, uint32_t name, uint64_t stream, uint64_t startNs, uint64_t endNs,
+                    const int32_t grid[3], const int32_t block[3]);
   uint32_t slots() const { return slots_; }
   uint32_t batch() const { return batch_; }
   uint64_t planeBytes() const { return uint64_t(slots_) * kTimerSlotBytes; }
