@@ -185,3 +185,18 @@ def test_call_stack_comes_from_the_launch_log_and_is_left_out_when_unknown():
     add_call_stacks(state, log)
     stacks = [e["args"].get("call_stack") for e in state.trace_events]
     assert stacks == [["ROOT", "run.py:3@main", "k"]] * 2 + [["ROOT", "outer", "inner", "k"], None, None]
+
+
+def test_a_kernel_stamped_by_the_device_timer_gets_a_null_scratch_not_a_piece_of_the_pool(tmp_path, cpu_device):
+    """Its stamps write planes of the ring far past the size it asks for."""
+    from triton.runtime import _allocation
+
+    sid = profiler.start(str(tmp_path / "s"), backend="instrumentation")
+    collector = get_backend("instrumentation").scopes.collector
+    allocate = _allocation._profile_allocator.get()
+    assert allocate(16, _native.device_timer.device_timer_layout()["align_tag"], 0) == 0
+    assert getattr(collector._pending, "piece", None) is None  # no piece taken
+    assert allocate(4096, 128, 0) != 0  # an instrumented kernel's scratch, as before
+    assert collector._pending.piece is not None
+    collector._pending.piece = None  # no launch follows here
+    profiler.finalize(sid)

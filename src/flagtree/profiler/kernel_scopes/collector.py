@@ -2,11 +2,13 @@
 and reading the slices back (a drain) into session results. Imported once the backend starts:
 numpy is needed for the decoding, not for importing flagtree.profiler."""
 import dataclasses
+import functools
 import threading
 import time
 
 import numpy as np
 
+from ..native_core import native
 from . import layout as L
 
 TRACE_BLOCKS = 16  # blocks per launch whose intervals a trace session writes (README, Instrumentation)
@@ -61,6 +63,13 @@ def _torch():
     return torch
 
 
+@functools.cache
+def _timer_tag():
+    """The profile scratch alignment the device timer's stamped kernels ask with (a tag); asked
+    at the first launch, not at import: reading profiles needs no native module."""
+    return native.device_timer.device_timer_layout()["align_tag"]
+
+
 class Collector:
     def __init__(self, pool, registry, deliver, synchronize):
         self.pool = pool
@@ -76,6 +85,11 @@ class Collector:
 
     # Triton's profile allocator: called by the launcher right before the launch.
     def __call__(self, size, alignment, stream):
+        if alignment == _timer_tag():
+            # A kernel stamped by the device timer (kept by a library or inductor from an earlier
+            # session): its stamps write far past `size` bytes, so no piece of the pool; a null
+            # pointer, which they skip.
+            return 0
         piece = self.pool.take(size, alignment)
         if piece is None:  # pool full: read everything back (one sync), then start over
             self.drain()
