@@ -34,10 +34,10 @@ struct SlotLauncher {
   nb::object signature;       // packed layout: kernel_signature
   bool packed = false;
 
-  nb::object call(nb::args args) {
+  nb::object call(nb::args args, nb::kwargs kwargs) {
     const size_t n = args.size();
     const size_t fixed = packed ? 9 : 5;  // grid, stream, function (+ metadata, launch metadata, two hooks)
-    if (n < fixed || !allocatorOf().is(ours)) return triton(*args);
+    if (n < fixed || kwargs.size() || !allocatorOf().is(ours)) return triton(*args, **kwargs);
     nb::handle stream = args[3];
     const uint64_t slot = claimRingSlot(stream);
     nb::int_ profile(slot);
