@@ -13,9 +13,9 @@ window of 2 steps every 50 (the same share of recorded steps).
 
 Two phases in this one process:
 1. Interleaved (the first 3/4 of the time): rounds of blocks of --block steps each (one window's
-   cycle by default), in the order
-   none, profiled, none, armed, none, ...; each profiled or armed block is compared with the mean
-   of the no-profiler blocks on either side (slow drifts of a shared machine cancel). "profiled":
+   cycle by default), none, profiled, none, armed, none, ... (each round's configurations in a
+   shuffled order); each profiled or armed block is compared with the mean of the no-profiler
+   blocks on either side (slow drifts of a shared machine cancel). "profiled":
    a session with the schedule, step() every step, scope("request") around each request;
    "armed": the same session and calls, but its schedule never reaches a window
    (skip_first=2**62): a deactivated session. "trigger_windows": no session, arm() with a steps
@@ -24,7 +24,7 @@ Two phases in this one process:
    armed and idle as the command's --trigger leaves it. Each block starts its own session and
    finalizes it (timed apart: start_s, finalize_s), then lets go of CUPTI, so the none block after
    it runs without a profiler. Ratios: per block (median) and over the whole phase (sum of
-   profiled time / sum of the adjacent none time).
+   profiled time / sum of the adjacent none time), with a 95% bootstrap interval of the median.
 2. Persistent (the rest): one profiled session over many windows, as a server runs it: RSS and
    device memory after its first window is written and at its end (flat: within 5%), and the
    per-part times the metadata reports (caller_ns: the caller's thread at a window's close,
@@ -37,6 +37,7 @@ import contextlib
 import json
 import math
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -182,8 +183,13 @@ def interleaved(model, cycle, steps, until):
         runs = {"profiled": [], "armed": [], "trigger_windows": [], "trigger_armed": []}
         before = blocks.none()
         nones = [before]
+        # Each round in its own order (seeded: the same run is the same sequence), so that an
+        # effect of a block's place after another (a release, a finalize's background write)
+        # spreads over every configuration instead of biasing one.
+        order, rounds = list(runs), random.Random(20261206)
         while time.perf_counter() < until or not runs["armed"]:
-            for config in runs:
+            rounds.shuffle(order)
+            for config in order:
                 if config.startswith("trigger"):
                     loop, start, final = blocks.triggered(config == "trigger_armed")
                 else:
@@ -196,6 +202,7 @@ def interleaved(model, cycle, steps, until):
     for config, rows in runs.items():
         out[config] = {
             "ratio_median": statistics.median(loop / none for loop, none, _, _ in rows),
+            "ratio_median_ci95": _median_ci([loop / none for loop, none, _, _ in rows]),
             "ratio_whole": sum(r[0] for r in rows) / sum(r[1] for r in rows),
             "step_us": _us(statistics.median(r[0] for r in rows), steps),
             "start_s_median": statistics.median(r[2] for r in rows),
@@ -205,6 +212,13 @@ def interleaved(model, cycle, steps, until):
     out["profiled"]["windows"] = _window_times(blocks.part_times)
     out["trigger_windows"]["windows"] = blocks.trigger_windows
     return out
+
+
+def _median_ci(values, resamples=2000):
+    """A 95% bootstrap interval of the median of `values` (seeded)."""
+    pick = random.Random(7)
+    medians = sorted(statistics.median(pick.choices(values, k=len(values))) for _ in range(resamples))
+    return [round(medians[int(0.025 * resamples)], 4), round(medians[int(0.975 * resamples)], 4)]
 
 
 def _us(seconds, steps):

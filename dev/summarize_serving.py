@@ -10,8 +10,9 @@ phase = result["interleaved"]
 print(f"none step {phase['none_step_us']:.1f} us; bookkeeping per step (no model) {result['step_us_no_model']}")
 for config, figures in phase.items():
     if isinstance(figures, dict) and "ratio_whole" in figures:
-        print(f"{config:16} median {figures['ratio_median']:.4f}  whole {figures['ratio_whole']:.4f}  "
-              f"step {figures.get('step_us', 0):.1f} us")
+        ci = figures.get("ratio_median_ci95")
+        print(f"{config:16} median {figures['ratio_median']:.4f}{f' {ci}' if ci else ''}  "
+              f"whole {figures['ratio_whole']:.4f}  step {figures.get('step_us', 0):.1f} us")
 persistent = result["persistent"]
 print("persistent:", {k: persistent[k] for k in ("steps", "step_us", "windows") if k in persistent})
 print("memory after first window:", persistent.get("after_first_window"), "end:", persistent.get("end"))
