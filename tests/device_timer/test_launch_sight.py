@@ -410,3 +410,28 @@ def test_another_kernel_of_the_same_name_that_failed_its_stamps_does_not_stop_th
     _launch(kernel, 2)
     profiler.finalize(sid)
     assert _tree(tmp_path)[("add_kernel",)]["count"] == 2 and device.stamped_runs() == 2
+
+
+def test_a_kernels_launcher_is_chosen_at_its_first_launch_and_kept_in_the_kernel(tmp_path, device):
+    from flagtree.profiler.triton_glue.launch_sight import LaunchSight
+
+    kernel = _kernel(tmp_path)
+    tritons = kernel.run
+    chosen = []
+
+    def decide(compiled, launcher, kind):
+        chosen.append(lambda *args: launcher(*args))
+        return chosen[-1], None
+
+    sight = LaunchSight(decide, inductor_module="no_such_inductor_runtime")
+    sight.install()
+    try:
+        assert kernel.run is kernel.run is chosen[0] and len(chosen) == 1  # decided once
+        assert kernel.__dict__["run"] is chosen[0]  # read from the kernel from then on, no call into Python
+        sight.pause(True)
+        assert kernel.run is not chosen[0] and type(kernel.run) is type(tritons)  # Triton's launcher while paused
+        sight.pause(False)
+        assert kernel.run is chosen[0] and len(chosen) == 1
+    finally:
+        sight.uninstall()
+    assert "run" not in kernel.__dict__ and type(kernel.run) is type(tritons)

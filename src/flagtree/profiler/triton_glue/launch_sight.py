@@ -11,8 +11,9 @@ Two doors cover those launches, each costing nothing per launch once a kernel ha
 
 * ``CompiledKernel.run`` (a property on Triton 3.2-3.9) is what ``JITFunction.run``,
   ``CompiledKernel[grid]`` and libraries holding a compiled kernel call to get its launcher. While
-  installed, the property answers a per-kernel launcher chosen at the kernel's first launch by
-  ``decide(kernel, launcher)``: the kernel's own launcher (timed by the route), or a wrapper.
+  installed, a kernel's first launch chooses its launcher with ``decide(kernel, launcher)`` (the
+  kernel's own launcher, timed by the route, or a wrapper) and keeps it in the kernel's
+  ``__dict__``, where later launches find it as Python finds any attribute (_FirstSight).
 * torch inductor's ``CachingAutotuner.run`` (when torch's inductor runtime is loaded): its
   launchers captured the kernel's launcher (or a static CUDA launcher that bypasses Triton) when
   they were made, usually before the session; at an autotuner's first run each launcher is
@@ -37,8 +38,24 @@ import weakref
 from ..common.after_import import watch
 
 _INDUCTOR = "torch._inductor.runtime.triton_heuristics"
-_KERNEL_SLOT = "_flagtree_launcher"  # a CompiledKernel's chosen launcher, while installed
+_KERNEL_SLOT = "run"  # a CompiledKernel's chosen launcher, in its __dict__ while installed (_FirstSight)
 _TUNER_SLOT = "_flagtree_launchers"  # an autotuner's launchers before wrapping, while installed
+
+
+class _FirstSight:
+    """``CompiledKernel.run`` while its door is open. A non-data descriptor: the launcher chosen at
+    a kernel's first launch is kept in the kernel's own ``__dict__`` under "run", where every
+    later ``kernel.run`` finds it without a call into Python; only a first launch comes here.
+    Triton's property, a data descriptor, hides those entries again while the door is paused."""
+
+    def __init__(self, sight, original):
+        self.sight, self.original = sight, original
+        self.__doc__ = original.__doc__
+
+    def __get__(self, kernel, owner=None):
+        if kernel is None:
+            return self
+        return self.sight._first_sight(kernel, self.original.fget(kernel))
 
 
 def _compiled_kernel_class():
@@ -108,15 +125,7 @@ class LaunchSight:
         original = kind.__dict__.get("run")
         if not isinstance(original, property):
             return  # a Triton whose launcher is a plain attribute: only the route's own launches are seen
-        sight = self
-
-        def run(kernel):
-            try:
-                return kernel.__dict__[_KERNEL_SLOT]
-            except KeyError:
-                return sight._first_sight(kernel, original.fget(kernel))
-
-        ours = property(run, doc=original.__doc__)
+        ours = _FirstSight(self, original)
         kind.run = ours
         self.doors.append("CompiledKernel.run")
         self._run_door = (kind, original, ours)
