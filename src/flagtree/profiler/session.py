@@ -186,7 +186,10 @@ def step(session_id=None):
         # is read only when no session is open; an open one was started with profiling on.
         if not _sessions and ranks.profiling_off():
             return written
-        targets = [s for s in _targets(session_id) if s.stepping is not None]
+        if session_id is not None and session_id in _sessions:  # the common call: one session
+            targets = (_sessions[session_id],) if _sessions[session_id].stepping is not None else ()
+        else:
+            targets = [s for s in _targets(session_id) if s.stepping is not None]
         warn_of_failed_parts(targets)
         for s in targets:
             written += scheduling.advance(s, _write_window)
