@@ -19,31 +19,8 @@ from support.profiles import metrics_by_path  # noqa: E402
 
 UNKNOWN = "<captured_at:unknown>"
 
-# Default mode first, in its own session (launches per step); then reduce-overhead warmed up and
-# captured with no session open, and 100 replays in a session opened after the capture.
-SCRIPT = PRELUDE + '''default = torch.compile(make())
-sid = p.start(sys.argv[1] + ".default", backend="device_timer")
-for _ in range(3):
-    default(x, y)
-with p.scope("default"):
-    for _ in range(10):
-        default(x, y)
-p.finalize(sid)
-graphed = torch.compile(make(), mode="reduce-overhead")
-for _ in range(3):
-    torch.compiler.cudagraph_mark_step_begin()
-    out = graphed(x, y)
-torch.cuda.synchronize()
-sid = p.start(sys.argv[1], backend="device_timer")
-''' + REPLAYS
-# The same, the graph captured first: no kernel of this process stamped before its capture.
-GRAPH_FIRST = PRELUDE + '''graphed = torch.compile(make(), mode="reduce-overhead")
-for _ in range(3):
-    torch.compiler.cudagraph_mark_step_begin()
-    out = graphed(x, y)
-torch.cuda.synchronize()
-sid = p.start(sys.argv[1], backend="device_timer")
-''' + REPLAYS + '''default = torch.compile(make())
+# Default mode in its own session: launches per step.
+DEFAULT = '''default = torch.compile(make())
 sid = p.start(sys.argv[1] + ".default", backend="device_timer")
 for _ in range(3):
     default(x, y)
@@ -52,6 +29,18 @@ with p.scope("default"):
         default(x, y)
 p.finalize(sid)
 '''
+# Reduce-overhead warmed up and captured with no session open, then 100 replays in a session
+# opened after the capture.
+GRAPHED = '''graphed = torch.compile(make(), mode="reduce-overhead")
+for _ in range(3):
+    torch.compiler.cudagraph_mark_step_begin()
+    out = graphed(x, y)
+torch.cuda.synchronize()
+sid = p.start(sys.argv[1], backend="device_timer")
+''' + REPLAYS
+SCRIPT = PRELUDE + DEFAULT + GRAPHED
+# The graph captured first: no kernel of this process stamped before its capture.
+GRAPH_FIRST = PRELUDE + GRAPHED + DEFAULT
 
 
 def _timed_replays(flat):
