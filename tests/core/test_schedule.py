@@ -150,3 +150,19 @@ def test_activate_by_hand_between_windows_lasts_until_the_next_step(tmp_path):
         profiler.step(sid)
     profiler.finalize(sid)
     assert steps_in(tmp_path / "h.part1.hatchet") == [2, 6, 10]
+
+
+def test_step_with_nothing_open_reads_no_environment(monkeypatch):
+    """A program armed and idle, or one that keeps its step() calls with profiling off, calls step()
+    every step: with nothing open it is a no-op, not a read of the environment."""
+    from flagtree.profiler.distributed import ranks
+
+    reads = []
+    real = ranks.profiling_off
+    monkeypatch.setattr(ranks, "profiling_off", lambda: reads.append(1) or real())
+    for _ in range(100):
+        assert profiler.step() == []
+    assert reads == []
+    with pytest.raises(ValueError, match="no open profiling session"):  # an id is still checked
+        profiler.step(12345)
+    assert reads == [1]

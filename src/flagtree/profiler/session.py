@@ -182,9 +182,11 @@ def step(session_id=None):
     if session_id == -1:
         return written
     with _lock:
-        # Called every step of a serving loop: the environment (profiling_off reads two variables)
-        # is read only when no session is open; an open one was started with profiling on.
-        if not _sessions and ranks.profiling_off():
+        # Called every step of a serving loop, armed and idle included: with nothing open, a step
+        # is a no-op. The environment (profiling_off reads two variables) is read only for an id
+        # no open session has (raised for unless profiling is off); an open session was started
+        # with profiling on.
+        if not _sessions and (session_id is None or ranks.profiling_off()):
             return written
         if session_id is not None and session_id in _sessions:  # the common call: one session
             targets = (_sessions[session_id],) if _sessions[session_id].stepping is not None else ()
