@@ -25,7 +25,7 @@ print("loaded cupti:", [l.split()[-1] for l in open("/proc/self/maps") if "libcu
 PY
 stacks() {   # where a launch's host time goes, none against an active device_timer session (py-spy, native frames)
   for c in none active; do
-    timeout 60 /tmp/site/bin/py-spy record --native --rate 500 --format raw -o "$OUT/stacks-$c.txt" -- \
+    timeout 90 /tmp/site/bin/py-spy record --native --rate 200 --format raw -o "$OUT/stacks-$c.txt" -- \
       python3 dev/probe_launch_stacks.py --config $c --seconds 8 --rate-file "$OUT/stacks-$c.txt.rate" > "$OUT/stacks-$c.log" 2>&1 || tail -5 "$OUT/stacks-$c.log"
   done
   python3 dev/probe_launch_stacks.py --summarize "$OUT/stacks-none.txt" "$OUT/stacks-active.txt" | cut -c1-220
