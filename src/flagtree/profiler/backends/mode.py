@@ -163,10 +163,12 @@ class ModeGrammar:
         except ValueError as error:
             raise self.error(backend, mode, str(error)) from None
 
-    def canonical(self, values, given=()):
+    def canonical(self, values, given=(), defaults=True):
         """The normalised mode text of `values` (a dict by option name), which parses back to
-        them: the head, then each shown option in declared order."""
-        tokens = [f"{o.name}={spell(o, values[o.name])}" for o in self.options if _shown(o, values, given)]
+        them: the head, then each shown option in declared order (without `defaults`, only
+        those whose value is not their default)."""
+        tokens = [f"{o.name}={spell(o, values[o.name])}" for o in self.options
+                  if _shown(o, values, given) and (defaults or values[o.name] != o.default)]
         text = self.separator.join(tokens)
         if self.head:
             return f"{self.head}:{text}" if text else self.head

@@ -19,7 +19,7 @@ import dataclasses
 import functools
 
 from .. import _env
-from ..backends.mode import ModeGrammar, Option, spell
+from ..backends.mode import ModeGrammar, Option
 
 # What Triton's proton lowering compiles (others exist in its enums but fail in the pass).
 GRANULARITIES = ("warp",)
@@ -76,9 +76,7 @@ OLD_COMPILER_MODE_PREFIX = "flagtree-instrumentation:"  # kernels compiled by ea
 def _compiler_mode(options):
     """InstrumentationOptions.compiler_mode, spelled once per options (they are frozen): the
     options that differ from their defaults."""
-    values = dataclasses.asdict(options)
-    return COMPILER_MODE_PREFIX + ":".join(f"{o.name}={spell(o, values[o.name])}" for o in COMPILED_OPTIONS
-                                           if values[o.name] != o.default)
+    return COMPILER_MODE_PREFIX + COMPILED_GRAMMAR.canonical(dataclasses.asdict(options), defaults=False)
 
 
 # Joins our compiler mode to another route's in one instrumentation_mode string (the device
