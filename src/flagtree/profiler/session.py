@@ -188,8 +188,9 @@ def step(session_id=None):
         # with profiling on.
         if not _sessions and (session_id is None or ranks.profiling_off()):
             return written
-        if session_id is not None and session_id in _sessions:  # the common call: one session
-            targets = (_sessions[session_id],) if _sessions[session_id].stepping is not None else ()
+        one = _sessions.get(session_id)
+        if one is not None:  # the common call: one open session, looked up once
+            targets = (one,) if one.stepping is not None else ()
         else:
             targets = [s for s in _targets(session_id) if s.stepping is not None]
         warn_of_failed_parts(targets)
