@@ -20,6 +20,7 @@ from support.profiles import metrics_by_path
 DT = _native.device_timer
 T = _native.testing
 TAG = DT.device_timer_layout()["align_tag"]
+PROFILE_SCRATCH_AT = {"flat": 8, "packed": 12}  # where each layout passes the profile scratch to launch
 
 
 class Recorder:
@@ -74,7 +75,7 @@ def _compare(kind, call=CALL):
     assert fast is not ours_side
     triton_side(*call)
     fast(*call)
-    at = {"flat": 8, "packed": 12}[layout]
+    at = PROFILE_SCRATCH_AT[layout]
     (theirs,), (mine,) = triton_side.launch.calls, ours_side.launch.calls
     return (theirs[:at] + theirs[at + 1:], mine[:at] + mine[at + 1:]), (theirs[at], mine[at])
 
@@ -132,7 +133,7 @@ def test_between_windows_the_slot_is_null(session):
     profiler.deactivate(session)
     fast(*CALL)
     profiler.activate(session)
-    at = {"flat": 8, "packed": 12}[call_layout(launcher)]
+    at = PROFILE_SCRATCH_AT[call_layout(launcher)]
     assert launcher.launch.calls[0][at] == 0 and DT.device_timer_stats()["idle_launches"] == 1
 
 
