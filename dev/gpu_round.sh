@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|unverified|unverified-figures|stacks|launch-cost|serving|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|verify|stamps|unverified|unverified-figures|stacks|launch-cost|serving|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -52,6 +52,20 @@ if [ "$what" = launch-cost ]; then   # the device_timer's launch path: its GPU t
   done
   stacks
   FLAGTREE_BENCH_WORKLOADS=launch_a1,launch_a5,launch_a20 timeout 240 python3 bench/device_timer.py --reps 2 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -2 "$OUT/device_timer.err"
+  python3 dev/summarize_signatures.py "$OUT/device_timer.log"
+fi
+if [ "$what" = verify ]; then   # the launch door on this Triton: device_timer GPU tests, kernels of 1/5/20 arguments, reduce-overhead's counts, the armed route
+  echo "test_device_timer_gpu: $(FLAGTREE_GPU_TESTS=1 timeout 150 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_device_timer_gpu.py 2>&1 | tee "$OUT/test_device_timer_gpu.log" | grep -E "^E +|passed|failed" | tail -6 | cut -c1-300)"
+  FLAGTREE_BENCH_WORKLOADS=launch_a1,launch_a5,launch_a20 timeout 150 python3 bench/device_timer.py --reps 2 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -2 "$OUT/device_timer.err"
+  python3 dev/summarize_signatures.py "$OUT/device_timer.log"
+  echo "compile_ro: $(FLAGTREE_GPU_TESTS=1 timeout 180 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_launch_paths_gpu.py -k compile_ro 2>&1 | tee "$OUT/test_launch_paths_ro.log" | grep -E "^E +|passed|failed" | tail -6 | cut -c1-300)"
+  echo "test_armed_gpu: $(FLAGTREE_GPU_TESTS=1 timeout 100 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_armed_gpu.py 2>&1 | tee "$OUT/test_armed_gpu.log" | grep -E "^E +|passed|failed" | tail -6 | cut -c1-300)"
+fi
+if [ "$what" = stamps ]; then   # a change to the stamps: every GPU test that runs stamped kernels, then kernels of 1/5/20 arguments
+  for t in tests/gpu/test_device_timer_gpu.py tests/gpu/test_graph_replays_gpu.py tests/gpu/test_armed_gpu.py tests/gpu/test_unseen_graphs_gpu.py; do
+    echo "$(basename "$t" .py): $(FLAGTREE_GPU_TESTS=1 timeout 120 python3 -m pytest -q -p no:cacheprovider "$t" 2>&1 | tee "$OUT/$(basename "$t" .py).log" | grep -E "^E +|passed|failed" | tail -6 | cut -c1-300)"
+  done
+  FLAGTREE_BENCH_WORKLOADS=launch_a1,launch_a5,launch_a20 timeout 150 python3 bench/device_timer.py --reps 2 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -2 "$OUT/device_timer.err"
   python3 dev/summarize_signatures.py "$OUT/device_timer.log"
 fi
 if [ "$what" = serving ]; then   # the armed route's GPU tests, kernels of 1/5/20 arguments, device_timer's session fixed cost, the serving loop
