@@ -54,7 +54,7 @@ def test_replays_of_two_captured_launches_are_timed_under_the_capture_context(tm
         first, second = _capture(), _capture()
     _end_capture()
     descriptor = LAYOUT["graph_header_bytes"] + 256 * LAYOUT["graph_record_bytes"]
-    assert first & 15 == LAYOUT["graph_tag"] and second - first == descriptor  # tagged, one each
+    assert first & 15 == LAYOUT["graph_tag"] | LAYOUT["slot_mark"] and second - first == descriptor  # tagged, one each
     t = _native.core.monotonic_ns()
     with profiler.scope("replays"):
         for i in range(100):

@@ -38,6 +38,22 @@ def test_an_entry_call_first_and_an_exit_call_before_every_ret():
     assert out.endswith(LLIR[LLIR.index("declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x"):])
 
 
+def test_the_helpers_write_only_through_a_pointer_with_the_ring_mark():
+    """As the PTX stamps: bit 0 is tested before the stamp, and cleared (the slot is the
+    pointer less one) before anything is written."""
+    out = stamp_llir(LLIR, 7, 1 << 20, 8, warp_size=64)
+    for helper in (ENTRY_HELPER, EXIT_HELPER):
+        body = out[out.index(f"define internal void @{helper}("):]
+        body = body[:body.index("\n}\n")]
+        head, stamp = body.split("\nstamp:\n")
+        assert "%bits = ptrtoint ptr addrspace(1) %slot to i64" in head and "%mark = and i64 %bits, 1" in head
+        assert "%some = icmp ne i64 %mark, 0" in head and "%go = and i1 %leader, %some" in head
+        assert "null" not in body and "atomicrmw" not in head
+        first, rest = stamp.split("\n", 1)
+        assert first == "  %base = getelementptr i8, ptr addrspace(1) %slot, i64 -1"
+        assert "%slot" not in rest  # every write goes through %base
+
+
 def test_a_labelled_entry_block_keeps_its_label_first():
     labelled = LLIR.replace("#0 {\n", "#0 {\nentry:\n", 1)
     out = stamp_llir(labelled, 1, 1 << 20, 8)

@@ -1,6 +1,7 @@
 """The device_timer ring through its host stand-in: slots handed out by Triton's profile
 allocator, stamps written as a kernel's blocks would, readback, wrap, backpressure, launches that
 never ran, and the records reaching a session's tree under the launch's context."""
+import ctypes
 import threading
 
 import flagtree.profiler as profiler
@@ -61,6 +62,36 @@ def test_slots_wrap_and_every_launch_is_delivered_once(tmp_path, ring, allocator
     assert node["count"] == 10 and node["time (ns)"] == 3_000
     stats = _native.device_timer.device_timer_stats()
     assert stats["records"] == 10 and stats["readbacks"] >= 5
+
+
+def test_every_slot_pointer_carries_the_mark_and_only_marked_pointers_are_stamped(tmp_path, ring, allocator):
+    """The stamps write only through the ring's marked pointers: scratch that another tool's
+    profile allocator returned for our tag (even, never marked) is left alone."""
+    ring(8, 2)
+    sid = _session(tmp_path)
+    with profiler.scope("step"):
+        slot = _allocate()
+    assert slot & LAYOUT["slot_mark"] and not slot & LAYOUT["graph_tag"]
+    foreign = bytearray(8 * LAYOUT["slot_bytes"] * (LAYOUT["lanes"] + 1))
+    address = ctypes.addressof((ctypes.c_char * len(foreign)).from_buffer(foreign))
+    _kernel(address, "foreign", 0, 100)  # what the stamps do with another tool's scratch
+    assert not any(foreign)
+    _kernel(slot, "ours", 1_000, 1_400)
+    _native.device_timer.device_timer_drain()
+    profiler.finalize(sid)
+    assert metrics_by_path(tmp_path / "p.hatchet")[("step", "ours")]["time (ns)"] == 400
+
+
+def test_kernels_stamped_with_a_retired_protocol_get_a_null_slot(ring, allocator):
+    """Kernels kept in a disk cache from an earlier version ask with its tag; their stamps skip
+    only a null pointer, so that is what they get, never another allocator's memory."""
+    from triton.runtime import _allocation
+
+    ring(8, 2)
+    for tag in LAYOUT["retired_align_tags"]:
+        assert tag != TAG and tag % 16 == 0
+        assert _allocation._profile_allocator.get()(16, tag, 0x5000) == 0
+    assert TAG % 16 == 0  # an allocator rounding up to it returns an even (unmarked) address
 
 
 def test_a_full_ring_waits_for_its_readback_and_loses_nothing(tmp_path, ring, allocator):

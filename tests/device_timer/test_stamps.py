@@ -90,6 +90,22 @@ def test_the_ordinary_path_pays_one_and_and_one_branch_for_the_graph_tag():
     assert sum("bra" in line for line in plain_entry) == 3 and sum("bra" in line for line in plain_exit) == 3
 
 
+def test_a_pointer_without_the_ring_mark_is_never_written_through():
+    """Another tool's profile allocator may answer our tag with its own (even) memory: both
+    stamps test bit 0 before anything else, and the slot path clears it before using the slot."""
+    entry, exit_ = _stamp_blocks(stamp_ptx(PTX, 77, 1 << 20, 8, 64))
+    for block, ptr, slot_label in ((entry, "%ftp_d0", "$ftp_entry_slot"), (exit_, "%ftp_e0", "$ftp_exit_slot1")):
+        lines = [line.strip() for line in block.splitlines()]
+        loaded = lines.index(next(line for line in lines if line.startswith(f"ld.param.u64 {ptr},")))
+        test, compare, branch = lines[loaded + 1:loaded + 4]
+        mark = test.split()[1].rstrip(",")
+        assert test == f"and.b64 {mark}, {ptr}, 1;"
+        assert compare.startswith("setp.eq.u64") and compare.endswith(f"{mark}, 0;") and " bra " in f" {branch}"
+        assert not any(op in line for line in lines[:loaded + 4] for op in ("st.", "red.", "atom."))
+        after_slot = lines[lines.index(slot_label + ":") + 1]
+        assert after_slot == f"and.b64 {ptr}, {ptr}, -2;"
+
+
 def test_the_tagged_path_takes_a_ticket_and_stamps_the_replay_record():
     entry, exit_ = _stamp_blocks(stamp_ptx(PTX, 77, 1 << 20, 8, 64))
     graph_entry = _executed(entry, set())

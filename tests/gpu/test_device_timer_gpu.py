@@ -300,7 +300,10 @@ def test_kernel_side_scopes_on_top_of_device_times_without_cupti(tmp_path):
     script = tmp_path / "scoped.py"  # a file: Triton reads a kernel's source
     script.write_text(f"EXAMPLES = {os.path.dirname(SRC) + '/examples'!r}\nNAME = {str(tmp_path / 's')!r}\n"
                       + SCOPED_SCRIPT)
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    # A cache of its own: the kernels are compiled in the session (device_timer_kernels_scoped
+    # counts compiles, and a machine's cache may hold them from an earlier run).
+    env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "triton"))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     facts = json.loads(done.stdout.strip().splitlines()[-1])
     assert facts == {"cupti_loaded_by_session": False, "scoped_right": True, "plain_right": True}
@@ -385,3 +388,40 @@ def test_launches_on_a_capturing_stream_stay_counted_by_name(tmp_path, monkeypat
     # The capture took no descriptor, so its replay is one of a graph the ring never saw: counted
     # as such and, with events on, timed as a whole on its stream.
     assert meta["device_timer_graph_replays_unseen"] == 1 and meta["device_timer_event_records"] == 1
+
+
+def test_a_stamped_kernel_given_another_tools_profile_scratch_writes_nothing_into_it(tmp_path):
+    """A library keeps a kernel compiled with our stamps (as FlagGems' LibEntry or inductor do), and
+    after the session another tool (Proton's instrumentation, say) replaces Triton's profile
+    allocator: the kernel's launches ask that allocator with our tag and get its memory, which the
+    stamps must leave alone (they write only through the ring's marked pointers)."""
+    from flagtree.profiler.triton_glue import kernels as triton_kernels
+
+    x, y, out = _tensors(1 << 20)
+    grid = (triton_cdiv(x.numel(), 1024), 1, 1)  # CompiledKernel[grid] takes all three
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    kept = add_kernel[grid](x, y, out, x.numel(), BLOCK=1024)  # the CompiledKernel, with the stamps
+    torch.cuda.synchronize()
+    plane = _native.device_timer.device_timer_plane_bytes()
+    profiler.finalize(sid)
+    layout = _native.device_timer.device_timer_layout()
+    assert kept.metadata.profile_scratch_align == layout["align_tag"]
+    # As large as everything the stamps could reach from a slot pointer: plane 0 and every lane.
+    canary = torch.full(((layout["lanes"] + 2) * plane // 4,), 0x5A5A5A5A, dtype=torch.int32, device="cuda")
+    asked = []
+
+    def other_tool(size, alignment, stream):
+        asked.append(alignment)
+        return canary.data_ptr()
+
+    undo = triton_kernels.set_profile_allocator(other_tool)
+    try:
+        out.zero_()
+        for _ in range(5):
+            kept[grid](x, y, out, x.numel(), 1024)
+        torch.cuda.synchronize()
+    finally:
+        undo()
+    assert torch.allclose(out, x + y)
+    assert asked == [layout["align_tag"]] * 5
+    assert bool((canary == 0x5A5A5A5A).all()), "the stamps wrote into another tool's profile scratch"

@@ -1,16 +1,13 @@
 // backend="device_timer": the ring as Python sees it. `device_timer_allocate` is installed as
 // Triton's profile allocator, so a launch of a stamped kernel costs one call into this module
 // (no Python in between, no tensor: the slot's address goes back as an int). The testing
-// submodule (built with FLAGTREE_PROFILER_TESTING) drives the same ring over host memory
-// (HostRingDevice), for the CPU tests.
+// submodule drives the same ring over host memory (host_ring_bindings.cpp), for the CPU tests.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 
-#include <condition_variable>
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <set>
 
 #include "backends/device_timer/cuda_ring_device.h"
 #include "backends/device_timer/device_timer_route.h"
@@ -110,7 +107,9 @@ void freeRing() {
 // Triton's profile allocator: (size, alignment, stream) -> address.
 nb::object allocate(nb::handle size, nb::handle align, nb::handle stream) {
   Route& r = route();
-  if (nb::cast<uint64_t>(align) != kTimerAlignTag) {
+  const uint64_t tag = nb::cast<uint64_t>(align);
+  if (tag == kRetiredTimerAlignTag) return nb::int_(0);
+  if (tag != kTimerAlignTag) {
     if (!r.fallback.is_valid()) throw std::runtime_error("device_timer: no profile allocator for this kernel");
     return r.fallback(size, align, stream);
   }
@@ -165,6 +164,8 @@ void registerDeviceTimerBindings(nb::module_& m) {
     d["graph_header_bytes"] = kGraphHeaderBytes;
     d["graph_record_bytes"] = kGraphRecordBytes;
     d["align_tag"] = kTimerAlignTag;
+    d["retired_align_tags"] = nb::make_tuple(kRetiredTimerAlignTag);
+    d["slot_mark"] = kSlotMark;
     return d;
   });
   m.def("device_timer_kernel_id", [](const std::string& name) { return TimerRing::kernelId(name.data(), name.size()); });
@@ -254,147 +255,12 @@ void registerDeviceTimerBindings(nb::module_& m) {
   registerGraphWalkBindings(m);
 }
 
-#ifdef FLAGTREE_PROFILER_TESTING
-namespace {
-
-// The CPU stand-in: "device" memory is host memory; copies happen when queued, and fences can
-// be held back by the test (a device that has not got there yet).
-class HostRingDevice : public RingDevice {
- public:
-  explicit HostRingDevice(uint32_t slots)
-      : plane_(uint64_t(slots) * kTimerSlotBytes), memory_(plane_ * kTimerPlanes), mirror_(plane_ * kTimerPlanes) {}
-  uint64_t deviceBase() override { return reinterpret_cast<uint64_t>(memory_.data()); }
-  const uint8_t* hostMirror() override { return mirror_.data(); }
-  Where onRingDevice() override { return kYes; }
-  bool capturing(uint64_t stream) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return capturing_.count(stream) != 0;
-  }
-  void waitForStreams(std::vector<uint64_t>& streams) override { streamWaits_ += streams.size(); }
-  void* copyAndZero(uint32_t first, uint32_t count) override {
-    for (uint32_t plane = 0; plane < kTimerPlanes; ++plane) {
-      const uint64_t offset = plane * plane_ + uint64_t(first) * kTimerSlotBytes;
-      std::memcpy(mirror_.data() + offset, memory_.data() + offset, uint64_t(count) * kTimerSlotBytes);
-      std::memset(memory_.data() + offset, 0, uint64_t(count) * kTimerSlotBytes);
-    }
-    return nullptr;
-  }
-  void waitFence(void*) override {
-    std::unique_lock<std::mutex> lock(mutex_);
-    released_.wait(lock, [&] { return !held_; });
-  }
-  void hold(bool on) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      held_ = on;
-    }
-    released_.notify_all();
-  }
-  void setCapturing(uint64_t stream, bool on) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (on) capturing_.insert(stream); else capturing_.erase(stream);
-  }
-  uint64_t allocGraphChunk(uint64_t bytes) override {
-    chunks_.emplace_back(new uint8_t[bytes + 256]());
-    return (reinterpret_cast<uint64_t>(chunks_.back().get()) + 255) & ~uint64_t(255);
-  }
-  bool syncDevice() override {
-    ++syncs_;
-    return !syncFails_;
-  }
-  void readDevice(uint64_t address, void* host, uint64_t bytes) override {
-    std::memcpy(host, reinterpret_cast<const void*>(address), bytes);
-  }
-  uint64_t streamWaits_ = 0, syncs_ = 0;
-  bool syncFails_ = false;
-
- private:
-  uint64_t plane_;
-  std::vector<uint8_t> memory_, mirror_;
-  std::mutex mutex_;
-  std::condition_variable released_;
-  bool held_ = false;
-  std::set<uint64_t> capturing_;
-  std::vector<std::unique_ptr<uint8_t[]>> chunks_;
-};
-
-HostRingDevice& hostOrThrow() {
-  if (!route().host) throw std::runtime_error("no host ring");
-  return *static_cast<HostRingDevice*>(route().host);
+void startHostRing(std::unique_ptr<RingDevice> device, uint32_t slots, uint32_t batch, int64_t offsetNs,
+                   const GraphOptions& graphs) {
+  RingDevice* host = device.get();
+  startRing(std::move(device), slots, batch, 0, offsetNs, graphs);
+  route().host = host;
 }
 
-// What a stamped kernel replayed from a graph does to its descriptor (the tagged pointer), as the
-// tagged path of ptx_stamps.py does it: one block leader's entry, one warp's exit.
-uint64_t* graphRecord(uint64_t tagged, uint64_t replay) {
-  const uint64_t records = ringOrThrow().graphRecords();
-  return reinterpret_cast<uint64_t*>((tagged & ~uint64_t(15)) + kGraphHeaderBytes + (replay & (records - 1)) * kGraphRecordBytes);
-}
-
-uint64_t blocksOf(std::tuple<uint32_t, uint32_t, uint32_t> grid) {
-  return uint64_t(std::get<0>(grid)) * std::get<1>(grid) * std::get<2>(grid);
-}
-
-void graphEntry(uint64_t tagged, uint32_t kernelId, std::tuple<uint32_t, uint32_t, uint32_t> grid, uint32_t block,
-                bool firstBlock, uint32_t lane, uint64_t start) {
-  if (!(tagged & kGraphTag)) throw std::invalid_argument("not a graph descriptor");
-  auto* tickets = reinterpret_cast<uint64_t*>(tagged & ~uint64_t(15));
-  const uint64_t replay = tickets[0]++ / blocksOf(grid);
-  uint64_t* record = graphRecord(tagged, replay);
-  uint64_t& word = record[2 * (1 + lane % kTimerLanes)];
-  if (~start > word) word = ~start;
-  if (firstBlock) {
-    uint32_t meta[4] = {kernelId, std::get<0>(grid), std::get<1>(grid) | std::get<2>(grid) << 16, block};
-    std::memcpy(record, meta, sizeof meta);
-  }
-}
-
-void graphExit(uint64_t tagged, std::tuple<uint32_t, uint32_t, uint32_t> grid, uint32_t block, uint32_t lane,
-               uint64_t end) {
-  auto* tickets = reinterpret_cast<uint64_t*>(tagged & ~uint64_t(15));
-  const uint64_t perReplay = blocksOf(grid) * ((block + 31) / 32);
-  const uint64_t ticket = tickets[1]++;
-  const uint64_t replay = ticket / perReplay;
-  uint64_t& word = graphRecord(tagged, replay)[2 * (1 + lane % kTimerLanes) + 1];
-  if (end > word) word = end;
-  if (ticket + 1 == (replay + 1) * perReplay) std::memset(graphRecord(tagged, replay + 1), 0, kGraphRecordBytes);
-}
-
-}  // namespace
-
-void registerDeviceTimerTesting(nb::module_& testing) {
-  testing.def("device_timer_host_ring", [](uint32_t slots, uint32_t batch, int64_t offsetNs, uint32_t graphRecords,
-                                           uint32_t graphNodesPerChunk, uint32_t graphChunks) {
-    auto device = std::make_unique<HostRingDevice>(slots);
-    HostRingDevice* host = device.get();
-    startRing(std::move(device), slots, batch, 0, offsetNs, GraphOptions{graphRecords, graphNodesPerChunk, graphChunks});
-    route().host = host;
-  }, nb::arg("slots"), nb::arg("batch"), nb::arg("offset_ns") = 0, nb::arg("graph_records") = 256,
-     nb::arg("graph_nodes_per_chunk") = 64, nb::arg("graph_chunks") = 64);
-  testing.def("device_timer_host_graph_entry", &graphEntry, nb::arg("tagged"), nb::arg("kernel_id"), nb::arg("grid"),
-              nb::arg("block"), nb::arg("first_block"), nb::arg("lane"), nb::arg("start"));
-  testing.def("device_timer_host_graph_exit", &graphExit, nb::arg("tagged"), nb::arg("grid"), nb::arg("block"),
-              nb::arg("lane"), nb::arg("end"));
-  testing.def("device_timer_host_sync_fails", [](bool on) { hostOrThrow().syncFails_ = on; });
-  testing.def("device_timer_host_syncs", [] { return hostOrThrow().syncs_; });
-  // What a stamped kernel's blocks do to its slot (plane 0 address): the leader of block (0,0,0)
-  // stores the kernel id and geometry, block leaders and warps take the max of ~start and end.
-  testing.def("device_timer_host_stamp", [](uint64_t slot, uint32_t lane, uint64_t start, uint64_t end) {
-    const uint64_t plane = ringOrThrow().planeBytes();
-    auto* words = reinterpret_cast<uint64_t*>(slot + (1 + lane % kTimerLanes) * plane);
-    if (~start > words[0]) words[0] = ~start;
-    if (end > words[1]) words[1] = end;
-  });
-  testing.def("device_timer_host_meta", [](uint64_t slot, uint32_t kernelId, std::tuple<uint32_t, uint32_t, uint32_t> grid,
-                                            uint32_t block) {
-    uint32_t meta[4] = {kernelId, std::get<0>(grid), std::get<1>(grid) | std::get<2>(grid) << 16, block};
-    std::memcpy(reinterpret_cast<void*>(slot), meta, sizeof meta);
-  });
-  testing.def("device_timer_host_hold", [](bool on) { hostOrThrow().hold(on); });
-  testing.def("device_timer_host_capturing", [](uint64_t stream, bool on) { hostOrThrow().setCapturing(stream, on); });
-  testing.def("device_timer_host_stream_waits", [] { return route().host ? static_cast<HostRingDevice*>(route().host)->streamWaits_ : 0; });
-  registerEventLaunchTesting(testing);
-  registerGraphWalkTesting(testing);
-}
-#endif  // FLAGTREE_PROFILER_TESTING
 
 }  // namespace ftp

@@ -1,9 +1,13 @@
 // What the device timer's bindings share between their files: the started ring and its device
-// (device_timer_bindings.cpp), the event-timed launches beside it (event_launch_bindings.cpp), and
-// the listing of CUDA graphs' kernels (graph_walk_bindings.cpp).
+// (device_timer_bindings.cpp; its CPU stand-in in host_ring_bindings.cpp), the event-timed
+// launches beside it (event_launch_bindings.cpp), and the listing of CUDA graphs' kernels
+// (graph_walk_bindings.cpp).
 #pragma once
 
 #include <cstdint>
+#include <memory>
+
+#include "backends/device_timer/timer_ring.h"
 
 namespace nanobind {
 class module_;
@@ -12,13 +16,15 @@ class handle;
 
 namespace ftp {
 
-class TimerRing;
-class RingDevice;
 class CudaRingDevice;
 
 TimerRing* deviceTimerRing();        // null when not started
 CudaRingDevice* deviceTimerCuda();   // the ring's CUDA device; null in the CPU tests
 RingDevice* deviceTimerHost();       // the CPU tests' host stand-in; null on CUDA
+// The CPU tests' ring over host memory (host_ring_bindings.cpp): started as on CUDA, with
+// `device` as its RingDevice (deviceTimerHost() from then on).
+void startHostRing(std::unique_ptr<RingDevice> device, uint32_t slots, uint32_t batch, int64_t offsetNs,
+                   const GraphOptions& graphs);
 // A thread without a current context whose device is the ring's gets the ring's (primary)
 // context current, as Triton's launcher would after the allocator; false: another device.
 bool makeRingCurrent();

@@ -119,7 +119,7 @@ uint64_t TimerRing::claim(uint64_t stream) {
   lock.unlock();
   // Its record cannot be read back before this: the slot is only read once this thread claims again.
   announceOrDefer(correlation, now, 0);
-  return device_->deviceBase() + uint64_t(slot) * kTimerSlotBytes;
+  return (device_->deviceBase() + uint64_t(slot) * kTimerSlotBytes) | kSlotMark;
 }
 
 void TimerRing::deliverTimed(uint32_t correlation, uint32_t name, uint64_t stream, uint64_t startNs, uint64_t endNs,
@@ -148,7 +148,7 @@ uint64_t TimerRing::claimCaptured(uint64_t stream, uint64_t now) {
   }
   // The capture context, as for a CUPTI launch that creates a graph node.
   announceOrDefer(GraphArea::correlationOf(index), now, GraphArea::nodeKeyOf(index));
-  return tagged;
+  return tagged | kSlotMark;
 }
 
 uint64_t TimerRing::frontierLocked(uint64_t now, bool all) {

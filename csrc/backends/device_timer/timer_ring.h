@@ -37,7 +37,16 @@ constexpr uint32_t kTimerSlotBytes = 16;
 constexpr uint32_t kTimerPlanes = 1 + kTimerLanes;
 // The profile-scratch alignment our stamped kernels ask for: the allocator hands a ring slot only
 // to a launch asking for it (any other profile-scratch request goes to the previous allocator).
-constexpr uint32_t kTimerAlignTag = 0x44540010u;
+// A multiple of 16, so that another tool's allocator rounding an address up to it (when that
+// tool replaced ours) returns an even address, which the stamps do not write through.
+constexpr uint32_t kTimerAlignTag = 0x44540020u;
+// The tag of kernels stamped by earlier versions (still in Triton's or inductor's disk caches),
+// whose stamps skip only a null pointer: they get one (counted, never given scratch to write).
+constexpr uint32_t kRetiredTimerAlignTag = 0x44540010u;
+// Bit 0 of every pointer the ring hands a stamped kernel (ring slots and graph descriptors are
+// 16-aligned). The stamps write only through a pointer carrying it: scratch that another tool's
+// profile allocator returned for our tag is never written.
+constexpr uint64_t kSlotMark = 1;
 
 // What the ring needs from a device (CUDA, or the host stand-in of the CPU tests).
 class RingDevice {

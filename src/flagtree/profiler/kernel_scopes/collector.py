@@ -64,10 +64,12 @@ def _torch():
 
 
 @functools.cache
-def _timer_tag():
-    """The profile scratch alignment the device timer's stamped kernels ask with (a tag); asked
-    at the first launch, not at import: reading profiles needs no native module."""
-    return native.device_timer.device_timer_layout()["align_tag"]
+def _timer_tags():
+    """The profile scratch alignments the device timer's stamped kernels ask with (tags: this
+    version's and earlier ones'); asked at the first launch, not at import: reading profiles
+    needs no native module."""
+    layout = native.device_timer.device_timer_layout()
+    return (layout["align_tag"], *layout["retired_align_tags"])
 
 
 class Collector:
@@ -85,7 +87,7 @@ class Collector:
 
     # Triton's profile allocator: called by the launcher right before the launch.
     def __call__(self, size, alignment, stream):
-        if alignment == _timer_tag():
+        if alignment in _timer_tags():
             # A kernel stamped by the device timer (kept by a library or inductor from an earlier
             # session): its stamps write far past `size` bytes, so no piece of the pool; a null
             # pointer, which they skip.

@@ -295,7 +295,8 @@ def _info_from_cache(name, metadata_group):
         metadata = json.load(handle)
     if not metadata.get("profile_scratch_size"):
         return None
-    if metadata.get("profile_scratch_align") == native.device_timer.device_timer_layout()["align_tag"]:
+    layout = native.device_timer.device_timer_layout()
+    if metadata.get("profile_scratch_align") in (layout["align_tag"], *layout["retired_align_tags"]):
         return None  # the device timer's ring slot (stamps), not scope buffers
     options = options_from_compiler_mode(metadata.get("instrumentation_mode", ""))
     if options is None:

@@ -21,7 +21,7 @@ from ...triton_glue import stages as triton_stages, versions as triton_versions
 from . import stampers
 
 # Short: the mode is in every launch's cache key, which Triton spells and hashes at each launch.
-MODE_PREFIX = "ftdt3"
+MODE_PREFIX = "ftdt4"
 SCRATCH_BYTES = 16
 
 _lock = threading.Lock()

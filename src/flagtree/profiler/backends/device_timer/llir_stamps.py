@@ -14,8 +14,8 @@ called, so no block of the kernel is split (its value numbering and phi edges st
 * ``@__flagtree_dt_exit`` before every ``ret void``: lane 0 of every warp takes the maximum of
   the timer into its lane's word 1 (per warp, no barrier: warps leaving early cannot deadlock).
 
-Both skip a null slot pointer (the same binary launched without our allocator runs as if
-unstamped). The lane is the block index modulo ``lanes`` (CoreX exposes no SM id). The timer is
+Both skip a pointer without the ring's mark (bit 0, as in ptx_stamps.py): the same binary
+launched without our allocator, or given another tool's scratch, runs as if unstamped. The lane is the block index modulo ``lanes`` (CoreX exposes no SM id). The timer is
 read with the inline assembly ``timer_asm`` (default: what CoreX's own
 ``triton.language.extra.corex.globaltimer`` emits); whether a CoreX toolchain accepts it is not
 verified on hardware: the compiler hook compiles the kernel unstamped when a later stage rejects
@@ -23,7 +23,7 @@ the stamped text.
 """
 import re
 
-from .ptx_stamps import NotStampable
+from .ptx_stamps import SLOT_MARK, NotStampable
 
 GLOBALTIMER_ASM = "mov.u64 $0, %globaltimer;"
 ENTRY_HELPER = "__flagtree_dt_entry"
@@ -106,20 +106,31 @@ def _lane_word(slot, plane_bytes, lanes, word_offset, tag):
             f"  %{tag}word = getelementptr i8, {slot}, i64 %{tag}off\n")
 
 
+def _marked(slot):
+    """`%some`: the pointer carries the ring's mark (bit 0); `%base`: the slot it marks."""
+    return (f"  %bits = ptrtoint {slot} to i64\n"
+            f"  %mark = and i64 %bits, {SLOT_MARK}\n"
+            "  %some = icmp ne i64 %mark, 0\n")
+
+
+def _unmarked(slot):
+    return f"  %base = getelementptr i8, {slot}, i64 -{SLOT_MARK}\n"
+
+
 def entry_helper(slot_type, kernel_id, plane_bytes, lanes, timer_asm):
     kid = kernel_id - (1 << 32) if kernel_id >= (1 << 31) else kernel_id  # an i32 literal
-    slot = f"{slot_type} %slot"
+    slot, base = f"{slot_type} %slot", f"{slot_type} %base"
     return (f"\n; flagtree.profiler device_timer: entry stamp (thread 0 of each block)\n"
             f"define internal void @{ENTRY_HELPER}({slot}) nounwind {{\n"
             f"  %tid = call i32 {_sreg('tid.x')}()\n"
             "  %leader = icmp eq i32 %tid, 0\n"
-            f"  %some = icmp ne {slot}, null\n"
+            + _marked(slot) +
             "  %go = and i1 %leader, %some\n"
             "  br i1 %go, label %stamp, label %done\n"
             "stamp:\n"
-            + _timer("%now", timer_asm) +
+            + _unmarked(slot) + _timer("%now", timer_asm) +
             "  %early = xor i64 %now, -1\n"
-            + _lane_word(slot, plane_bytes, lanes, 0, "") +
+            + _lane_word(base, plane_bytes, lanes, 0, "") +
             f"  %old = atomicrmw umax {slot_type} %word, i64 %early monotonic, align 8\n"
             f"  %by = call i32 {_sreg('ctaid.y')}()\n"
             f"  %bz = call i32 {_sreg('ctaid.z')}()\n"
@@ -136,23 +147,23 @@ def entry_helper(slot_type, kernel_id, plane_bytes, lanes, timer_asm):
             "  %m1 = insertelement <4 x i32> %m0, i32 %gx, i32 1\n"
             "  %m2 = insertelement <4 x i32> %m1, i32 %gyz, i32 2\n"
             "  %m3 = insertelement <4 x i32> %m2, i32 %nt, i32 3\n"
-            f"  store <4 x i32> %m3, {slot}, align 16\n"
+            f"  store <4 x i32> %m3, {base}, align 16\n"
             "  br label %done\n"
             "done:\n  ret void\n}\n")
 
 
 def exit_helper(slot_type, plane_bytes, lanes, warp_size, timer_asm):
-    slot = f"{slot_type} %slot"
+    slot, base = f"{slot_type} %slot", f"{slot_type} %base"
     return (f"\n; flagtree.profiler device_timer: exit stamp (lane 0 of each warp)\n"
             f"define internal void @{EXIT_HELPER}({slot}) nounwind {{\n"
             f"  %tid = call i32 {_sreg('tid.x')}()\n"
             f"  %inwarp = and i32 %tid, {warp_size - 1}\n"
             "  %leader = icmp eq i32 %inwarp, 0\n"
-            f"  %some = icmp ne {slot}, null\n"
+            + _marked(slot) +
             "  %go = and i1 %leader, %some\n"
             "  br i1 %go, label %stamp, label %done\n"
             "stamp:\n"
-            + _lane_word(slot, plane_bytes, lanes, 8, "") + _timer("%now", timer_asm) +
+            + _unmarked(slot) + _lane_word(base, plane_bytes, lanes, 8, "") + _timer("%now", timer_asm) +
             f"  %old = atomicrmw umax {slot_type} %word, i64 %now monotonic, align 8\n"
             "  br label %done\n"
             "done:\n  ret void\n}\n")

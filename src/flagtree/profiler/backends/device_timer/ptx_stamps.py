@@ -12,15 +12,17 @@ the launch's ring slot (plane 0); the stamps find the slot's lanes at fixed plan
   (per warp, not per block: no barrier is inserted, so early-exiting warps cannot deadlock).
 
 A launch captured into a CUDA graph keeps its pointer for every replay, so it gets a tagged
-pointer instead (bit 3 set; ring slots are 16-aligned) to a graph descriptor (graph_area.h):
+pointer instead (bit 3 set beside the mark) to a graph descriptor (graph_area.h):
 {entry tickets, exit tickets, R replay records laid out as a slot's planes in 16-byte rows}. The
 stamps test the tag (an ``and`` and a branch on the ordinary path); tagged, the block leader's
 entry ticket / blocks and the warp's exit ticket / (blocks x warps) give the replay r, the stamps
 go to record r % R, and the warp taking a replay's last exit ticket zeroes the next record.
 
 Only the stamping thread reads the timer (the others branch past the stamp at once), and every
-stamp is skipped for a null slot pointer, so the same binary launched without our allocator
-(pointer 0) runs as if unstamped. Registers live in nested blocks and labels start with
+stamp is skipped for a pointer without the ring's mark (bit 0: slots and descriptors are
+16-aligned, so the ring sets it on every pointer it hands out): the same binary launched without
+our allocator (pointer 0), or given scratch by another tool's profile allocator, runs as if
+unstamped and writes nothing. Registers live in nested blocks and labels start with
 ``$ftp_``: no clash with the kernel's own names.
 """
 import re
@@ -32,6 +34,7 @@ _PREDICATED_RET = re.compile(r"@!?%\w+\s+ret;")
 
 # The native ring's layout (timer_ring.h, graph_area.h).
 SLOT_BYTES = 16
+SLOT_MARK = 1
 GRAPH_TAG = 8
 GRAPH_HEADER_BYTES = 16
 
@@ -85,7 +88,8 @@ def entry_block(param, kernel_id, plane_bytes, lanes, records):
             "\tsetp.ne.u32 %ftp_p0, %ftp_r0, 0;\n"
             "\t@%ftp_p0 bra $ftp_entry_done;\n"
             f"\tld.param.u64 %ftp_d0, [{param}];\n"
-            "\tsetp.eq.u64 %ftp_p0, %ftp_d0, 0;\n"
+            f"\tand.b64 %ftp_d2, %ftp_d0, {SLOT_MARK};\n"
+            "\tsetp.eq.u64 %ftp_p0, %ftp_d2, 0;\n"
             "\t@%ftp_p0 bra $ftp_entry_done;\n"
             "\tmov.u64 %ftp_d1, %globaltimer;\n"
             "\tnot.b64 %ftp_d1, %ftp_d1;\n"
@@ -103,6 +107,7 @@ def entry_block(param, kernel_id, plane_bytes, lanes, records):
             + _meta_store("%ftp_d3", kernel_id) +
             "\tbra.uni $ftp_entry_done;\n"
             "$ftp_entry_slot:\n"
+            f"\tand.b64 %ftp_d0, %ftp_d0, {-1 - SLOT_MARK};\n"
             + _lane_address("%ftp_r1", "%ftp_d2", "%ftp_d0", plane_bytes, lanes) +
             "\tred.global.max.u64 [%ftp_d2], %ftp_d1;\n"
             + _meta_store("%ftp_d0", kernel_id) +
@@ -144,7 +149,8 @@ def exit_block(param, plane_bytes, lanes, records, indent, index):
             "\tsetp.ne.u32 %ftp_q0, %ftp_s0, 0;\n"
             f"\t@%ftp_q0 bra {done};\n"
             f"\tld.param.u64 %ftp_e0, [{param}];\n"
-            "\tsetp.eq.u64 %ftp_q0, %ftp_e0, 0;\n"
+            f"\tand.b64 %ftp_e3, %ftp_e0, {SLOT_MARK};\n"
+            "\tsetp.eq.u64 %ftp_q0, %ftp_e3, 0;\n"
             f"\t@%ftp_q0 bra {done};\n"
             f"\tand.b64 %ftp_e3, %ftp_e0, {GRAPH_TAG};\n"
             "\tsetp.eq.u64 %ftp_q0, %ftp_e3, 0;\n"
@@ -152,6 +158,7 @@ def exit_block(param, plane_bytes, lanes, records, indent, index):
             "\tmov.u64 %ftp_e2, %globaltimer;\n"
             + _graph_exit(records, lanes, done) +
             f"{slot}:\n"
+            f"\tand.b64 %ftp_e0, %ftp_e0, {-1 - SLOT_MARK};\n"
             + _lane_address("%ftp_s1", "%ftp_e1", "%ftp_e0", plane_bytes, lanes) +
             "\tmov.u64 %ftp_e2, %globaltimer;\n"
             "\tred.global.max.u64 [%ftp_e1+8], %ftp_e2;\n"
