@@ -26,7 +26,7 @@ def _entries(tagged, name, start, grid, block):
     kid = _native.device_timer.device_timer_name_kernel(name)
     blocks = grid[0] * grid[1] * grid[2]
     for b in range(blocks):  # block leaders stamp a little after the first
-        T.device_timer_host_graph_entry(tagged, kid, grid, block, b == 0, b, start + 3 * b)
+        T.device_timer_host_graph_entry(tagged, kid, grid, block, b, start + 3 * b)
 
 
 def _exits(tagged, end, grid, block, warps=None):
@@ -146,6 +146,34 @@ def test_a_running_replay_costs_the_oldest_record_when_the_node_is_full(tmp_path
     profiler.finalize(sid)
     assert metrics_by_path(tmp_path / "p.hatchet")[("k",)]["count"] == 2
     assert _native.device_timer.device_timer_stats()["graph_replays_lost"] == 1
+
+
+def test_a_many_block_kernel_spreads_its_tickets_over_the_lanes_and_each_replay_is_read_whole(
+        tmp_path, ring, allocator):
+    """70 blocks: lanes 0-5 number three blocks a replay, lanes 6-31 two. A replay whose blocks
+    have all entered but whose lanes have not all exited is under way: read at the next readback,
+    with its latest exit."""
+    ring(64, 16, graph_records=8)
+    sid = _session(tmp_path)
+    node = _capture()
+    _end_capture()
+    t = _native.core.monotonic_ns()
+    grid, block = (70, 1, 1), 64
+    for i in range(5):
+        _replay(node, "wide", t + 10_000 * i, t + 10_000 * i + 900, grid, block)
+    _entries(node, "wide", t + 60_000, grid, block)
+    exits = 70 * 2
+    for w in range(exits - 40):  # the last 40 warps (of several lanes) still running
+        T.device_timer_host_graph_exit(node, grid, block, w % 70, t + 60_100 + w)
+    _native.device_timer.device_timer_drain()
+    assert _native.device_timer.device_timer_stats()["graph_replays_timed"] == 5
+    for w in range(exits - 40, exits):
+        T.device_timer_host_graph_exit(node, grid, block, w % 70, t + 60_100 + w)
+    _native.device_timer.device_timer_drain()
+    profiler.finalize(sid)
+    node_metrics = metrics_by_path(tmp_path / "p.hatchet")[("wide",)]
+    assert node_metrics["count"] == 6 and node_metrics["time (ns)"] == 5 * 900 + (100 + exits - 1)
+    assert _native.device_timer.device_timer_stats()["graph_replays_lost"] == 0
 
 
 def test_a_session_started_after_the_capture_files_replays_under_captured_at_unknown(tmp_path, ring, allocator):

@@ -106,19 +106,26 @@ def test_a_pointer_without_the_ring_mark_is_never_written_through():
         assert after_slot == f"and.b64 {ptr}, {ptr}, -2;"
 
 
-def test_the_tagged_path_takes_a_ticket_and_stamps_the_replay_record():
+def test_the_tagged_path_takes_a_ticket_on_its_block_s_lane_and_stamps_the_replay_record():
     entry, exit_ = _stamp_blocks(stamp_ptx(PTX, 77, 1 << 20, 8, 64))
     graph_entry = _executed(entry, set())
-    assert "and.b64 %ftp_d0, %ftp_d0, -16;" in graph_entry  # the tag cleared
-    assert "atom.global.add.u64 %ftp_d3, [%ftp_d0], 1;" in graph_entry  # the entry ticket
+    assert "and.b64 %ftp_d0, %ftp_d0, -16;" in graph_entry  # the tag and the mark cleared
+    assert "and.b64 %ftp_d5, %ftp_d5, 7;" in graph_entry  # the block's linear index modulo 8 lanes
+    assert "shr.u64 %ftp_d4, %ftp_d4, 3;" in graph_entry  # the lane's blocks: (blocks - 1 - lane) / 8 + 1
+    assert "atom.global.add.u64 %ftp_d3, [%ftp_d6], 1;" in graph_entry  # the entry ticket, on the lane's counter
+    assert graph_entry.index("shl.b64 %ftp_d6, %ftp_d5, 4;") < graph_entry.index("atom.global.add.u64 %ftp_d3, [%ftp_d6], 1;")
     assert "div.u64 %ftp_d3, %ftp_d3, %ftp_d4;" in graph_entry and "and.b64 %ftp_d3, %ftp_d3, 63;" in graph_entry
-    assert "mul.lo.u64 %ftp_d3, %ftp_d3, 144;" in graph_entry and "mul.wide.u32 %ftp_d2, %ftp_r1, 16;" in graph_entry
-    assert graph_entry.index("mov.u64 %ftp_d1, %globaltimer;") < graph_entry.index("atom.global.add.u64 %ftp_d3, [%ftp_d0], 1;")
-    graph_exit = _executed(exit_, set())  # the warp taking a replay's last ticket
-    assert "atom.global.add.u64 %ftp_e3, [%ftp_e0+8], 1;" in graph_exit
-    assert graph_exit.index("mov.u64 %ftp_e2, %globaltimer;") < graph_exit.index("atom.global.add.u64 %ftp_e3, [%ftp_e0+8], 1;")
+    assert "mul.lo.u64 %ftp_d3, %ftp_d3, 144;" in graph_entry and "add.u64 %ftp_d3, %ftp_d3, 128;" in graph_entry
+    assert graph_entry.index("mov.u64 %ftp_d1, %globaltimer;") < graph_entry.index("atom.global.add.u64 %ftp_d3, [%ftp_d6], 1;")
+    assert "red.global.max.u64 [%ftp_d2], %ftp_d1;" in graph_entry
+    graph_exit = _executed(exit_, set())  # lane 0's warp taking a replay's last ticket
+    assert "atom.global.add.u64 %ftp_e3, [%ftp_e6+8], 1;" in graph_exit
+    assert graph_exit.index("mov.u64 %ftp_e2, %globaltimer;") < graph_exit.index("atom.global.add.u64 %ftp_e3, [%ftp_e6+8], 1;")
     assert "shr.u32 %ftp_s1, %ftp_s1, 5;" in graph_exit  # warps per block
-    assert sum(line.startswith("st.global.v2.u64 [%ftp_e6") for line in graph_exit) == 9  # the next record zeroed
+    zeroes = [line for line in graph_exit if line.startswith("st.global.v2.u64")]
+    assert zeroes == ["st.global.v2.u64 [%ftp_e1], {%ftp_e9, %ftp_e9};", "st.global.v2.u64 [%ftp_e8], {%ftp_e9, %ftp_e9};"]
+    other_lane = _executed(exit_, {"@%ftp_q1"})  # another lane's last warp: its row only
+    assert [line for line in other_lane if line.startswith("st.global.v2.u64")] == zeroes[:1]
     other_warps = _executed(exit_, {"@!%ftp_q1"})
     assert not any(line.startswith("st.global.v2.u64") for line in other_warps)
 

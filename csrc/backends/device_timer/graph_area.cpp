@@ -69,21 +69,47 @@ bool GraphArea::captureOpenLocked() {
   return !capturing_.empty();
 }
 
+namespace {
+
+// Replays every lane has finished (entry and exit tickets), and whether one is under way on some
+// lane (a replay launched after the sync may be running: its last warps zero the oldest record).
+struct TicketCount {
+  uint64_t done = UINT64_MAX;
+  bool running = false;
+};
+
+TicketCount countTickets(const uint64_t* tickets, uint64_t blocks, uint64_t warps) {
+  TicketCount c;
+  uint64_t most = 0;
+  for (uint32_t lane = 0; lane < kTimerLanes; ++lane) {
+    const uint64_t perEntry = laneBlocks(blocks, lane), perExit = perEntry * warps;
+    if (!perEntry) continue;
+    const uint64_t entry = tickets[2 * lane], exit = tickets[2 * lane + 1];
+    c.done = std::min({c.done, entry / perEntry, exit / perExit});
+    most = std::max({most, entry / perEntry, exit / perExit});
+    c.running = c.running || entry % perEntry || exit % perExit;
+  }
+  c.running = c.running || most != c.done;
+  return c;
+}
+
+}  // namespace
+
 void GraphArea::readNodeLocked(uint32_t index, const uint8_t* descriptor, const ClockMap& clock, uint32_t deviceId) {
-  uint64_t tickets[2];  // entry, exit
+  uint64_t tickets[2 * kTimerLanes];  // per lane: entry, exit
   std::memcpy(tickets, descriptor, sizeof tickets);
-  if (!tickets[0]) return;  // never replayed
+  if (!tickets[0]) return;  // never replayed (block 0 takes its tickets on lane 0)
   const uint8_t* records = descriptor + kGraphHeaderBytes;
   // The launch geometry (the same in every replay) gives the tickets one replay takes.
   uint32_t meta[4] = {0, 0, 0, 0};
   for (uint32_t i = 0; i < records_ && !meta[0]; ++i) std::memcpy(meta, records + i * kGraphRecordBytes, sizeof meta);
   if (!meta[0]) return;  // the first replay is under way
   const uint64_t blocks = uint64_t(meta[1]) * (meta[2] & 0xFFFF) * (meta[2] >> 16);
-  const uint64_t perExit = blocks * ((uint64_t(meta[3]) + 31) / 32);
-  if (!blocks || !perExit) return;
-  const uint64_t done = std::min(tickets[0] / blocks, tickets[1] / perExit);
-  // A replay launched after the sync may be running: its last warp zeroes the oldest record.
-  const bool running = tickets[0] % blocks || tickets[1] % perExit || tickets[0] / blocks != tickets[1] / perExit;
+  const uint64_t warps = warpsPerBlock(meta[3]);
+  if (!blocks || !warps) return;
+  const TicketCount count = countTickets(tickets, blocks, warps);
+  const uint64_t done = count.done;
+  const bool running = count.running;
   uint64_t& read = read_[index];
   if (done <= read) return;
   const uint64_t fresh = done - read;

@@ -1,13 +1,14 @@
 // backend="device_timer" in CUDA graphs. A launch captured into a graph keeps the scratch pointer
 // it got at capture for every replay, so it gets no ring slot but a tagged pointer (bit 3 set:
 // ring slots are 16-aligned) to a descriptor of its own in the ring's graph area:
-//   header   {u64 entry tickets, u64 exit tickets};
+//   header   per lane {u64 entry tickets, u64 exit tickets} (graph_tickets.h);
 //   records  R replay records, each a ring slot's kTimerPlanes planes as contiguous 16-byte rows.
-// The stamps take tickets on the descriptor: a block leader's entry ticket / blocks is its replay
-// r, a warp's exit ticket / (blocks x warps) likewise (the replays of one graph exec never run at
-// once, so tickets are exact), and they stamp record r % R. The warp taking the last exit ticket
-// of replay r zeroes record (r + 1) % R, the next replay's: records never need the host to zero
-// them, and R - 1 replays fit between two readbacks.
+// The stamps take tickets on their block's lane: a block leader's entry ticket / the lane's
+// blocks is its replay r, a warp's exit ticket / (the lane's blocks x warps) likewise (the
+// replays of one graph exec never run at once, so tickets are exact), and they stamp their lane's
+// row of record r % R. The warp taking a lane's last exit ticket of replay r zeroes that lane's
+// row of record (r + 1) % R, the next replay's (lane 0's also the record's first row): records
+// never need the host to zero them, and R - 1 replays fit between two readbacks.
 //
 // Host: descriptors come from chunks allocated ahead (the first when the ring starts, the next at
 // a readback that finds the last one half used; during a capture only when a chunk runs out).
@@ -22,12 +23,13 @@
 #include <vector>
 
 #include "backends/device_timer/graph_replays.h"
+#include "backends/device_timer/graph_tickets.h"
 #include "backends/device_timer/timer_ring.h"
 #include "data/records.h"
 
 namespace ftp {
 
-constexpr uint32_t kGraphHeaderBytes = 16;
+constexpr uint32_t kGraphHeaderBytes = kTimerLanes * kGraphTicketBytes;
 constexpr uint32_t kGraphRecordBytes = kTimerPlanes * kTimerSlotBytes;
 constexpr uint64_t kGraphTag = 8;
 constexpr uint32_t kGraphReplayStream = 0xFFFF;  // replays' own streams are not seen

@@ -16,6 +16,7 @@
 
 #include "backends/device_timer/device_timer_route.h"
 #include "backends/device_timer/graph_area.h"
+#include "backends/device_timer/graph_tickets.h"
 #include "backends/device_timer/timer_ring.h"
 #include "bindings/bindings.h"
 
@@ -95,44 +96,48 @@ HostRingDevice& hostOrThrow() {
 }
 
 // What a stamped kernel replayed from a graph does to its descriptor (the tagged pointer), as the
-// tagged path of ptx_stamps.py does it: one block leader's entry, one warp's exit.
+// tagged path of ptx_stamps.py does it (graph_tickets.h): one block leader's entry, one warp's
+// exit, each on the ticket lane of its block (`index`, linear in the grid).
 uint64_t* graphRecord(uint64_t tagged, uint64_t replay) {
   const uint64_t records = ring().graphRecords();
   return reinterpret_cast<uint64_t*>((tagged & ~uint64_t(15)) + kGraphHeaderBytes + (replay & (records - 1)) * kGraphRecordBytes);
+}
+
+uint64_t* graphTickets(uint64_t tagged, uint64_t index) {
+  if ((tagged & (kGraphTag | kSlotMark)) != (kGraphTag | kSlotMark)) throw std::invalid_argument("not a graph descriptor");
+  return reinterpret_cast<uint64_t*>((tagged & ~uint64_t(15)) + ticketLane(index) * kGraphTicketBytes);
 }
 
 uint64_t blocksOf(std::tuple<uint32_t, uint32_t, uint32_t> grid) {
   return uint64_t(std::get<0>(grid)) * std::get<1>(grid) * std::get<2>(grid);
 }
 
-void requireDescriptor(uint64_t tagged) {
-  if ((tagged & (kGraphTag | kSlotMark)) != (kGraphTag | kSlotMark)) throw std::invalid_argument("not a graph descriptor");
-}
-
 void graphEntry(uint64_t tagged, uint32_t kernelId, std::tuple<uint32_t, uint32_t, uint32_t> grid, uint32_t block,
-                bool firstBlock, uint32_t lane, uint64_t start) {
-  requireDescriptor(tagged);
-  auto* tickets = reinterpret_cast<uint64_t*>(tagged & ~uint64_t(15));
-  const uint64_t replay = tickets[0]++ / blocksOf(grid);
+                uint64_t index, uint64_t start) {
+  const uint64_t replay = graphTickets(tagged, index)[0]++ / laneBlocks(blocksOf(grid), ticketLane(index));
   uint64_t* record = graphRecord(tagged, replay);
-  uint64_t& word = record[2 * (1 + lane % kTimerLanes)];
+  uint64_t& word = record[2 * (1 + ticketLane(index))];
   if (~start > word) word = ~start;
-  if (firstBlock) {
+  if (index == 0) {
     uint32_t meta[4] = {kernelId, std::get<0>(grid), std::get<1>(grid) | std::get<2>(grid) << 16, block};
     std::memcpy(record, meta, sizeof meta);
   }
 }
 
-void graphExit(uint64_t tagged, std::tuple<uint32_t, uint32_t, uint32_t> grid, uint32_t block, uint32_t lane,
+void graphExit(uint64_t tagged, std::tuple<uint32_t, uint32_t, uint32_t> grid, uint32_t block, uint64_t index,
                uint64_t end) {
-  requireDescriptor(tagged);
-  auto* tickets = reinterpret_cast<uint64_t*>(tagged & ~uint64_t(15));
-  const uint64_t perReplay = blocksOf(grid) * ((block + 31) / 32);
-  const uint64_t ticket = tickets[1]++;
+  const uint32_t lane = ticketLane(index);
+  const uint64_t perReplay = laneBlocks(blocksOf(grid), lane) * warpsPerBlock(block);
+  const uint64_t ticket = graphTickets(tagged, index)[1]++;
   const uint64_t replay = ticket / perReplay;
-  uint64_t& word = graphRecord(tagged, replay)[2 * (1 + lane % kTimerLanes) + 1];
+  uint64_t& word = graphRecord(tagged, replay)[2 * (1 + lane) + 1];
   if (end > word) word = end;
-  if (ticket + 1 == (replay + 1) * perReplay) std::memset(graphRecord(tagged, replay + 1), 0, kGraphRecordBytes);
+  if (ticket + 1 != (replay + 1) * perReplay) return;
+  // The lane's last warp of this replay clears the lane's row of the next record (lane 0 also its
+  // first row, the kernel's id and geometry).
+  uint64_t* next = graphRecord(tagged, replay + 1);
+  std::memset(next + 2 * (1 + lane), 0, kTimerSlotBytes);
+  if (lane == 0) std::memset(next, 0, kTimerSlotBytes);
 }
 
 }  // namespace
@@ -145,9 +150,9 @@ void registerDeviceTimerTesting(nb::module_& testing) {
   }, nb::arg("slots"), nb::arg("batch"), nb::arg("offset_ns") = 0, nb::arg("graph_records") = 256,
      nb::arg("graph_nodes_per_chunk") = 64, nb::arg("graph_chunks") = 64);
   testing.def("device_timer_host_graph_entry", &graphEntry, nb::arg("tagged"), nb::arg("kernel_id"), nb::arg("grid"),
-              nb::arg("block"), nb::arg("first_block"), nb::arg("lane"), nb::arg("start"));
+              nb::arg("block"), nb::arg("index"), nb::arg("start"));
   testing.def("device_timer_host_graph_exit", &graphExit, nb::arg("tagged"), nb::arg("grid"), nb::arg("block"),
-              nb::arg("lane"), nb::arg("end"));
+              nb::arg("index"), nb::arg("end"));
   testing.def("device_timer_host_sync_fails", [](bool on) { hostOrThrow().syncFails_ = on; });
   testing.def("device_timer_host_syncs", [] { return hostOrThrow().syncs_; });
   // What a stamped kernel's blocks do to its slot (plane 0 address, marked): the leader of block

@@ -36,7 +36,7 @@ _PREDICATED_RET = re.compile(r"@!?%\w+\s+ret;")
 SLOT_BYTES = 16
 SLOT_MARK = 1
 GRAPH_TAG = 8
-GRAPH_HEADER_BYTES = 16
+TICKET_BYTES = 16  # a descriptor's header: per lane {u64 entry tickets, u64 exit tickets} (graph_tickets.h)
 
 
 class NotStampable(ValueError):
@@ -63,27 +63,44 @@ def _meta_store(address, kernel_id):
             f"\t@%ftp_p1 st.global.v4.u32 [{address}], {{%ftp_r7, %ftp_r4, %ftp_r5, %ftp_r6}};\n")
 
 
-def _blocks(out, lo, hi, wide):
-    """`out` (u64) = %nctaid.x * %nctaid.y * %nctaid.z, through the u32 registers `lo`, `hi`."""
-    return (f"\tmov.u32 {lo}, %nctaid.x;\n\tmov.u32 {hi}, %nctaid.y;\n"
-            f"\tmul.wide.u32 {out}, {lo}, {hi};\n\tmov.u32 {lo}, %nctaid.z;\n"
-            f"\tcvt.u64.u32 {wide}, {lo};\n\tmul.lo.u64 {out}, {out}, {wide};\n")
-
-
 def _graph_record(out, replay, descriptor, records, lanes):
     """`out` (not `descriptor`) = the record of replay `replay` (modulo `records`): a ring slot's
-    planes (plane 0, then the lanes) as contiguous rows."""
+    planes (plane 0, then the lanes) as contiguous rows, after the lanes' tickets."""
     return (f"\tand.b64 {out}, {replay}, {records - 1};\n"
             f"\tmul.lo.u64 {out}, {out}, {(1 + lanes) * SLOT_BYTES};\n"
             f"\tadd.u64 {out}, {out}, {descriptor};\n"
-            f"\tadd.u64 {out}, {out}, {GRAPH_HEADER_BYTES};\n")
+            f"\tadd.u64 {out}, {out}, {lanes * TICKET_BYTES};\n")
+
+
+def _ticket_lane(lane, count, u, w, lanes):
+    """The block's ticket lane `lane` (its linear index in the grid, modulo `lanes`) and `count` =
+    the blocks of the grid on that lane, (blocks - 1 - lane) / lanes + 1; `u` three u32 and `w`
+    one u64 scratch registers. Spreading the tickets keeps a many-block kernel's atomics off one
+    address (graph_tickets.h)."""
+    a, b, c = u
+    shift = lanes.bit_length() - 1
+    return (f"\tmov.u32 {a}, %nctaid.y;\n\tmov.u32 {b}, %ctaid.z;\n\tmul.wide.u32 {lane}, {a}, {b};\n"
+            f"\tmov.u32 {b}, %ctaid.y;\n\tcvt.u64.u32 {w}, {b};\n\tadd.u64 {lane}, {lane}, {w};\n"
+            f"\tmov.u32 {c}, %nctaid.x;\n\tcvt.u64.u32 {w}, {c};\n\tmul.lo.u64 {lane}, {lane}, {w};\n"
+            f"\tmov.u32 {b}, %ctaid.x;\n\tcvt.u64.u32 {w}, {b};\n\tadd.u64 {lane}, {lane}, {w};\n"
+            f"\tand.b64 {lane}, {lane}, {lanes - 1};\n"
+            f"\tmul.wide.u32 {count}, {c}, {a};\n\tmov.u32 {b}, %nctaid.z;\n\tcvt.u64.u32 {w}, {b};\n"
+            f"\tmul.lo.u64 {count}, {count}, {w};\n"
+            f"\tsub.u64 {count}, {count}, {lane};\n\tsub.u64 {count}, {count}, 1;\n"
+            f"\tshr.u64 {count}, {count}, {shift};\n\tadd.u64 {count}, {count}, 1;\n")
+
+
+def _lane_row(out, lane, base):
+    """`out` = the address of lane `lane`'s row in the slot-shaped record at `base`."""
+    return (f"\tadd.u64 {out}, {lane}, 1;\n\tshl.b64 {out}, {out}, 4;\n"
+            f"\tadd.u64 {out}, {out}, {base};\n")
 
 
 def entry_block(param, kernel_id, plane_bytes, lanes, records):
     """Thread 0 of each block only (the others branch past it at once: no timer read for them).
     A tagged pointer (bit 3) is a graph descriptor: the block's entry ticket picks the record."""
     return ("\t{ // flagtree.profiler device_timer: entry stamp\n"
-            "\t.reg .pred %ftp_p<2>;\n\t.reg .b32 %ftp_r<8>;\n\t.reg .b64 %ftp_d<6>;\n"
+            "\t.reg .pred %ftp_p<2>;\n\t.reg .b32 %ftp_r<8>;\n\t.reg .b64 %ftp_d<7>;\n"
             "\tmov.u32 %ftp_r0, %tid.x;\n"
             "\tsetp.ne.u32 %ftp_p0, %ftp_r0, 0;\n"
             "\t@%ftp_p0 bra $ftp_entry_done;\n"
@@ -96,13 +113,14 @@ def entry_block(param, kernel_id, plane_bytes, lanes, records):
             f"\tand.b64 %ftp_d2, %ftp_d0, {GRAPH_TAG};\n"
             "\tsetp.eq.u64 %ftp_p0, %ftp_d2, 0;\n"
             "\t@%ftp_p0 bra $ftp_entry_slot;\n"
-            # a graph replay: ticket / blocks = the replay's index
+            # a graph replay: the ticket on the block's lane / the lane's blocks = the replay's index
             "\tand.b64 %ftp_d0, %ftp_d0, -16;\n"
-            "\tatom.global.add.u64 %ftp_d3, [%ftp_d0], 1;\n"
-            + _blocks("%ftp_d4", "%ftp_r4", "%ftp_r5", "%ftp_d5") +
+            + _ticket_lane("%ftp_d5", "%ftp_d4", ("%ftp_r4", "%ftp_r5", "%ftp_r6"), "%ftp_d3", lanes) +
+            "\tshl.b64 %ftp_d6, %ftp_d5, 4;\n\tadd.u64 %ftp_d6, %ftp_d6, %ftp_d0;\n"
+            "\tatom.global.add.u64 %ftp_d3, [%ftp_d6], 1;\n"
             "\tdiv.u64 %ftp_d3, %ftp_d3, %ftp_d4;\n"
             + _graph_record("%ftp_d3", "%ftp_d3", "%ftp_d0", records, lanes)
-            + _lane_address("%ftp_r1", "%ftp_d2", "%ftp_d3", SLOT_BYTES, lanes) +
+            + _lane_row("%ftp_d2", "%ftp_d5", "%ftp_d3") +
             "\tred.global.max.u64 [%ftp_d2], %ftp_d1;\n"
             + _meta_store("%ftp_d3", kernel_id) +
             "\tbra.uni $ftp_entry_done;\n"
@@ -117,26 +135,31 @@ def entry_block(param, kernel_id, plane_bytes, lanes, records):
 
 def _graph_exit(records, lanes, done):
     """Lane 0 of a warp of a graph replay, %ftp_e0 the tagged pointer and %ftp_e2 the time: the
-    exit ticket / (blocks x warps per block) is the replay's index; the warp taking the replay's
-    last ticket zeroes the next replay's record."""
+    exit ticket on the block's lane / (the lane's blocks x warps per block) is the replay's index;
+    the warp taking the lane's last ticket of the replay zeroes the lane's row of the next
+    replay's record (lane 0's also its first row, the kernel's id and geometry)."""
     return ("\tand.b64 %ftp_e0, %ftp_e0, -16;\n"
-            "\tatom.global.add.u64 %ftp_e3, [%ftp_e0+8], 1;\n"
+            + _ticket_lane("%ftp_e5", "%ftp_e4", ("%ftp_s1", "%ftp_s2", "%ftp_s3"), "%ftp_e3", lanes) +
             "\tmov.u32 %ftp_s1, %ntid.x;\n\tmov.u32 %ftp_s2, %ntid.y;\n\tmul.lo.u32 %ftp_s1, %ftp_s1, %ftp_s2;\n"
             "\tmov.u32 %ftp_s2, %ntid.z;\n\tmul.lo.u32 %ftp_s1, %ftp_s1, %ftp_s2;\n"
             "\tadd.u32 %ftp_s1, %ftp_s1, 31;\n\tshr.u32 %ftp_s1, %ftp_s1, 5;\n"
-            + _blocks("%ftp_e4", "%ftp_s2", "%ftp_s3", "%ftp_e5") +
-            "\tcvt.u64.u32 %ftp_e5, %ftp_s1;\n\tmul.lo.u64 %ftp_e4, %ftp_e4, %ftp_e5;\n"
-            "\tdiv.u64 %ftp_e5, %ftp_e3, %ftp_e4;\n"
-            "\tadd.u64 %ftp_e6, %ftp_e5, 1;\n\tmul.lo.u64 %ftp_e7, %ftp_e6, %ftp_e4;\n"
-            "\tadd.u64 %ftp_e3, %ftp_e3, 1;\n\tsetp.eq.u64 %ftp_q1, %ftp_e3, %ftp_e7;\n"
-            + _graph_record("%ftp_e5", "%ftp_e5", "%ftp_e0", records, lanes)
-            + _lane_address("%ftp_s1", "%ftp_e1", "%ftp_e5", SLOT_BYTES, lanes) +
+            "\tcvt.u64.u32 %ftp_e3, %ftp_s1;\n\tmul.lo.u64 %ftp_e4, %ftp_e4, %ftp_e3;\n"
+            "\tshl.b64 %ftp_e6, %ftp_e5, 4;\n\tadd.u64 %ftp_e6, %ftp_e6, %ftp_e0;\n"
+            "\tatom.global.add.u64 %ftp_e3, [%ftp_e6+8], 1;\n"
+            "\tdiv.u64 %ftp_e7, %ftp_e3, %ftp_e4;\n"
+            "\tadd.u64 %ftp_e8, %ftp_e7, 1;\n\tmul.lo.u64 %ftp_e9, %ftp_e8, %ftp_e4;\n"
+            "\tadd.u64 %ftp_e3, %ftp_e3, 1;\n\tsetp.eq.u64 %ftp_q1, %ftp_e3, %ftp_e9;\n"
+            + _graph_record("%ftp_e7", "%ftp_e7", "%ftp_e0", records, lanes)
+            + _lane_row("%ftp_e1", "%ftp_e5", "%ftp_e7") +
             "\tred.global.max.u64 [%ftp_e1+8], %ftp_e2;\n"
             f"\t@!%ftp_q1 bra {done};\n"
-            + _graph_record("%ftp_e6", "%ftp_e6", "%ftp_e0", records, lanes) +
-            "\tmov.u64 %ftp_e7, 0;\n"
-            + "".join(f"\tst.global.v2.u64 [%ftp_e6+{row * SLOT_BYTES}], {{%ftp_e7, %ftp_e7}};\n"
-                      for row in range(1 + lanes)) +
+            + _graph_record("%ftp_e8", "%ftp_e8", "%ftp_e0", records, lanes)
+            + _lane_row("%ftp_e1", "%ftp_e5", "%ftp_e8") +
+            "\tmov.u64 %ftp_e9, 0;\n"
+            "\tst.global.v2.u64 [%ftp_e1], {%ftp_e9, %ftp_e9};\n"
+            "\tsetp.ne.u64 %ftp_q1, %ftp_e5, 0;\n"
+            f"\t@%ftp_q1 bra {done};\n"
+            "\tst.global.v2.u64 [%ftp_e8], {%ftp_e9, %ftp_e9};\n"
             f"\tbra.uni {done};\n")
 
 
@@ -144,7 +167,7 @@ def exit_block(param, plane_bytes, lanes, records, indent, index):
     """Lane 0 of each warp only; `index` makes the block's labels unique in the kernel."""
     done, slot = f"$ftp_exit_done{index}", f"$ftp_exit_slot{index}"
     return (f"{indent}{{ // flagtree.profiler device_timer: exit stamp\n"
-            "\t.reg .pred %ftp_q<2>;\n\t.reg .b32 %ftp_s<4>;\n\t.reg .b64 %ftp_e<8>;\n"
+            "\t.reg .pred %ftp_q<2>;\n\t.reg .b32 %ftp_s<4>;\n\t.reg .b64 %ftp_e<10>;\n"
             "\tmov.u32 %ftp_s0, %laneid;\n"
             "\tsetp.ne.u32 %ftp_q0, %ftp_s0, 0;\n"
             f"\t@%ftp_q0 bra {done};\n"
