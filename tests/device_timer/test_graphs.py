@@ -2,6 +2,8 @@
 gets a tagged descriptor; replays take tickets on it as the stamps do (every block leader's entry,
 every warp's exit); readback delivers one record per replay under the capture context, counts
 replays lost to a wrap, waits for replays under way, and is put off while a capture is open."""
+import pytest
+
 import flagtree.profiler as profiler
 from flagtree.profiler import _native
 from support.device_timer_ring import allocate
@@ -113,20 +115,25 @@ def test_more_replays_than_records_lose_the_oldest_and_count_them(tmp_path, ring
     assert stats["graph_replays_timed"] == 10 and stats["graph_replays_lost"] == 13
 
 
-def test_a_replay_under_way_at_readback_is_read_at_the_next(tmp_path, ring, allocator):
+@pytest.mark.parametrize("grid, running", [((2, 1, 1), 1), ((70, 1, 1), 40)])
+def test_a_replay_under_way_at_readback_is_read_at_the_next(tmp_path, ring, allocator, grid, running):
+    """`running` warps still to exit. With 70 blocks the tickets of lanes 0-5 count three blocks a
+    replay and the others two, and the warps still running belong to several lanes."""
     ring(64, 16, graph_records=16)
     sid = _session(tmp_path)
     node = _capture()
     _end_capture()
     t = _native.core.monotonic_ns()
-    grid, block = (2, 1, 1), 64
+    block = 64
+    blocks, total = grid[0], grid[0] * 2
     for i in range(2):
         _replay(node, "k", t + 1_000 * i, t + 1_000 * i + 50, grid, block)
     _entries(node, "k", t + 5_000, grid, block)
-    _exits(node, t + 5_070, grid, block, warps=3)  # one warp of four still running
+    _exits(node, t + 5_070, grid, block, warps=total - running)
     _native.device_timer.device_timer_drain()
     assert _native.device_timer.device_timer_stats()["graph_replays_timed"] == 2
-    T.device_timer_host_graph_exit(node, grid, block, 1, t + 5_070)
+    for w in range(total - running, total):
+        T.device_timer_host_graph_exit(node, grid, block, w % blocks, t + 5_070 - (total - 1 - w))
     _native.device_timer.device_timer_drain()
     profiler.finalize(sid)
     node_metrics = metrics_by_path(tmp_path / "p.hatchet")[("k",)]
@@ -146,34 +153,6 @@ def test_a_running_replay_costs_the_oldest_record_when_the_node_is_full(tmp_path
     profiler.finalize(sid)
     assert metrics_by_path(tmp_path / "p.hatchet")[("k",)]["count"] == 2
     assert _native.device_timer.device_timer_stats()["graph_replays_lost"] == 1
-
-
-def test_a_many_block_kernel_spreads_its_tickets_over_the_lanes_and_each_replay_is_read_whole(
-        tmp_path, ring, allocator):
-    """70 blocks: lanes 0-5 number three blocks a replay, lanes 6-31 two. A replay whose blocks
-    have all entered but whose lanes have not all exited is under way: read at the next readback,
-    with its latest exit."""
-    ring(64, 16, graph_records=8)
-    sid = _session(tmp_path)
-    node = _capture()
-    _end_capture()
-    t = _native.core.monotonic_ns()
-    grid, block = (70, 1, 1), 64
-    for i in range(5):
-        _replay(node, "wide", t + 10_000 * i, t + 10_000 * i + 900, grid, block)
-    _entries(node, "wide", t + 60_000, grid, block)
-    exits = 70 * 2
-    for w in range(exits - 40):  # the last 40 warps (of several lanes) still running
-        T.device_timer_host_graph_exit(node, grid, block, w % 70, t + 60_100 + w)
-    _native.device_timer.device_timer_drain()
-    assert _native.device_timer.device_timer_stats()["graph_replays_timed"] == 5
-    for w in range(exits - 40, exits):
-        T.device_timer_host_graph_exit(node, grid, block, w % 70, t + 60_100 + w)
-    _native.device_timer.device_timer_drain()
-    profiler.finalize(sid)
-    node_metrics = metrics_by_path(tmp_path / "p.hatchet")[("wide",)]
-    assert node_metrics["count"] == 6 and node_metrics["time (ns)"] == 5 * 900 + (100 + exits - 1)
-    assert _native.device_timer.device_timer_stats()["graph_replays_lost"] == 0
 
 
 def test_a_session_started_after_the_capture_files_replays_under_captured_at_unknown(tmp_path, ring, allocator):

@@ -9,6 +9,7 @@ from flagtree.profiler.backends.device_timer.ptx_stamps import kernel_entry, sta
 from support.device_timer_ring import allocate
 from support.profiles import metrics_by_path
 from support.ptx_subset import Memory, run
+from test_stamps import PTX
 
 T = _native.testing
 LAYOUT = _native.device_timer.device_timer_layout()
@@ -16,20 +17,6 @@ LANES = LAYOUT["lanes"]
 RECORDS = 8
 CAPTURE_STREAM = 0x7777
 
-PTX = """
-.version 8.4
-.target sm_90a
-.address_size 64
-.visible .entry k(
-	.param .u64 .ptr .global .align 1 k_param_0,
-	.param .u64 .ptr .global .align 1 k_param_1
-)
-{
-	.reg .b32 	%r<3>;
-	mov.u32 	%r1, %tid.x;
-	ret;
-}
-"""
 
 
 def _blocks(name):

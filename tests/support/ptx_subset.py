@@ -9,23 +9,11 @@ NotImplementedError, so a stamp that grows a new kind of instruction is noticed 
 import ctypes
 import re
 
+# Top-level commas, outside brackets and braces: the LLVM IR stamper's parameter splitter.
+from flagtree.profiler.backends.device_timer.llir_stamps import _split_params as _operands
+
 _INSTRUCTION = re.compile(r"^(?:(@!?%\w+)\s+)?([\w.]+)\s*(.*?);$")
 _ADDRESS = re.compile(r"^\[([%\w$.]+)(?:\+(-?\d+))?\]$")
-
-
-def _operands(text):
-    out, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        if c in "[{":
-            depth += 1
-        elif c in "]}":
-            depth -= 1
-        elif c == "," and depth == 0:
-            out.append(text[start:i].strip())
-            start = i + 1
-    if text[start:].strip():
-        out.append(text[start:].strip())
-    return out
 
 
 class Memory:
