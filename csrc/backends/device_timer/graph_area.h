@@ -1,6 +1,7 @@
 // backend="device_timer" in CUDA graphs. A launch captured into a graph keeps the scratch pointer
-// it got at capture for every replay, so it gets no ring slot but a tagged pointer (bit 3 set:
-// ring slots are 16-aligned) to a descriptor of its own in the ring's graph area:
+// it got at capture for every replay, so it gets no ring slot but a tagged pointer (bit 3 set
+// beside the ring's mark, bit 0; ring slots are 16-aligned) to a descriptor of its own in the
+// ring's graph area:
 //   header   per lane {u64 entry tickets, u64 exit tickets} (graph_tickets.h);
 //   records  R replay records, each a ring slot's kTimerPlanes planes as contiguous 16-byte rows.
 // The stamps take tickets on their block's lane: a block leader's entry ticket / the lane's

@@ -3,9 +3,9 @@
 // so each block leader takes an entry ticket and each warp an exit ticket, and ticket / tickets
 // per replay is the replay's index. The tickets are spread over kTimerLanes counter pairs by
 // block: block b (its linear index in the grid) takes them on lane b % kTimerLanes, and stamps
-// that lane's row of the replay's record. One counter for every block made a many-block kernel
-// queue on one address: its atomics ran one after another, and a replayed pointwise kernel of
-// 512 blocks read about three times its time.
+// that lane's row of the replay's record. With one pair of counters for every block, a
+// many-block kernel's atomics queued on two addresses, one after another, and the kernel read
+// several times its unstamped time (docs/reference/device-timer.md, CUDA graphs).
 #pragma once
 #include <cstdint>
 

@@ -15,8 +15,9 @@ called, so no block of the kernel is split (its value numbering and phi edges st
   the timer into its lane's word 1 (per warp, no barrier: warps leaving early cannot deadlock).
 
 Both skip a pointer without the ring's mark (bit 0, as in ptx_stamps.py): the same binary
-launched without our allocator, or given another tool's scratch, runs as if unstamped. The lane is the block index modulo ``lanes`` (CoreX exposes no SM id). The timer is
-read with the inline assembly ``timer_asm`` (default: what CoreX's own
+launched without our allocator, or given another tool's scratch, runs as if unstamped. The lane
+is the block index modulo ``lanes`` (CoreX exposes no SM id). The timer is read with the inline
+assembly ``timer_asm`` (default: what CoreX's own
 ``triton.language.extra.corex.globaltimer`` emits); whether a CoreX toolchain accepts it is not
 verified on hardware: the compiler hook compiles the kernel unstamped when a later stage rejects
 the stamped text.

@@ -12,11 +12,13 @@ the launch's ring slot (plane 0); the stamps find the slot's lanes at fixed plan
   (per warp, not per block: no barrier is inserted, so early-exiting warps cannot deadlock).
 
 A launch captured into a CUDA graph keeps its pointer for every replay, so it gets a tagged
-pointer instead (bit 3 set beside the mark) to a graph descriptor (graph_area.h):
-{entry tickets, exit tickets, R replay records laid out as a slot's planes in 16-byte rows}. The
-stamps test the tag (an ``and`` and a branch on the ordinary path); tagged, the block leader's
-entry ticket / blocks and the warp's exit ticket / (blocks x warps) give the replay r, the stamps
-go to record r % R, and the warp taking a replay's last exit ticket zeroes the next record.
+pointer instead (bit 3 set beside the mark) to a graph descriptor (graph_area.h): {per lane an
+entry and an exit ticket counter, R replay records laid out as a slot's planes in 16-byte rows}.
+The stamps test the tag (an ``and`` and a branch on the ordinary path). Tagged, a block takes its
+tickets on lane (its linear index % lanes): the block leader's entry ticket / the lane's blocks,
+and the warp's exit ticket / (the lane's blocks x warps), give the replay r; the stamps go to the
+lane's row of record r % R, and the warp taking a lane's last exit ticket of a replay zeroes that
+row of the next record (graph_tickets.h).
 
 Only the stamping thread reads the timer (the others branch past the stamp at once), and every
 stamp is skipped for a pointer without the ring's mark (bit 0: slots and descriptors are
@@ -78,7 +80,6 @@ def _ticket_lane(lane, count, u, w, lanes):
     one u64 scratch registers. Spreading the tickets keeps a many-block kernel's atomics off one
     address (graph_tickets.h)."""
     a, b, c = u
-    shift = lanes.bit_length() - 1
     return (f"\tmov.u32 {a}, %nctaid.y;\n\tmov.u32 {b}, %ctaid.z;\n\tmul.wide.u32 {lane}, {a}, {b};\n"
             f"\tmov.u32 {b}, %ctaid.y;\n\tcvt.u64.u32 {w}, {b};\n\tadd.u64 {lane}, {lane}, {w};\n"
             f"\tmov.u32 {c}, %nctaid.x;\n\tcvt.u64.u32 {w}, {c};\n\tmul.lo.u64 {lane}, {lane}, {w};\n"
@@ -87,13 +88,23 @@ def _ticket_lane(lane, count, u, w, lanes):
             f"\tmul.wide.u32 {count}, {c}, {a};\n\tmov.u32 {b}, %nctaid.z;\n\tcvt.u64.u32 {w}, {b};\n"
             f"\tmul.lo.u64 {count}, {count}, {w};\n"
             f"\tsub.u64 {count}, {count}, {lane};\n\tsub.u64 {count}, {count}, 1;\n"
-            f"\tshr.u64 {count}, {count}, {shift};\n\tadd.u64 {count}, {count}, 1;\n")
+            f"\tshr.u64 {count}, {count}, {_log2(lanes)};\n\tadd.u64 {count}, {count}, 1;\n")
 
 
 def _lane_row(out, lane, base):
     """`out` = the address of lane `lane`'s row in the slot-shaped record at `base`."""
-    return (f"\tadd.u64 {out}, {lane}, 1;\n\tshl.b64 {out}, {out}, 4;\n"
+    return (f"\tadd.u64 {out}, {lane}, 1;\n\tshl.b64 {out}, {out}, {_log2(SLOT_BYTES)};\n"
             f"\tadd.u64 {out}, {out}, {base};\n")
+
+
+def _lane_tickets(out, lane, descriptor):
+    """`out` = the address of lane `lane`'s ticket counters in the descriptor's header."""
+    return (f"\tshl.b64 {out}, {lane}, {_log2(TICKET_BYTES)};\n"
+            f"\tadd.u64 {out}, {out}, {descriptor};\n")
+
+
+def _log2(power_of_two):
+    return power_of_two.bit_length() - 1
 
 
 def entry_block(param, kernel_id, plane_bytes, lanes, records):
@@ -116,7 +127,7 @@ def entry_block(param, kernel_id, plane_bytes, lanes, records):
             # a graph replay: the ticket on the block's lane / the lane's blocks = the replay's index
             "\tand.b64 %ftp_d0, %ftp_d0, -16;\n"
             + _ticket_lane("%ftp_d5", "%ftp_d4", ("%ftp_r4", "%ftp_r5", "%ftp_r6"), "%ftp_d3", lanes) +
-            "\tshl.b64 %ftp_d6, %ftp_d5, 4;\n\tadd.u64 %ftp_d6, %ftp_d6, %ftp_d0;\n"
+            _lane_tickets("%ftp_d6", "%ftp_d5", "%ftp_d0") +
             "\tatom.global.add.u64 %ftp_d3, [%ftp_d6], 1;\n"
             "\tdiv.u64 %ftp_d3, %ftp_d3, %ftp_d4;\n"
             + _graph_record("%ftp_d3", "%ftp_d3", "%ftp_d0", records, lanes)
@@ -144,7 +155,7 @@ def _graph_exit(records, lanes, done):
             "\tmov.u32 %ftp_s2, %ntid.z;\n\tmul.lo.u32 %ftp_s1, %ftp_s1, %ftp_s2;\n"
             "\tadd.u32 %ftp_s1, %ftp_s1, 31;\n\tshr.u32 %ftp_s1, %ftp_s1, 5;\n"
             "\tcvt.u64.u32 %ftp_e3, %ftp_s1;\n\tmul.lo.u64 %ftp_e4, %ftp_e4, %ftp_e3;\n"
-            "\tshl.b64 %ftp_e6, %ftp_e5, 4;\n\tadd.u64 %ftp_e6, %ftp_e6, %ftp_e0;\n"
+            + _lane_tickets("%ftp_e6", "%ftp_e5", "%ftp_e0") +
             "\tatom.global.add.u64 %ftp_e3, [%ftp_e6+8], 1;\n"
             "\tdiv.u64 %ftp_e7, %ftp_e3, %ftp_e4;\n"
             "\tadd.u64 %ftp_e8, %ftp_e7, 1;\n\tmul.lo.u64 %ftp_e9, %ftp_e8, %ftp_e4;\n"
