@@ -170,6 +170,29 @@ def test_a_library_held_stamped_kernel_is_timed_as_it_is(tmp_path, device):
     assert meta["device_timer_kernels_stamped_at_first_launch"] == 0 and meta["device_timer_launches_not_timed"] == 0
 
 
+@pytest.mark.parametrize("scratch, reason", [
+    ((16, _native.device_timer.device_timer_layout()["retired_align_tags"][0]), untimed.RETIRED_STAMPS),
+    ((64, 128), untimed.OTHER_SCRATCH)], ids=["earlier-version-stamps", "another-instrumentation"])
+def test_a_kernel_with_profile_scratch_the_ring_does_not_time_is_counted_with_why(
+        tmp_path, device, monkeypatch, scratch, reason):
+    """Its launcher asks the profile allocator, but not for a ring slot: the stamps of an earlier
+    version get a null pointer, another tool's instrumentation that tool's memory."""
+    from triton.runtime import _allocation
+
+    asked = []
+    monkeypatch.setattr(_allocation, "_profile_allocator", _allocation._AllocatorWrapper(
+        lambda size, alignment, stream: asked.append(alignment) or 4096))  # the other tool's
+    kernel = _kernel(tmp_path, scratch=scratch)
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer", mode=COUNTED)
+    _launch(kernel, 3)
+    with pytest.warns(RuntimeWarning, match="got no device time"):
+        profiler.finalize(sid)
+    counted = _meta(tmp_path)["device_timer_not_timed_kernels"]["add_kernel"]
+    assert (counted["launches"], counted["reason"]) == (3, reason)
+    assert len(device.ran) == 3 and ("add_kernel",) not in _tree(tmp_path)
+    assert asked == ([] if reason == untimed.RETIRED_STAMPS else [128] * 3)
+
+
 @pytest.mark.parametrize("default_scratch", [False, True], ids=["no-default-profile-scratch", "default-profile-scratch"])
 def test_a_stamped_kernel_launched_after_its_route_is_taken_down_runs_with_a_null_slot(
         tmp_path, device, monkeypatch, default_scratch):

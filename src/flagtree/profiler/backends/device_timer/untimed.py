@@ -15,6 +15,8 @@ import threading
 import warnings
 import weakref
 
+from ...kernel_scopes.options import options_from_compiler_mode
+from ...native_core import native
 from ...triton_glue import launch_sight, restamp
 from . import compiler_hook, event_timed, stampers, unseen_graphs
 from .slot_launch import slot_launcher
@@ -22,6 +24,25 @@ from .slot_launch import slot_launcher
 NOT_STAMPED = ("compiled without the device timer's stamps (before the session, in another process, "
                "or loaded from a cache by a library): not timed")
 NOT_RESTAMPED = "compiled without the device timer's stamps and not stamped at its first launch"
+RETIRED_STAMPS = ("carries the stamps of an earlier flagtree.profiler version (kept in Triton's or inductor's "
+                  "cache), which the ring gives no slot: not timed; clear those caches to have it compiled anew")
+OTHER_SCRATCH = "compiled with another tool's instrumentation, which has its own profile scratch memory: not timed"
+
+
+def _with_profile_scratch(kernel, launcher):
+    """(launcher, reason) for a kernel whose launcher asks Triton's profile allocator: timed as it
+    is when it carries this version's stamps (the ring's slot) or kernel-side scopes (their
+    buffers' header stamps); otherwise it gets no time from the ring, and says why."""
+    metadata = getattr(kernel, "metadata", None)
+    align = getattr(metadata, "profile_scratch_align", None)
+    layout = native.device_timer.device_timer_layout()
+    if align == layout["align_tag"]:
+        return slot_launcher(launcher), None
+    if align in layout["retired_align_tags"]:
+        return launcher, RETIRED_STAMPS
+    if options_from_compiler_mode(getattr(metadata, "instrumentation_mode", "") or "") is not None:
+        return launcher, None
+    return launcher, OTHER_SCRATCH
 
 
 class FirstSightStamps:
@@ -72,7 +93,7 @@ class FirstSightStamps:
         """(launcher, reason) for launch_sight: timed as it is, timed through a stamped copy, or
         counted with the reason."""
         if launch_sight.profile_scratch_size(kernel) > 0:
-            return slot_launcher(launcher), None  # its launcher asks the profile allocator: the ring's slot
+            return _with_profile_scratch(kernel, launcher)
         # A kernel whose stamps failed at compile time fails here again, and is counted with why.
         try:
             if kind == "inductor-static":
@@ -89,7 +110,7 @@ class FirstSightStamps:
 def decide_without_stamping(kernel, launcher, kind):
     """(launcher, reason) where kernels are not stamped at first sight: timed as it is or counted."""
     if launch_sight.profile_scratch_size(kernel) > 0:
-        return slot_launcher(launcher), None
+        return _with_profile_scratch(kernel, launcher)
     return launcher, NOT_STAMPED
 
 
