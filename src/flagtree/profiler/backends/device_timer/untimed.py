@@ -40,8 +40,9 @@ def _with_profile_scratch(kernel, launcher):
         return slot_launcher(launcher), None
     if align in layout["retired_align_tags"]:
         return launcher, RETIRED_STAMPS
-    if options_from_compiler_mode(getattr(metadata, "instrumentation_mode", "") or "") is not None:
-        return launcher, None
+    mode = getattr(metadata, "instrumentation_mode", None)
+    if mode is None or options_from_compiler_mode(mode) is not None:
+        return launcher, None  # kernel-side scopes, or metadata that cannot say: taken as timed
     return launcher, OTHER_SCRATCH
 
 
