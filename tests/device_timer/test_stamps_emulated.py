@@ -18,7 +18,6 @@ RECORDS = 8
 CAPTURE_STREAM = 0x7777
 
 
-
 def _blocks(name):
     """The stamped kernel's entry and exit blocks (with their labels) and its slot parameter."""
     kid = _native.device_timer.device_timer_name_kernel(name)
