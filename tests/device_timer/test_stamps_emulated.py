@@ -3,6 +3,8 @@ stand-in: what the generated entry and exit stamps write to a ring slot or a gra
 read back by the native decoders, as on the GPU. This checks the stamps' arithmetic (lanes,
 tickets, replay records, the next record's zeroing, the pointer's mark), not the hardware's
 atomics or timer, which only the GPU tests can."""
+import pytest
+
 import flagtree.profiler as profiler
 from flagtree.profiler import _native
 from flagtree.profiler.backends.device_timer.ptx_stamps import kernel_entry, stamp_ptx
@@ -49,9 +51,12 @@ def _launch(stamps, pointer, memory, grid, block, start, end):
         run(exit_, {param: pointer}, _special(grid, block, w % blocks, end - (warps - 1 - w), smid=w % 7), memory)
 
 
-def test_replays_of_a_many_block_kernel_stamped_by_the_ptx_are_read_back_whole(tmp_path, ring, allocator):
-    """70 blocks of two warps: the tickets of lanes 0-5 count three blocks a replay, the others
-    two; twelve replays through eight records (each replay's last warps zero the next record)."""
+@pytest.mark.parametrize("grid, block", [((70, 1, 1), 64), ((5, 3, 2), 96), ((9, 4, 3), 32)],
+                         ids=["70-blocks-lanes-uneven", "30-blocks-fewer-than-lanes", "108-blocks-in-3d"])
+def test_replays_of_a_many_block_kernel_stamped_by_the_ptx_are_read_back_whole(tmp_path, ring, allocator, grid, block):
+    """Twelve replays through eight records (each lane's last warp of a replay zeroes its row of
+    the next record). 70 blocks: the tickets of lanes 0-5 count three blocks a replay, the others
+    two; 30 blocks leave two lanes without any; a 3-D grid numbers its blocks x fastest."""
     ring(64, 16, graph_records=RECORDS)
     sid = profiler.start(str(tmp_path / "p"), backend="interpreter")
     T.device_timer_host_capturing(CAPTURE_STREAM, True)
@@ -63,7 +68,7 @@ def test_replays_of_a_many_block_kernel_stamped_by_the_ptx_are_read_back_whole(t
     stamps = _blocks("wide")
     t = _native.core.monotonic_ns()
     for i in range(12):
-        _launch(stamps, node, memory, (70, 1, 1), 64, t + 10_000 * i, t + 10_000 * i + 900 + i)
+        _launch(stamps, node, memory, grid, block, t + 10_000 * i, t + 10_000 * i + 900 + i)
         if i in (5, 11):
             _native.device_timer.device_timer_drain()
     profiler.finalize(sid)
