@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|verify|stamps|unverified|unverified-figures|stacks|launch-cost|serving|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|verify|stamps|tickets|unverified|unverified-figures|stacks|launch-cost|serving|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -67,6 +67,18 @@ if [ "$what" = stamps ]; then   # a change to the stamps: every GPU test that ru
   done
   FLAGTREE_BENCH_WORKLOADS=launch_a1,launch_a5,launch_a20 timeout 150 python3 bench/device_timer.py --reps 2 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -2 "$OUT/device_timer.err"
   python3 dev/summarize_signatures.py "$OUT/device_timer.log"
+fi
+if [ "$what" = tickets ]; then   # graph replays' tickets spread over lanes: the tests that replay stamped graphs, then reduce-overhead's kernels against CUPTI
+  for t in tests/gpu/test_graph_replays_gpu.py tests/gpu/test_armed_gpu.py tests/gpu/test_unseen_graphs_gpu.py; do
+    echo "$(basename "$t" .py): $(FLAGTREE_GPU_TESTS=1 timeout 120 python3 -m pytest -q -p no:cacheprovider "$t" 2>&1 | tee "$OUT/$(basename "$t" .py).log" | grep -E "^E +|passed|failed" | tail -6 | cut -c1-300)"
+  done
+  FLAGTREE_PROFILER_DEVICE_TIMER_ARM=1 timeout 200 python3 bench/launch_paths.py --workloads compile_ro --steps 20 --reps 2 --out "$OUT" > "$OUT/launch_paths.log" 2> "$OUT/launch_paths.err"; tail -3 "$OUT/launch_paths.log"
+  python3 - "$OUT" <<'PY'
+import glob, json, sys
+for path in glob.glob(sys.argv[1] + "/launch_paths-*.json"):
+    for name, v in json.load(open(path))["workloads"]["compile_ro"].get("agreement", {}).get("per_kernel", {}).items():
+        print(f"{name[:60]:60} {v}")
+PY
 fi
 if [ "$what" = serving ]; then   # the armed route's GPU tests, kernels of 1/5/20 arguments, device_timer's session fixed cost, the serving loop
   echo "test_armed_gpu: $(FLAGTREE_GPU_TESTS=1 timeout 150 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_armed_gpu.py 2>&1 | tee "$OUT/test_armed_gpu.log" | grep -E "^E +|passed|failed" | tail -6 | cut -c1-300)"
