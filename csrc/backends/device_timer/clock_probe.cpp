@@ -110,12 +110,17 @@ int64_t CudaRingDevice::upperBound() {
   *word = monotonicNs();
   publish();
   std::atomic<bool> stop{false};
+  std::atomic<unsigned> writes{0};
   std::thread writer([&] {  // the host clock, written as fast as this thread can
     while (!stop.load(std::memory_order_relaxed)) {
       *word = monotonicNs();
       publish();
+      writes.fetch_add(1, std::memory_order_release);
     }
   });
+  // The probe kernel only once the writer runs: a thread takes tens of microseconds to start on
+  // a loaded host, and a kernel sampling before then reads the word written above, that old.
+  while (writes.load(std::memory_order_acquire) < 2) std::this_thread::yield();
   unsigned n = kSamples;
   CUdeviceptr samplesOnDevice = probeDevice_ + kSamplesAt, wordOnDevice = probeDevice_ + kHostClockWord;
   void* params[] = {&samplesOnDevice, &wordOnDevice, &n};
@@ -162,10 +167,10 @@ int64_t CudaRingDevice::lowerBound() {
 
 ClockProbe CudaRingDevice::probeClock() {
   Current scope(api_, ctx_);
-  // A probe is usually good to under a microsecond, but on a loaded host (a compile's workers on
-  // every core) the thread writing the host's clock, or the one reading the device's, may be
-  // descheduled through all of a probe's samples, and its bounds come out tens of microseconds
-  // apart. Such a probe is taken again, and the tightest kept.
+  // A probe is usually good to under a microsecond, but on a loaded host the thread writing the
+  // host's clock, or the one reading the device's, may be descheduled through all of a probe's
+  // samples, and its bounds come out tens of microseconds apart. Such a probe is taken again, and
+  // the tightest kept.
   ClockProbe best;
   for (unsigned attempt = 0; attempt < kProbeAttempts; ++attempt) {
     const int64_t upper = upperBound(), lower = lowerBound();
