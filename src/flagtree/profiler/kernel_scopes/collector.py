@@ -64,7 +64,7 @@ def _torch():
 
 
 @functools.cache
-def _timer_tags():
+def timer_tags():
     """The profile scratch alignments the device timer's stamped kernels ask with (tags: this
     version's and earlier ones'); asked at the first launch, not at import: reading profiles
     needs no native module."""
@@ -87,7 +87,7 @@ class Collector:
 
     # Triton's profile allocator: called by the launcher right before the launch.
     def __call__(self, size, alignment, stream):
-        if alignment in _timer_tags():
+        if alignment in timer_tags():
             # A kernel stamped by the device timer (kept by a library or inductor from an earlier
             # session): its stamps write far past `size` bytes, so no piece of the pool; a null
             # pointer, which they skip.

@@ -285,6 +285,7 @@ def new_device_buffer(nbytes):
 
 def _info_from_cache(name, metadata_group):
     """KernelInfo from the files Triton's cache keeps for a kernel (json metadata, ttgir, ptx)."""
+    from .collector import timer_tags  # deferred: numpy, needed once kernels load
     from .kernel_info import kernel_info  # deferred: numpy, needed once kernels load
     paths = dict(metadata_group or {})
     json_path = paths.get(f"{name}.json") or next(
@@ -295,8 +296,7 @@ def _info_from_cache(name, metadata_group):
         metadata = json.load(handle)
     if not metadata.get("profile_scratch_size"):
         return None
-    layout = native.device_timer.device_timer_layout()
-    if metadata.get("profile_scratch_align") in (layout["align_tag"], *layout["retired_align_tags"]):
+    if metadata.get("profile_scratch_align") in timer_tags():
         return None  # the device timer's ring slot (stamps), not scope buffers
     options = options_from_compiler_mode(metadata.get("instrumentation_mode", ""))
     if options is None:
