@@ -23,6 +23,14 @@ print("torch", torch.__version__, "triton", triton.__version__, torch.cuda.get_d
 print("driver", _native.nvidia.cuda_driver_version(), "cupti candidates", cupti_candidates(13)[:4])
 print("loaded cupti:", [l.split()[-1] for l in open("/proc/self/maps") if "libcupti" in l][:3])
 PY
+gpu_test() {   # gpu_test SECONDS FILE [pytest args...]: one line (the file's failures and outcome); its log in $OUT
+  local limit=$1 file=$2; shift 2
+  echo "$(basename "$file" .py): $(FLAGTREE_GPU_TESTS=1 timeout "$limit" python3 -m pytest -q -p no:cacheprovider "$file" "$@" 2>&1 | tee "$OUT/$(basename "$file" .py).log" | grep -E "^E +|passed|failed" | tail -6 | cut -c1-300)"
+}
+signatures() {   # signatures SECONDS: device_timer's per-launch cost for kernels of 1, 5 and 20 arguments, two repetitions
+  FLAGTREE_BENCH_WORKLOADS=launch_a1,launch_a5,launch_a20 timeout "$1" python3 bench/device_timer.py --reps 2 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -2 "$OUT/device_timer.err"
+  python3 dev/summarize_signatures.py "$OUT/device_timer.log"
+}
 stacks() {   # where a launch's host time goes, none against an active device_timer session (py-spy, native frames)
   for c in none active; do
     timeout 90 /tmp/site/bin/py-spy record --native --rate 200 --format raw -o "$OUT/stacks-$c.txt" -- \
@@ -48,29 +56,26 @@ if [ "$what" = stacks ]; then
 fi
 if [ "$what" = launch-cost ]; then   # the device_timer's launch path: its GPU tests, where a launch's time goes, kernels of 1, 5 and 20 arguments
   for t in tests/gpu/test_armed_gpu.py tests/gpu/test_device_timer_gpu.py; do
-    echo "$t: $(FLAGTREE_GPU_TESTS=1 timeout 150 python3 -m pytest -q -p no:cacheprovider "$t" 2>&1 | tee "$OUT/$(basename "$t" .py).log" | grep -E "^E +|passed|failed" | tail -6 | cut -c1-300)"
+    gpu_test 150 "$t"
   done
   stacks
-  FLAGTREE_BENCH_WORKLOADS=launch_a1,launch_a5,launch_a20 timeout 240 python3 bench/device_timer.py --reps 2 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -2 "$OUT/device_timer.err"
-  python3 dev/summarize_signatures.py "$OUT/device_timer.log"
+  signatures 240
 fi
 if [ "$what" = verify ]; then   # the launch door on this Triton: device_timer GPU tests, kernels of 1/5/20 arguments, reduce-overhead's counts, the armed route
-  echo "test_device_timer_gpu: $(FLAGTREE_GPU_TESTS=1 timeout 150 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_device_timer_gpu.py 2>&1 | tee "$OUT/test_device_timer_gpu.log" | grep -E "^E +|passed|failed" | tail -6 | cut -c1-300)"
-  FLAGTREE_BENCH_WORKLOADS=launch_a1,launch_a5,launch_a20 timeout 150 python3 bench/device_timer.py --reps 2 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -2 "$OUT/device_timer.err"
-  python3 dev/summarize_signatures.py "$OUT/device_timer.log"
-  echo "compile_ro: $(FLAGTREE_GPU_TESTS=1 timeout 180 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_launch_paths_gpu.py -k compile_ro 2>&1 | tee "$OUT/test_launch_paths_ro.log" | grep -E "^E +|passed|failed" | tail -6 | cut -c1-300)"
-  echo "test_armed_gpu: $(FLAGTREE_GPU_TESTS=1 timeout 100 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_armed_gpu.py 2>&1 | tee "$OUT/test_armed_gpu.log" | grep -E "^E +|passed|failed" | tail -6 | cut -c1-300)"
+  gpu_test 150 tests/gpu/test_device_timer_gpu.py
+  signatures 150
+  gpu_test 180 tests/gpu/test_launch_paths_gpu.py -k compile_ro
+  gpu_test 100 tests/gpu/test_armed_gpu.py
 fi
 if [ "$what" = stamps ]; then   # a change to the stamps: every GPU test that runs stamped kernels, then kernels of 1/5/20 arguments
   for t in tests/gpu/test_device_timer_gpu.py tests/gpu/test_graph_replays_gpu.py tests/gpu/test_armed_gpu.py tests/gpu/test_unseen_graphs_gpu.py; do
-    echo "$(basename "$t" .py): $(FLAGTREE_GPU_TESTS=1 timeout 120 python3 -m pytest -q -p no:cacheprovider "$t" 2>&1 | tee "$OUT/$(basename "$t" .py).log" | grep -E "^E +|passed|failed" | tail -6 | cut -c1-300)"
+    gpu_test 120 "$t"
   done
-  FLAGTREE_BENCH_WORKLOADS=launch_a1,launch_a5,launch_a20 timeout 150 python3 bench/device_timer.py --reps 2 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -2 "$OUT/device_timer.err"
-  python3 dev/summarize_signatures.py "$OUT/device_timer.log"
+  signatures 150
 fi
 if [ "$what" = tickets ]; then   # graph replays' tickets spread over lanes: the tests that replay stamped graphs, then reduce-overhead's kernels against CUPTI
   for t in tests/gpu/test_graph_replays_gpu.py tests/gpu/test_armed_gpu.py tests/gpu/test_unseen_graphs_gpu.py; do
-    echo "$(basename "$t" .py): $(FLAGTREE_GPU_TESTS=1 timeout 120 python3 -m pytest -q -p no:cacheprovider "$t" 2>&1 | tee "$OUT/$(basename "$t" .py).log" | grep -E "^E +|passed|failed" | tail -6 | cut -c1-300)"
+    gpu_test 120 "$t"
   done
   FLAGTREE_PROFILER_DEVICE_TIMER_ARM=1 timeout 200 python3 bench/launch_paths.py --workloads compile_ro --steps 20 --reps 2 --out "$OUT" > "$OUT/launch_paths.log" 2> "$OUT/launch_paths.err"; tail -3 "$OUT/launch_paths.log"
   python3 - "$OUT" <<'PY'
@@ -81,9 +86,8 @@ for path in glob.glob(sys.argv[1] + "/launch_paths-*.json"):
 PY
 fi
 if [ "$what" = serving ]; then   # the armed route's GPU tests, kernels of 1/5/20 arguments, device_timer's session fixed cost, the serving loop
-  echo "test_armed_gpu: $(FLAGTREE_GPU_TESTS=1 timeout 150 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_armed_gpu.py 2>&1 | tee "$OUT/test_armed_gpu.log" | grep -E "^E +|passed|failed" | tail -6 | cut -c1-300)"
-  FLAGTREE_BENCH_WORKLOADS=launch_a1,launch_a5,launch_a20 timeout 150 python3 bench/device_timer.py --reps 2 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -2 "$OUT/device_timer.err"
-  python3 dev/summarize_signatures.py "$OUT/device_timer.log"
+  gpu_test 150 tests/gpu/test_armed_gpu.py
+  signatures 150
   timeout 80 python3 bench/session_cost.py --sessions 10 --tools device_timer --out "$OUT" > "$OUT/session_cost.log" 2>&1; tail -12 "$OUT/session_cost.log" | cut -c1-400
   timeout 200 python3 bench/serving_loop.py --duration 150 --backend device_timer --out "$OUT/serving_loop-device_timer.json" > "$OUT/serving_loop.log" 2>&1
   python3 dev/summarize_serving.py "$OUT/serving_loop-device_timer.json"
