@@ -133,9 +133,9 @@ def test_inductor_launchers_of_a_kernel_that_cannot_be_stamped_are_timed_by_even
 
 
 def test_events_are_off_by_default_launches_counted_and_only_events_on_is_named(tmp_path, timed):
-    assert parse_mode(None).canonical() == "slots=16384:batch=4096:graph_replays=256:scopes=on"
+    assert parse_mode(None).canonical() == "slots=16384:batch=1024:graph_replays=256:scopes=on"
     assert parse_mode(COUNTED).canonical() == parse_mode(None).canonical()
-    assert parse_mode("slots=64:events=on").canonical() == "slots=64:batch=16:graph_replays=256:scopes=on:events=on"
+    assert parse_mode("slots=64:events=on").canonical() == "slots=64:batch=4:graph_replays=256:scopes=on:events=on"
     kernel = _kernel(tmp_path, stages=())
     sid = profiler.start(str(tmp_path / "p"), backend="device_timer")  # events off: the default
     _launch(kernel, 2)

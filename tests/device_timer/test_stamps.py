@@ -155,7 +155,7 @@ def test_shapes_the_stamps_do_not_handle_are_refused(ptx, why):
 def test_mode_names_the_ring_size():
     assert parse_mode(None) == RingOptions()
     assert parse_mode("slots=4096:batch=512").canonical() == "slots=4096:batch=512:graph_replays=256:scopes=on"
-    assert parse_mode("slots=64").batch_slots() == 16
+    assert parse_mode("slots=64").batch_slots() == 4
     assert parse_mode("graph_replays=16").graph_replays == 16
     assert parse_mode("scopes=off").scopes is False and parse_mode(None).scopes is True
     assert parse_mode("scopes=no").scopes is False  # the grammar's one set of switch words

@@ -5,7 +5,7 @@ Kernels compiled while a session is open carry global-timer stamps (compiler_hoo
 ptx_stamps.py); each launch writes one record into a device ring through a slot address that
 Triton's launcher gets from our profile allocator, a native function: on the host a launch
 costs that one call (the slot, the launch's context), nothing else. The ring is read back
-asynchronously on its own stream into pinned memory when a quarter fills, at flush() and at
+asynchronously on its own stream into pinned memory when a sixteenth fills, at flush() and at
 finalize(), and a native worker hands each launch's record to the same session layer that CUPTI's
 records reach: tree, trace and metadata outputs are written as for backend="nvidia". Stamps
 are mapped onto the profile's monotonic clock with an offset probed at start (the device reading

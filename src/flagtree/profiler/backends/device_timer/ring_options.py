@@ -6,7 +6,8 @@ from ..mode import ModeGrammar, Option
 
 DEFAULT_SLOTS = 1 << 14
 DEFAULT_GRAPH_REPLAYS = 256
-# ring size in launches; launches per readback (0: a quarter of the ring); replay records each
+# ring size in launches; launches per readback (0: a sixteenth of the ring, so that
+# a finalize finds at most that many records left to read back and deliver); replay records each
 # launch captured into a CUDA graph has (a power of two); whether kernel-side scopes are compiled in;
 # whether launches that cannot be stamped are timed by events (off by default: an event pair also
 # times the host's launch when the device waits for it; named in the canonical text only when on)
@@ -20,13 +21,13 @@ MODE_GRAMMAR = ModeGrammar((Option("slots", "int", default=DEFAULT_SLOTS, low=2,
 @dataclass(frozen=True)
 class RingOptions:
     slots: int = DEFAULT_SLOTS
-    batch: int = 0  # 0: a quarter of the ring
+    batch: int = 0  # 0: a sixteenth of the ring
     graph_replays: int = DEFAULT_GRAPH_REPLAYS  # records per captured launch (R - 1 replays fit)
     scopes: bool = True  # kernel-side scopes compiled in (scopes.py)
     events: bool = False  # launches that cannot be stamped timed by events (event_timed.py)
 
     def batch_slots(self):
-        return self.batch or max(1, self.slots // 4)
+        return self.batch or max(1, self.slots // 16)
 
     def canonical(self):
         return MODE_GRAMMAR.canonical({"slots": self.slots, "batch": self.batch_slots(),
