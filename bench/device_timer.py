@@ -11,13 +11,13 @@ Two processes, each interleaving its configurations with no-profiler runs (none,
 after a warm-up, each ratio against the mean of the two no-profiler runs around it:
 * this one: device_timer (no CUPTI is ever loaded here);
 * a child: the nvidia backend (shadow/tree) and CUPTI's kernel activity alone (records discarded).
-Ratios with start() and finalize() (the issue's bar) and of the loop alone (launches and the
+Ratios with start() and finalize() (median and its 95% bootstrap interval over the reps) and of the loop alone (launches and the
 final synchronize; per_launch_extra_ns is its excess per launch), with start and finalize times. kernel50 also reports the GPU time of
 its 50 launches (CUDA events) over none's: the stamped kernel's own cost. Agreement: per kernel
 (scope, name), the device_timer's mean time per launch against the nvidia backend's (CUPTI) from
 the child, and the launch counts of both.
 
-    python bench/device_timer.py --reps 5 [--out DIR]
+    python bench/device_timer.py --reps 8 [--out DIR]
     FLAGTREE_BENCH_WORKLOADS=launch_a1,launch_a5 python bench/device_timer.py ...   # some only
 """
 import argparse
@@ -32,6 +32,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 sys.path.insert(0, HERE)
+from stats import median_ci  # noqa: E402
 
 N_BIG = 1 << 24
 LAUNCHES = {"launch": 20_000, "kernel50": 50, "launch_a1": 20_000, "launch_a5": 20_000, "launch_a20": 20_000}
@@ -201,6 +202,7 @@ def measure(config_names, reps, outdir):
                     agreement[c.name] = kernel_times(c.last_base)
                 before = after
         result[w] = {c.name: {"ratio_with_start_finalize": statistics.median(samples[c.name]),
+                              "ratio_ci95": median_ci(samples[c.name]),
                               "loop_ratio": statistics.median(loops[c.name]),
                               "start_median_s": statistics.median(starts[c.name]),
                               "gpu_time_ratio": statistics.median(gpu[c.name]),
@@ -228,7 +230,7 @@ def compare(ours, cupti):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--reps", type=int, default=8)
     parser.add_argument("--out")
     parser.add_argument("--configs", default="device_timer", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

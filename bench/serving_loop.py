@@ -63,6 +63,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from triton_kernels import add_kernel  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stats import median_ci  # noqa: E402
 from workloads import _gelu as gelu_kernel  # noqa: E402  (the benches' one GELU kernel)
 
 BLOCK = 1024
@@ -202,7 +203,7 @@ def interleaved(model, cycle, steps, until):
     for config, rows in runs.items():
         out[config] = {
             "ratio_median": statistics.median(loop / none for loop, none, _, _ in rows),
-            "ratio_median_ci95": _median_ci([loop / none for loop, none, _, _ in rows]),
+            "ratio_median_ci95": median_ci([loop / none for loop, none, _, _ in rows]),
             "ratio_whole": sum(r[0] for r in rows) / sum(r[1] for r in rows),
             "step_us": _us(statistics.median(r[0] for r in rows), steps),
             "start_s_median": statistics.median(r[2] for r in rows),
@@ -212,13 +213,6 @@ def interleaved(model, cycle, steps, until):
     out["profiled"]["windows"] = _window_times(blocks.part_times)
     out["trigger_windows"]["windows"] = blocks.trigger_windows
     return out
-
-
-def _median_ci(values, resamples=2000):
-    """A 95% bootstrap interval of the median of `values` (seeded)."""
-    pick = random.Random(7)
-    medians = sorted(statistics.median(pick.choices(values, k=len(values))) for _ in range(resamples))
-    return [round(medians[int(0.025 * resamples)], 4), round(medians[int(0.975 * resamples)], 4)]
 
 
 def _us(seconds, steps):

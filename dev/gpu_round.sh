@@ -27,8 +27,8 @@ gpu_test() {   # gpu_test SECONDS FILE [pytest args...]: one line (the file's fa
   local limit=$1 file=$2; shift 2
   echo "$(basename "$file" .py): $(FLAGTREE_GPU_TESTS=1 timeout "$limit" python3 -m pytest -q -p no:cacheprovider "$file" "$@" 2>&1 | tee "$OUT/$(basename "$file" .py).log" | grep -E "^E +|passed|failed" | tail -6 | cut -c1-300)"
 }
-signatures() {   # signatures SECONDS: device_timer's per-launch cost for kernels of 1, 5 and 20 arguments, two repetitions
-  FLAGTREE_BENCH_WORKLOADS=launch_a1,launch_a5,launch_a20 timeout "$1" python3 bench/device_timer.py --reps 2 --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -2 "$OUT/device_timer.err"
+signatures() {   # signatures SECONDS [REPS]: device_timer's per-launch cost for kernels of 1, 5 and 20 arguments (8 repetitions unless told)
+  FLAGTREE_BENCH_WORKLOADS=launch_a1,launch_a5,launch_a20 timeout "$1" python3 bench/device_timer.py --reps "${2:-8}" --out "$OUT" > "$OUT/device_timer.log" 2> "$OUT/device_timer.err"; tail -2 "$OUT/device_timer.err"
   python3 dev/summarize_signatures.py "$OUT/device_timer.log"
 }
 stacks() {   # where a launch's host time goes, none against an active device_timer session (py-spy, native frames)

@@ -6,10 +6,11 @@ import json
 import sys
 
 workloads = json.load(open(sys.argv[1]))["workloads"]
-print("workload    config        with start+finalize  loop   per-launch extra ns")
+print("workload    config        with start+finalize [95%]      loop   per-launch extra ns")
 for workload, result in workloads.items():
     for config in ("device_timer", "nvidia"):
         if config in result:
             x = result[config]
-            print(f"{workload:11} {config:13} {x['ratio_with_start_finalize']:.3f}               "
+            low, high = x.get("ratio_ci95", [float("nan")] * 2)
+            print(f"{workload:11} {config:13} {x['ratio_with_start_finalize']:.3f} [{low:.3f}, {high:.3f}]     "
                   f"{x['loop_ratio']:.3f}  {x['per_launch_extra_ns']:.0f}")
