@@ -24,7 +24,8 @@ Two phases in this one process:
    armed and idle as the command's --trigger leaves it. Each block starts its own session and
    finalizes it (timed apart: start_s, finalize_s), then lets go of CUPTI, so the none block after
    it runs without a profiler. Ratios: per block (median) and over the whole phase (sum of
-   profiled time / sum of the adjacent none time), with a 95% bootstrap interval of the median.
+   profiled time / sum of the adjacent none time), with a 95% bootstrap interval of the median,
+   and per configuration the time Python's collector ran in its blocks' loops (gc).
 2. Persistent (the rest): one profiled session over many windows, as a server runs it: RSS and
    device memory after its first window is written and at its end (flat: within 5%), and the
    per-part times the metadata reports (caller_ns: the caller's thread at a window's close,
@@ -34,6 +35,7 @@ result and writes it to --out (JSON).
 """
 import argparse
 import contextlib
+import gc
 import json
 import math
 import os
@@ -112,6 +114,29 @@ class Cycle:
         return "steps:" + ",".join(f"{a}-{b}" for a, b in ranges)
 
 
+class GcClock:
+    """The time Python's collector ran, from gc.callbacks, and its full (generation 2)
+    collections: a block that holds a full collection of this process (torch's objects) reads tens
+    of ms slower, which a configuration that creates long-lived objects can bring on."""
+
+    def __init__(self):
+        self.ns, self.full, self._began = 0, 0, 0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase, info):
+        if phase == "start":
+            self._began = time.perf_counter_ns()
+        else:
+            self.ns += time.perf_counter_ns() - self._began
+            self.full += info["generation"] == 2
+
+    def reading(self):
+        return self.ns, self.full
+
+
+GC = GcClock()
+
+
 def serve(model, steps, sid=None, stepping=False):
     """Serves `steps` requests; with a session (or `stepping`: an armed trigger counts steps), each
     under scope("request") and ended by step()."""
@@ -133,9 +158,16 @@ class Blocks:
         self.model, self.cycle, self.steps, self.outdir, self.count = model, cycle, steps, outdir, 0
         self.part_times = []
         self.trigger_windows = 0  # windows the trigger blocks opened
+        self.gc = {}  # configuration -> [(collector ms, full collections) of each block's loop]
+
+    def _served(self, config, **how):
+        ns, full = GC.reading()
+        loop = serve(self.model, self.steps, **how)
+        self.gc.setdefault(config, []).append(((GC.ns - ns) / 1e6, GC.full - full))
+        return loop
 
     def none(self):
-        return serve(self.model, self.steps)
+        return self._served("none")
 
     def session(self, armed):
         self.count += 1
@@ -143,7 +175,7 @@ class Blocks:
         t0 = time.perf_counter()
         sid = profiler.start(base, schedule=self.cycle.plan(armed), **SESSION)
         t1 = time.perf_counter()
-        loop = serve(self.model, self.steps, sid)
+        loop = self._served("armed" if armed else "profiled", sid=sid)
         t2 = time.perf_counter()
         profiler.finalize(sid)
         t3 = time.perf_counter()
@@ -160,13 +192,19 @@ class Blocks:
         run = profiler.arm(self.cycle.trigger(self.steps, armed), name=os.path.join(self.outdir, f"block{self.count}"),
                           **SESSION)
         t1 = time.perf_counter()
-        loop = serve(self.model, self.steps, stepping=True)
+        loop = self._served("trigger_armed" if armed else "trigger_windows", stepping=True)
         t2 = time.perf_counter()
         profiler.disarm()
         t3 = time.perf_counter()
         profiler.release()
         self.trigger_windows += len(run.windows)
         return loop, t1 - t0, t3 - t2
+
+
+def _gc_summary(rows):
+    """A configuration's blocks: the collector's ms (median, total) and full collections (total)."""
+    return {"ms_median": statistics.median(ms for ms, _ in rows), "ms_total": sum(ms for ms, _ in rows),
+            "full_collections": sum(full for _, full in rows), "blocks": len(rows)}
 
 
 def _part_times(base):
@@ -199,7 +237,8 @@ def interleaved(model, cycle, steps, until):
                 nones.append(after)
                 runs[config].append((loop, (before + after) / 2, start, final))
                 before = after
-    out = {"blocks": {c: len(r) for c, r in runs.items()}, "none_step_us": _us(statistics.median(nones), steps)}
+    out = {"blocks": {c: len(r) for c, r in runs.items()}, "none_step_us": _us(statistics.median(nones), steps),
+           "gc": {c: _gc_summary(rows) for c, rows in blocks.gc.items()}}
     for config, rows in runs.items():
         out[config] = {
             "ratio_median": statistics.median(loop / none for loop, none, _, _ in rows),

@@ -1,5 +1,6 @@
 """bench/serving_loop.py's result in a few lines: each configuration's ratio (median of blocks and
-over the whole phase), the profiler's own per-step cost, the windows' close, memory.
+over the whole phase), the profiler's own per-step cost, the collector's time in each
+configuration's blocks, the windows' close, memory.
 
     python3 dev/summarize_serving.py serving_loop.json"""
 import json
@@ -13,6 +14,9 @@ for config, figures in phase.items():
         ci = figures.get("ratio_median_ci95")
         print(f"{config:16} median {figures['ratio_median']:.4f}{f' {ci}' if ci else ''}  "
               f"whole {figures['ratio_whole']:.4f}  step {figures.get('step_us', 0):.1f} us")
+for config, figures in phase.get("gc", {}).items():
+    print(f"gc {config:16} ms a block {figures['ms_median']:.2f} (total {figures['ms_total']:.1f} ms, "
+          f"{figures['full_collections']} full, {figures['blocks']} blocks)")
 persistent = result["persistent"]
 print("persistent:", {k: persistent[k] for k in ("steps", "step_us", "windows") if k in persistent})
 print("memory after first window:", persistent.get("after_first_window"), "end:", persistent.get("end"))
