@@ -7,7 +7,11 @@ child process, on the GPU machine. Per workload, after a warm-up that compiles e
   backend (CUPTI's records of Triton kernels: the names of the Triton kernels compiled in that
   process); the device timer's not-timed counts and kernels stamped at first launch;
 * one_session: one session over --steps steps against the same steps without a profiler;
-* per_step: a session per step (start, one step, finalize) against the same steps without one.
+* per_step: a session per step (start, one step, finalize) against the same steps without one;
+* beside (device timer only): a device_timer and an nvidia session open at once over --steps
+  steps, so that each launch is timed by the stamps and by CUPTI: the per-kernel agreement with no
+  difference of process, run or GPU clock between the two sides (the stamped kernels are the
+  ones CUPTI times here).
 Each ratio is the median of --reps interleaved runs (none, profiled, none, ...), each against the
 mean of the two no-profiler runs around it.
 
@@ -108,9 +112,27 @@ def measure(name, backend, steps, reps, outdir):
     def none():
         return _steps(step, steps)
 
-    return {"kernels": kernels_by_name(base), "triton_names": sorted(triton_kernel_names()), "facts": facts,
-            "one_session_ratio": _interleaved(one_session, none, reps),
-            "per_step_ratio": _interleaved(per_step, none, reps)}
+    result = {"kernels": kernels_by_name(base), "triton_names": sorted(triton_kernel_names()), "facts": facts,
+              "one_session_ratio": _interleaved(one_session, none, reps),
+              "per_step_ratio": _interleaved(per_step, none, reps)}
+    if backend == "device_timer":  # last: CUPTI is loaded here only now
+        names = result["triton_names"]
+        stamps, cupti = _beside(step, steps, os.path.join(outdir, f"{name}-beside"))
+        result["beside"] = compare({"kernels": stamps, "triton_names": names}, {"kernels": cupti, "triton_names": names})
+    return result
+
+
+def _beside(step, steps, base):
+    """({name: [launches, ns]} of the device timer, of CUPTI) over the same `steps` steps."""
+    import flagtree.profiler as prof
+
+    stamps = prof.start(base + "-dt", backend="device_timer")
+    cupti = prof.start(base + "-nv", backend="nvidia")
+    _steps(step, steps)
+    prof.finalize(cupti)
+    prof.finalize(stamps)
+    prof.release()
+    return kernels_by_name(base + "-dt"), kernels_by_name(base + "-nv")
 
 
 def run_all(backend, workloads, steps, reps):
@@ -149,15 +171,19 @@ def compare(ours, theirs):
 
 
 def table(report):
-    lines = ["workload     | launches dt/cupti | equal names | max diff >=20us | 1 session dt/nv | per step dt/nv | not timed"]
+    lines = ["workload     | launches dt/cupti | equal names | max diff >=20us | beside: launches, max diff >=20us"
+             " | 1 session dt/nv | per step dt/nv | not timed"]
     for name, row in report["workloads"].items():
         if "agreement" not in row:
             lines.append(f"{name:12} | {row.get('device_timer') or row.get('nvidia')}")
             continue
         a, dt, nv = row["agreement"], row["device_timer"], row["nvidia"]
         diff = "-" if a["max_diff_rel_20us"] is None else f"{a['max_diff_rel_20us']:.3f}"
+        b = row.get("beside") or {}
+        near = "-" if b.get("max_diff_rel_20us") is None else f"{b['max_diff_rel_20us']:.3f}"
+        beside = f"{b.get('launches_device_timer')}/{b.get('launches_cupti')}, {near}"
         lines.append(f"{name:12} | {a['launches_device_timer']:>7}/{a['launches_cupti']:<9} | "
-                     f"{a['names_with_equal_counts']:>4}/{a['names']:<6} | {diff:>15} | "
+                     f"{a['names_with_equal_counts']:>4}/{a['names']:<6} | {diff:>15} | {beside:>33} | "
                      f"{dt['one_session_ratio']:.3f}/{nv['one_session_ratio']:.3f}     | "
                      f"{dt['per_step_ratio']:.3f}/{nv['per_step_ratio']:.3f}    | "
                      f"{dt['facts'].get('device_timer_launches_not_timed')}")
@@ -178,7 +204,8 @@ def _nvidia_child(name, args):
 def _row(ours, other):
     if "kernels" not in ours or "kernels" not in other:
         return {"device_timer": ours, "nvidia": other}
-    return {"device_timer": {k: v for k, v in ours.items() if k not in ("kernels", "triton_names")},
+    return {"device_timer": {k: v for k, v in ours.items() if k not in ("kernels", "triton_names", "beside")},
+            "beside": ours.get("beside"),
             "nvidia": {k: v for k, v in other.items() if k not in ("kernels", "triton_names")},
             "agreement": compare(ours, other)}
 

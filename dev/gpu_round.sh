@@ -85,6 +85,18 @@ for path in glob.glob(sys.argv[1] + "/launch_paths-*.json"):
         print(f"{name[:60]:60} {v}")
 PY
 fi
+if [ "$what" = agreement ]; then   # the stamps' time against CUPTI's on the same launches: graph replays by kernel size, FlagGems' kernels; kernels of 1/5/20 arguments
+  timeout 150 python3 dev/probe_graph_stamps.py > "$OUT/probe_graph_stamps.log" 2>&1; tail -4 "$OUT/probe_graph_stamps.log" | cut -c1-600
+  timeout 200 python3 bench/launch_paths.py --workloads flaggems --steps 20 --reps 2 --out "$OUT" > "$OUT/launch_paths.log" 2> "$OUT/launch_paths.err"; tail -3 "$OUT/launch_paths.err"; tail -2 "$OUT/launch_paths.log"
+  python3 - "$OUT" <<'PY'
+import glob, json, sys
+for path in glob.glob(sys.argv[1] + "/launch_paths-*.json"):
+    for name, v in (json.load(open(path))["workloads"]["flaggems"].get("beside") or {}).get("per_kernel", {}).items():
+        if v.get("mean_ns_cupti", 0) >= 5000:
+            print(f"beside {name[:50]:50} {v}")
+PY
+  signatures 220
+fi
 if [ "$what" = serving ]; then   # the armed route's GPU tests, kernels of 1/5/20 arguments, device_timer's session fixed cost, the serving loop
   gpu_test 150 tests/gpu/test_armed_gpu.py
   signatures 150

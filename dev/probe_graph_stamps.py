@@ -1,0 +1,122 @@
+"""What the device_timer's stamps cost and read in CUDA-graph replays, against kernel size (GPU
+machine). For an add of 2^k elements (2^k / 1024 blocks), each in one process:
+  plain    a graph captured with no session, replayed 100 times, timed with CUDA events;
+  stamped  a graph captured under device_timer and nvidia sessions open at once (its kernel
+           stamped, with a graph descriptor), replayed 100 times under them:
+           the events' time per replay, the device timer's and CUPTI's time of the same kernel;
+  slot     the same kernel launched 100 times without a graph under both sessions (the ring's
+           slot path): the device timer's and CUPTI's time.
+Prints one JSON line per size (microseconds).
+
+    python dev/probe_graph_stamps.py [--sizes 20,22,24]
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+import torch  # noqa: E402
+import triton  # noqa: E402
+from triton_kernels import add_kernel  # noqa: E402
+
+import flagtree.profiler as profiler  # noqa: E402
+
+REPLAYS = 100
+
+
+def events_us(fn):
+    """GPU time of fn() (REPLAYS launches or replays), per launch, us."""
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    begin.record()
+    fn()
+    end.record()
+    torch.cuda.synchronize()
+    return begin.elapsed_time(end) * 1e3 / REPLAYS
+
+
+def kernel_us(base):
+    """Mean time of the add kernel in a tree output, us, and its launches."""
+    with open(base + ".hatchet") as f:
+        stack, count, total = [json.load(f)[0]], 0, 0.0
+    while stack:
+        node = stack.pop()
+        for child in node["children"]:
+            if child["frame"].get("kind") == "kernel" and "add_kernel" in child["frame"]["name"]:
+                count += int(child["metrics"]["count"])
+                total += float(child["metrics"]["time (ns)"])
+            stack.append(child)
+    return (total / count / 1e3 if count else None), count
+
+
+def both(folder, name, fn, setup=None):
+    """setup() then fn() under a device_timer and an nvidia session at once: (events us of fn, dt
+    us, CUPTI us, counts). A graph captured in setup() lives only as long as the sessions: its
+    descriptors are the device timer's."""
+    stamps = profiler.start(os.path.join(folder, name + "-dt"), backend="device_timer")
+    cupti = profiler.start(os.path.join(folder, name + "-nv"), backend="nvidia")
+    if setup is not None:
+        setup()
+    gpu = events_us(fn)
+    profiler.finalize(cupti)
+    profiler.finalize(stamps)
+    profiler.release()
+    dt, dt_count = kernel_us(os.path.join(folder, name + "-dt"))
+    nv, nv_count = kernel_us(os.path.join(folder, name + "-nv"))
+    return {"events": round(gpu, 3), "device_timer": dt and round(dt, 3), "cupti": nv and round(nv, 3),
+            "launches": [dt_count, nv_count]}
+
+
+def capture(launch):
+    graph = torch.cuda.CUDAGraph()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        launch()  # warm on the side stream, as torch's own capture examples do
+    torch.cuda.current_stream().wait_stream(side)
+    with torch.cuda.graph(graph):
+        launch()
+    return graph
+
+
+def probe(log2n, folder):
+    n = 1 << log2n
+    x, y = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
+    out = torch.empty_like(x)
+    grid = (triton.cdiv(n, 1024),)
+
+    def launch():
+        add_kernel[grid](x, y, out, n, BLOCK=1024)
+
+    def replays(graph):
+        return lambda: [graph.replay() for _ in range(REPLAYS)]
+
+    launch()
+    plain = capture(launch)
+    replays(plain)()
+    row = {"elements": n, "blocks": grid[0], "plain_graph_events": round(events_us(replays(plain)), 3)}
+    stamped = []
+
+    def setup():  # the stamped kernel captured, its pointer a graph descriptor; one warm replay
+        stamped.append(capture(launch))
+        stamped[0].replay()
+
+    row["stamped_graph"] = both(folder, f"graph{log2n}", lambda: replays(stamped[0])(), setup)
+    stamped.clear()
+    row["slot"] = both(folder, f"slot{log2n}", lambda: [launch() for _ in range(REPLAYS)])
+    row["plain_graph_events_after"] = round(events_us(replays(plain)), 3)
+    return row
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="20,22,24", help="log2 of the elements, comma-separated")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        for log2n in (int(s) for s in args.sizes.split(",")):
+            print(json.dumps(probe(log2n, folder)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
