@@ -40,34 +40,41 @@ void Profiler::noteActivity() {
 }
 
 void Profiler::onLaunch(uint32_t correlation, bool multiRecord, uint64_t launchNs, TimeSource source) {
+  PendingLaunch p;
+  resolveLaunch(p, multiRecord, launchNs, source);
+  // With every session deactivated the launch is remembered anyway (for no session), so that its
+  // record is known to belong to nobody rather than taken for a launch nobody saw.
+  if (p.mask || (sessions_.existsMask() & sessions_.sourceMask(source))) pending_.insert(correlation, p);
+}
+
+void Profiler::resolveLaunch(PendingLaunch& p, bool multiRecord, uint64_t launchNs, TimeSource source) {
   ThreadState& ts = threadState();
-  const uint32_t ofSource = sessions_.sourceMask(source);
-  const uint32_t mask = sessions_.activeMask() & ofSource;
+  const uint32_t mask = sessions_.activeMask() & sessions_.sourceMask(source);
   if (!mask) {
     delete ts.takeMetadata();
-    // Every session is deactivated: remember the launch anyway (for no session), so that its
-    // record is known to belong to nobody rather than taken for a launch nobody saw.
-    if (sessions_.existsMask() & ofSource) pending_.insert(correlation, PendingLaunch{0, nullptr, 0, 0, {}, 0, multiRecord});
+    p = PendingLaunch{0, nullptr, 0, 0, {}, 0, multiRecord};
     return;
   }
-  PendingLaunch p;
+  p.mask = 0;
+  p.multi = multiRecord;
   p.launchNs = launchNs ? launchNs : monotonicNs();
   p.meta = ts.takeMetadata();
   p.tid = currentTid();
   p.state = currentState(ts);
-  p.mask = 0;
-  p.multi = multiRecord;
   ++ts.launchSerial;
   sessions_.forEach(mask, [&](int slot, Session& s) {
     p.node[slot] = contextSource(s.context).resolve(ts, s.contextTree());
     p.mask |= 1u << slot;
   });
-  pending_.insert(correlation, p);
 }
 
 void Profiler::onRecord(const DeviceRecord& given, TimeSource source) {
   PendingLaunch p;
   const bool found = pending_.takeForRecord(given.correlation, p);
+  deliverRecord(given, source, found, p);
+}
+
+void Profiler::deliverRecord(const DeviceRecord& given, TimeSource source, bool found, PendingLaunch& p) {
   // A record off the tracer's clock starts at its launch call (or now, its launch unseen): on
   // the profile's clock, its duration kept. Copied only then; the common record is used as is.
   DeviceRecord placed;

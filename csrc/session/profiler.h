@@ -89,6 +89,12 @@ class Profiler {
                 TimeSource source = TimeSource::Tracer);
   // Record path: a finished kernel or copy, from `source`.
   void onRecord(const DeviceRecord& record, TimeSource source = TimeSource::Tracer);
+  // The two paths for a backend that keeps its pending launches itself (the device timer's ring,
+  // one per slot) instead of in the shared map: resolveLaunch fills `out` as onLaunch keeps a
+  // launch (out.mask 0: no session of `source` was active), and deliverRecord files a record
+  // with its launch (`found` false: a launch nobody saw), taking ownership of `launch.meta`.
+  void resolveLaunch(PendingLaunch& out, bool multiRecord, uint64_t launchNs, TimeSource source);
+  void deliverRecord(const DeviceRecord& record, TimeSource source, bool found, PendingLaunch& launch);
   // A launch whose record will never come (its kernel did not run): forgets it.
   void forgetLaunch(uint32_t correlation) {
     PendingLaunch p;

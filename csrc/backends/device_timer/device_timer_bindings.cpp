@@ -98,7 +98,12 @@ void freeRing() {
     nb::gil_scoped_release unlocked;
     stopEventLaunches();  // its events live in the ring's context
     r.ring->drain();
-    r.ring.reset();
+  }
+  // Taken out under the GIL, which every claim holds through its publish: none is in flight.
+  std::unique_ptr<TimerRing> ring = std::move(r.ring);
+  {
+    nb::gil_scoped_release unlocked;
+    ring.reset();  // drains what was claimed since, stops the worker
   }
   r.cuda = nullptr;
   r.host = nullptr;

@@ -9,14 +9,17 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <atomic>
 #include <set>
 #include <stdexcept>
+#include <thread>
 #include <tuple>
 #include <vector>
 
 #include "backends/device_timer/device_timer_route.h"
 #include "backends/device_timer/graph_area.h"
 #include "backends/device_timer/graph_tickets.h"
+#include "backends/device_timer/slot_launches.h"
 #include "backends/device_timer/timer_ring.h"
 #include "bindings/bindings.h"
 
@@ -140,9 +143,82 @@ void graphExit(uint64_t tagged, std::tuple<uint32_t, uint32_t, uint32_t> grid, u
   if (lane == 0) std::memset(next, 0, kTimerSlotBytes);
 }
 
+// The slots' launch store under a launching thread and a worker running at once, as the ring
+// drives it: the launching thread claims launch n once the worker has taken launch n - slots,
+// and publishes it after `delay` spins every `every` launches; the worker takes each launch once
+// claimed, without waiting for its publish. Every launch must come out whole (Found, its own
+// thread id and metadata) or be abandoned on both sides (Unknown, its publish refused).
+nb::dict slotLaunchesRace(uint32_t slots, uint32_t launches, uint32_t every, uint32_t delay) {
+  SlotLaunches store(slots);
+  std::atomic<uint64_t> claimedUpTo{0}, takenUpTo{0};
+  uint64_t published = 0, refused = 0;
+  std::thread launcher([&] {
+    for (uint64_t seq = 0; seq < launches; ++seq) {
+      while (seq >= takenUpTo.load(std::memory_order_acquire) + slots) std::this_thread::yield();
+      store.claimed(seq, false);
+      claimedUpTo.store(seq + 1, std::memory_order_release);
+      if (every && seq % every == 0) {
+        for (volatile uint32_t i = 0; i < delay; i = i + 1) {
+        }
+      }
+      PendingLaunch launch{seq, new LaunchMetadata{uint32_t(seq), {}}, uint32_t(seq), 0, {}, 1, false};
+      (store.publish(seq, launch) ? published : refused) += 1;
+    }
+  });
+  uint64_t found = 0, unknown = 0, torn = 0;
+  for (uint64_t seq = 0; seq < launches; ++seq) {
+    while (claimedUpTo.load(std::memory_order_acquire) <= seq) std::this_thread::yield();
+    PendingLaunch out;
+    const SlotLaunches::Taken taken = store.take(seq, out);
+    if (taken == SlotLaunches::Taken::Found) {
+      ++found;
+      if (out.tid != uint32_t(seq) || out.launchNs != seq || !out.meta || out.meta->name != uint32_t(seq)) ++torn;
+      delete out.meta;
+    } else {
+      ++unknown;
+    }
+    takenUpTo.store(seq + 1, std::memory_order_release);
+  }
+  launcher.join();
+  nb::dict d;
+  d["found"] = found;
+  d["unknown"] = unknown;
+  d["torn"] = torn;
+  d["published"] = published;
+  d["refused"] = refused;
+  return d;
+}
+
+// One launch number per step of the store's protocol, for its outcomes one by one.
+nb::dict slotLaunchesSteps() {
+  SlotLaunches store(2);
+  nb::dict d;
+  PendingLaunch out{};
+  PendingLaunch ready{7, new LaunchMetadata{7, {}}, 7, 0, {}, 1, false};
+  store.claimed(0, false);
+  store.publish(0, ready);
+  d["published_then_taken"] = int(store.take(0, out)) == int(SlotLaunches::Taken::Found) && out.tid == 7;
+  delete out.meta;
+  d["taken_twice"] = int(store.take(0, out));  // already taken: Unknown
+  store.claimed(1, false);
+  d["taken_before_its_publish"] = int(store.take(1, out));
+  PendingLaunch late{9, new LaunchMetadata{9, {}}, 9, 0, {}, 1, false};
+  d["publish_after_abandon"] = store.publish(1, late);
+  store.claimed(2, true);
+  d["mapped"] = int(store.take(2, out));
+  store.claimed(3, false);
+  PendingLaunch kept{3, new LaunchMetadata{3, {}}, 3, 0, {}, 1, false};
+  d["publish_kept_at_destruction"] = store.publish(3, kept);  // freed by the store's destructor
+  d["stale_launch_number"] = int(store.take(1, out));  // slot 1 now holds launch 3: not launch 1's
+  return d;
+}
+
 }  // namespace
 
 void registerDeviceTimerTesting(nb::module_& testing) {
+  testing.def("slot_launches_race", &slotLaunchesRace, nb::arg("slots"), nb::arg("launches"), nb::arg("every"),
+              nb::arg("delay"));
+  testing.def("slot_launches_steps", &slotLaunchesSteps);
   testing.def("device_timer_host_ring", [](uint32_t slots, uint32_t batch, int64_t offsetNs, uint32_t graphRecords,
                                            uint32_t graphNodesPerChunk, uint32_t graphChunks) {
     startHostRing(std::make_unique<HostRingDevice>(slots), slots, batch, offsetNs,

@@ -58,7 +58,7 @@ void TimerRing::announceOrDefer(uint32_t correlation, uint64_t launchNs, uint64_
 TimerRing::TimerRing(std::unique_ptr<RingDevice> device, uint32_t slots, uint32_t batch, uint32_t deviceId,
                      ClockMap clock, GraphOptions graphs)
     : device_(std::move(device)), slots_(slots), batch_(batch ? batch : 1), deviceId_(deviceId), info_(slots),
-      clock_(clock),
+      launches_(slots), clock_(clock),
       graphs_(graphs.records ? std::make_unique<GraphArea>(*device_, graphs.records, graphs.nodesPerChunk, graphs.maxChunks)
                              : nullptr) {
   worker_ = std::thread([this] { work(); });
@@ -112,14 +112,27 @@ uint64_t TimerRing::claim(uint64_t stream) {
   const uint32_t slot = uint32_t(seq % slots_);
   const uint32_t correlation = kCorrelationBase | uint32_t(seq & kCorrelationMask);
   info_[slot] = SlotInfo{correlation, streamIndexLocked(stream)};
+  const bool mapped = defer_.load(std::memory_order_relaxed);
+  launches_.claimed(seq, mapped);
   if (seq >= scheduled_ + batch_) {
     const uint64_t upTo = frontierLocked(now, false);
     if (upTo >= scheduled_ + batch_) scheduleLocked(upTo);
   }
   lock.unlock();
-  // Its record cannot be read back before this: the slot is only read once this thread claims again.
-  announceOrDefer(correlation, now, 0);
+  // Its record cannot be read back before this: the slot is only read once this thread claims
+  // again (or, past kQueuedAfterNs, without it: slot_launches.h).
+  if (mapped) {
+    announceOrDefer(correlation, now, 0);
+  } else {
+    publishLaunch(seq, now);
+  }
   return (device_->deviceBase() + uint64_t(slot) * kTimerSlotBytes) | kSlotMark;
+}
+
+void TimerRing::publishLaunch(uint64_t seq, uint64_t launchNs) {
+  PendingLaunch launch;
+  Profiler::instance().resolveLaunch(launch, false, launchNs, TimeSource::DeviceTimer);
+  launches_.publish(seq, launch);
 }
 
 void TimerRing::deliverTimed(uint32_t correlation, uint32_t name, uint64_t stream, uint64_t startNs, uint64_t endNs,
@@ -285,15 +298,22 @@ void TimerRing::deliver(uint64_t first, uint64_t last) {
   for (uint64_t seq = first; seq < last; ++seq) {
     const uint32_t slot = uint32_t(seq % slots_);
     const SlotInfo info = info_[slot];
+    PendingLaunch launch;
+    const SlotLaunches::Taken taken = launches_.take(seq, launch);
     DeviceRecord r;
     if (!decodeSlot(mirror + uint64_t(slot) * kTimerSlotBytes, planeBytes(), clock, r, counts)) {
-      profiler.forgetLaunch(info.correlation);
+      if (taken == SlotLaunches::Taken::Mapped) profiler.forgetLaunch(info.correlation);
+      if (taken == SlotLaunches::Taken::Found) delete launch.meta;
       continue;
     }
     r.correlation = info.correlation;
     r.deviceId = deviceId_;
     r.streamId = info.stream;
-    profiler.onRecord(r, TimeSource::DeviceTimer);
+    if (taken == SlotLaunches::Taken::Mapped) {
+      profiler.onRecord(r, TimeSource::DeviceTimer);
+    } else {
+      profiler.deliverRecord(r, TimeSource::DeviceTimer, taken == SlotLaunches::Taken::Found, launch);
+    }
   }
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.delivered += counts.delivered;

@@ -11,7 +11,7 @@
 // zeroed again on the device after each readback, on the copy stream.
 //
 // Host side, per launch (claim), on the launching thread: one lock, the slot's bookkeeping and
-// Profiler::onLaunch (the launch's context, as for a CUPTI launch callback). Readback: once
+// the launch's context (as for a CUPTI launch callback), kept in the slot (slot_launches.h). Readback: once
 // `batch` slots are known to be queued on the device, the ring orders its copy stream after the
 // launch streams (events), copies the slots to pinned memory and zeroes them; a worker thread
 // waits for the copy and hands one DeviceRecord per launch to the profiler. A full ring waits
@@ -27,6 +27,8 @@
 #include <thread>
 #include <unordered_map>
 #include <vector>
+
+#include "backends/device_timer/slot_launches.h"
 
 namespace ftp {
 
@@ -175,6 +177,8 @@ class TimerRing {
 
   // Registers the launch now, or at Triton's launch-exit hook when launches are deferred.
   void announceOrDefer(uint32_t correlation, uint64_t launchNs, uint64_t graphNode);
+  // Launch `seq`'s context, resolved now on the launching thread, kept in its slot.
+  void publishLaunch(uint64_t seq, uint64_t launchNs);
   uint64_t frontierLocked(uint64_t now, bool all);
   void scheduleLocked(uint64_t upTo);
   void markQueuedLocked();
@@ -193,6 +197,7 @@ class TimerRing {
   std::deque<Readback> queue_;
   bool stopping_ = false;
   std::vector<SlotInfo> info_;
+  SlotLaunches launches_;  // each slot's launch context, until its record is delivered
   std::unordered_map<uint32_t, ThreadEntry> threads_;  // by thread id
   std::vector<uint64_t> streams_;                      // every stream launched on (events)
   std::unordered_map<uint64_t, uint16_t> streamIds_;
