@@ -125,6 +125,10 @@ ClockProbe CudaRingDevice::realtimeOffset() {
 }
 
 bool CudaRingDevice::capturing(uint64_t stream) {
+  // The legacy default stream (handle 0, where torch's default stream launches) never captures:
+  // CUDA refuses to begin a capture on it, so no launch on it is captured. Not asking spares the
+  // commonest launch one driver call.
+  if (stream == 0) return false;
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   return api_.streamIsCapturing(reinterpret_cast<CUstream>(stream), &status) == CUDA_SUCCESS &&
          status != CU_STREAM_CAPTURE_STATUS_NONE;
