@@ -15,7 +15,9 @@ Ratios with start() and finalize() (median and its 95% bootstrap interval over t
 final synchronize; per_launch_extra_ns is its excess per launch), with start and finalize times. kernel50 also reports the GPU time of
 its 50 launches (CUDA events) over none's: the stamped kernel's own cost. Agreement: per kernel
 (scope, name), the device_timer's mean time per launch against the nvidia backend's (CUPTI) from
-the child, and the launch counts of both.
+the child, and the launch counts of both. For the device timer on the 20,000-launch workloads,
+"fine": the same ratio from 40 pairs of 1,000-launch blocks in one session, active against
+deactivated, with the direct measurement's start and finalize added (fine()).
 
     python bench/device_timer.py --reps 8 [--out DIR]
     FLAGTREE_BENCH_WORKLOADS=launch_a1,launch_a5 python bench/device_timer.py ...   # some only
@@ -51,10 +53,10 @@ def workload(name):
     grid = (n // 1024,)
     events = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
 
-    def run(scope):
+    def run(scope, launches=None):
         with scope(name):
             events[0].record()
-            for _ in range(LAUNCHES[name]):
+            for _ in range(launches or LAUNCHES[name]):
                 add_kernel[grid](x, y, out, n, BLOCK=1024)
             events[1].record()
         torch.cuda.synchronize()
@@ -70,10 +72,10 @@ def signature_workload(name, arguments):
     launch = launcher(arguments, torch)
     events = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
 
-    def run(scope):
+    def run(scope, launches=None):
         with scope(name):
             events[0].record()
-            for _ in range(LAUNCHES[name]):
+            for _ in range(launches or LAUNCHES[name]):
                 launch()
             events[1].record()
         torch.cuda.synchronize()
@@ -211,7 +213,41 @@ def measure(config_names, reps, outdir):
                               / LAUNCHES[w] * 1e9,
                               "kernels": agreement.get(c.name), "facts": session_facts(c)} for c in configs}
         result[w]["none_median_s"] = before[0]
+        for c in configs:
+            if c.name.startswith("device_timer") and LAUNCHES[w] >= FINE_BLOCK:
+                result[w][c.name]["fine"] = fine(run, c, result[w][c.name], before[0], LAUNCHES[w])
     return result
+
+
+FINE_BLOCK, FINE_PAIRS = 1_000, 40
+
+
+def fine(run, config, direct, none_s, launches):
+    """The loop ratio again from short blocks: FINE_PAIRS pairs of FINE_BLOCK launches in one
+    device_timer session, active against deactivated (which launches the plain kernels through
+    Triton's own path, as with no profiler), in alternating order, each pair 40 ms or less; a
+    host whose speed changes over seconds moves a pair much less than it moves two 20,000-launch
+    runs. With the direct measurement's start and finalize added per `launches` launches."""
+    import flagtree.profiler as prof
+
+    sid = prof.start(os.path.join(config.outdir, f"{config.name.replace('/', '_')}-fine"), backend="device_timer",
+                     mode=config.name.partition("/")[2] or None)
+    ratios = []
+    for pair in range(FINE_PAIRS):
+        took = {}
+        for active in ((True, False) if pair % 2 else (False, True)):
+            (prof.activate if active else prof.deactivate)(sid)
+            t0 = time.perf_counter()
+            run(null_scope, FINE_BLOCK)
+            took[active] = time.perf_counter() - t0
+        ratios.append(took[True] / took[False])
+    prof.finalize(sid)
+    prof.release()
+    fixed = (direct["start_median_s"] + direct["finalize_median_s"]) / none_s
+    low, high = median_ci(ratios)
+    return {"block_launches": FINE_BLOCK, "pairs": FINE_PAIRS, "loop_ratio": statistics.median(ratios),
+            "loop_ratio_ci95": [low, high], "ratio_with_start_finalize": statistics.median(ratios) + fixed,
+            "ratio_with_start_finalize_ci95": [round(low + fixed, 4), round(high + fixed, 4)]}
 
 
 def compare(ours, cupti):

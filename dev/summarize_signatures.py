@@ -14,3 +14,8 @@ for workload, result in workloads.items():
             low, high = x.get("ratio_ci95", [float("nan")] * 2)
             print(f"{workload:11} {config:13} {x['ratio_with_start_finalize']:.3f} [{low:.3f}, {high:.3f}]     "
                   f"{x['loop_ratio']:.3f}  {x['per_launch_extra_ns']:.0f}")
+            fine = x.get("fine")
+            if fine:
+                low, high = fine["ratio_with_start_finalize_ci95"]
+                print(f"{'':11} {'  fine':13} {fine['ratio_with_start_finalize']:.3f} [{low:.3f}, {high:.3f}]     "
+                      f"{fine['loop_ratio']:.3f}  ({fine['pairs']} pairs of {fine['block_launches']} launches)")
