@@ -298,7 +298,7 @@ void TimerRing::deliver(uint64_t first, uint64_t last) {
   for (uint64_t seq = first; seq < last; ++seq) {
     const uint32_t slot = uint32_t(seq % slots_);
     const SlotInfo info = info_[slot];
-    PendingLaunch launch;
+    PendingLaunch launch{};
     const SlotLaunches::Taken taken = launches_.take(seq, launch);
     DeviceRecord r;
     if (!decodeSlot(mirror + uint64_t(slot) * kTimerSlotBytes, planeBytes(), clock, r, counts)) {

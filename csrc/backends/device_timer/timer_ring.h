@@ -11,12 +11,12 @@
 // zeroed again on the device after each readback, on the copy stream.
 //
 // Host side, per launch (claim), on the launching thread: one lock, the slot's bookkeeping and
-// the launch's context (as for a CUPTI launch callback), kept in the slot (slot_launches.h). Readback: once
-// `batch` slots are known to be queued on the device, the ring orders its copy stream after the
-// launch streams (events), copies the slots to pinned memory and zeroes them; a worker thread
-// waits for the copy and hands one DeviceRecord per launch to the profiler. A full ring waits
-// for the oldest readback (backpressure, counted); nothing is dropped. Launches captured into
-// CUDA graphs are timed per replay through the graph area (graph_area.h).
+// the launch's context (as for a CUPTI launch callback), kept in the slot (slot_launches.h).
+// Readback: once `batch` slots are known to be queued on the device, the ring orders its copy
+// stream after the launch streams (events), copies the slots to pinned memory and zeroes them;
+// a worker thread waits for the copy and hands one DeviceRecord per launch to the profiler. A
+// full ring waits for the oldest readback (backpressure, counted); nothing is dropped. Launches
+// captured into CUDA graphs are timed per replay through the graph area (graph_area.h).
 #pragma once
 #include <atomic>
 #include <condition_variable>
