@@ -24,7 +24,7 @@ import warnings
 
 import sys
 
-from . import _env
+from . import _env, part_writer
 from .distributed import gather, ranks
 # Every session installs these (scope inheritance by threads and autograd; NVTX ranges as scopes),
 # so they come with the package, not at the first start(); hooks/triton.py stays lazy (hook= only).
@@ -189,11 +189,14 @@ def step(session_id=None):
         if not _sessions and (session_id is None or ranks.profiling_off()):
             return written
         one = _sessions.get(session_id)
+        if one is None and session_id is None and len(_sessions) == 1:
+            one = next(iter(_sessions.values()))  # step() with no id, one session open
         if one is not None:  # the common call: one open session, looked up once
             targets = (one,) if one.stepping is not None else ()
         else:
             targets = [s for s in _targets(session_id) if s.stepping is not None]
-        warn_of_failed_parts(targets)
+        if part_writer.failed:
+            warn_of_failed_parts(targets)
         for s in targets:
             written += scheduling.advance(s, _write_window)
         return written
