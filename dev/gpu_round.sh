@@ -63,7 +63,7 @@ if [ "$what" = launch-cost ]; then   # the device_timer's launch path: its GPU t
 fi
 if [ "$what" = verify ]; then   # the launch door on this Triton: device_timer GPU tests, kernels of 1/5/20 arguments, reduce-overhead's counts, the armed route
   gpu_test 150 tests/gpu/test_device_timer_gpu.py
-  signatures 150
+  signatures 220
   gpu_test 180 tests/gpu/test_launch_paths_gpu.py -k compile_ro
   gpu_test 100 tests/gpu/test_armed_gpu.py
 fi
@@ -71,7 +71,7 @@ if [ "$what" = stamps ]; then   # a change to the stamps: every GPU test that ru
   for t in tests/gpu/test_device_timer_gpu.py tests/gpu/test_graph_replays_gpu.py tests/gpu/test_armed_gpu.py tests/gpu/test_unseen_graphs_gpu.py; do
     gpu_test 120 "$t"
   done
-  signatures 150
+  signatures 220
 fi
 if [ "$what" = tickets ]; then   # graph replays' tickets spread over lanes: the tests that replay stamped graphs, then reduce-overhead's kernels against CUPTI
   for t in tests/gpu/test_graph_replays_gpu.py tests/gpu/test_armed_gpu.py tests/gpu/test_unseen_graphs_gpu.py; do
