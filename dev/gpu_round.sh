@@ -99,7 +99,7 @@ PY
 fi
 if [ "$what" = serving ]; then   # the armed route's GPU tests, kernels of 1/5/20 arguments, device_timer's session fixed cost, the serving loop
   gpu_test 150 tests/gpu/test_armed_gpu.py
-  signatures 150
+  signatures 150 4
   timeout 80 python3 bench/session_cost.py --sessions 10 --tools device_timer --out "$OUT" > "$OUT/session_cost.log" 2>&1; tail -12 "$OUT/session_cost.log" | cut -c1-400
   timeout 200 python3 bench/serving_loop.py --duration 150 --backend device_timer --out "$OUT/serving_loop-device_timer.json" > "$OUT/serving_loop.log" 2>&1
   python3 dev/summarize_serving.py "$OUT/serving_loop-device_timer.json"
