@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|verify|stamps|tickets|unverified|unverified-figures|stacks|launch-cost|serving|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|verify|stamps|tickets|agreement|unverified|unverified-figures|stacks|launch-cost|serving|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
