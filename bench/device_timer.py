@@ -93,6 +93,7 @@ def null_scope(name):
 class Config:
     def __init__(self, name, outdir):
         self.name, self.outdir, self.count = name, outdir, 0
+        self.mode = name.partition("/")[2] or None  # "device_timer/<mode>"
         self.last_base = None
 
     def start(self):
@@ -101,7 +102,7 @@ class Config:
         self.count += 1
         self.last_base = os.path.join(self.outdir, f"{self.name.replace('/', '_')}{self.count}")
         if self.name.startswith("device_timer"):  # "device_timer" or "device_timer/<mode>"
-            prof.start(self.last_base, backend="device_timer", mode=self.name.partition("/")[2] or None)
+            prof.start(self.last_base, backend="device_timer", mode=self.mode)
             return prof.scope
         if self.name == "nvidia":
             prof.start(self.last_base, backend="nvidia")
@@ -231,7 +232,7 @@ def fine(run, config, direct, none_s, launches):
     import flagtree.profiler as prof
 
     sid = prof.start(os.path.join(config.outdir, f"{config.name.replace('/', '_')}-fine"), backend="device_timer",
-                     mode=config.name.partition("/")[2] or None)
+                     mode=config.mode)
     ratios = []
     for pair in range(FINE_PAIRS):
         took = {}

@@ -117,22 +117,24 @@ def measure(name, backend, steps, reps, outdir):
               "per_step_ratio": _interleaved(per_step, none, reps)}
     if backend == "device_timer":  # last: CUPTI is loaded here only now
         names = result["triton_names"]
-        stamps, cupti = _beside(step, steps, os.path.join(outdir, f"{name}-beside"))
+        stamps, cupti, _ = beside(lambda: _steps(step, steps), os.path.join(outdir, f"{name}-beside"))
         result["beside"] = compare({"kernels": stamps, "triton_names": names}, {"kernels": cupti, "triton_names": names})
     return result
 
 
-def _beside(step, steps, base):
-    """({name: [launches, ns]} of the device timer, of CUPTI) over the same `steps` steps."""
+def beside(work, base):
+    """work() under a device_timer and an nvidia session open at once, so that each launch is
+    timed by the stamps and by CUPTI: ({name: [launches, ns]} of the device timer, of CUPTI,
+    what work() returned). Also dev/probe_graph_stamps.py's."""
     import flagtree.profiler as prof
 
     stamps = prof.start(base + "-dt", backend="device_timer")
     cupti = prof.start(base + "-nv", backend="nvidia")
-    _steps(step, steps)
+    result = work()
     prof.finalize(cupti)
     prof.finalize(stamps)
     prof.release()
-    return kernels_by_name(base + "-dt"), kernels_by_name(base + "-nv")
+    return kernels_by_name(base + "-dt"), kernels_by_name(base + "-nv"), result
 
 
 def run_all(backend, workloads, steps, reps):

@@ -16,12 +16,14 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 import torch  # noqa: E402
 import triton  # noqa: E402
+from launch_paths import beside  # noqa: E402
 from triton_kernels import add_kernel  # noqa: E402
 
-import flagtree.profiler as profiler  # noqa: E402
 
 REPLAYS = 100
 
@@ -36,34 +38,26 @@ def events_us(fn):
     return begin.elapsed_time(end) * 1e3 / REPLAYS
 
 
-def kernel_us(base):
-    """Mean time of the add kernel in a tree output, us, and its launches."""
-    with open(base + ".hatchet") as f:
-        stack, count, total = [json.load(f)[0]], 0, 0.0
-    while stack:
-        node = stack.pop()
-        for child in node["children"]:
-            if child["frame"].get("kind") == "kernel" and "add_kernel" in child["frame"]["name"]:
-                count += int(child["metrics"]["count"])
-                total += float(child["metrics"]["time (ns)"])
-            stack.append(child)
+def add_kernel_us(kernels):
+    """Mean time of the add kernel in {name: [launches, ns]} (launch_paths.kernels_by_name), us,
+    and its launches."""
+    count = sum(entry[0] for name, entry in kernels.items() if "add_kernel" in name)
+    total = sum(entry[1] for name, entry in kernels.items() if "add_kernel" in name)
     return (total / count / 1e3 if count else None), count
 
 
 def both(folder, name, fn, setup=None):
-    """setup() then fn() under a device_timer and an nvidia session at once: (events us of fn, dt
-    us, CUPTI us, counts). A graph captured in setup() lives only as long as the sessions: its
-    descriptors are the device timer's."""
-    stamps = profiler.start(os.path.join(folder, name + "-dt"), backend="device_timer")
-    cupti = profiler.start(os.path.join(folder, name + "-nv"), backend="nvidia")
-    if setup is not None:
-        setup()
-    gpu = events_us(fn)
-    profiler.finalize(cupti)
-    profiler.finalize(stamps)
-    profiler.release()
-    dt, dt_count = kernel_us(os.path.join(folder, name + "-dt"))
-    nv, nv_count = kernel_us(os.path.join(folder, name + "-nv"))
+    """setup() then fn() under a device_timer and an nvidia session at once (launch_paths.beside):
+    (events us of fn, dt us, CUPTI us, counts). A graph captured in setup() lives only as long as
+    the sessions: its descriptors are the device timer's."""
+    def work():
+        if setup is not None:
+            setup()
+        return events_us(fn)
+
+    stamps, cupti, gpu = beside(work, os.path.join(folder, name))
+    dt, dt_count = add_kernel_us(stamps)
+    nv, nv_count = add_kernel_us(cupti)
     return {"events": round(gpu, 3), "device_timer": dt and round(dt, 3), "cupti": nv and round(nv, 3),
             "launches": [dt_count, nv_count]}
 
