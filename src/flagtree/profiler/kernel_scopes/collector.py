@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from ..common import timer_tags
 from ..native_core import native
 from . import layout as L
 
@@ -63,15 +64,6 @@ def _torch():
     return torch
 
 
-@functools.cache
-def timer_tags():
-    """The profile scratch alignments the device timer's stamped kernels ask with (tags: this
-    version's and earlier ones'); asked at the first launch, not at import: reading profiles
-    needs no native module."""
-    layout = native.device_timer.device_timer_layout()
-    return (layout["align_tag"], *layout["retired_align_tags"])
-
-
 class Collector:
     def __init__(self, pool, registry, deliver, synchronize):
         self.pool = pool
@@ -87,7 +79,7 @@ class Collector:
 
     # Triton's profile allocator: called by the launcher right before the launch.
     def __call__(self, size, alignment, stream):
-        if alignment in timer_tags():
+        if alignment in timer_tags.any_version():
             # A kernel stamped by the device timer (kept by a library or inductor from an earlier
             # session): its stamps write far past `size` bytes, so no piece of the pool; a null
             # pointer, which they skip.

@@ -18,6 +18,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from .. import launch_log
+from ..common import timer_tags
 from ..native_core import native
 from ..paths import side_file
 from ..writers.device_scopes import write_device_scopes
@@ -285,7 +286,6 @@ def new_device_buffer(nbytes):
 
 def _info_from_cache(name, metadata_group):
     """KernelInfo from the files Triton's cache keeps for a kernel (json metadata, ttgir, ptx)."""
-    from .collector import timer_tags  # deferred: numpy, needed once kernels load
     from .kernel_info import kernel_info  # deferred: numpy, needed once kernels load
     paths = dict(metadata_group or {})
     json_path = paths.get(f"{name}.json") or next(
@@ -296,7 +296,7 @@ def _info_from_cache(name, metadata_group):
         metadata = json.load(handle)
     if not metadata.get("profile_scratch_size"):
         return None
-    if metadata.get("profile_scratch_align") in timer_tags():
+    if metadata.get("profile_scratch_align") in timer_tags.any_version():
         return None  # the device timer's ring slot (stamps), not scope buffers
     options = options_from_compiler_mode(metadata.get("instrumentation_mode", ""))
     if options is None:

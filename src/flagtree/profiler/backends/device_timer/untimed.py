@@ -15,6 +15,7 @@ import threading
 import warnings
 import weakref
 
+from ...common import timer_tags
 from ...kernel_scopes.options import options_from_compiler_mode
 from ...native_core import native
 from ...triton_glue import launch_sight, restamp
@@ -35,10 +36,9 @@ def _with_profile_scratch(kernel, launcher):
     buffers' header stamps); otherwise it gets no time from the ring, and says why."""
     metadata = getattr(kernel, "metadata", None)
     align = getattr(metadata, "profile_scratch_align", None)
-    layout = native.device_timer.device_timer_layout()
-    if align == layout["align_tag"]:
+    if align == timer_tags.current():
         return slot_launcher(launcher), None
-    if align in layout["retired_align_tags"]:
+    if align in timer_tags.retired():
         return launcher, RETIRED_STAMPS
     mode = getattr(metadata, "instrumentation_mode", None)
     if mode is None or options_from_compiler_mode(mode) is not None:
@@ -61,7 +61,7 @@ class FirstSightStamps:
         name = self.stamper.kernel_name(text)
         stamped = self.stamper.stamp(text, self.native.device_timer.device_timer_name_kernel(name), *self.params)
         metadata["profile_scratch_size"] = compiler_hook.SCRATCH_BYTES
-        metadata["profile_scratch_align"] = self.native.device_timer.device_timer_layout()["align_tag"]
+        metadata["profile_scratch_align"] = timer_tags.current()
         return stamped
 
     def _stamped(self, kernel, build):
