@@ -60,6 +60,7 @@ def main():
         "exit_stamps": stamped.asm["ptx"].count("device_timer: exit stamp"),
         "rets": stamped.asm["ptx"].count("ret;"),
         "graph_tickets": stamped.asm["ptx"].count("atom.global.add.u64"),
+        "graph_exits": stamped.asm["ptx"].count("red.global.add.u64"),
         "kernel_id": str(_native.device_timer.device_timer_kernel_id(stamped.metadata.name)),
         "assembles": ok, "ptxas_errors": errors,
         "same_hash": plain.hash == stamped.hash,

@@ -1,13 +1,17 @@
 """The device_timer ring in CUDA graphs, through its host stand-in: a launch captured into a graph
-gets a tagged descriptor; replays take tickets on it as the stamps do (every block leader's entry,
-every warp's exit); readback delivers one record per replay under the capture context, counts
-replays lost to a wrap, waits for replays under way, and is put off while a capture is open."""
+gets a tagged descriptor; replays run the stamps' own PTX on the CPU (every warp takes its ticket
+as it starts and stamps as it ends); readback delivers one record per replay under the capture
+context, counts replays lost to a wrap, waits for replays under way, and is put off while a
+capture is open."""
+import functools
+
 import pytest
 
 import flagtree.profiler as profiler
 from flagtree.profiler import _native
 from support.device_timer_ring import allocate
 from support.profiles import metrics_by_path
+from support.stamped_kernel import StampedKernel, descriptor_memory
 
 T = _native.testing
 LAYOUT = _native.device_timer.device_timer_layout()
@@ -24,25 +28,29 @@ def _end_capture(stream=CAPTURE_STREAM):
     T.device_timer_host_capturing(stream, False)
 
 
-def _entries(tagged, name, start, grid, block):
-    kid = _native.device_timer.device_timer_name_kernel(name)
-    blocks = grid[0] * grid[1] * grid[2]
-    for b in range(blocks):  # block leaders stamp a little after the first
-        T.device_timer_host_graph_entry(tagged, kid, grid, block, b, start + 3 * b)
+@functools.lru_cache(maxsize=None)
+def _kernel(name, records):
+    return StampedKernel(name, records)
 
 
-def _exits(tagged, end, grid, block, warps=None):
-    """Every warp's exit (or the first `warps` of them), the last one at `end`."""
-    blocks = grid[0] * grid[1] * grid[2]
-    total = blocks * ((block + 31) // 32)
-    for w in range(total if warps is None else warps):
-        T.device_timer_host_graph_exit(tagged, grid, block, w % blocks, end - (total - 1 - w))
+def _start(tagged, name, start, grid, block):
+    """A replay's warps started (block leaders a little after the first); the warps, to end."""
+    records = T.device_timer_host_graph_records()
+    warps = _kernel(name, records).warps(tagged, descriptor_memory(tagged, records), grid, block)
+    for w in warps:
+        w.enter(start + 3 * w.block_index)
+    return warps
+
+
+def _end(warps, end):
+    """The warps end, the last at `end`."""
+    for i, w in enumerate(warps):
+        w.leave(end - (len(warps) - 1 - i))
 
 
 def _replay(tagged, name, start, end, grid=(3, 1, 2), block=96):
     """One replay of a captured kernel running from start to end (ns)."""
-    _entries(tagged, name, start, grid, block)
-    _exits(tagged, end, grid, block)
+    _end(_start(tagged, name, start, grid, block), end)
 
 
 def _session(tmp_path, name="p"):
@@ -100,7 +108,7 @@ def test_more_replays_than_records_lose_the_oldest_and_count_them(tmp_path, ring
     node = _capture()
     _end_capture()
     t = _native.core.monotonic_ns()
-    for i in range(20):  # the records wrap: each replay's last warp zeroed the next record
+    for i in range(20):  # the records wrap: each replay zeroed the next record
         _replay(node, "k", t + 1_000 * i, t + 1_000 * i + i + 1)
     _native.device_timer.device_timer_drain()
     assert _native.device_timer.device_timer_stats()["graph_replays_lost"] == 13  # 20 - (R - 1)
@@ -125,15 +133,15 @@ def test_a_replay_under_way_at_readback_is_read_at_the_next(tmp_path, ring, allo
     _end_capture()
     t = _native.core.monotonic_ns()
     block = 64
-    blocks, total = grid[0], grid[0] * 2
     for i in range(2):
         _replay(node, "k", t + 1_000 * i, t + 1_000 * i + 50, grid, block)
-    _entries(node, "k", t + 5_000, grid, block)
-    _exits(node, t + 5_070, grid, block, warps=total - running)
+    warps = _start(node, "k", t + 5_000, grid, block)
+    finished, under_way = warps[:-running], warps[-running:]
+    for i, w in enumerate(finished):
+        w.leave(t + 5_070 - (len(warps) - 1 - i))
     _native.device_timer.device_timer_drain()
     assert _native.device_timer.device_timer_stats()["graph_replays_timed"] == 2
-    for w in range(total - running, total):
-        T.device_timer_host_graph_exit(node, grid, block, w % blocks, t + 5_070 - (total - 1 - w))
+    _end(under_way, t + 5_070)
     _native.device_timer.device_timer_drain()
     profiler.finalize(sid)
     node_metrics = metrics_by_path(tmp_path / "p.hatchet")[("k",)]
@@ -148,7 +156,7 @@ def test_a_running_replay_costs_the_oldest_record_when_the_node_is_full(tmp_path
     t = _native.core.monotonic_ns()
     for i in range(3):
         _replay(node, "k", t + 1_000 * i, t + 1_000 * i + 10)
-    _entries(node, "k", t + 9_000, (3, 1, 2), 96)  # its last warp will zero the oldest record
+    _start(node, "k", t + 9_000, (3, 1, 2), 96)  # a warp of it will zero the oldest record
     _native.device_timer.device_timer_drain()
     profiler.finalize(sid)
     assert metrics_by_path(tmp_path / "p.hatchet")[("k",)]["count"] == 2

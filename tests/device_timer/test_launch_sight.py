@@ -171,8 +171,9 @@ def test_a_library_held_stamped_kernel_is_timed_as_it_is(tmp_path, device):
 
 
 @pytest.mark.parametrize("scratch, reason", [
-    ((16, _native.device_timer.device_timer_layout()["retired_align_tags"][0]), untimed.RETIRED_STAMPS),
-    ((64, 128), untimed.OTHER_SCRATCH)], ids=["earlier-version-stamps", "another-instrumentation"])
+    *[((16, tag), untimed.RETIRED_STAMPS) for tag in _native.device_timer.device_timer_layout()["retired_align_tags"]],
+    ((64, 128), untimed.OTHER_SCRATCH)], ids=["stamps-without-the-mark", "leader-ticket-graph-stamps",
+                                             "another-instrumentation"])
 def test_a_kernel_with_profile_scratch_the_ring_does_not_time_is_counted_with_why(
         tmp_path, device, monkeypatch, scratch, reason):
     """Its launcher asks the profile allocator, but not for a ring slot: the stamps of an earlier

@@ -9,29 +9,7 @@ import pytest
 
 from flagtree.profiler.backends.device_timer import RingOptions, parse_mode
 from flagtree.profiler.backends.device_timer.ptx_stamps import NotStampable, kernel_entry, stamp_ptx
-
-PTX = """
-.version 8.4
-.target sm_90a
-.address_size 64
-.visible .entry k(
-	.param .u64 .ptr .global .align 1 k_param_0,
-	.param .u32 k_param_1,
-	.param .u64 .ptr .global .align 1 k_param_2,
-	.param .u64 .ptr .global .align 1 k_param_3
-)
-.reqntid 128
-{
-	.reg .b32 	%r<3>;
-	mov.u32 	%r1, %tid.x;
-	// begin inline asm
-	{ .reg .pred %x; }
-	// end inline asm
-	ret;
-
-}
-"""
-
+from support.stamped_kernel import PTX
 
 def test_the_last_parameter_is_the_slot_pointer():
     name, param, start, end = kernel_entry(PTX)
@@ -86,8 +64,9 @@ def test_the_ordinary_path_pays_one_and_and_one_branch_for_the_graph_tag():
         assert [line.split()[0] for line in path if "ftp_d0, 8" in line or "ftp_e0, 8" in line] == ["and.b64"]
         assert not any(op in line for line in path for op in ("atom.", "div.", "st.global.v2"))
         assert sum(line.startswith("red.global.max.u64") for line in path) == 1
-    # ticket-free: the slot path reads the timer and stamps, as before the graph path existed
-    assert sum("bra" in line for line in plain_entry) == 3 and sum("bra" in line for line in plain_exit) == 3
+    # ticket-free: the slot path tests the lane, the mark and the tag (at entry thread 0 too),
+    # then reads the timer and stamps
+    assert sum("bra" in line for line in plain_entry) == 4 and sum("bra" in line for line in plain_exit) == 3
 
 
 def test_a_pointer_without_the_ring_mark_is_never_written_through():
@@ -102,32 +81,51 @@ def test_a_pointer_without_the_ring_mark_is_never_written_through():
         assert test == f"and.b64 {mark}, {ptr}, 1;"
         assert compare.startswith("setp.eq.u64") and compare.endswith(f"{mark}, 0;") and " bra " in f" {branch}"
         assert not any(op in line for line in lines[:loaded + 4] for op in ("st.", "red.", "atom."))
-        after_slot = lines[lines.index(slot_label + ":") + 1]
-        assert after_slot == f"and.b64 {ptr}, {ptr}, -2;"
+        after_slot = lines[lines.index(slot_label + ":") + 1:]
+        cleared = after_slot.index(f"and.b64 {ptr}, {ptr}, -2;")
+        assert not any(op in line for line in after_slot[:cleared] for op in ("st.", "red.", "atom."))
 
 
-def test_the_tagged_path_takes_a_ticket_on_its_block_s_lane_and_stamps_the_replay_record():
-    entry, exit_ = _stamp_blocks(stamp_ptx(PTX, 77, 1 << 20, 8, 64))
-    graph_entry = _executed(entry, set())
+def test_the_tagged_path_takes_a_ticket_at_entry_and_reads_it_only_at_exit():
+    """No warp of a graph replay waits for an atomic's answer: the entry ticket's register is
+    read first in the exit stamp, and the exit counts itself with a reduction (no answer)."""
+    out = stamp_ptx(PTX, 77, 1 << 20, 8, 64)
+    entry, exit_ = _stamp_blocks(out)
+    graph_entry = _executed(entry, {"bra.uni"})  # lane 0 of warp 0: thread 0 reads the timer too
     assert "and.b64 %ftp_d0, %ftp_d0, -16;" in graph_entry  # the tag and the mark cleared
-    assert "and.b64 %ftp_d5, %ftp_d5, 7;" in graph_entry  # the block's linear index modulo 8 lanes
-    assert "shr.u64 %ftp_d4, %ftp_d4, 3;" in graph_entry  # the lane's blocks: (blocks - 1 - lane) / 8 + 1
-    assert "atom.global.add.u64 %ftp_d3, [%ftp_d6], 1;" in graph_entry  # the entry ticket, on the lane's counter
-    assert graph_entry.index("shl.b64 %ftp_d6, %ftp_d5, 4;") < graph_entry.index("atom.global.add.u64 %ftp_d3, [%ftp_d6], 1;")
-    assert "div.u64 %ftp_d3, %ftp_d3, %ftp_d4;" in graph_entry and "and.b64 %ftp_d3, %ftp_d3, 63;" in graph_entry
-    assert "mul.lo.u64 %ftp_d3, %ftp_d3, 144;" in graph_entry and "add.u64 %ftp_d3, %ftp_d3, 128;" in graph_entry
-    assert graph_entry.index("mov.u64 %ftp_d1, %globaltimer;") < graph_entry.index("atom.global.add.u64 %ftp_d3, [%ftp_d6], 1;")
-    assert "red.global.max.u64 [%ftp_d2], %ftp_d1;" in graph_entry
-    graph_exit = _executed(exit_, set())  # lane 0's warp taking a replay's last ticket
-    assert "atom.global.add.u64 %ftp_e3, [%ftp_e6+8], 1;" in graph_exit
-    assert graph_exit.index("mov.u64 %ftp_e2, %globaltimer;") < graph_exit.index("atom.global.add.u64 %ftp_e3, [%ftp_e6+8], 1;")
-    assert "shr.u32 %ftp_s1, %ftp_s1, 5;" in graph_exit  # warps per block
+    assert "shr.u32 %ftp_r3, %ftp_r3, 5;" in graph_entry  # the thread's warp in its block
+    assert "and.b64 %ftp_d4, %ftp_d4, 1023;" in graph_entry  # its linear index in the grid's warps, modulo the pairs
+    tickets = [line for line in graph_entry if line.startswith("atom.")]
+    assert tickets == ["atom.global.add.u64 %ftp_g1, [%ftp_d6], 1;"]
+    assert graph_entry.index("@%ftp_p2 mov.u64 %ftp_g0, %globaltimer;") < graph_entry.index(tickets[0])
+    assert not any(op in line for line in graph_entry for op in ("red.", "st.", "div."))
+    assert sum("%ftp_g1" in line for line in entry.splitlines()) == 1  # never read in the entry stamp
+    assert ".reg .b64 %ftp_g<2>;" in out.split("entry stamp")[0]  # at the kernel's scope
+    assert "atom." not in exit_
+    graph_exit = _executed(exit_, {"bra.uni"})  # thread 0 of block 0
+    assert graph_exit.index("mov.u64 %ftp_e2, %globaltimer;") < graph_exit.index("cvt.u32.u64 %ftp_s1, %ftp_g1;")
+    assert "div.u32 %ftp_s1, %ftp_s1, %ftp_s2;" in graph_exit and "div.u64 %ftp_e7, %ftp_g1, %ftp_e4;" in exit_
+    assert "mov.u32 %ftp_s4, 4;" in graph_exit  # .reqntid 128: four warps a block, a constant
+    assert "shr.u64 %ftp_e4, %ftp_e4, 10;" in graph_exit  # the pair's warps: (warps - 1 - pair) / 1024 + 1
+    assert "and.b64 %ftp_e9, %ftp_e5, 7;" in graph_exit  # the row of the block's lane, modulo 8 lanes
+    stamps = ["red.global.max.u64 [%ftp_e1+8], %ftp_e2;", "red.global.max.u64 [%ftp_e1], %ftp_g0;"]
+    counted = graph_exit.index("red.global.add.u64 [%ftp_e6+8], 1;")
+    assert all(graph_exit.index(stamp) < counted for stamp in stamps)  # counted once stamped
     zeroes = [line for line in graph_exit if line.startswith("st.global.v2.u64")]
-    assert zeroes == ["st.global.v2.u64 [%ftp_e1], {%ftp_e9, %ftp_e9};", "st.global.v2.u64 [%ftp_e8], {%ftp_e9, %ftp_e9};"]
-    other_lane = _executed(exit_, {"@%ftp_q1"})  # another lane's last warp: its row only
-    assert [line for line in other_lane if line.startswith("st.global.v2.u64")] == zeroes[:1]
-    other_warps = _executed(exit_, {"@!%ftp_q1"})
-    assert not any(line.startswith("st.global.v2.u64") for line in other_warps)
+    assert zeroes == ["st.global.v2.u64 [%ftp_e1], {%ftp_e3, %ftp_e3};", "st.global.v2.u64 [%ftp_e8], {%ftp_e3, %ftp_e3};"]
+    other_warp = _executed(exit_, {"bra.uni", "@%ftp_q1"})  # not thread 0, not a block's warp 0
+    assert stamps[0] in other_warp and stamps[1] not in other_warp and "red.global.add.u64 [%ftp_e6+8], 1;" in other_warp
+    assert not any("st.global" in line for line in other_warp)
+
+
+def test_the_ptx_stamps_and_the_native_ring_agree_on_the_layout():
+    from flagtree.profiler import _native
+    from flagtree.profiler.backends.device_timer import ptx_text
+
+    layout = _native.device_timer.device_timer_layout()
+    assert ptx_text.TICKET_COUNTERS * ptx_text.TICKET_BYTES == layout["graph_header_bytes"]
+    assert (ptx_text.SLOT_MARK, ptx_text.GRAPH_TAG) == (layout["slot_mark"], layout["graph_tag"])
+    assert (1 + layout["lanes"]) * ptx_text.SLOT_BYTES == layout["graph_record_bytes"]
 
 
 def test_two_rets_get_two_exit_stamps_that_assemble(tmp_path):
@@ -176,7 +174,7 @@ def test_a_real_compile_carries_the_stamps_and_a_separate_cache_entry(tmp_path):
     assert out["plain_scratch"][0] == 0 and not out["plain_has_stamps"]
     assert out["stamped_scratch"] == [16, out["align_tag"]]
     assert out["entry_stamps"] == 1 and out["exit_stamps"] == out["rets"] >= 1
-    assert out["graph_tickets"] == 1 + out["exit_stamps"]  # the tagged path assembles too
+    assert out["graph_tickets"] == 1 and out["graph_exits"] == out["exit_stamps"]  # the tagged path assembles too
     assert out["assembles"], out["ptxas_errors"]
     assert not out["same_hash"]  # stamped and plain binaries never share a cache entry
     assert out["mode_restored"] and out["hook_restored"] and out["stamped_count"] == 1

@@ -3,72 +3,49 @@ stand-in: what the generated entry and exit stamps write to a ring slot or a gra
 read back by the native decoders, as on the GPU. This checks the stamps' arithmetic (lanes,
 tickets, replay records, the next record's zeroing, the pointer's mark), not the hardware's
 atomics or timer, which only the GPU tests can."""
+import ctypes
+import random
+
 import pytest
 
 import flagtree.profiler as profiler
 from flagtree.profiler import _native
-from flagtree.profiler.backends.device_timer.ptx_stamps import kernel_entry, stamp_ptx
 from support.device_timer_ring import allocate
 from support.profiles import metrics_by_path
-from support.ptx_subset import Memory, run
-from test_stamps import PTX
+from support.ptx_subset import Memory
+from support.stamped_kernel import StampedKernel, descriptor_memory, slot_memory
 
 T = _native.testing
 LAYOUT = _native.device_timer.device_timer_layout()
-LANES = LAYOUT["lanes"]
 RECORDS = 8
 CAPTURE_STREAM = 0x7777
 
 
-def _blocks(name):
-    """The stamped kernel's entry and exit blocks (with their labels) and its slot parameter."""
-    kid = _native.device_timer.device_timer_name_kernel(name)
-    out = stamp_ptx(PTX, kid, _native.device_timer.device_timer_plane_bytes(), LANES, RECORDS)
-    _, param, _, _ = kernel_entry(PTX)
-    entry = out[out.index("entry stamp"):out.index("$ftp_entry_done:") + len("$ftp_entry_done:")]
-    exit_ = out[out.index("exit stamp"):out.index("$ftp_exit_done1:") + len("$ftp_exit_done1:")]
-    return entry.split("\n", 1)[1], exit_.split("\n", 1)[1], param
-
-
-def _special(grid, block, index, time, smid=0):
-    x, rest = index % grid[0], index // grid[0]
-    regs = {"%tid.x": 0, "%laneid": 0, "%smid": smid, "%globaltimer": time}
-    regs.update({f"%ctaid.{a}": v for a, v in zip("xyz", (x, rest % grid[1], rest // grid[1]))})
-    regs.update({f"%nctaid.{a}": v for a, v in zip("xyz", grid)})
-    regs.update({"%ntid.x": block, "%ntid.y": 1, "%ntid.z": 1})
-    return regs
-
-
-def _launch(stamps, pointer, memory, grid, block, start, end):
-    """One launch (or replay): every block leader's entry (a little after the first), then every
-    warp's exit, the last one at `end`."""
-    entry, exit_, param = stamps
-    blocks = grid[0] * grid[1] * grid[2]
-    warps = blocks * ((block + 31) // 32)
-    for b in range(blocks):
-        run(entry, {param: pointer}, _special(grid, block, b, start + 3 * b, smid=b % 7), memory)
-    for w in range(warps):
-        run(exit_, {param: pointer}, _special(grid, block, w % blocks, end - (warps - 1 - w), smid=w % 7), memory)
-
-
-@pytest.mark.parametrize("grid, block", [((70, 1, 1), 64), ((5, 3, 2), 96), ((9, 4, 3), 32)],
-                         ids=["70-blocks-lanes-uneven", "30-blocks-fewer-than-lanes", "108-blocks-in-3d"])
-def test_replays_of_a_many_block_kernel_stamped_by_the_ptx_are_read_back_whole(tmp_path, ring, allocator, grid, block):
-    """Twelve replays through eight records (each lane's last warp of a replay zeroes its row of
-    the next record). 70 blocks: the tickets of lanes 0-5 count three blocks a replay, the others
-    two; 30 blocks leave two lanes without any; a 3-D grid numbers its blocks x fastest."""
-    ring(64, 16, graph_records=RECORDS)
-    sid = profiler.start(str(tmp_path / "p"), backend="interpreter")
+def _captured_node():
     T.device_timer_host_capturing(CAPTURE_STREAM, True)
     with profiler.scope("capture"):
         node = allocate(CAPTURE_STREAM)
     T.device_timer_host_capturing(CAPTURE_STREAM, False)
-    base = node & ~15
-    memory = Memory([(base, base + LAYOUT["graph_header_bytes"] + RECORDS * LAYOUT["graph_record_bytes"])])
-    stamps = _blocks("wide")
+    return node
+
+
+@pytest.mark.parametrize("fixed_block", [True, False], ids=["reqntid", "block-from-ntid"])
+@pytest.mark.parametrize("grid, block", [((70, 1, 1), 64), ((5, 3, 2), 96), ((9, 4, 3), 32), ((20, 1, 1), 32)],
+                         ids=["70-blocks-lanes-uneven", "30-blocks-fewer-than-lanes", "108-blocks-in-3d",
+                              "one-warp-a-lane"])
+def test_replays_of_a_many_block_kernel_stamped_by_the_ptx_are_read_back_whole(tmp_path, ring, allocator, grid, block,
+                                                                                fixed_block):
+    """Twelve replays through eight records (a warp of each lane zeroes its row of the next
+    record). 70 blocks: the tickets of lanes 0-5 count three blocks a replay, the others two; 30
+    blocks leave two lanes without any; a 3-D grid numbers its blocks x fastest; with one warp on
+    a lane, that warp alone holds the lane's first ticket."""
+    ring(64, 16, graph_records=RECORDS)
+    sid = profiler.start(str(tmp_path / "p"), backend="interpreter")
+    node = _captured_node()
+    memory, kernel = descriptor_memory(node, RECORDS), StampedKernel("wide", RECORDS, fixed_block)
     t = _native.core.monotonic_ns()
     for i in range(12):
-        _launch(stamps, node, memory, grid, block, t + 10_000 * i, t + 10_000 * i + 900 + i)
+        kernel.launch(node, memory, grid, block, t + 10_000 * i, t + 10_000 * i + 900 + i)
         if i in (5, 11):
             _native.device_timer.device_timer_drain()
     profiler.finalize(sid)
@@ -78,16 +55,55 @@ def test_replays_of_a_many_block_kernel_stamped_by_the_ptx_are_read_back_whole(t
     assert stats["graph_replays_timed"] == 12 and stats["graph_replays_lost"] == 0
 
 
+def test_a_grid_of_more_warps_than_ticket_pairs_numbers_its_replays_on_shared_pairs(tmp_path, ring, allocator):
+    """1,200 warps on 1,024 ticket pairs: the first 176 pairs take two warps a replay, the rest
+    one, and the device's pair of a warp must be the host's."""
+    ring(64, 16, graph_records=4)
+    sid = profiler.start(str(tmp_path / "p"), backend="interpreter")
+    node = _captured_node()
+    memory, kernel = descriptor_memory(node, 4), StampedKernel("many_warps", 4)
+    t = _native.core.monotonic_ns()
+    for i in range(5):
+        kernel.launch(node, memory, (300, 1, 1), 128, t + 100_000 * i, t + 100_000 * i + 50_000 + i)
+        if i in (2, 4):
+            _native.device_timer.device_timer_drain()
+    profiler.finalize(sid)
+    metrics = metrics_by_path(tmp_path / "p.hatchet")[("capture", "many_warps")]
+    assert metrics["count"] == 5 and metrics["time (ns)"] == sum(50_000 + i for i in range(5))
+
+
+def test_warps_of_a_replay_end_in_any_order_and_still_stamp_its_record(tmp_path, ring, allocator):
+    """A warp's replay comes from the ticket it took as it started, not from when it ends: warps
+    that start in one order and end in a shuffled one (block (0,0,0) and the zeroing warps among
+    the first to end) still give each replay its own start and end."""
+    ring(64, 16, graph_records=RECORDS)
+    sid = profiler.start(str(tmp_path / "p"), backend="interpreter")
+    node = _captured_node()
+    memory, kernel = descriptor_memory(node, RECORDS), StampedKernel("shuffled", RECORDS)
+    order = random.Random(7)
+    t = _native.core.monotonic_ns()
+    for i in range(10):
+        warps = kernel.warps(node, memory, (40, 1, 1), 128)
+        for w in warps:
+            w.enter(t + 10_000 * i + 2 * w.block_index)
+        order.shuffle(warps)
+        for n, w in enumerate(warps):
+            w.leave(t + 10_000 * i + 100 + n)  # the last to end at 100 + warps - 1
+        if i in (4, 9):
+            _native.device_timer.device_timer_drain()
+    profiler.finalize(sid)
+    metrics = metrics_by_path(tmp_path / "p.hatchet")[("capture", "shuffled")]
+    assert metrics["count"] == 10 and metrics["time (ns)"] == 10 * (100 + 160 - 1)
+
+
 def test_a_launch_stamped_by_the_ptx_fills_its_ring_slot(tmp_path, ring, allocator):
     ring(64, 16)
     sid = profiler.start(str(tmp_path / "p"), backend="interpreter")
     with profiler.scope("step"):
         slot = allocate()
     assert slot & LAYOUT["slot_mark"]
-    base = slot & ~1  # the ring's first slot: its planes follow
-    memory = Memory([(base, base + (LANES + 1) * _native.device_timer.device_timer_plane_bytes())])
     t = _native.core.monotonic_ns()
-    _launch(_blocks("k"), slot, memory, (5, 2, 1), 96, t, t + 750)
+    StampedKernel("k", RECORDS).launch(slot, slot_memory(slot), (5, 2, 1), 96, t, t + 750)
     _native.device_timer.device_timer_drain()
     profiler.finalize(sid)
     metrics = metrics_by_path(tmp_path / "p.hatchet")[("step", "k")]
@@ -97,6 +113,38 @@ def test_a_launch_stamped_by_the_ptx_fills_its_ring_slot(tmp_path, ring, allocat
 def test_the_ptx_stamps_touch_no_memory_through_a_pointer_without_the_mark(ring, allocator):
     """Null, or another tool's scratch (even): no access at all (Memory allows none)."""
     ring(64, 16)
-    stamps = _blocks("k")
+    kernel = StampedKernel("k", RECORDS)
     for pointer in (0, 0x7F00_0000_1000, 0x7F00_0000_1008):
-        _launch(stamps, pointer, Memory([]), (40, 1, 1), 64, 1_000, 2_000)
+        kernel.launch(pointer, Memory([]), (40, 1, 1), 64, 1_000, 2_000)
+
+
+def test_lanes_other_than_a_warp_s_first_touch_no_memory(ring, allocator):
+    """Only lane 0 of a warp stamps: the other lanes of a slot's or a replay's launch run both
+    stamps with no memory allowed them."""
+    ring(64, 16, graph_records=RECORDS)
+    kernel = StampedKernel("k", RECORDS)
+    for pointer in (allocate(), _captured_node()):
+        for w in kernel.warps(pointer, Memory([]), (3, 1, 1), 64, all_lanes=True):
+            if w.special["%laneid"]:
+                w.enter(1_000)
+                w.leave(2_000)
+
+
+@pytest.mark.parametrize("ticket", [11, (1 << 33) + 7, (1 << 32) - 1], ids=["32-bit", "64-bit", "largest-32-bit"])
+def test_a_warp_s_replay_is_its_ticket_over_its_pair_s_warps_at_any_width(ring, ticket):
+    """2,400 warps: pair 0 holds three a replay. The exit stamp of warp 0 of block 0 divides its
+    ticket by three (32 bits while both fit, else 64) and stamps that replay's record."""
+    replay = ticket // 3
+    records = 4
+    ring(64, 16, graph_records=records)  # names kernels
+    layout = LAYOUT
+    size = layout["graph_header_bytes"] + records * layout["graph_record_bytes"]
+    buffer = (ctypes.c_uint64 * (size // 8))()
+    base = ctypes.addressof(buffer)
+    warp = StampedKernel("k", records).warps(base | 9, Memory([(base, base + size)]), (600, 1, 1), 128)[0]
+    warp.regs.update({"%ftp_g0": ~100 & (2**64 - 1), "%ftp_g1": ticket})
+    warp.leave(5_000)
+    record = (layout["graph_header_bytes"] + (replay % records) * layout["graph_record_bytes"]) // 8
+    row = record + 2  # lane 0's row follows the record's first (meta) row
+    assert (buffer[row], buffer[row + 1]) == (~100 & (2**64 - 1), 5_000)
+    assert sum(1 for i in range(layout["graph_header_bytes"] // 8, size // 8) if buffer[i]) == 4  # + meta

@@ -53,9 +53,10 @@ def _width(opcode):
     return 32 if opcode.endswith(("32", ".pred")) else 64
 
 
-def run(block, params, special, memory):
+def run(block, params, special, memory, regs=None):
     """Runs `block` (one stamp block's text) as one thread: `params` {name: value},
-    `special` {"%tid.x": ..., "%globaltimer": ...}."""
+    `special` {"%tid.x": ..., "%globaltimer": ...}; `regs`, the thread's registers, carries
+    what one block leaves for the next (the entry stamp's for the exit's)."""
     lines = []
     for raw in block.splitlines():
         line = raw.split("//")[0].strip()
@@ -63,7 +64,7 @@ def run(block, params, special, memory):
             continue
         lines.append(line)
     labels = {line[:-1]: i for i, line in enumerate(lines) if line.endswith(":")}
-    regs = {}
+    regs = {} if regs is None else regs
 
     def value(operand, bits):
         if operand in special:
@@ -105,6 +106,9 @@ def run(block, params, special, memory):
         elif opcode == "red.global.max.u64":
             where = address(ops[0])
             memory.store(where, max(memory.load(where), value(ops[1], 64)))
+        elif opcode == "red.global.add.u64":
+            where = address(ops[0])
+            memory.store(where, memory.load(where) + value(ops[1], 64))
         elif opcode in ("st.global.v4.u32", "st.global.v2.u64"):
             size = 4 if opcode.endswith("u32") else 8
             for i, item in enumerate(ops[1].strip("{}").split(",")):
@@ -116,6 +120,8 @@ def run(block, params, special, memory):
             regs[ops[0]] = value(ops[1], 32) * value(ops[2], 32)
         elif opcode == "cvt.u64.u32":
             regs[ops[0]] = value(ops[1], 32)
+        elif opcode == "cvt.u32.u64":
+            regs[ops[0]] = value(ops[1], 64) & 0xFFFFFFFF
         elif name in ("mov", "not"):
             regs[ops[0]] = value(ops[1], bits) if name == "mov" else ~value(ops[1], bits) & mask
         elif name in ("and", "or", "add", "sub", "mul", "shl", "shr", "div"):

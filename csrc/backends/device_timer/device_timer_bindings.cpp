@@ -113,7 +113,7 @@ void freeRing() {
 nb::object allocate(nb::handle size, nb::handle align, nb::handle stream) {
   Route& r = route();
   const uint64_t tag = nb::cast<uint64_t>(align);
-  if (tag == kRetiredTimerAlignTag) return nb::int_(0);
+  if (retiredTimerAlignTag(tag)) return nb::int_(0);
   if (tag != kTimerAlignTag) {
     if (!r.fallback.is_valid()) throw std::runtime_error("device_timer: no profile allocator for this kernel");
     return r.fallback(size, align, stream);
@@ -169,7 +169,9 @@ void registerDeviceTimerBindings(nb::module_& m) {
     d["graph_header_bytes"] = kGraphHeaderBytes;
     d["graph_record_bytes"] = kGraphRecordBytes;
     d["align_tag"] = kTimerAlignTag;
-    d["retired_align_tags"] = nb::make_tuple(kRetiredTimerAlignTag);
+    nb::list retired;
+    for (uint32_t tag : kRetiredTimerAlignTags) retired.append(tag);
+    d["retired_align_tags"] = nb::tuple(retired);
     d["slot_mark"] = kSlotMark;
     return d;
   });

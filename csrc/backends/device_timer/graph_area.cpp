@@ -71,23 +71,25 @@ bool GraphArea::captureOpenLocked() {
 
 namespace {
 
-// Replays every lane has finished (entry and exit tickets), and whether one is under way on some
-// lane (a replay launched after the sync may be running: its last warps zero the oldest record).
+// Replays every counter pair has seen finish (entry tickets and exit counts), and whether one is
+// under way (a replay launched after the sync may be running: it zeroes the oldest record).
 struct TicketCount {
   uint64_t done = UINT64_MAX;
   bool running = false;
 };
 
-TicketCount countTickets(const uint64_t* tickets, uint64_t blocks, uint64_t warps) {
+TicketCount countTickets(const uint8_t* header, uint64_t gridWarps) {
   TicketCount c;
   uint64_t most = 0;
-  for (uint32_t lane = 0; lane < kTimerLanes; ++lane) {
-    const uint64_t perEntry = laneBlocks(blocks, lane), perExit = perEntry * warps;
-    if (!perEntry) continue;
-    const uint64_t entry = tickets[2 * lane], exit = tickets[2 * lane + 1];
-    c.done = std::min({c.done, entry / perEntry, exit / perExit});
-    most = std::max({most, entry / perEntry, exit / perExit});
-    c.running = c.running || entry % perEntry || exit % perExit;
+  for (uint32_t counter = 0; counter < kGraphTicketCounters; ++counter) {
+    const uint64_t perReplay = counterWarps(gridWarps, counter);
+    if (!perReplay) break;  // the counters a grid uses come first
+    uint64_t pair[2];  // entry tickets, exit counts
+    std::memcpy(pair, header + counter * kGraphTicketBytes, sizeof pair);
+    const uint64_t entry = pair[0], exit = pair[1];
+    c.done = std::min({c.done, entry / perReplay, exit / perReplay});
+    most = std::max({most, entry / perReplay, exit / perReplay});
+    c.running = c.running || entry % perReplay || exit % perReplay;
   }
   c.running = c.running || most != c.done;
   return c;
@@ -96,9 +98,9 @@ TicketCount countTickets(const uint64_t* tickets, uint64_t blocks, uint64_t warp
 }  // namespace
 
 void GraphArea::readNodeLocked(uint32_t index, const uint8_t* descriptor, const ClockMap& clock, uint32_t deviceId) {
-  uint64_t tickets[2 * kTimerLanes];  // per lane: entry, exit
-  std::memcpy(tickets, descriptor, sizeof tickets);
-  if (!tickets[0]) return;  // never replayed (block 0 takes its tickets on lane 0)
+  uint64_t firstTickets;
+  std::memcpy(&firstTickets, descriptor, sizeof firstTickets);
+  if (!firstTickets) return;  // never replayed (warp 0 of block 0 takes its tickets on pair 0)
   const uint8_t* records = descriptor + kGraphHeaderBytes;
   // The launch geometry (the same in every replay) gives the tickets one replay takes.
   uint32_t meta[4] = {0, 0, 0, 0};
@@ -107,7 +109,7 @@ void GraphArea::readNodeLocked(uint32_t index, const uint8_t* descriptor, const 
   const uint64_t blocks = uint64_t(meta[1]) * (meta[2] & 0xFFFF) * (meta[2] >> 16);
   const uint64_t warps = warpsPerBlock(meta[3]);
   if (!blocks || !warps) return;
-  const TicketCount count = countTickets(tickets, blocks, warps);
+  const TicketCount count = countTickets(descriptor, blocks * warps);
   const uint64_t done = count.done;
   const bool running = count.running;
   uint64_t& read = read_[index];

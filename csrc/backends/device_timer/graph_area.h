@@ -2,14 +2,14 @@
 // it got at capture for every replay, so it gets no ring slot but a tagged pointer (bit 3 set
 // beside the ring's mark, bit 0; ring slots are 16-aligned) to a descriptor of its own in the
 // ring's graph area:
-//   header   per lane {u64 entry tickets, u64 exit tickets} (graph_tickets.h);
+//   header   kGraphTicketCounters pairs of {u64 entry tickets, u64 exit counts} (graph_tickets.h);
 //   records  R replay records, each a ring slot's kTimerPlanes planes as contiguous 16-byte rows.
-// The stamps take tickets on their block's lane: a block leader's entry ticket / the lane's
-// blocks is its replay r, a warp's exit ticket / (the lane's blocks x warps) likewise (the
-// replays of one graph exec never run at once, so tickets are exact), and they stamp their lane's
-// row of record r % R. The warp taking a lane's last exit ticket of replay r zeroes that lane's
-// row of record (r + 1) % R, the next replay's (lane 0's also the record's first row): records
-// never need the host to zero them, and R - 1 replays fit between two readbacks.
+// Each warp takes a ticket as it starts; ticket / (the grid's warps on its counter pair) is its
+// replay r (the replays of one graph exec never run at once, so tickets are exact), and it stamps
+// the row of its block's lane (block % kTimerLanes) of record r % R before counting its exit.
+// Warp 0 of block l < kTimerLanes zeroes lane l's row of record (r + 1) % R, the next replay's
+// (block 0's also the record's first row): records never need the host to zero them, and R - 1
+// replays fit between two readbacks.
 //
 // Host: descriptors come from chunks allocated ahead (the first when the ring starts, the next at
 // a readback that finds the last one half used; during a capture only when a chunk runs out).
@@ -30,7 +30,7 @@
 
 namespace ftp {
 
-constexpr uint32_t kGraphHeaderBytes = kTimerLanes * kGraphTicketBytes;
+constexpr uint32_t kGraphHeaderBytes = kGraphTicketCounters * kGraphTicketBytes;
 constexpr uint32_t kGraphRecordBytes = kTimerPlanes * kTimerSlotBytes;
 constexpr uint64_t kGraphTag = 8;
 constexpr uint32_t kGraphReplayStream = 0xFFFF;  // replays' own streams are not seen

@@ -1,26 +1,25 @@
-// How a graph-captured launch's replays are numbered on the device (the stamps' tagged path,
-// ptx_stamps.py) and read back on the host (graph_area.cpp). Every replay reuses one descriptor,
-// so each block leader takes an entry ticket and each warp an exit ticket, and ticket / tickets
-// per replay is the replay's index. The tickets are spread over kTimerLanes counter pairs by
-// block: block b (its linear index in the grid) takes them on lane b % kTimerLanes, and stamps
-// that lane's row of the replay's record. With one pair of counters for every block, a
-// many-block kernel's atomics queued on two addresses, one after another, and the kernel read
-// several times its unstamped time (docs/reference/device-timer.md, CUDA graphs).
+// How a graph-captured launch's replays are numbered on the device (the stamps' graph path,
+// ptx_graph_stamps.py) and read back on the host (graph_area.cpp). Every replay reuses one
+// descriptor, so each warp takes an entry ticket as it starts and counts its exit once it has
+// stamped, on counter pair (its linear index among the grid's warps) % kGraphTicketCounters, and
+// ticket / (the grid's warps on that pair) is the warp's replay. The entry ticket is answered
+// while the warp runs and read at its exit, and the exit count wants no answer, so no warp waits
+// for a round trip to memory; spread over a thousand pairs, the atomics of a many-block kernel
+// do not queue on a few addresses. With one pair per 32 lanes of blocks, a replayed 16,384-block
+// add ran a third longer than unstamped on the H100 (docs/reference/device-timer.md, CUDA graphs).
 #pragma once
 #include <cstdint>
 
-#include "backends/device_timer/timer_ring.h"
-
 namespace ftp {
 
-// The header of a descriptor: per lane {u64 entry tickets, u64 exit tickets}.
+// A descriptor's header: kGraphTicketCounters pairs of {u64 entry tickets, u64 exit counts}.
 constexpr uint32_t kGraphTicketBytes = 16;
+constexpr uint32_t kGraphTicketCounters = 1024;
 
-inline uint32_t ticketLane(uint64_t block) { return uint32_t(block % kTimerLanes); }
-
-// The blocks of a grid of `blocks` that take their tickets on `lane`.
-inline uint64_t laneBlocks(uint64_t blocks, uint32_t lane) {
-  return lane < blocks ? (blocks - 1 - lane) / kTimerLanes + 1 : 0;
+// The warps of a grid of `warps` that take their tickets on pair `counter`: a replay takes that
+// many entry tickets and as many exit counts there.
+inline uint64_t counterWarps(uint64_t warps, uint32_t counter) {
+  return counter < warps ? (warps - 1 - counter) / kGraphTicketCounters + 1 : 0;
 }
 
 inline uint64_t warpsPerBlock(uint64_t threads) { return (threads + 31) / 32; }

@@ -1,6 +1,7 @@
 // The device timer's CPU stand-in (the testing submodule, built with FLAGTREE_PROFILER_TESTING):
 // the same ring over host memory (HostRingDevice), and what a stamped kernel's blocks and warps do
-// to a ring slot or a graph descriptor, as ptx_stamps.py has them do it on the device.
+// to a ring slot, as ptx_stamps.py has them do it on the device. What they do to a graph
+// descriptor the tests run from the stamps' own PTX (tests/support/stamped_kernel.py).
 #ifdef FLAGTREE_PROFILER_TESTING
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/tuple.h>
@@ -18,7 +19,6 @@
 
 #include "backends/device_timer/device_timer_route.h"
 #include "backends/device_timer/graph_area.h"
-#include "backends/device_timer/graph_tickets.h"
 #include "backends/device_timer/slot_launches.h"
 #include "backends/device_timer/timer_ring.h"
 #include "bindings/bindings.h"
@@ -96,51 +96,6 @@ TimerRing& ring() {
 HostRingDevice& hostOrThrow() {
   if (!deviceTimerHost()) throw std::runtime_error("no host ring");
   return *static_cast<HostRingDevice*>(deviceTimerHost());
-}
-
-// What a stamped kernel replayed from a graph does to its descriptor (the tagged pointer), as the
-// tagged path of ptx_stamps.py does it (graph_tickets.h): one block leader's entry, one warp's
-// exit, each on the ticket lane of its block (`index`, linear in the grid).
-uint64_t* graphRecord(uint64_t tagged, uint64_t replay) {
-  const uint64_t records = ring().graphRecords();
-  return reinterpret_cast<uint64_t*>((tagged & ~uint64_t(15)) + kGraphHeaderBytes + (replay & (records - 1)) * kGraphRecordBytes);
-}
-
-uint64_t* graphTickets(uint64_t tagged, uint64_t index) {
-  if ((tagged & (kGraphTag | kSlotMark)) != (kGraphTag | kSlotMark)) throw std::invalid_argument("not a graph descriptor");
-  return reinterpret_cast<uint64_t*>((tagged & ~uint64_t(15)) + ticketLane(index) * kGraphTicketBytes);
-}
-
-uint64_t blocksOf(std::tuple<uint32_t, uint32_t, uint32_t> grid) {
-  return uint64_t(std::get<0>(grid)) * std::get<1>(grid) * std::get<2>(grid);
-}
-
-void graphEntry(uint64_t tagged, uint32_t kernelId, std::tuple<uint32_t, uint32_t, uint32_t> grid, uint32_t block,
-                uint64_t index, uint64_t start) {
-  const uint64_t replay = graphTickets(tagged, index)[0]++ / laneBlocks(blocksOf(grid), ticketLane(index));
-  uint64_t* record = graphRecord(tagged, replay);
-  uint64_t& word = record[2 * (1 + ticketLane(index))];
-  if (~start > word) word = ~start;
-  if (index == 0) {
-    uint32_t meta[4] = {kernelId, std::get<0>(grid), std::get<1>(grid) | std::get<2>(grid) << 16, block};
-    std::memcpy(record, meta, sizeof meta);
-  }
-}
-
-void graphExit(uint64_t tagged, std::tuple<uint32_t, uint32_t, uint32_t> grid, uint32_t block, uint64_t index,
-               uint64_t end) {
-  const uint32_t lane = ticketLane(index);
-  const uint64_t perReplay = laneBlocks(blocksOf(grid), lane) * warpsPerBlock(block);
-  const uint64_t ticket = graphTickets(tagged, index)[1]++;
-  const uint64_t replay = ticket / perReplay;
-  uint64_t& word = graphRecord(tagged, replay)[2 * (1 + lane) + 1];
-  if (end > word) word = end;
-  if (ticket + 1 != (replay + 1) * perReplay) return;
-  // The lane's last warp of this replay clears the lane's row of the next record (lane 0 also its
-  // first row, the kernel's id and geometry).
-  uint64_t* next = graphRecord(tagged, replay + 1);
-  std::memset(next + 2 * (1 + lane), 0, kTimerSlotBytes);
-  if (lane == 0) std::memset(next, 0, kTimerSlotBytes);
 }
 
 // The slots' launch store under a launching thread and a worker running at once, as the ring
@@ -225,10 +180,8 @@ void registerDeviceTimerTesting(nb::module_& testing) {
                   GraphOptions{graphRecords, graphNodesPerChunk, graphChunks});
   }, nb::arg("slots"), nb::arg("batch"), nb::arg("offset_ns") = 0, nb::arg("graph_records") = 256,
      nb::arg("graph_nodes_per_chunk") = 64, nb::arg("graph_chunks") = 64);
-  testing.def("device_timer_host_graph_entry", &graphEntry, nb::arg("tagged"), nb::arg("kernel_id"), nb::arg("grid"),
-              nb::arg("block"), nb::arg("index"), nb::arg("start"));
-  testing.def("device_timer_host_graph_exit", &graphExit, nb::arg("tagged"), nb::arg("grid"), nb::arg("block"),
-              nb::arg("index"), nb::arg("end"));
+  // The running ring's replay records per graph descriptor (what its stamps were built for).
+  testing.def("device_timer_host_graph_records", [] { return ring().graphRecords(); });
   testing.def("device_timer_host_sync_fails", [](bool on) { hostOrThrow().syncFails_ = on; });
   testing.def("device_timer_host_syncs", [] { return hostOrThrow().syncs_; });
   // What a stamped kernel's blocks do to its slot (plane 0 address, marked): the leader of block

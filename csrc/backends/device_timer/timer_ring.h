@@ -41,10 +41,18 @@ constexpr uint32_t kTimerPlanes = 1 + kTimerLanes;
 // to a launch asking for it (any other profile-scratch request goes to the previous allocator).
 // A multiple of 16, so that another tool's allocator rounding an address up to it (when that
 // tool replaced ours) returns an even address, which the stamps do not write through.
-constexpr uint32_t kTimerAlignTag = 0x44540020u;
-// The tag of kernels stamped by earlier versions (still in Triton's or inductor's disk caches),
-// whose stamps skip only a null pointer: they get one (counted, never given scratch to write).
-constexpr uint32_t kRetiredTimerAlignTag = 0x44540010u;
+// A new tag with every change to what the stamps write (and a new compiler mode, compiler_hook.py).
+constexpr uint32_t kTimerAlignTag = 0x44540030u;
+// The tags of kernels stamped by earlier versions (still in Triton's or inductor's disk caches),
+// whose stamps write another layout or skip only a null pointer: they get a null pointer
+// (counted, never given scratch to write). 0x44540010: stamps without the pointer's mark;
+// 0x44540020: graph replays numbered by block leaders' tickets.
+constexpr uint32_t kRetiredTimerAlignTags[] = {0x44540010u, 0x44540020u};
+inline bool retiredTimerAlignTag(uint64_t tag) {
+  for (uint32_t retired : kRetiredTimerAlignTags)
+    if (tag == retired) return true;
+  return false;
+}
 // Bit 0 of every pointer the ring hands a stamped kernel (ring slots and graph descriptors are
 // 16-aligned). The stamps write only through a pointer carrying it: scratch that another tool's
 // profile allocator returned for our tag is never written.

@@ -16,12 +16,15 @@ import threading
 import warnings
 
 from ..base import BackendUnavailable
+from ...common import timer_tags
 from ...kernel_scopes.options import MODE_JOINER
 from ...triton_glue import stages as triton_stages, versions as triton_versions
 from . import stampers
 
 # Short: the mode is in every launch's cache key, which Triton spells and hashes at each launch.
-MODE_PREFIX = "ftdt4"
+# A new prefix (and align tag, timer_ring.h) with every change to what the stamps write: kernels
+# stamped by an earlier version must never be taken from a cache for this one's.
+MODE_PREFIX = "ftdt5"
 SCRATCH_BYTES = 16
 
 _lock = threading.Lock()
@@ -83,7 +86,7 @@ def stamp_stage(stage_fn, native, plane_bytes, lanes, records, stamper=stampers.
                 reason = str(error)
             else:
                 metadata["profile_scratch_size"] = SCRATCH_BYTES
-                metadata["profile_scratch_align"] = native.device_timer.device_timer_layout()["align_tag"]
+                metadata["profile_scratch_align"] = timer_tags.current()
                 stats["stamped"] += 1
                 if originals is not None:
                     while len(originals) >= 16:  # a compile that failed between stages left its entry
