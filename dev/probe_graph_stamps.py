@@ -1,6 +1,8 @@
 """What the device_timer's stamps cost and read in CUDA-graph replays, against kernel size (GPU
 machine). For an add of 2^k elements (2^k / 1024 blocks), each in one process:
-  plain    a graph captured with no session, replayed 100 times, timed with CUDA events;
+  plain    a graph captured with no session, replayed 100 times, timed with CUDA events, then
+           replayed 100 times under an nvidia session alone (CUPTI's time of the unstamped
+           kernel in a graph: what the stamped graph's CUPTI time compares with);
   stamped  a graph captured under device_timer and nvidia sessions open at once (its kernel
            stamped, with a graph descriptor), replayed 100 times under them:
            the events' time per replay, the device timer's and CUPTI's time of the same kernel;
@@ -21,7 +23,7 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import torch  # noqa: E402
 import triton  # noqa: E402
-from launch_paths import beside  # noqa: E402
+from launch_paths import beside, kernels_by_name  # noqa: E402
 from triton_kernels import add_kernel  # noqa: E402
 
 
@@ -62,6 +64,19 @@ def both(folder, name, fn, setup=None):
             "launches": [dt_count, nv_count]}
 
 
+def cupti_only(folder, name, fn):
+    """fn() under an nvidia session alone: (CUPTI us of the add kernel, its launches)."""
+    import flagtree.profiler as prof  # deferred: after torch, as beside() imports it
+
+    sid = prof.start(os.path.join(folder, name), backend="nvidia")
+    fn()
+    torch.cuda.synchronize()
+    prof.finalize(sid)
+    prof.release()
+    us, count = add_kernel_us(kernels_by_name(os.path.join(folder, name)))
+    return {"cupti": us and round(us, 3), "launches": count}
+
+
 def capture(launch):
     graph = torch.cuda.CUDAGraph()
     side = torch.cuda.Stream()
@@ -89,7 +104,8 @@ def probe(log2n, folder):
     launch()
     plain = capture(launch)
     replays(plain)()
-    row = {"elements": n, "blocks": grid[0], "plain_graph_events": round(events_us(replays(plain)), 3)}
+    row = {"elements": n, "blocks": grid[0], "plain_graph_events": round(events_us(replays(plain)), 3),
+           "plain_graph": cupti_only(folder, f"plain{log2n}", replays(plain))}
     stamped = []
 
     def setup():  # the stamped kernel captured, its pointer a graph descriptor; one warm replay
