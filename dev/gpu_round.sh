@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|verify|stamps|tickets|agreement|unverified|unverified-figures|stacks|launch-cost|serving|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|verify|stamps|tickets|graph-cost|agreement|unverified|unverified-figures|stacks|launch-cost|serving|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -84,6 +84,12 @@ for path in glob.glob(sys.argv[1] + "/launch_paths-*.json"):
     for name, v in json.load(open(path))["workloads"]["compile_ro"].get("agreement", {}).get("per_kernel", {}).items():
         print(f"{name[:60]:60} {v}")
 PY
+fi
+if [ "$what" = graph-cost ]; then   # a change to the graph stamps: the tests that replay stamped graphs and the device_timer's, then what replays cost (dev/probe_graph_stamps.py)
+  for t in tests/gpu/test_graph_replays_gpu.py tests/gpu/test_armed_gpu.py tests/gpu/test_unseen_graphs_gpu.py tests/gpu/test_device_timer_gpu.py; do
+    gpu_test 120 "$t"
+  done
+  timeout 150 python3 dev/probe_graph_stamps.py > "$OUT/probe_graph_stamps.log" 2>&1; tail -4 "$OUT/probe_graph_stamps.log" | cut -c1-700
 fi
 if [ "$what" = agreement ]; then   # the stamps' time against CUPTI's on the same launches: graph replays by kernel size, FlagGems' kernels; kernels of 1/5/20 arguments
   timeout 150 python3 dev/probe_graph_stamps.py > "$OUT/probe_graph_stamps.log" 2>&1; tail -4 "$OUT/probe_graph_stamps.log" | cut -c1-600
