@@ -170,6 +170,25 @@ def test_a_library_held_stamped_kernel_is_timed_as_it_is(tmp_path, device):
     assert meta["device_timer_kernels_stamped_at_first_launch"] == 0 and meta["device_timer_launches_not_timed"] == 0
 
 
+def test_launches_captured_where_the_stamps_have_no_graph_path_are_counted_and_warned_of(tmp_path, device):
+    """The stand-in target's LLVM IR stamps have no graph path, so its ring has no graph area: a
+    launch captured into a graph gets a null pointer (its replays write nothing), and the session
+    counts it and says why."""
+    kernel = _kernel(tmp_path)
+    sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
+    _launch(kernel, 2)
+    T.device_timer_host_capturing(0, True)
+    try:
+        _launch(kernel, 3)
+    finally:
+        T.device_timer_host_capturing(0, False)
+    with pytest.warns(RuntimeWarning, match="3 launches have no device time .captured into a CUDA graph where the stamps have no graph path"):
+        profiler.finalize(sid)
+    meta = _meta(tmp_path)
+    assert meta["device_timer_captured_untimed"] == 3 and meta["device_timer_graph_nodes"] == 0
+    assert _tree(tmp_path)[("add_kernel",)]["count"] == 2 and device.null_slots == 3
+
+
 @pytest.mark.parametrize("scratch, reason", [
     *[((16, tag), untimed.RETIRED_STAMPS) for tag in _native.device_timer.device_timer_layout()["retired_align_tags"]],
     ((64, 128), untimed.OTHER_SCRATCH)], ids=["stamps-without-the-mark", "leader-ticket-graph-stamps",

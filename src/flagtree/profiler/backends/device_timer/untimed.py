@@ -186,8 +186,9 @@ def warn_ring_losses(stats, session):
         "untimed", "captured_untimed", "other_device_untimed", "graph_replays_untimed", "scoped_launches_untimed"))
     if lost:
         warnings.warn(f"flagtree.profiler: backend 'device_timer': {lost} launches have no device time "
-                      f"(graph capture with the graph area full, another device, a launch that did "
-                      f"not run, or a scoped kernel whose buffers lack their stamps; counts in "
+                      f"(captured into a CUDA graph where the stamps have no graph path, as the LLVM IR "
+                      f"stamps have none, or with the graph area full; another device; a launch that did "
+                      f"not run; or a scoped kernel whose buffers lack their stamps; counts in "
                       f"{session.metadata_path})", RuntimeWarning, stacklevel=5)
 
 
