@@ -2,8 +2,8 @@
 version and kept in Triton's or inductor's disk cache, and the ring that reads it. The compiler
 mode (part of the cache key) and the profile-scratch tag (what a launch asks the allocator with)
 name that protocol; a change to the stamps' text under the same mode and tag lets a cache hand
-the new ring kernels that write the old layout, which the ring then misreads (on the GPU, a
-quarter of the graph replays counted). So the text of both stampers, for fixed inputs, is
+the new ring kernels that write the old layout, which the ring then misreads (graph replays
+numbered wrongly). So the text of both stampers, for fixed inputs, is
 pinned here to the mode and tag it was written under: a change to the stamps fails this test
 until the mode prefix (compiler_hook.py) and the tag (timer_ring.h) are new, the old tag is
 retired, and the digest below is recorded for the new pair."""

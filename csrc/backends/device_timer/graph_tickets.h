@@ -5,8 +5,7 @@
 // ticket / (the grid's warps on that pair) is the warp's replay. The entry ticket is answered
 // while the warp runs and read at its exit, and the exit count wants no answer, so no warp waits
 // for a round trip to memory; spread over a thousand pairs, the atomics of a many-block kernel
-// do not queue on a few addresses. With one pair per 32 lanes of blocks, a replayed 16,384-block
-// add ran a third longer than unstamped on the H100 (docs/reference/device-timer.md, CUDA graphs).
+// do not queue on a few addresses, as they did on 32 (docs/reference/device-timer.md, CUDA graphs).
 #pragma once
 #include <cstdint>
 
