@@ -13,7 +13,8 @@ import flagtree.profiler as profiler
 from flagtree.profiler import _native
 from flagtree.profiler.backends.device_timer import event_timed, parse_mode, untimed
 from support.profiles import metrics_by_path
-from test_launch_sight import COUNTED, Device, _inductor_autotuner, _kernel, _launch, _meta, _run_tuner, _tree
+from test_launch_sight import (COUNTED, Device, _inductor_autotuner, _kernel, _launch, _launch_captured, _meta,
+                               _run_tuner, _tree)
 from test_launch_sight import device  # noqa: F401 (the stand-in target's fixture, used by timed)
 
 TIMED = "events=on"  # launches that cannot be stamped timed by events (off by default)
@@ -85,11 +86,7 @@ def test_launches_on_a_capturing_stream_record_no_events_and_stay_counted(tmp_pa
     kernel = _kernel(tmp_path, stages=())
     sid = profiler.start(str(tmp_path / "p"), backend="device_timer", mode=TIMED)
     _launch(kernel, 2)
-    T.device_timer_host_capturing(0, True)
-    try:
-        _launch(kernel, 3)
-    finally:
-        T.device_timer_host_capturing(0, False)
+    _launch_captured(kernel, 3)
     with pytest.warns(RuntimeWarning) as caught:
         profiler.finalize(sid)
     texts = [str(w.message) for w in caught]

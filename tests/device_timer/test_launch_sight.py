@@ -81,6 +81,15 @@ def _launch(kernel, times):
         kernel.run(1, 1, 1, 0, kernel.function, kernel.packed_metadata, None, None, None, 1, 2, 3, 4)
 
 
+def _launch_captured(kernel, times):
+    """`times` launches while their stream (0, the stand-in launcher's) is being captured."""
+    T.device_timer_host_capturing(0, True)
+    try:
+        _launch(kernel, times)
+    finally:
+        T.device_timer_host_capturing(0, False)
+
+
 def _meta(tmp_path, name="p"):
     return json.load(open(tmp_path / f"{name}.meta.json"))
 
@@ -177,11 +186,7 @@ def test_launches_captured_where_the_stamps_have_no_graph_path_are_counted_and_w
     kernel = _kernel(tmp_path)
     sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
     _launch(kernel, 2)
-    T.device_timer_host_capturing(0, True)
-    try:
-        _launch(kernel, 3)
-    finally:
-        T.device_timer_host_capturing(0, False)
+    _launch_captured(kernel, 3)
     with pytest.warns(RuntimeWarning, match="3 launches have no device time .captured into a CUDA graph where the stamps have no graph path"):
         profiler.finalize(sid)
     meta = _meta(tmp_path)
