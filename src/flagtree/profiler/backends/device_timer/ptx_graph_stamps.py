@@ -103,6 +103,8 @@ def graph_exit(kernel_id, records, lanes, done, index, threads=None):
     """Lane 0 of a warp, %ftp_e0 the tagged pointer and %ftp_e2 the time; `index` makes the
     labels unique in the kernel. Scratch: the exit stamp's %ftp_s, %ftp_m, %ftp_e and %ftp_q."""
     counted = f"$ftp_exit_counted{index}"
+    # The block, warp and counter are worked out again rather than carried from the entry: a
+    # register live through the kernel is one fewer for the kernel's own code.
     return ("\tand.b64 %ftp_e0, %ftp_e0, -16;\n"
             + _block_index("%ftp_e5", ("%ftp_s1", "%ftp_s2"), "%ftp_e3")
             + _warps("%ftp_s4", "%ftp_s6", "%ftp_s5", threads)

@@ -47,7 +47,7 @@ def _lane_address(reg_lane, reg_out, slot, stride, lanes):
             f"\tadd.u64 {reg_out}, {slot}, {reg_out};\n")
 
 
-def entry_block(param, kernel_id, plane_bytes, lanes, records, threads=None):
+def entry_block(param, kernel_id, plane_bytes, lanes, threads=None):
     """Lane 0 of each warp only (the others branch past it at once). On a ring slot, thread 0
     stamps its lane and block (0,0,0) the kernel's id and geometry; on a tagged pointer (bit 3, a
     graph descriptor) every warp takes its entry ticket and thread 0 reads the timer, both kept
@@ -163,4 +163,4 @@ def stamp_ptx(ptx, kernel_id, plane_bytes, lanes, records):
     body = _RET.sub(stamp_exit, body)
     if not exits:
         raise NotStampable("no ret in the kernel body")
-    return ptx[:start + 1] + "\n" + entry_block(param, kernel_id, plane_bytes, lanes, records, threads) + body + ptx[end:]
+    return ptx[:start + 1] + "\n" + entry_block(param, kernel_id, plane_bytes, lanes, threads) + body + ptx[end:]
