@@ -197,7 +197,7 @@ def test_launches_captured_where_the_stamps_have_no_graph_path_are_counted_and_w
 @pytest.mark.parametrize("scratch, reason", [
     *[((16, tag), untimed.RETIRED_STAMPS) for tag in _native.device_timer.device_timer_layout()["retired_align_tags"]],
     ((64, 128), untimed.OTHER_SCRATCH)], ids=["stamps-without-the-mark", "leader-ticket-graph-stamps",
-                                             "another-instrumentation"])
+                                             "side-by-side-graph-records", "another-instrumentation"])
 def test_a_kernel_with_profile_scratch_the_ring_does_not_time_is_counted_with_why(
         tmp_path, device, monkeypatch, scratch, reason):
     """Its launcher asks the profile allocator, but not for a ring slot: the stamps of an earlier

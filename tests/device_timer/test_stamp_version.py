@@ -19,6 +19,7 @@ from support.stamped_kernel import PTX
 # (compiler mode prefix, align tag) -> sha256 of the stamped texts below
 PROTOCOLS = {
     ("ftdt5", 0x44540030): "2924ba4e7a2e4046bc218ebcb634d9fc88d6bf8b4b4ce18b1535b063d3deb24e",
+    ("ftdt6", 0x44540040): "f9616db505352bbc0367abfe75038bddca36e65984f86d7d9acbda557763af4b",
 }
 
 

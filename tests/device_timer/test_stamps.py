@@ -103,7 +103,8 @@ def test_the_tagged_path_takes_a_ticket_at_entry_and_reads_it_only_at_exit():
     assert ".reg .b64 %ftp_g<2>;" in out.split("entry stamp")[0]  # at the kernel's scope
     assert "atom." not in exit_
     graph_exit = _executed(exit_, {"bra.uni"})  # thread 0 of block 0
-    assert graph_exit.index("mov.u64 %ftp_e2, %globaltimer;") < graph_exit.index("cvt.u32.u64 %ftp_s1, %ftp_g1;")
+    timer = graph_exit.index("mov.u64 %ftp_e2, %globaltimer;")  # once the row is known, right before its stamp
+    assert graph_exit.index("cvt.u32.u64 %ftp_s1, %ftp_g1;") < timer and graph_exit[timer + 1].startswith("red.global.max")
     assert "div.u32 %ftp_s1, %ftp_s1, %ftp_s2;" in graph_exit and "div.u64 %ftp_e7, %ftp_g1, %ftp_e4;" in exit_
     assert "mov.u32 %ftp_s4, 4;" in graph_exit  # .reqntid 128: four warps a block, a constant
     assert "shr.u64 %ftp_e4, %ftp_e4, 10;" in graph_exit  # the pair's warps: (warps - 1 - pair) / 1024 + 1

@@ -144,7 +144,7 @@ def test_a_warp_s_replay_is_its_ticket_over_its_pair_s_warps_at_any_width(ring, 
     warp = StampedKernel("k", records).warps(base | 9, Memory([(base, base + size)]), (600, 1, 1), 128)[0]
     warp.regs.update({"%ftp_g0": ~100 & (2**64 - 1), "%ftp_g1": ticket})
     warp.leave(5_000)
-    record = (layout["graph_header_bytes"] + (replay % records) * layout["graph_record_bytes"]) // 8
-    row = record + 2  # lane 0's row follows the record's first (meta) row
+    record = (layout["graph_header_bytes"] + (replay % records) * 16) // 8
+    row = record + records * 2  # lane 0's row: plane 1 of the record, a plane of `records` rows on
     assert (buffer[row], buffer[row + 1]) == (~100 & (2**64 - 1), 5_000)
     assert sum(1 for i in range(layout["graph_header_bytes"] // 8, size // 8) if buffer[i]) == 4  # + meta

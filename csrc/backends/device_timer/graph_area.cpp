@@ -104,7 +104,7 @@ void GraphArea::readNodeLocked(uint32_t index, const uint8_t* descriptor, const 
   const uint8_t* records = descriptor + kGraphHeaderBytes;
   // The launch geometry (the same in every replay) gives the tickets one replay takes.
   uint32_t meta[4] = {0, 0, 0, 0};
-  for (uint32_t i = 0; i < records_ && !meta[0]; ++i) std::memcpy(meta, records + i * kGraphRecordBytes, sizeof meta);
+  for (uint32_t i = 0; i < records_ && !meta[0]; ++i) std::memcpy(meta, records + i * kTimerSlotBytes, sizeof meta);
   if (!meta[0]) return;  // the first replay is under way
   const uint64_t blocks = uint64_t(meta[1]) * (meta[2] & 0xFFFF) * (meta[2] >> 16);
   const uint64_t warps = warpsPerBlock(meta[3]);
@@ -120,7 +120,7 @@ void GraphArea::readNodeLocked(uint32_t index, const uint8_t* descriptor, const 
   SlotDecode counts;
   for (uint64_t q = done - kept; q < done; ++q) {
     DeviceRecord r;
-    if (!decodeSlot(records + (q % records_) * kGraphRecordBytes, kTimerSlotBytes, clock, r, counts)) continue;
+    if (!decodeSlot(records + (q % records_) * kTimerSlotBytes, records_ * kTimerSlotBytes, clock, r, counts)) continue;
     r.deviceId = deviceId;
     deliver(index, q, done, r);
   }

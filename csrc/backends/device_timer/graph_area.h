@@ -3,7 +3,9 @@
 // beside the ring's mark, bit 0; ring slots are 16-aligned) to a descriptor of its own in the
 // ring's graph area:
 //   header   kGraphTicketCounters pairs of {u64 entry tickets, u64 exit counts} (graph_tickets.h);
-//   records  R replay records, each a ring slot's kTimerPlanes planes as contiguous 16-byte rows.
+//   records  R replay records laid out as a ring of R slots: plane p of record q at row p x R + q
+//            (16-byte rows), so a replay's lanes lie R rows apart and its stamps spread over the L2
+//            as the ring's planes do; one decoder reads both.
 // Each warp takes a ticket as it starts; ticket / (the grid's warps on its counter pair) is its
 // replay r (the replays of one graph exec never run at once, so tickets are exact), and it stamps
 // the row of its block's lane (block % kTimerLanes) of record r % R before counting its exit.

@@ -42,12 +42,13 @@ constexpr uint32_t kTimerPlanes = 1 + kTimerLanes;
 // A multiple of 16, so that another tool's allocator rounding an address up to it (when that
 // tool replaced ours) returns an even address, which the stamps do not write through.
 // A new tag with every change to what the stamps write (and a new compiler mode, compiler_hook.py).
-constexpr uint32_t kTimerAlignTag = 0x44540030u;
+constexpr uint32_t kTimerAlignTag = 0x44540040u;
 // The tags of kernels stamped by earlier versions (still in Triton's or inductor's disk caches),
 // whose stamps write another layout or skip only a null pointer: they get a null pointer
 // (counted, never given scratch to write). 0x44540010: stamps without the pointer's mark;
-// 0x44540020: graph replays numbered by block leaders' tickets.
-constexpr uint32_t kRetiredTimerAlignTags[] = {0x44540010u, 0x44540020u};
+// 0x44540020: graph replays numbered by block leaders' tickets; 0x44540030: replay records with
+// their lane rows side by side.
+constexpr uint32_t kRetiredTimerAlignTags[] = {0x44540010u, 0x44540020u, 0x44540030u};
 inline bool retiredTimerAlignTag(uint64_t tag) {
   for (uint32_t retired : kRetiredTimerAlignTags)
     if (tag == retired) return true;

@@ -24,7 +24,7 @@ from . import stampers
 # Short: the mode is in every launch's cache key, which Triton spells and hashes at each launch.
 # A new prefix (and align tag, timer_ring.h) with every change to what the stamps write: kernels
 # stamped by an earlier version must never be taken from a cache for this one's.
-MODE_PREFIX = "ftdt5"
+MODE_PREFIX = "ftdt6"
 SCRATCH_BYTES = 16
 
 _lock = threading.Lock()

@@ -1,6 +1,6 @@
 """The stamps' path for a launch replayed from a CUDA graph (PTX text; ptx_stamps.py calls it
 when the scratch pointer carries the graph tag). The pointer is then a descriptor (graph_area.h):
-{TICKET_COUNTERS pairs of ticket counters, R replay records laid out as a ring slot's planes}.
+{TICKET_COUNTERS pairs of ticket counters, R replay records laid out as a small ring of R slots}.
 
 Every replay reuses the descriptor, so each warp takes a ticket as it starts, on counter (its
 linear index among the grid's warps) % TICKET_COUNTERS, and ticket / (the grid's warps on that
@@ -64,18 +64,20 @@ def _counter(out, block, per_block, index, w):
             f"\tand.b64 {out}, {out}, {TICKET_COUNTERS - 1};\n")
 
 
-def _record(out, replay, descriptor, records, lanes):
-    """`out` (not `descriptor`) = the record of replay `replay` (modulo `records`): a ring slot's
-    planes (plane 0, then the lanes) as contiguous rows, after the header's counters."""
+def _record(out, replay, descriptor, records):
+    """`out` (not `descriptor`) = the first row (plane 0) of the record of replay `replay` (modulo
+    `records`). The records are laid out as a small ring after the header's counters: plane p of
+    record q at (p x records + q) rows, so a replay's lane rows lie `records` rows apart, not side
+    by side, and its warps' stamps spread over the L2 as the ring's planes do."""
     return (f"\tand.b64 {out}, {replay}, {records - 1};\n"
-            f"\tmul.lo.u64 {out}, {out}, {(1 + lanes) * SLOT_BYTES};\n"
+            f"\tshl.b64 {out}, {out}, {log2(SLOT_BYTES)};\n"
             f"\tadd.u64 {out}, {out}, {descriptor};\n"
             f"\tadd.u64 {out}, {out}, {TICKET_COUNTERS * TICKET_BYTES};\n")
 
 
-def _lane_row(out, lane, base):
-    """`out` = the address of lane `lane`'s row in the slot-shaped record at `base`."""
-    return (f"\tadd.u64 {out}, {lane}, 1;\n\tshl.b64 {out}, {out}, {log2(SLOT_BYTES)};\n"
+def _lane_row(out, lane, base, records):
+    """`out` = the address of lane `lane`'s row of the record whose first row is at `base`."""
+    return (f"\tadd.u64 {out}, {lane}, 1;\n\tshl.b64 {out}, {out}, {log2(records * SLOT_BYTES)};\n"
             f"\tadd.u64 {out}, {out}, {base};\n")
 
 
@@ -100,8 +102,10 @@ def graph_entry(is_thread0, done, threads=None):
 
 
 def graph_exit(kernel_id, records, lanes, done, index, threads=None):
-    """Lane 0 of a warp, %ftp_e0 the tagged pointer and %ftp_e2 the time; `index` makes the
-    labels unique in the kernel. Scratch: the exit stamp's %ftp_s, %ftp_m, %ftp_e and %ftp_q."""
+    """Lane 0 of a warp, %ftp_e0 the tagged pointer; `index` makes the labels unique in the
+    kernel. The timer is read once the record's row is known, right before the end stamp (as on
+    the slot path): the arithmetic before it is part of the warp's time, not left out of the
+    kernel's. Scratch: the exit stamp's %ftp_s, %ftp_m, %ftp_e and %ftp_q."""
     counted = f"$ftp_exit_counted{index}"
     # The block, warp and counter are worked out again rather than carried from the entry: a
     # register live through the kernel is one fewer for the kernel's own code.
@@ -118,8 +122,9 @@ def graph_exit(kernel_id, records, lanes, done, index, threads=None):
             + _replay("%ftp_e7", f"{CARRIED}1", "%ftp_e4", index) +
             "\tadd.u64 %ftp_e8, %ftp_e7, 1;\n"
             f"\tand.b64 %ftp_e9, %ftp_e5, {lanes - 1};\n"
-            + _record("%ftp_e7", "%ftp_e7", "%ftp_e0", records, lanes)
-            + _lane_row("%ftp_e1", "%ftp_e9", "%ftp_e7") +
+            + _record("%ftp_e7", "%ftp_e7", "%ftp_e0", records)
+            + _lane_row("%ftp_e1", "%ftp_e9", "%ftp_e7", records) +
+            "\tmov.u64 %ftp_e2, %globaltimer;\n"
             "\tred.global.max.u64 [%ftp_e1+8], %ftp_e2;\n"
             "\tmov.u32 %ftp_s1, %tid.x;\n\tsetp.ne.u32 %ftp_q1, %ftp_s1, 0;\n"
             f"\t@%ftp_q1 bra {counted};\n"
@@ -133,8 +138,8 @@ def graph_exit(kernel_id, records, lanes, done, index, threads=None):
             f"\t@%ftp_q1 bra {done};\n"
             f"\tshr.u64 %ftp_e3, %ftp_e5, {log2(lanes)};\n\tsetp.ne.u64 %ftp_q1, %ftp_e3, 0;\n"
             f"\t@%ftp_q1 bra {done};\n"
-            + _record("%ftp_e8", "%ftp_e8", "%ftp_e0", records, lanes)
-            + _lane_row("%ftp_e1", "%ftp_e9", "%ftp_e8") +
+            + _record("%ftp_e8", "%ftp_e8", "%ftp_e0", records)
+            + _lane_row("%ftp_e1", "%ftp_e9", "%ftp_e8", records) +
             "\tmov.u64 %ftp_e3, 0;\n"
             "\tst.global.v2.u64 [%ftp_e1], {%ftp_e3, %ftp_e3};\n"
             "\tsetp.ne.u64 %ftp_q1, %ftp_e5, 0;\n"

@@ -96,7 +96,6 @@ def exit_block(param, kernel_id, plane_bytes, lanes, records, indent, index, thr
             f"\tand.b64 %ftp_e3, %ftp_e0, {GRAPH_TAG};\n"
             "\tsetp.eq.u64 %ftp_q0, %ftp_e3, 0;\n"
             f"\t@%ftp_q0 bra {slot};\n"
-            "\tmov.u64 %ftp_e2, %globaltimer;\n"
             + graph_exit(kernel_id, records, lanes, done, index, threads) +
             f"{slot}:\n"
             f"\tand.b64 %ftp_e0, %ftp_e0, {-1 - SLOT_MARK};\n"
