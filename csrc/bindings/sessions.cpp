@@ -81,6 +81,7 @@ nb::dict sessionStats(int slot) {
   d["records"] = s.records.load();
   d["unattributed"] = s.unattributed.load();
   d["placed_at_launch"] = s.placedAtLaunch.load();
+  d["extras_enabled"] = s.extrasEnabled();
   const int64_t lead = s.maxLaunchLeadNs.load();
   if (lead == Session::kNoLead) d["max_launch_lead_ns"] = nb::none();
   else d["max_launch_lead_ns"] = lead;

@@ -44,6 +44,7 @@ class Session {
 
   // Extras (see LaunchExtra and DataStore): joined to the launch's record by the store.
   void enableExtras() { store_->enableExtras(); }
+  bool extrasEnabled() const { return store_->extrasEnabled(); }
   void attachExtra(uint32_t correlation, LaunchExtra&& extra) { store_->attachExtra(correlation, std::move(extra)); }
   void setMeanMetrics(const std::vector<uint32_t>& names) { store_->setMeanMetrics(names); }
   uint64_t settleExtras() { return store_->settleExtras(); }

@@ -45,6 +45,7 @@ class DataStore {
   // Kernels are remembered per correlation only once extras are enabled, so plain sessions
   // pay nothing for this.
   void enableExtras() { extrasEnabled_.store(true, std::memory_order_release); }
+  bool extrasEnabled() const { return extrasEnabled_.load(std::memory_order_acquire); }
   virtual void attachExtra(uint32_t correlation, LaunchExtra&& extra) = 0;
   // Metrics written as the mean over their attachments instead of the sum (ratios).
   void setMeanMetrics(const std::vector<uint32_t>& names);
@@ -72,7 +73,6 @@ class DataStore {
   virtual void release() = 0;
 
  protected:
-  bool extrasEnabled() const { return extrasEnabled_.load(std::memory_order_acquire); }
   bool isMean(uint32_t metric) const { return !meanMetrics_.empty() && meanMetrics_.count(metric); }
 
   Tree tree_;

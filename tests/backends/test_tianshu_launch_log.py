@@ -77,9 +77,7 @@ def _scoped_launch(scopes, info, raw):
     the "device", then Triton's launch-exit hook."""
     from triton import knobs
 
-    with scopes.lock:
-        scopes.registry[FUNCTION] = info
-        scopes._hook_launch_exit()
+    scopes.know_kernel(FUNCTION, info)
     piece = _native.device_timer.device_timer_allocate(len(raw), 128, STREAM)
     scopes.collector.pool.view(piece).numpy()[:] = np.frombuffer(raw, dtype=np.uint8)
     knobs.runtime.launch_exit_hook(types.SimpleNamespace(

@@ -62,8 +62,8 @@ def scopes(ring, allocator, monkeypatch):
     made.stop()
 
 
-def session(tmp_path, scopes, data="tree"):
-    sid = profiler.start(str(tmp_path / "p"), backend="interpreter", data=data)
+def session(tmp_path, scopes, data="tree", name="p"):
+    sid = profiler.start(str(tmp_path / name), backend="interpreter", data=data)
     opened = sessions._sessions[sid]
     opened.state = DeviceTimerState()  # what a device_timer session holds (this one stands in for it)
     scopes.scopes.attach_session(opened)
@@ -73,7 +73,7 @@ def session(tmp_path, scopes, data="tree"):
 def launch(scopes, info, raw, name="add_two_scopes", function=FUNCTION):
     """A launch as Triton's launcher and the GPU make it: the profile allocator (the ring's,
     forwarding to the scopes' pool), the kernel's buffers, the launch-exit hook. Its correlation."""
-    scopes.scopes.registry[function] = info
+    scopes.scopes.know_kernel(function, info)  # as its load does
     piece = _native.device_timer.device_timer_allocate(len(raw), 128, STREAM)
     scopes.scopes.collector.pool.view(piece).numpy()[:] = np.frombuffer(raw, dtype=np.uint8)
     scopes.scopes.launch_exit(types.SimpleNamespace(data={"function": function, "name": name, "stream": STREAM}))
@@ -190,3 +190,30 @@ def test_a_trace_session_without_scoped_launches_writes_no_device_scope_trace(tm
     assert not (tmp_path / "p.device_scopes.json").exists()
     assert any(e["name"] == "plain" for e in json.loads((tmp_path / "p.chrome_trace").read_text())["traceEvents"])
 
+
+def test_sessions_join_scopes_to_records_only_once_a_kernel_with_scopes_is_known(tmp_path, scopes):
+    """The join keeps each record's tree node by correlation, a map insert per record on the
+    ring's worker that grows with the launches: a session whose launches carry no scopes goes
+    without it, and one open when a scoped kernel loads (before its first launch) joins them."""
+    def joins(sid):
+        return _native.session.session_stats(sessions._sessions[sid].slot)["extras_enabled"]
+
+    info, raw = recorded()
+    first = session(tmp_path, scopes)
+    plain = ring_allocate()
+    _native.testing.device_timer_host_meta(plain, _native.device_timer.device_timer_name_kernel("plain"), (1, 1, 1), 32)
+    _native.testing.device_timer_host_stamp(plain, 0, OFFSET + 1_000, OFFSET + 1_500)
+    _native.device_timer.device_timer_drain()
+    assert not joins(first)
+    launch(scopes, info, raw)  # its kernel loads first
+    assert joins(first)
+    second = session(tmp_path, scopes, name="q")  # opened with the scoped kernel known
+    assert joins(second)
+    launch(scopes, info, raw)
+    finish(second, scopes)
+    finish(first, scopes)
+    for name, count in (("p", 2), ("q", 1)):
+        root, _ = load_tree(tmp_path / f"{name}.hatchet")
+        kernel = find(root, "add_two_scopes")
+        assert kernel["metrics"]["count"] == count
+        assert find(kernel, "load")["metrics"]["count"] == count * 8 * info.layout.num_warps

@@ -139,9 +139,10 @@ class KernelScopes:
 
     # -- sessions ----------------------------------------------------------------------------
     def attach_session(self, session):
-        native.session.session_enable_extras(session.slot)
         native.session.session_set_mean_metrics(session.slot, MEAN_METRICS)
         with self.lock:
+            if self.registry:  # instrumented kernels known already: their launches get scopes
+                native.session.session_enable_extras(session.slot)
             state = self._state_of(session)
             state.totals_at_start = dict(self.collector.totals.as_stats())
             if session.data in ("trace", "perfetto"):
@@ -171,9 +172,19 @@ class KernelScopes:
                           f"{error}", RuntimeWarning, stacklevel=2)
             return
         if info is not None:
-            with self.lock:
-                self.registry[function] = info
-                self._hook_launch_exit()
+            self.know_kernel(function, info)
+
+    def know_kernel(self, function, info):
+        """An instrumented kernel is loaded (before its first launch): its launches' scope buffers
+        are collected from now on, and every open session joins their scopes to the launches'
+        records. A session joins extras by keeping each of its records' tree node by correlation,
+        which costs the ring's worker a map insert per record and grows with the launches, so
+        that is switched on only once a kernel has scopes to give (most sessions have none)."""
+        with self.lock:
+            self.registry[function] = info
+            self._hook_launch_exit()
+            for session in self._sessions.values():
+                native.session.session_enable_extras(session.slot)
 
     def launch_exit(self, metadata):
         self.collector.on_launch_exit(metadata, self._correlate)
