@@ -12,7 +12,6 @@
 #include <atomic>
 #include <limits>
 #include <stdexcept>
-#include <thread>
 
 #include "backends/device_timer/cuda_ring_device.h"
 #include "backends/device_timer/cuda_timer_api.h"
@@ -81,6 +80,9 @@ constexpr unsigned kSamples = 32;
 // A probe whose bounds are wider than this apart is taken again, up to kProbeAttempts in all.
 constexpr int64_t kTightProbeNs = 2'000;
 constexpr unsigned kProbeAttempts = 4;
+// How long the host waits for a probe kernel's samples (the emitting kernel stops after as long).
+constexpr uint64_t kProbeDeadlineNs = 20'000'000;
+constexpr unsigned kWritesPerCheck = 16;
 constexpr unsigned kMapped = CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
 // The probe's mapped words, allocated once with the ring: mapping pinned memory is slow, and per
 // probe it was most of a session's start (docs/performance.md).
@@ -109,25 +111,25 @@ int64_t CudaRingDevice::upperBound() {
   for (unsigned i = 0; i < kSamples * 3; ++i) samples[i] = 0;
   *word = monotonicNs();
   publish();
-  std::atomic<bool> stop{false};
-  std::atomic<unsigned> writes{0};
-  std::thread writer([&] {  // the host clock, written as fast as this thread can
-    while (!stop.load(std::memory_order_relaxed)) {
-      *word = monotonicNs();
-      publish();
-      writes.fetch_add(1, std::memory_order_release);
-    }
-  });
-  // The probe kernel only once the writer runs: a thread takes tens of microseconds to start on
-  // a loaded host, and a kernel sampling before then reads the word written above, that old.
-  while (writes.load(std::memory_order_acquire) < 2) std::this_thread::yield();
   unsigned n = kSamples;
   CUdeviceptr samplesOnDevice = probeDevice_ + kSamplesAt, wordOnDevice = probeDevice_ + kHostClockWord;
   void* params[] = {&samplesOnDevice, &wordOnDevice, &n};
   CUresult result = api_.launchKernel(probeRead_, 1, 1, 1, 1, 1, 1, 0, copy_, params, nullptr);
-  if (result == CUDA_SUCCESS) result = api_.streamSynchronize(copy_);
-  stop = true;
-  writer.join();
+  if (result == CUDA_SUCCESS) {
+    // This thread writes the host clock while the kernel samples it, until the kernel's last
+    // sample lands (a thread of its own cost a probe more than its samples: its start alone).
+    // The last sample is read only every kWritesPerCheck writes: a read of write-combined
+    // memory stalls the writes for about a microsecond, which ages the word the kernel reads.
+    volatile uint64_t* lastSample = samples + 3 * (kSamples - 1) + 2;
+    const uint64_t deadline = monotonicNs() + kProbeDeadlineNs;
+    for (unsigned writes = 1;; ++writes) {
+      const uint64_t now = monotonicNs();
+      *word = now;
+      publish();
+      if (writes % kWritesPerCheck == 0 && (*lastSample || now > deadline)) break;
+    }
+    result = api_.streamSynchronize(copy_);
+  }
   check(result, "the clock probe (device reads host)");
   int64_t upper = std::numeric_limits<int64_t>::max();
   for (unsigned i = 0; i < kSamples; ++i) {
@@ -149,7 +151,7 @@ int64_t CudaRingDevice::lowerBound() {
   void* params[] = {&timerWord, &stopWord};
   check(api_.launchKernel(probeEmit_, 1, 1, 1, 1, 1, 1, 0, copy_, params, nullptr), "the clock probe (host reads device)");
   int64_t lower = std::numeric_limits<int64_t>::min();
-  const uint64_t deadline = monotonicNs() + 20'000'000;
+  const uint64_t deadline = monotonicNs() + kProbeDeadlineNs;
   unsigned seen = 0;
   while (seen < kSamples && monotonicNs() < deadline) {
     const uint64_t device = *timer;
