@@ -1,12 +1,12 @@
 """Where a session's fixed cost goes, on the GPU machine: per phase wall times and a
 cProfile of start() and finalize() for backend="cupti" mode="pcsampling" (one long kernel, then
-2,000 tiny launches) and backend="instrumentation" (50 launches of a 16M-element add).
+2,000 tiny launches), backend="instrumentation" (50 launches of a 16M-element add) and
+backend="device_timer" (20,000 launches of bench/arg_kernels.py's 1-argument kernel).
 
-    python3 dev/probe_fixed_costs.py [pcsampling] [instrumentation] [--sessions 3]
+    python3 dev/probe_fixed_costs.py [pcsampling] [instrumentation] [device_timer] [--sessions 3]
 """
 import argparse
 import cProfile
-import io
 import json
 import os
 import pstats
@@ -20,11 +20,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "bench"))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 
-def top(profile, n=18):
-    out = io.StringIO()
-    pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(n)
-    lines = [l for l in out.getvalue().splitlines() if l.strip()]
-    return "\n".join(lines[-n - 1:])
+def top(profile, n=18, key="cumulative"):
+    """The profile's n heaviest functions by key ("cumulative" or "tottime"), times in us."""
+    rows = []
+    for (path, line, name), (_, calls, own, total, _) in pstats.Stats(profile).stats.items():
+        rows.append((total if key == "cumulative" else own, own, total, calls, f"{os.path.basename(path)}:{line}({name})"))
+    rows.sort(reverse=True)
+    return "\n".join(f"{total * 1e6:10.1f} us cum {own * 1e6:10.1f} us own {calls:6d}  {where}"
+                     for _, own, total, calls, where in rows[:n])
 
 
 def phases(base, start, loop, finalize, profile_it):
@@ -117,6 +120,71 @@ def instrumentation(sessions, folder):
             print(f"--- cProfile instrumentation {label}\n{top(prof)}")
 
 
+def visible_native_calls():
+    """Wraps the native session, dump and device_timer functions in Python functions, so that
+    cProfile shows their time (it does not see nanobind's functions); the allocator is left as it
+    is (Triton calls it at every launch, and the native launcher compares it by identity)."""
+    import functools
+
+    from flagtree.profiler import _native
+
+    for module in (_native.session, _native.dump, _native.device_timer):
+        for name in dir(module):
+            fn = getattr(module, name)
+            if type(fn).__name__ == "nb_func" and name != "device_timer_allocate":
+                wrapper = lambda *a, _fn=fn, **k: _fn(*a, **k)  # noqa: E731
+                wrapper.__code__ = wrapper.__code__.replace(co_name=name)  # cProfile tells them apart by it
+                setattr(module, name, functools.wraps(fn)(wrapper))
+
+
+def collections_timed():
+    """A list that gets the ns of each garbage collection from now on."""
+    import gc
+
+    spent, began = [], []
+
+    def note(phase, info):
+        if phase == "start":
+            began.append(time.perf_counter_ns())
+        elif began:
+            spent.append((info["generation"], time.perf_counter_ns() - began.pop()))
+
+    gc.callbacks.append(note)
+    return spent
+
+
+def device_timer(sessions, folder):
+    import torch
+
+    import flagtree.profiler as profiler
+    from arg_kernels import launcher
+
+    launch = launcher(1, torch)
+
+    def loop():
+        for _ in range(20_000):
+            launch()
+
+    visible_native_calls()
+    collections = collections_timed()
+    for i in range(sessions + 1):
+        base = os.path.join(folder, f"dt_{i}")
+        seen = len(collections)
+        finalize = lambda: (collections.append(("finalize", 0)), profiler.finalize())  # noqa: E731
+        times, meta, profiles = phases(base, lambda: profiler.start(base, backend="device_timer"),
+                                       loop, finalize, profile_it=profile and i == sessions)
+        marks = collections[seen:]
+        cut = marks.index(("finalize", 0))
+        in_finalize = [ns // 1000 for _, ns in marks[cut + 1:]]
+        print(f"device_timer session {i}{' (compiles)' if i == 0 else ''}: "
+              + " ".join(f"{k} {v:.2f}" for k, v in times.items()) + " ms; records "
+              + str(meta.get("kernel_records")) + "; clock uncertainty ns "
+              + str((meta.get("device_timer_clock_uncertainty_ns"), meta.get("device_timer_clock_check_uncertainty_ns")))
+              + f"; collections in the loop {cut}, in finalize (us) {in_finalize}")
+        for label, prof in profiles.items():
+            print(f"--- cProfile device_timer {label}\n{top(prof, 30)}\n--- by own time\n{top(prof, 15, 'tottime')}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("what", nargs="*", default=["pcsampling", "instrumentation"])
@@ -132,6 +200,8 @@ def main():
         if what == "pcsampling":
             pairs = [tuple(int(v) for v in pair.split("/")) for pair in args.buffers.split(",")]
             pcsampling(args.sessions, folder, pairs, args.modes.split(";"))
+        elif what == "device_timer":
+            device_timer(args.sessions, folder)
         else:
             instrumentation(args.sessions, folder)
 
