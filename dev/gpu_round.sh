@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|verify|stamps|tickets|graph-cost|agreement|unverified|unverified-figures|stacks|launch-cost|serving|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|verify|stamps|tickets|graph-cost|agreement|unverified|unverified-figures|stacks|launch-cost|serving|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|finalize|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -191,6 +191,11 @@ if [ "$what" = handover ]; then   # hand-over probe, its GPU tests, session cost
   timeout 400 python3 dev/probe_handover.py 2>&1 | tee "$OUT/probe_handover.log" | tail -20
   FLAGTREE_GPU_TESTS=1 timeout 300 python3 -m pytest -q -rxXs -p no:cacheprovider tests/gpu/test_handover_gpu.py 2>&1 | tee "$OUT/pytest_handover.log" | tail -15
   timeout 500 python3 bench/session_cost.py --sessions 20 --out "$OUT" 2>&1 | tee "$OUT/session_cost.log" | tail -14
+fi
+if [ "$what" = finalize ]; then   # where a device_timer session's start and finalize go: cProfile with the native calls shown, then py-spy's native stacks under finalize
+  timeout 100 python3 dev/probe_fixed_costs.py device_timer --sessions 4 > "$OUT/fixed_costs.log" 2>&1; grep "device_timer session" "$OUT/fixed_costs.log"; grep -A10 "by own time" "$OUT/fixed_costs.log" | tail -10 | cut -c1-120
+  timeout 200 /tmp/site/bin/py-spy record --native --rate 1000 --format raw -o /tmp/finalize_stacks.txt -- python3 dev/probe_finalize_stacks.py --sessions 300 > /dev/null 2>&1
+  python3 dev/probe_finalize_stacks.py --summarize /tmp/finalize_stacks.txt --under "_finalize_locked (" | cut -c1-170; gzip -c /tmp/finalize_stacks.txt > "$OUT/finalize_stacks.txt.gz"
 fi
 if [ "$what" = fixed ]; then   # where the fixed costs go, then the benches
   FLAGTREE_GPU_TESTS=1 timeout 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_instrumentation_gpu.py tests/gpu/test_pcsampling_gpu.py 2>&1 | tee "$OUT/pytest_fixed.log" | tail -8
