@@ -178,8 +178,8 @@ class KernelScopes:
         """An instrumented kernel is loaded (before its first launch): its launches' scope buffers
         are collected from now on, and every open session joins their scopes to the launches'
         records. A session joins extras by keeping each of its records' tree node by correlation,
-        which costs the ring's worker a map insert per record and grows with the launches, so
-        that is switched on only once a kernel has scopes to give (most sessions have none)."""
+        a map insert per record that grows with the launches, so that is switched on only once
+        a kernel has scopes to give (most sessions have none)."""
         with self.lock:
             self.registry[function] = info
             self._hook_launch_exit()
