@@ -82,6 +82,7 @@ nb::dict sessionStats(int slot) {
   d["unattributed"] = s.unattributed.load();
   d["placed_at_launch"] = s.placedAtLaunch.load();
   d["extras_enabled"] = s.extrasEnabled();
+  d["nodes_kept_for_extras"] = s.nodesKeptForExtras();
   const int64_t lead = s.maxLaunchLeadNs.load();
   if (lead == Session::kNoLead) d["max_launch_lead_ns"] = nb::none();
   else d["max_launch_lead_ns"] = lead;
@@ -109,7 +110,10 @@ void registerSessionBindings(nb::module_& m) {
   // Extras: results joined to a launch after the fact (counters, PC samples, kernel scopes).
   m.def("session_attach", &attachExtra, nb::arg("slot"), nb::arg("correlation"), nb::arg("metrics"),
         nb::arg("children") = std::vector<ExtraChildIn>{});
-  m.def("session_enable_extras", [](int slot) { Profiler::instance().enableExtras(slot); });
+  // after_records: the extras may come after their record (the session then keeps every kernel's
+  // node by correlation); False: they always come first, and their record finds them.
+  m.def("session_enable_extras", [](int slot, bool afterRecords) { Profiler::instance().enableExtras(slot, afterRecords); },
+        nb::arg("slot"), nb::arg("after_records") = true);
   m.def("session_set_mean_metrics", [](int slot, const std::vector<std::string>& names) {
     std::vector<uint32_t> ids;
     for (const auto& n : names) ids.push_back(intern(n));

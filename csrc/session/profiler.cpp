@@ -164,8 +164,8 @@ void Profiler::attachExtra(int slot, uint32_t correlation, LaunchExtra extra) {
   if (Session* s = session(slot)) s->attachExtra(correlation, std::move(extra));
 }
 
-void Profiler::enableExtras(int slot) {
-  if (Session* s = session(slot)) s->enableExtras();
+void Profiler::enableExtras(int slot, bool afterRecords) {
+  if (Session* s = session(slot)) s->enableExtras(afterRecords);
 }
 
 void Profiler::setMeanMetrics(int slot, const std::vector<uint32_t>& names) {

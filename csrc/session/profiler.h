@@ -129,7 +129,7 @@ class Profiler {
   // Extras of one launch for the session in `slot` (see LaunchExtra, Session::attachExtra).
   // Ignored when the slot holds no session.
   void attachExtra(int slot, uint32_t correlation, LaunchExtra extra);
-  void enableExtras(int slot);
+  void enableExtras(int slot, bool afterRecords);
   void setMeanMetrics(int slot, const std::vector<uint32_t>& names);
 
   // Shadow context and states of the calling thread (scopes.cpp).

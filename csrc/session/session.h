@@ -43,8 +43,9 @@ class Session {
   uint32_t graftCaptured(uint32_t launchNode, uint32_t capturedNode);
 
   // Extras (see LaunchExtra and DataStore): joined to the launch's record by the store.
-  void enableExtras() { store_->enableExtras(); }
+  void enableExtras(bool afterRecords) { store_->enableExtras(afterRecords); }
   bool extrasEnabled() const { return store_->extrasEnabled(); }
+  size_t nodesKeptForExtras() { return store_->nodesKeptForExtras(); }
   void attachExtra(uint32_t correlation, LaunchExtra&& extra) { store_->attachExtra(correlation, std::move(extra)); }
   void setMeanMetrics(const std::vector<uint32_t>& names) { store_->setMeanMetrics(names); }
   uint64_t settleExtras() { return store_->settleExtras(); }

@@ -42,10 +42,17 @@ class DataStore {
   virtual void closeScope(const ScopeEvent& scope, uint32_t node) = 0;
 
   // Extras (see LaunchExtra): joined to the launch's record whether it arrived before or after.
-  // Kernels are remembered per correlation only once extras are enabled, so plain sessions
-  // pay nothing for this.
-  void enableExtras() { extrasEnabled_.store(true, std::memory_order_release); }
+  // Plain sessions pay nothing for this. Extras that come before their record wait for it
+  // (a look-up per record); for extras that may come after it (afterRecords: CUPTI's records,
+  // samples and imports joined later) every kernel's node is remembered by correlation, which
+  // grows with the launches, so only a producer that needs it asks for it.
+  void enableExtras(bool afterRecords) {
+    if (afterRecords) nodesByCorrelation_.store(true, std::memory_order_release);
+    extrasEnabled_.store(true, std::memory_order_release);
+  }
   bool extrasEnabled() const { return extrasEnabled_.load(std::memory_order_acquire); }
+  // How many kernels' nodes the store remembers by correlation (for extras after their record).
+  virtual size_t nodesKeptForExtras() { return 0; }
   virtual void attachExtra(uint32_t correlation, LaunchExtra&& extra) = 0;
   // Metrics written as the mean over their attachments instead of the sum (ratios).
   void setMeanMetrics(const std::vector<uint32_t>& names);
@@ -73,6 +80,7 @@ class DataStore {
   virtual void release() = 0;
 
  protected:
+  bool nodesByCorrelation() const { return nodesByCorrelation_.load(std::memory_order_acquire); }
   bool isMean(uint32_t metric) const { return !meanMetrics_.empty() && meanMetrics_.count(metric); }
 
   Tree tree_;
@@ -80,6 +88,7 @@ class DataStore {
 
  private:
   std::atomic<bool> extrasEnabled_{false};
+  std::atomic<bool> nodesByCorrelation_{false};
 };
 
 std::unique_ptr<DataStore> makeStore(DataKind kind);

@@ -51,7 +51,7 @@ void TraceStore::closeScope(const ScopeEvent& scope, uint32_t) {
 }
 
 void TraceStore::attachExtra(uint32_t correlation, LaunchExtra&& extra) {
-  enableExtras();
+  enableExtras(false);
   std::lock_guard<std::mutex> lock(mutex());
   auto& entry = extras_[correlation];
   for (const auto& m : extra.metrics) {

@@ -13,7 +13,7 @@ void TreeStore::addRecord(uint32_t context, uint32_t state, const DeviceRecord& 
   std::lock_guard<std::mutex> lock(mutex());
   const uint32_t node = tree_.addRecord(context, state, record, meta);
   if (!extrasEnabled()) return;
-  kernelNodeOf_[record.correlation] = node;
+  if (nodesByCorrelation()) kernelNodeOf_[record.correlation] = node;
   auto early = earlyExtras_.find(record.correlation);
   if (early != earlyExtras_.end()) {
     for (const LaunchExtra& extra : early->second) applyExtra(node, extra);
@@ -43,8 +43,13 @@ void TreeStore::closeScope(const ScopeEvent& scope, uint32_t node) {
   tree_.node(node).metrics.cpuTimeNs += scope.endNs - scope.startNs;
 }
 
+size_t TreeStore::nodesKeptForExtras() {
+  std::lock_guard<std::mutex> lock(mutex());
+  return kernelNodeOf_.size();
+}
+
 void TreeStore::attachExtra(uint32_t correlation, LaunchExtra&& extra) {
-  enableExtras();
+  enableExtras(false);  // its record, if still to come, finds it
   std::lock_guard<std::mutex> lock(mutex());
   auto known = kernelNodeOf_.find(correlation);
   if (known != kernelNodeOf_.end()) applyExtra(known->second, extra);

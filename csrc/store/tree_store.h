@@ -16,6 +16,7 @@ class TreeStore final : public DataStore {
   void addScopeMetrics(uint32_t node, const Metrics& metrics) override;
   void closeScope(const ScopeEvent& scope, uint32_t node) override;
   void attachExtra(uint32_t correlation, LaunchExtra&& extra) override;
+  size_t nodesKeptForExtras() override;
   uint64_t settleExtras() override;
   uint64_t write(const OutputRequest& request) override;
   std::unique_ptr<DataStore> takePart() override;

@@ -192,11 +192,15 @@ def test_a_trace_session_without_scoped_launches_writes_no_device_scope_trace(tm
 
 
 def test_sessions_join_scopes_to_records_only_once_a_kernel_with_scopes_is_known(tmp_path, scopes):
-    """The join keeps each record's tree node by correlation, a map insert per record on the
-    ring's worker that grows with the launches: a session whose launches carry no scopes goes
-    without it, and one open when a scoped kernel loads (before its first launch) joins them."""
+    """Joining costs every record a look-up: a session whose launches carry no scopes goes
+    without it, and one open when a scoped kernel loads (before its first launch) joins them.
+    The scopes reach the session before their record does, so no session keeps a kernel node
+    per correlation for them (a map that would grow with the launches)."""
     def joins(sid):
         return _native.session.session_stats(sessions._sessions[sid].slot)["extras_enabled"]
+
+    def kept(sid):
+        return _native.session.session_stats(sessions._sessions[sid].slot)["nodes_kept_for_extras"]
 
     info, raw = recorded()
     first = session(tmp_path, scopes)
@@ -210,6 +214,9 @@ def test_sessions_join_scopes_to_records_only_once_a_kernel_with_scopes_is_known
     second = session(tmp_path, scopes, name="q")  # opened with the scoped kernel known
     assert joins(second)
     launch(scopes, info, raw)
+    scopes.scopes.drain()
+    _native.device_timer.device_timer_drain()
+    assert kept(first) == 0 and kept(second) == 0
     finish(second, scopes)
     finish(first, scopes)
     for name, count in (("p", 2), ("q", 1)):

@@ -8,8 +8,9 @@ Installed, it puts Triton's proton passes at the compiler's instrumentation poin
 slice with its launch in Triton's launch-exit hook on the launching thread (the owner's
 `correlate` names the launch), and at a drain (one device sync: flush, finalize, a full pool)
 decodes every block's buffer (device_reduce.py) and delivers one child per scope to the kernel
-node (``session_attach``). The owner's `before_attach` runs first for each launch (the device
-timer delivers the kernel's record there).
+node (``session_attach``). An owner that delivers the kernels' records itself (the device timer)
+does so through `deliver_record`, after the launch's scope children are attached: they wait for
+their record, so its sessions keep no kernel node per correlation for them.
 """
 import json
 import os
@@ -46,12 +47,13 @@ class InstrumentationState:
 
 
 class KernelScopes:
-    def __init__(self, owner, correlate, state_of, before_attach=None, on_unread=None, new_buffer=None,
+    def __init__(self, owner, correlate, state_of, deliver_record=None, on_unread=None, new_buffer=None,
                  synchronize=None, trace_file_always=True):
         """`correlate(launch_ns)`: the launch's correlation id, on the launching thread at launch
         exit (0 if unknown). `state_of(session)`: the session's InstrumentationState (a part of
-        its backend's session state). `before_attach(launch, info, summary)`: called at each launch's
-        delivery, before its scope children; `on_unread(launch)` for a launch whose kernel is
+        its backend's session state). `deliver_record(launch, info, summary)`: the owner's
+        delivery of the launch's kernel record, after its scope children (None: another part
+        of the backend delivers the records, before or after them, as CUPTI does); `on_unread(launch)` for a launch whose kernel is
         unknown (its buffers cannot be read). `new_buffer(nbytes)`, `synchronize()`: device memory
         and the drain's sync (default: torch CUDA). `trace_file_always`: a trace session writes
         its device-scope trace even when none of its launches had scopes (False: only then, as
@@ -60,7 +62,7 @@ class KernelScopes:
         self._trace_file_always = trace_file_always
         self._correlate = correlate
         self._state_of = state_of
-        self._before_attach = before_attach
+        self._deliver_record = deliver_record
         self._on_unread = on_unread
         self._new_buffer = new_buffer
         self._synchronize = synchronize
@@ -142,7 +144,7 @@ class KernelScopes:
         native.session.session_set_mean_metrics(session.slot, MEAN_METRICS)
         with self.lock:
             if self.registry:  # instrumented kernels known already: their launches get scopes
-                native.session.session_enable_extras(session.slot)
+                self._join_extras(session)
             state = self._state_of(session)
             state.totals_at_start = dict(self.collector.totals.as_stats())
             if session.data in ("trace", "perfetto"):
@@ -177,14 +179,19 @@ class KernelScopes:
     def know_kernel(self, function, info):
         """An instrumented kernel is loaded (before its first launch): its launches' scope buffers
         are collected from now on, and every open session joins their scopes to the launches'
-        records. A session joins extras by keeping each of its records' tree node by correlation,
-        a map insert per record that grows with the launches, so that is switched on only once
-        a kernel has scopes to give (most sessions have none)."""
+        records. Joining costs every record a look-up (and where the records may come first,
+        a kernel node kept per correlation, which grows with the launches), so it is switched on
+        only once a kernel has scopes to give (most sessions have none)."""
         with self.lock:
             self.registry[function] = info
             self._hook_launch_exit()
             for session in self._sessions.values():
-                native.session.session_enable_extras(session.slot)
+                self._join_extras(session)
+
+    def _join_extras(self, session):
+        """The session joins the scopes' children to their launches' records, which come after
+        them where the owner delivers the records (deliver_record), else in any order."""
+        native.session.session_enable_extras(session.slot, after_records=self._deliver_record is None)
 
     def launch_exit(self, metadata):
         self.collector.on_launch_exit(metadata, self._correlate)
@@ -200,8 +207,6 @@ class KernelScopes:
         buffers are) for the tree, and for trace sessions the intervals of its first blocks."""
         from .collector import TRACE_BLOCKS, scope_children, trace_events  # deferred: numpy, needed once kernels load
 
-        if self._before_attach is not None:
-            self._before_attach(launch, info, summary)
         children = scope_children(info, summary.as_summary())
         metrics = [("dropped_scope_records", float(summary.dropped_records))] if summary.dropped_records else []
         records = None
@@ -219,6 +224,8 @@ class KernelScopes:
                 state.trace_events.extend(events)
                 state.trace_launches.append((launch.correlation, first, len(state.trace_events)))
                 state.blocks_left_out += max(0, summary.good_blocks - TRACE_BLOCKS)
+        if self._deliver_record is not None:
+            self._deliver_record(launch, info, summary)
 
     def clock_ghz(self):
         try:

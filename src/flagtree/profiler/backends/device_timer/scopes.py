@@ -55,7 +55,7 @@ class DeviceTimerScopes:
         """`kernel_scopes`: KernelScopes' new_buffer/synchronize (the CPU tests' host memory)."""
         self.native = native or _native
         self.scopes = KernelScopes("device_timer", self._correlate, lambda session: session.state.scopes,
-                                   before_attach=self._record, on_unread=self._untimed, trace_file_always=False,
+                                   deliver_record=self._record, on_unread=self._untimed, trace_file_always=False,
                                    **kernel_scopes)
         self.counts = ScopedCounts()
         self._lock = threading.Lock()
