@@ -42,8 +42,8 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
   FLAGTREE_GPU_TESTS=1 timeout 540 python3 -m pytest -q -p no:cacheprovider tests/gpu "$@" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
 fi
 if [ "$what" = unverified ]; then   # what was merged without a GPU run: its tests with their own time limits, then the figures
-  for t in tests/gpu/test_parts_gpu.py tests/gpu/test_trigger_gpu.py tests/gpu/test_device_timer_gpu.py \
-           tests/gpu/test_graph_replays_gpu.py tests/gpu/test_unseen_graphs_gpu.py tests/gpu/test_armed_gpu.py; do
+  for t in tests/gpu/test_device_timer_gpu.py tests/gpu/test_instrumentation_gpu.py tests/gpu/test_tianshu_hooks_gpu.py \
+           tests/gpu/test_parts_gpu.py tests/gpu/test_trigger_gpu.py tests/gpu/test_armed_gpu.py; do
     echo "$t: $(FLAGTREE_GPU_TESTS=1 timeout 100 python3 -m pytest -q -p no:cacheprovider -x "$t" "$@" 2>&1 | tee "$OUT/$(basename "$t" .py).log" | tail -1)"
   done
 fi

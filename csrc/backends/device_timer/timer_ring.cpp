@@ -57,7 +57,7 @@ void TimerRing::announceOrDefer(uint32_t correlation, uint64_t launchNs, uint64_
 
 TimerRing::TimerRing(std::unique_ptr<RingDevice> device, uint32_t slots, uint32_t batch, uint32_t deviceId,
                      ClockMap clock, GraphOptions graphs)
-    : device_(std::move(device)), slots_(slots), batch_(batch ? batch : 1), deviceId_(deviceId), info_(slots),
+    : device_(std::move(device)), base_(device_->deviceBase()), slots_(slots), batch_(batch ? batch : 1), deviceId_(deviceId), info_(slots),
       launches_(slots), clock_(clock),
       graphs_(graphs.records ? std::make_unique<GraphArea>(*device_, graphs.records, graphs.nodesPerChunk, graphs.maxChunks)
                              : nullptr) {
@@ -126,7 +126,7 @@ uint64_t TimerRing::claim(uint64_t stream) {
   } else {
     publishLaunch(seq, now);
   }
-  return (device_->deviceBase() + uint64_t(slot) * kTimerSlotBytes) | kSlotMark;
+  return (base_ + uint64_t(slot) * kTimerSlotBytes) | kSlotMark;
 }
 
 void TimerRing::publishLaunch(uint64_t seq, uint64_t launchNs) {

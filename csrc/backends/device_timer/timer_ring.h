@@ -196,11 +196,15 @@ class TimerRing {
   void work();
   void deliver(uint64_t first, uint64_t last);
 
+  // What a claim reads before and after taking the lock, on a cache line apart from the lock
+  // (which the worker takes too): a line shared with it came back from the worker's core at
+  // nearly every claim.
   std::atomic<bool> defer_{false};
   std::atomic<uint64_t> idle_{0};  // RingStats::idle, counted without the lock
   std::unique_ptr<RingDevice> device_;
+  const uint64_t base_;  // device_->deviceBase(), fixed for the ring's life
   const uint32_t slots_, batch_, deviceId_;
-  std::mutex mutex_;
+  alignas(64) std::mutex mutex_;
   std::condition_variable workCv_, freedCv_;
   uint64_t next_ = 0, scheduled_ = 0, freed_ = 0;
   std::deque<Readback> queue_;
