@@ -54,7 +54,15 @@ class Session {
   const int slot;
   const ContextKind context;
   const uint64_t createdNs = monotonicNs();  // host monotonic
-  std::atomic<uint64_t> records{0};
+
+ private:
+  std::unique_ptr<DataStore> store_;
+
+ public:
+  // Counted by the thread that delivers the records, on a cache line apart from what every
+  // launch reads above (slot, uid, context source, store): sharing one, that line went back and
+  // forth between the launching thread's core and the delivering thread's.
+  alignas(64) std::atomic<uint64_t> records{0};
   std::atomic<uint64_t> unattributed{0};  // records whose launch was not seen (attributed to ROOT)
   std::atomic<uint64_t> placedAtLaunch{0};  // records off the tracer's clock, placed at their launch
   // The most a tracer's record started before its launch call (host clock), over the session's
@@ -69,7 +77,6 @@ class Session {
   }
 
  private:
-  std::unique_ptr<DataStore> store_;
   std::unordered_map<uint64_t, uint32_t> grafts_;  // (launch node, captured node) -> node; store lock
 };
 
