@@ -110,8 +110,8 @@ def write_part(s, device_shift_ns=None):
 
 
 def warn_of_failed_parts(sessions):
-    """Warns once of each part of `sessions` whose write failed on the writer thread. Called at
-    every step(): with no failure, one look at an empty list."""
+    """Warns once of each part of `sessions` whose write failed on the writer thread. With no
+    failure, one look at an empty list (step() looks first, sparing its callers the call)."""
     if not part_writer.failed:
         return
     owners = {id(m) for s in sessions for m in members(s)}

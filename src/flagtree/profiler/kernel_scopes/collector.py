@@ -2,7 +2,6 @@
 and reading the slices back (a drain) into session results. Imported once the backend starts:
 numpy is needed for the decoding, not for importing flagtree.profiler."""
 import dataclasses
-import functools
 import threading
 import time
 
