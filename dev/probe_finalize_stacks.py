@@ -2,10 +2,9 @@
 finalize), for a native profiler to sample where finalize's time goes:
 
     py-spy record --native --rate 1000 --format raw -o stacks.txt -- python3 dev/probe_finalize_stacks.py
-    python3 dev/probe_finalize_stacks.py --summarize stacks.txt [--under session_remove]
+    python3 dev/probe_finalize_stacks.py --summarize stacks.txt [--under "removeSession ("]
 """
 import argparse
-import collections
 import os
 import sys
 import tempfile
@@ -36,20 +35,13 @@ def sessions(count, launches):
 
 
 def summarize(path, under, top=30):
-    """The heaviest frames (inclusive samples) among the stacks that pass through `under`."""
-    inclusive, total = collections.Counter(), 0
-    for line in open(path):
-        stack, _, count = line.rstrip().rpartition(" ")
-        frames = stack.split(";")
-        if not any(under in f for f in frames):
-            continue
-        total += int(count)
-        at = next(i for i, f in enumerate(frames) if under in f)
-        for f in set(frames[at:]):
-            inclusive[f] += int(count)
+    """The heaviest frames below `under` (how its text begins), as shares of its samples."""
+    from probe_launch_stacks import inclusive_shares  # deferred: only --summarize reads stacks
+
+    shares, total = inclusive_shares(path, under)
     print(f"{total} samples under {under!r}")
-    for frame, n in inclusive.most_common(top):
-        print(f"{n:6d}  {frame[:160]}")
+    for frame, share in sorted(shares.items(), key=lambda item: -item[1])[:top]:
+        print(f"{share * 100:6.2f}%  {frame[:160]}")
 
 
 if __name__ == "__main__":
@@ -57,7 +49,7 @@ if __name__ == "__main__":
     parser.add_argument("--sessions", type=int, default=300)
     parser.add_argument("--launches", type=int, default=2000)
     parser.add_argument("--summarize")
-    parser.add_argument("--under", default="finalize")
+    parser.add_argument("--under", default="_finalize_locked (")
     args = parser.parse_args()
     if args.summarize:
         summarize(args.summarize, args.under)

@@ -55,15 +55,16 @@ def timed_launches(launch, seconds):
     return count, began
 
 
-def inclusive_shares(path):
-    """{frame: share of the measured loop's samples holding it} from py-spy's raw (collapsed)
-    output; only the frames below the loop's."""
+def inclusive_shares(path, under="timed_launches ("):
+    """({frame: share of the samples below frame `under` holding it}, those samples) from
+    py-spy's raw (collapsed) output; `under` is how the frame's text begins (default: the
+    measured loop's)."""
     counts, total = collections.Counter(), 0
     with open(path) as lines:
         for line in lines:
             stack, _, n = line.rstrip("\n").rpartition(" ")
             frames = stack.split(";")
-            at = next((i for i, f in enumerate(frames) if f.startswith("timed_launches (")), None)
+            at = next((i for i, f in enumerate(frames) if f.startswith(under)), None)
             if not n.isdigit() or at is None:
                 continue
             total += int(n)
