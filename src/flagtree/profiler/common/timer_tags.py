@@ -25,6 +25,8 @@ def retired():
     return _layout()[1]
 
 
+@functools.cache
 def any_version():
-    """Every tag the device timer's stamps have asked with, this version's first."""
-    return (_layout()[0], *_layout()[1])
+    """Every tag the device timer's stamps have asked with, this version's first (the scopes'
+    collector asks at every launch: one tuple, made once)."""
+    return (current(), *retired())
