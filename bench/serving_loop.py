@@ -21,7 +21,9 @@ Two phases in this one process:
    (skip_first=2**62): a deactivated session. "trigger_windows": no session, arm() with a steps
    trigger whose ranges are the schedule's windows (each window a session of its own, opened and
    closed at step()); "trigger_armed": arm() with a range the block never reaches, the program
-   armed and idle as the command's --trigger leaves it. Each block starts its own session and
+   armed and idle as the command's --trigger leaves it; "control": a block with no profiler in a
+   configuration's place, whose ratio is the bench's own bias on the host (an A/A comparison: it
+   reads 1 where the blocks' order and the ratios' statistics add nothing). Each block starts its own session and
    finalizes it (timed apart: start_s, finalize_s), then lets go of CUPTI, so the none block after
    it runs without a profiler. Ratios: per block (median) and over the whole phase (sum of
    profiled time / sum of the adjacent none time), with a 95% bootstrap interval of the median,
@@ -169,6 +171,10 @@ class Blocks:
     def none(self):
         return self._served("none")
 
+    def control(self):
+        """A no-profiler block in a configuration's place: the bench's own bias (no start, no finalize)."""
+        return self._served("control"), 0.0, 0.0
+
     def session(self, armed):
         self.count += 1
         base = os.path.join(self.outdir, f"block{self.count}")
@@ -219,7 +225,7 @@ def interleaved(model, cycle, steps, until):
         blocks = Blocks(model, cycle, steps, outdir)
         # (loop s, adjacent none s, start s, finalize s); the trigger's: windows opened by arm()'s
         # step ranges, and armed with none reached (the issue's "armed but idle")
-        runs = {"profiled": [], "armed": [], "trigger_windows": [], "trigger_armed": []}
+        runs = {"profiled": [], "armed": [], "trigger_windows": [], "trigger_armed": [], "control": []}
         before = blocks.none()
         nones = [before]
         # Each round in its own order (seeded: the same run is the same sequence), so that an
@@ -229,7 +235,9 @@ def interleaved(model, cycle, steps, until):
         while time.perf_counter() < until or not runs["armed"]:
             rounds.shuffle(order)
             for config in order:
-                if config.startswith("trigger"):
+                if config == "control":
+                    loop, start, final = blocks.control()
+                elif config.startswith("trigger"):
                     loop, start, final = blocks.triggered(config == "trigger_armed")
                 else:
                     loop, start, final = blocks.session(config == "armed")
