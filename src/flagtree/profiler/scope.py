@@ -79,10 +79,12 @@ class scope(_Annotation):
     _cpu_timed = False
 
     def __init__(self, name, metrics=None):
-        _check_name("scope", name)
+        if type(name) is not str:
+            _check_name("scope", name)
         self.name = name
         self._metrics = _metric_items(metrics) if metrics else None
-        self._id = 0 if _DISABLED else _intern(name)
+        # A name seen before is one dict look-up: a scope is often made around every step or launch.
+        self._id = 0 if _DISABLED else (_ids.get(name) or _intern(name))
 
     def __enter__(self):
         if _DISABLED:

@@ -178,14 +178,18 @@ def step(session_id=None):
     left alone: with none, a no-op. An armed trigger (trigger.py) counts every step, whatever
     the id: its windows open and close here; it runs before the lock is taken, since its watcher
     thread takes its own lock and then this one."""
-    written = [path for listener in list(step_listeners) for path in listener()] if step_listeners else []
-    if session_id == -1:
+    written = []
+    for listener in tuple(step_listeners):  # a copy: a window's close may disarm its listener
+        written += listener()
+    # Called every step of a serving loop, armed and idle included: with nothing open, a step is
+    # a no-op, decided before the lock (a session another thread starts meanwhile begins after
+    # this step either way).
+    if session_id == -1 or (session_id is None and not _sessions):
         return written
     with _lock:
-        # Called every step of a serving loop, armed and idle included: with nothing open, a step
-        # is a no-op. The environment (profiling_off reads two variables) is read only for an id
-        # no open session has (raised for unless profiling is off); an open session was started
-        # with profiling on.
+        # The environment (profiling_off reads two variables) is read only for an id no open
+        # session has (raised for unless profiling is off); an open session was started with
+        # profiling on.
         if not _sessions and (session_id is None or ranks.profiling_off()):
             return written
         one = _sessions.get(session_id)
