@@ -83,6 +83,7 @@ nb::dict sessionStats(int slot) {
   d["placed_at_launch"] = s.placedAtLaunch.load();
   d["extras_enabled"] = s.extrasEnabled();
   d["nodes_kept_for_extras"] = s.nodesKeptForExtras();
+  d["extras_after_part"] = s.extrasAfterPart();
   const int64_t lead = s.maxLaunchLeadNs.load();
   if (lead == Session::kNoLead) d["max_launch_lead_ns"] = nb::none();
   else d["max_launch_lead_ns"] = lead;

@@ -49,6 +49,7 @@ class Session {
   void attachExtra(uint32_t correlation, LaunchExtra&& extra) { store_->attachExtra(correlation, std::move(extra)); }
   void setMeanMetrics(const std::vector<uint32_t>& names) { store_->setMeanMetrics(names); }
   uint64_t settleExtras() { return store_->settleExtras(); }
+  uint64_t extrasAfterPart() { return store_->extrasAfterPart(); }
 
   const uint32_t uid;
   const int slot;

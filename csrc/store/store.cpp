@@ -12,6 +12,11 @@ void DataStore::setMeanMetrics(const std::vector<uint32_t>& names) {
   meanMetrics_.insert(names.begin(), names.end());
 }
 
+uint64_t DataStore::extrasAfterPart() {
+  std::lock_guard<std::mutex> lock(mutex());
+  return extrasAfterPart_;
+}
+
 // The one place that looks at the kind of data: everything after goes through DataStore.
 std::unique_ptr<DataStore> makeStore(DataKind kind) {
   if (kind == DataKind::Trace) return std::make_unique<TraceStore>(TraceStore::Format::ChromeJson);

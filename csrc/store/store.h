@@ -44,8 +44,9 @@ class DataStore {
   // Extras (see LaunchExtra): joined to the launch's record whether it arrived before or after.
   // Plain sessions pay nothing for this. Extras that come before their record wait for it
   // (a look-up per record); for extras that may come after it (afterRecords: CUPTI's records,
-  // samples and imports joined later) every kernel's node is remembered by correlation, which
-  // grows with the launches, so only a producer that needs it asks for it.
+  // samples and imports joined later) every kernel's node is remembered by correlation until its
+  // part is taken, which grows with the launches of a part (of the run when it writes none), so
+  // only a producer that needs it asks for it.
   void enableExtras(bool afterRecords) {
     if (afterRecords) nodesByCorrelation_.store(true, std::memory_order_release);
     extrasEnabled_.store(true, std::memory_order_release);
@@ -57,8 +58,12 @@ class DataStore {
   // Metrics written as the mean over their attachments instead of the sum (ratios).
   void setMeanMetrics(const std::vector<uint32_t>& names);
   // At finalize: extras whose launch never arrived are kept apart (tree) or dropped (trace);
-  // returns how many launches that was.
+  // returns how many launches that was. Extras of a part already taken are dropped and counted
+  // in extrasAfterPart() instead.
   virtual uint64_t settleExtras() = 0;
+  // Launches whose extras were dropped because the part their record belongs to had been taken
+  // (see takenAlready()): a part once taken is written as it was.
+  uint64_t extrasAfterPart();
 
   // Vendor imports (session/launch_log.h). The node a launch's record landed on: its kernel node
   // (tree) or its context node (trace). Caller holds mutex().
@@ -73,8 +78,10 @@ class DataStore {
   // A part taken out: a store of the same kind holding what was collected since the previous
   // part, which this one forgets as a written part would (tree: metrics zeroed, nodes kept;
   // trace: events emptied). Taken under the lock in time proportional to the tree's nodes (the
-  // trace's events are swapped, not copied); the taker writes it later, on any thread, with
-  // request.part set, while this store goes on collecting.
+  // trace's events are swapped, not copied; while it holds extras, one look-up per event); the
+  // taker writes it later, on any thread, with request.part set, while this store goes on
+  // collecting. The taken launches are forgotten: their extras still to come are dropped (see
+  // takenAlready()).
   virtual std::unique_ptr<DataStore> takePart() = 0;
   // Frees the data once written (the session is closed).
   virtual void release() = 0;
@@ -83,12 +90,48 @@ class DataStore {
   bool nodesByCorrelation() const { return nodesByCorrelation_.load(std::memory_order_acquire); }
   bool isMean(uint32_t metric) const { return !meanMetrics_.empty() && meanMetrics_.count(metric); }
 
+  // Which extras belong to a part already taken, told apart by correlation id (under mutex()).
+  // Only where extras may come after their record (afterRecords): there the ids are the vendor
+  // tracer's, one per-process counter taken at each launch call, so they grow in launch order
+  // (a uint32, which wraps only after 4 billion launches). Elsewhere each extra comes before its record,
+  // so none can be late, and ids come from several ranges, one reused per graph node, which no
+  // boundary orders. A part is taken after the tracer's flush, so each id up to the highest
+  // recorded then had its record delivered; only concurrent launches' records, kept in separate
+  // buffers, may still come out of order. The defensive reading: every id at or below that
+  // highest one belongs to a taken part. An extra for such an id that no record of the current
+  // part claims by the next part's end (or finalize) is dropped and counted, never added to a
+  // later part; an out-of-order record's extra may be lost that way, but counted.
+  void noteRecorded(uint32_t correlation) {
+    if (nodesByCorrelation() && correlation >= recordedBelow_) recordedBelow_ = uint64_t(correlation) + 1;
+  }
+  void markPartTaken() { takenBelow_ = recordedBelow_; }
+  bool takenAlready(uint32_t correlation) const { return correlation < takenBelow_; }
+  // Drops the entries of `waiting` (extras by correlation, their record not seen in the current
+  // part) that belong to a taken part, counting their launches.
+  template <typename Map>
+  void dropTaken(Map& waiting) {
+    if (!takenBelow_) return;
+    for (auto it = waiting.begin(); it != waiting.end();) {
+      if (!takenAlready(it->first)) {
+        ++it;
+        continue;
+      }
+      it = waiting.erase(it);
+      ++extrasAfterPart_;
+    }
+  }
+
   Tree tree_;
   std::unordered_set<uint32_t> meanMetrics_;  // under mutex()
 
  private:
   std::atomic<bool> extrasEnabled_{false};
   std::atomic<bool> nodesByCorrelation_{false};
+  // Under mutex(): one past the highest correlation recorded (afterRecords), and what it was when
+  // the last part was taken (0: none taken); launches whose extras came after their part.
+  uint64_t recordedBelow_ = 0;
+  uint64_t takenBelow_ = 0;
+  uint64_t extrasAfterPart_ = 0;
 };
 
 std::unique_ptr<DataStore> makeStore(DataKind kind);

@@ -13,7 +13,10 @@ void TreeStore::addRecord(uint32_t context, uint32_t state, const DeviceRecord& 
   std::lock_guard<std::mutex> lock(mutex());
   const uint32_t node = tree_.addRecord(context, state, record, meta);
   if (!extrasEnabled()) return;
-  if (nodesByCorrelation()) kernelNodeOf_[record.correlation] = node;
+  if (nodesByCorrelation()) {
+    kernelNodeOf_[record.correlation] = node;
+    noteRecorded(record.correlation);
+  }
   auto early = earlyExtras_.find(record.correlation);
   if (early != earlyExtras_.end()) {
     for (const LaunchExtra& extra : early->second) applyExtra(node, extra);
@@ -50,6 +53,9 @@ size_t TreeStore::nodesKeptForExtras() {
 
 void TreeStore::attachExtra(uint32_t correlation, LaunchExtra&& extra) {
   enableExtras(false);  // its record, if still to come, finds it
+  // Only the current part's kernels are known: one of a taken part waits, as if its record were
+  // still to come, and is dropped at the next part's end (dropTaken), not added to a live node
+  // whose earlier metrics went with that part.
   std::lock_guard<std::mutex> lock(mutex());
   auto known = kernelNodeOf_.find(correlation);
   if (known != kernelNodeOf_.end()) applyExtra(known->second, extra);
@@ -82,6 +88,7 @@ double TreeStore::metricValue(uint32_t node, uint32_t metric, double sum) const 
 uint64_t TreeStore::settleExtras() {
   if (!extrasEnabled()) return 0;  // plain sessions: nothing to settle
   std::lock_guard<std::mutex> lock(mutex());
+  dropTaken(earlyExtras_);  // their part is written: no <unmatched launch> of this one
   const uint64_t unmatched = earlyExtras_.size();
   if (unmatched) {
     const uint32_t holder = tree_.child(Tree::kRoot, NodeKind::Scope, intern("<unmatched launch>"));
@@ -118,6 +125,11 @@ std::unique_ptr<DataStore> TreeStore::takePart() {
   taken->meanMetrics_ = meanMetrics_;
   taken->meanAttachments_.swap(meanAttachments_);
   tree_.zeroMetrics();  // as a written part: the next one holds only what arrives from now on
+  // The taken kernels' nodes are forgotten, so this map holds one part's launches, not the run's;
+  // extras still waiting for a record of the taken part will not see one.
+  kernelNodeOf_.clear();
+  markPartTaken();
+  dropTaken(earlyExtras_);
   return taken;
 }
 

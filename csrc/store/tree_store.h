@@ -32,8 +32,8 @@ class TreeStore final : public DataStore {
   double metricValue(uint32_t node, uint32_t metric, double sum) const;
 
   // Under mutex():
-  std::unordered_map<uint32_t, uint32_t> kernelNodeOf_;                 // correlation -> kernel node
-  std::unordered_map<uint32_t, std::vector<LaunchExtra>> earlyExtras_;  // extras before their record
+  std::unordered_map<uint32_t, uint32_t> kernelNodeOf_;                 // correlation -> kernel node, this part's
+  std::unordered_map<uint32_t, std::vector<LaunchExtra>> earlyExtras_;  // extras without their record (yet)
   std::unordered_map<uint64_t, uint32_t> meanAttachments_;              // (node << 32 | metric) -> count
 };
 
