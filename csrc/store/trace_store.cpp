@@ -37,6 +37,7 @@ void TraceStore::addRecord(uint32_t context, uint32_t state, const DeviceRecord&
   event.context = state ? tree_.child(context, NodeKind::State, state) : context;
   event.config = tree_.internConfigOf(record);
   device_.push_back(event);
+  noteRecorded(record.correlation);
 }
 
 uint32_t TraceStore::recordNode(uint32_t context, uint32_t state, RecordKind, uint32_t) {
@@ -66,6 +67,7 @@ void TraceStore::attachExtra(uint32_t correlation, LaunchExtra&& extra) {
 uint64_t TraceStore::settleExtras() {
   if (!extrasEnabled()) return 0;
   std::lock_guard<std::mutex> lock(mutex());
+  dropTaken(extras_);  // their part is written: not counted as unmatched
   std::unordered_map<uint32_t, bool> matched;  // the extras' correlations, usually few
   for (const auto& entry : extras_) matched.emplace(entry.first, false);
   for (size_t i = 0; i < device_.size(); ++i) {
@@ -126,11 +128,21 @@ std::unique_ptr<DataStore> TraceStore::takePart() {
   std::lock_guard<std::mutex> lock(mutex());
   taken->tree_.copyForWrite(tree_);  // names the events' contexts
   taken->meanMetrics_ = meanMetrics_;
-  taken->extras_ = extras_;  // kept here too, as a written part keeps them
   taken->device_.swap(device_);
   taken->scopes_.swap(scopes_);
   taken->shiftedNs_ = shiftedNs_;
   clearEvents();
+  // The extras of the taken events go with them: what stays waits for a record still to come,
+  // so this map holds one part's launches, not the run's. A look-up per taken event, only while
+  // extras are held.
+  for (size_t i = 0; i < taken->device_.size() && !extras_.empty(); ++i) {
+    auto it = extras_.find(taken->device_[i].correlation);
+    if (it == extras_.end()) continue;
+    taken->extras_.insert(std::move(*it));
+    extras_.erase(it);
+  }
+  markPartTaken();
+  dropTaken(extras_);
   return taken;
 }
 

@@ -41,7 +41,8 @@ class TraceStore final : public DataStore {
   ChunkedVector<DeviceEvent> device_;
   ChunkedVector<ScopeEvent> scopes_;
   // The trace shows one event per launch: of an extra only the metrics apply, summed, with
-  // the number of attachments (for mean metrics).
+  // the number of attachments (for mean metrics). Those of this part's events, or waiting for
+  // their record.
   std::unordered_map<uint32_t, std::pair<Metrics, uint32_t>> extras_;
 };
 
