@@ -155,6 +155,8 @@ def _settle_parts(s):
 
 def _stats(s):
     """The counts the metadata carries: records, losses, and what the backend adds."""
+    # first: settling counts the extras of parts already written, which session_stats reports
+    unmatched = native.session.session_settle_extras(s.slot)
     counts = native.session.session_stats(s.slot)
     stats = {
         "kernel_records": counts["records"],
@@ -168,9 +170,10 @@ def _stats(s):
     shift = device_clock_shift(s, counts)
     if shift:  # durations stand; a trace's device events are moved (writers/profile.py)
         stats["device_clock_shift_ns"] = shift
-    unmatched = native.session.session_settle_extras(s.slot)
     if unmatched:  # extras (counters, samples) whose launch never got a record
         stats["unmatched_extras"] = unmatched
+    if counts.get("extras_after_part"):  # extras that came after their launch's part was taken: dropped
+        stats["extras_after_part"] = counts["extras_after_part"]
     stats.update(s.extra_stats)
     # each of the run's sessions counts its launches apart
     stats["lost_launches"] = lost_launches(lambda m: native.session.pending_launches(m.slot), s)
@@ -223,6 +226,10 @@ def _warn_of_losses(s, stats, shifts):
                       f"before the calls that launched them: the tracer's clock is off the host's; the trace "
                       f"moves kernels later by that much (durations are unaffected; metadata: "
                       f"device_clock_shift_ns)", stacklevel=5)
+    if stats.get("extras_after_part"):
+        warnings.warn(f"flagtree.profiler: in session {s.id} the results of {stats['extras_after_part']} launches "
+                      f"(hardware counters, PC samples, imports) came after the part holding the launch was "
+                      f"taken, and were dropped (metadata: extras_after_part)", stacklevel=5)
     # A dropped record leaves its launch without a record, so the two counts overlap: the
     # larger one is the loss.
     lost = max(stats["dropped_records"], stats["lost_launches"])
