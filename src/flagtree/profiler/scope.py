@@ -97,7 +97,7 @@ class scope(_Annotation):
             _boundary_hook()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type=None, exc=None, traceback=None):
         if not _DISABLED:
             left = native.context.scope_exit_checked(self._cpu_timed)
             if left != self._id:
@@ -161,7 +161,7 @@ class state(_Annotation):
             native.context.state_push(self._id)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type=None, exc=None, traceback=None):
         if not _DISABLED:
             native.context.state_pop()
         return False
