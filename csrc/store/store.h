@@ -93,9 +93,9 @@ class DataStore {
   // Which extras belong to a part already taken, told apart by correlation id (under mutex()).
   // Only where extras may come after their record (afterRecords): there the ids are the vendor
   // tracer's, one per-process counter taken at each launch call, so they grow in launch order
-  // (a uint32, which wraps only after 4 billion launches). Elsewhere each extra comes before its record,
-  // so none can be late, and ids come from several ranges, one reused per graph node, which no
-  // boundary orders. A part is taken after the tracer's flush, so each id up to the highest
+  // (a uint32, which wraps only after 4 billion launches). Elsewhere each extra comes before its
+  // record, so none can be late, and ids come from several ranges, one reused per graph node,
+  // which no boundary orders. A part is taken after the tracer's flush, so each id up to the highest
   // recorded then had its record delivered; only concurrent launches' records, kept in separate
   // buffers, may still come out of order. The defensive reading: every id at or below that
   // highest one belongs to a taken part. An extra for such an id that no record of the current
@@ -104,8 +104,14 @@ class DataStore {
   void noteRecorded(uint32_t correlation) {
     if (nodesByCorrelation() && correlation >= recordedBelow_) recordedBelow_ = uint64_t(correlation) + 1;
   }
-  void markPartTaken() { takenBelow_ = recordedBelow_; }
   bool takenAlready(uint32_t correlation) const { return correlation < takenBelow_; }
+  // At a part's take: every id recorded so far belongs to a taken part, and the extras in
+  // `waiting` for one of them are dropped (dropTaken).
+  template <typename Map>
+  void partTaken(Map& waiting) {
+    takenBelow_ = recordedBelow_;
+    dropTaken(waiting);
+  }
   // Drops the entries of `waiting` (extras by correlation, their record not seen in the current
   // part) that belong to a taken part, counting their launches.
   template <typename Map>

@@ -141,8 +141,7 @@ std::unique_ptr<DataStore> TraceStore::takePart() {
     taken->extras_.insert(std::move(*it));
     extras_.erase(it);
   }
-  markPartTaken();
-  dropTaken(extras_);
+  partTaken(extras_);
   return taken;
 }
 

@@ -128,8 +128,7 @@ std::unique_ptr<DataStore> TreeStore::takePart() {
   // The taken kernels' nodes are forgotten, so this map holds one part's launches, not the run's;
   // extras still waiting for a record of the taken part will not see one.
   kernelNodeOf_.clear();
-  markPartTaken();
-  dropTaken(earlyExtras_);
+  partTaken(earlyExtras_);
   return taken;
 }
 
