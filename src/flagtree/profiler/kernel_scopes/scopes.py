@@ -53,9 +53,10 @@ class KernelScopes:
         exit (0 if unknown). `state_of(session)`: the session's InstrumentationState (a part of
         its backend's session state). `deliver_record(launch, info, summary)`: the owner's
         delivery of the launch's kernel record, after its scope children (None: another part
-        of the backend delivers the records, before or after them, as CUPTI does); `on_unread(launch)` for a launch whose kernel is
-        unknown (its buffers cannot be read). `new_buffer(nbytes)`, `synchronize()`: device memory
-        and the drain's sync (default: torch CUDA). `trace_file_always`: a trace session writes
+        of the backend delivers the records, before or after them, as CUPTI does).
+        `on_unread(launch)` for a launch whose kernel is unknown (its buffers cannot be read).
+        `new_buffer(nbytes)`, `synchronize()`: device memory and the drain's sync (default:
+        torch CUDA). `trace_file_always`: a trace session writes
         its device-scope trace even when none of its launches had scopes (False: only then, as
         for the device timer, where most sessions launch no scoped kernel)."""
         self.owner = owner
