@@ -134,9 +134,10 @@ def test_steps_between_windows_only_count(tmp_path, monkeypatch):
     written = run_steps(sid, 120, x, y, out)
     profiler.finalize(sid)
     assert [steps_in(p) for p in written] == [[50, 51], [102, 103]]
-    # entering each window, its second step, leaving it (the steps after a window's end apply
-    # the schedule once), and nothing for the steps in between
-    assert applied == [True, True, False, False] * 2
+    # the step after the first stretch's PACE_STEPS (its pace measured), entering each window,
+    # its second step, leaving it (the steps after a window's end apply the schedule once), and
+    # nothing for the steps in between
+    assert applied == [False] + [True, True, False, False] * 2
 
 
 def test_activate_by_hand_between_windows_lasts_until_the_next_step(tmp_path):

@@ -8,7 +8,7 @@ import shutil
 ENVIRONMENT = {
     "FLAGTREE_PROFILER_DISABLE": "1 turns every profiler call into a cheap no-op (start returns -1).",
     "FLAGTREE_PROFILER_CUPTI_PATH": "Path of the libcupti to load; searched first.",
-    "FLAGTREE_PROFILER_CUPTI_IDLE_S": "Seconds CUPTI stays attached after the last session ends, so that the next session skips subscribing and enabling activity (default 10; 0 releases at every finalize). flagtree.profiler.release() and interpreter exit release at once. The same idle time suspends CUPTI (flush, unsubscribe, cuptiFinalize) while sessions hold it and none is active (deactivated, a schedule between windows); it attaches again when one becomes active (0: suspended at once).",
+    "FLAGTREE_PROFILER_CUPTI_IDLE_S": "Seconds CUPTI stays attached after the last session ends, so that the next session skips subscribing and enabling activity (default 10; 0 releases at every finalize). flagtree.profiler.release() and interpreter exit release at once. The same idle time suspends CUPTI (flush, unsubscribe, cuptiFinalize) while sessions hold it and none is active (deactivated, a schedule between windows); it attaches again when one becomes active (0: suspended at once). A schedule whose quiet stretch is known to be long suspends it when the stretch begins (docs/reference/backends.md).",
     "FLAGTREE_PROFILER_BUFFER_SIZE": "Bytes per vendor activity buffer, 4096..1073741824 (default 8388608 = 8 MiB).",
     "FLAGTREE_PROFILER_BACKEND": "Backend used when start() names none (else auto-selected).",
     "FLAGTREE_PROFILER_ROCTRACER_PATH": "Path of libroctracer64.so (the file or its folder); searched first.",

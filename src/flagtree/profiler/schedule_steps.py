@@ -8,12 +8,23 @@ dropped: the native core has no way to discard what it collected short of writin
 warmup's purpose here (the program's first launches, compilation, caches) is served all the
 same. Each cycle's active steps end in one part (``<name>.part<k>.hatchet``) whose ``steps`` lists
 those step numbers; after the last cycle the session stays deactivated until finalize.
+
+When a quiet stretch begins, the backend hears about how long it will last
+(Backend.quiet_ahead): at the pace of the last quiet stretch (the first one's own first
+PACE_STEPS steps), or forever when no window comes.
 """
+import math
+import time
+
 from . import part_writer
 from .native_core import native
 from .run_group import members
 
 ARGUMENTS = ("wait", "warmup", "active", "repeat", "skip_first")
+# Less than a step() call takes: the pace of steps not measured yet, which underestimates how long
+# a quiet stretch lasts (a huge skip_first is still known to be long).
+STEP_CALL_S = 1e-7
+PACE_STEPS = 32  # the steps of a first quiet stretch that measure its pace
 
 
 class Schedule:
@@ -87,6 +98,10 @@ class Stepping:
         # only counts them. activate() and deactivate() reset it, so the next step re-applies
         # the schedule.
         self.steady_until = 0
+        # The quiet stretch under way (its first step, and when it began), and the seconds a
+        # step of the last one measured took (None: none yet): how far the next window is.
+        self.quiet_from = None
+        self.quiet_step_s = None
 
 
 def set_active(session, active):
@@ -111,14 +126,51 @@ def _enter(session):
     stepping = session.stepping
     active = stepping.plan.action(stepping.step) == "active"
     if active:
+        _end_quiet(stepping)
         stepping.window.append(stepping.step)
         # The previous window's close may still run on the writer thread: it takes its part
         # before this window records anything.
         part_writer.wait_closed(j for m in members(session) for j in m.part_jobs[-1:])
-    else:
-        upcoming = stepping.plan.next_active(stepping.step)
-        stepping.steady_until = float("inf") if upcoming is None else upcoming
-    set_active(session, active)
+        set_active(session, True)
+        return
+    upcoming = stepping.plan.next_active(stepping.step)
+    stepping.steady_until = math.inf if upcoming is None else upcoming
+    set_active(session, False)
+    if stepping.quiet_from is None:
+        stepping.quiet_from = (stepping.step, time.perf_counter())
+    _first_pace(stepping, upcoming)
+    session.backend.quiet_ahead(_seconds_to(stepping, upcoming))
+
+
+def _first_pace(stepping, upcoming):
+    """The first quiet stretch has no earlier one to go by: its first PACE_STEPS steps give the
+    pace, and the step after them comes back here (steady_until) to reckon the rest."""
+    if stepping.quiet_step_s is not None:
+        return
+    first, began = stepping.quiet_from
+    if stepping.step - first >= PACE_STEPS:
+        stepping.quiet_step_s = (time.perf_counter() - began) / (stepping.step - first)
+    elif upcoming is not None and upcoming > first + PACE_STEPS:
+        stepping.steady_until = first + PACE_STEPS
+
+
+def _end_quiet(stepping):
+    """A window opens: the quiet stretch before it says how long a quiet step takes."""
+    if stepping.quiet_from is None:
+        return
+    first, began = stepping.quiet_from
+    stepping.quiet_from = None
+    if stepping.step > first:
+        stepping.quiet_step_s = (time.perf_counter() - began) / (stepping.step - first)
+
+
+def _seconds_to(stepping, upcoming):
+    """About how long until step `upcoming` (None: never, math.inf), at the pace of the last quiet
+    stretch; before one was measured, at least as long as that many calls of step()."""
+    if upcoming is None:
+        return math.inf
+    pace = stepping.quiet_step_s if stepping.quiet_step_s is not None else STEP_CALL_S
+    return (upcoming - stepping.step) * pace
 
 
 def unsteady(session):

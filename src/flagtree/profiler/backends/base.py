@@ -137,6 +137,12 @@ class Backend:
         """One of this backend's sessions was activated or deactivated (activate(), deactivate(),
         a schedule's step). Nothing by default."""
 
+    def quiet_ahead(self, seconds):
+        """A schedule of one of this backend's sessions went quiet (its steps not recorded), its
+        next window about `seconds` away (math.inf: none comes). A backend whose library costs
+        the program while held quiet may let it go now rather than after its idle time. Nothing
+        by default."""
+
     def unavailable_reason(self):
         """None when this backend can run here, else a sentence saying what is missing.
         Cheap and side-effect free: nothing is started or subscribed."""

@@ -321,6 +321,9 @@ class NvidiaBackend(Backend):
         native.nvidia.cupti_release()
         cupti_attach.after_release()
 
+    def quiet_ahead(self, seconds):
+        cupti_attach.suspend_if_quiet_for(seconds)
+
     def dropped_records(self):
         return int(native.nvidia.cupti_dropped())
 

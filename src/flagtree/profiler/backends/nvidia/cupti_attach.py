@@ -15,7 +15,9 @@ The same idle time suspends a tracer that sessions hold while none of them is ac
 deactivated, a schedule between its windows): a quiet CUPTI still costs every launch until it is
 finalized, so after FLAGTREE_PROFILER_CUPTI_IDLE_S seconds quiet the native tracer flushes the
 sessions' records, unsubscribes and finalizes, and attaches again when a session becomes active
-(csrc/backends/dialect/dialect_tracer_quiet.h). The clock is armed natively, at the switch off."""
+(csrc/backends/dialect/dialect_tracer_quiet.h). The clock is armed natively, at the switch off.
+A schedule that knows its quiet stretch will be long does not wait for the clock
+(suspend_if_quiet_for)."""
 import atexit
 import functools
 import os
@@ -25,6 +27,12 @@ import warnings
 from ... import _env
 from ...common.after_import import watch
 from ...native_core import native
+
+# A quiet stretch known in advance is let go at its start when the attach that ends it costs at
+# most ATTACH_SHARE of it, and never when shorter than MIN_KNOWN_QUIET_S (the attach measured may be
+# a cheap one: the library's first costs more).
+ATTACH_SHARE = 0.01
+MIN_KNOWN_QUIET_S = 1.0
 
 _exit_hook = [None]  # the pid that registered the exit hook
 _exiting = [False]
@@ -67,6 +75,25 @@ def after_release():
         release()
         return
     native.nvidia.cupti_idle_release_arm(idle)
+
+
+def suspend_if_quiet_for(seconds):
+    """A schedule went quiet, its next window `seconds` away (math.inf: none comes). The idle clock
+    would suspend CUPTI after FLAGTREE_PROFILER_CUPTI_IDLE_S quiet, CUPTI costing every launch
+    until then; a quiet known to outlast that, or long enough for the attach that ends it to be
+    cheap beside it, is let go now, on the clock's thread. Whether it asked."""
+    idle = 0.0 if _exiting[0] else _env.cupti_idle_seconds()
+    if idle <= 0 or seconds < min(idle, _worth_suspending_s()):
+        return False  # an idle time of 0 suspends at once already
+    native.nvidia.cupti_idle_release_arm(0.0)
+    return True
+
+
+def _worth_suspending_s():
+    """The shortest quiet stretch worth an attach at its end, from the last attach's cost."""
+    stats = native.nvidia.cupti_attach_stats()
+    attach_ns = stats["last_resume_ns"] or sum(stats["start_phases_ns"].values())
+    return max(MIN_KNOWN_QUIET_S, attach_ns / 1e9 / ATTACH_SHARE)
 
 
 def _warn_of_resume_failures(failures):

@@ -1,0 +1,127 @@
+"""A schedule that knows its quiet stretch will be long lets CUPTI go when it begins, rather than
+after FLAGTREE_PROFILER_CUPTI_IDLE_S quiet (schedule_steps._enter, Backend.quiet_ahead,
+cupti_attach.suspend_if_quiet_for): the real nvidia backend and native tracer on the CPU, against
+tests/standins/cupti_activity_standin.c. The idle time here is 600 s, so that only a known quiet
+stretch can suspend within a test."""
+import time
+
+import pytest
+
+import flagtree.profiler as profiler
+from flagtree.profiler import _native, schedule_steps
+from flagtree.profiler.backends.nvidia import cupti_attach
+from test_cupti_attach import kernel_count, nvidia_on_standin, standin  # noqa: F401 (fixtures)
+from vendor_outputs import load_meta
+from support.cupti_suspend import stats, wait_suspended
+
+SUSPEND_WAIT_S = 5.0  # a bound on a wait that ends at once when the code works
+NO_SUSPEND_S = 0.3  # how long a test watches for a suspend that must not come (the clock's thread acts in ms)
+
+
+@pytest.fixture(autouse=True)
+def long_idle_time(monkeypatch):
+    monkeypatch.setenv("FLAGTREE_PROFILER_CUPTI_IDLE_S", "600")
+
+
+def start(base, plan):
+    return profiler.start(name=str(base), backend="nvidia", schedule=plan)
+
+
+def launches(lib, n):
+    for _ in range(n):
+        lib.standin_launch()
+
+
+def records(base):
+    meta = load_meta(base)
+    return meta["kernel_records"], meta["unattributed_records"], meta["lost_launches"]
+
+
+def stays_attached():
+    """No suspend came, and the tracer is still quiet and subscribed."""
+    fired = _native.testing.cupti_idle_releases_fired()
+    time.sleep(NO_SUSPEND_S)
+    st = stats()
+    return st["quiet"] and not st["suspended"] and _native.testing.cupti_idle_releases_fired() == fired
+
+
+def test_a_schedule_with_no_window_ahead_is_let_go_at_its_start(standin, tmp_path):
+    suspensions = stats()["suspensions"]
+    start(tmp_path / "a", profiler.schedule(skip_first=2 ** 62))
+    assert wait_suspended(SUSPEND_WAIT_S)
+    assert not standin.standin_subscribed()
+    for _ in range(3):
+        launches(standin, 2)  # nobody's: nothing of the library runs
+        profiler.step()
+    profiler.finalize()
+    assert stats()["suspensions"] == suspensions + 1
+    assert records(tmp_path / "a") == (0, 0, 0)
+
+
+def test_after_its_last_window_a_schedule_is_let_go_with_the_window_delivered(standin, tmp_path):
+    start(tmp_path / "a", profiler.schedule(wait=1, active=2, repeat=1))
+    assert stays_attached()  # the first wait's pace is not known yet: the idle clock decides
+    profiler.step()
+    launches(standin, 2)
+    profiler.step()
+    launches(standin, 2)
+    assert not stats()["suspended"]
+    profiler.step()  # the last window ends: no window comes
+    assert wait_suspended(SUSPEND_WAIT_S)
+    launches(standin, 5)
+    profiler.step()
+    profiler.finalize()
+    meta = load_meta(tmp_path / "a")
+    assert (meta["kernel_records"], meta["unattributed_records"], meta["lost_launches"]) == (4, 0, 0)
+    assert [kernel_count(str(part).removesuffix(".hatchet")) for part in meta["parts"]] == [4, 0]
+
+
+@pytest.mark.parametrize("step_s, let_go", [(0.03, True), (0.0, False)])
+def test_the_pace_of_the_last_quiet_stretch_says_whether_the_next_is_worth_letting_go(
+        standin, tmp_path, monkeypatch, step_s, let_go):
+    # 10 quiet steps of 30 ms make a stretch of 0.3 s, worth letting go at a threshold of 0.2 s;
+    # 10 steps of nothing make one of microseconds.
+    monkeypatch.setattr(cupti_attach, "MIN_KNOWN_QUIET_S", 0.2)
+    monkeypatch.setattr(cupti_attach, "ATTACH_SHARE", 1.0)  # a slow attach on a loaded host moves no threshold
+    start(tmp_path / "a", profiler.schedule(wait=10, active=1, repeat=2))
+    for step in range(22):
+        if step % 11 == 10:
+            assert not stats()["suspended"]  # a window: attached, recording
+            launches(standin, 1)
+        else:
+            time.sleep(step_s)
+        profiler.step()
+        if step == 10:  # the first window closed: the first wait's pace is known
+            assert wait_suspended(SUSPEND_WAIT_S) if let_go else stays_attached()
+    profiler.finalize()
+    assert records(tmp_path / "a") == (2, 0, 0)
+
+
+def test_an_idle_time_of_zero_is_left_to_the_clock(standin, tmp_path, monkeypatch):
+    monkeypatch.setenv("FLAGTREE_PROFILER_CUPTI_IDLE_S", "0")
+    fired = _native.testing.cupti_idle_releases_fired()
+    start(tmp_path / "a", profiler.schedule(skip_first=2 ** 62))
+    assert wait_suspended(SUSPEND_WAIT_S)
+    assert not cupti_attach.suspend_if_quiet_for(float("inf"))  # suspended at once already
+    profiler.finalize()
+    assert _native.testing.cupti_idle_releases_fired() == fired + 1
+
+
+@pytest.mark.parametrize("step_s, let_go", [(0.005, True), (0.0, False)])
+def test_a_first_quiet_stretch_is_reckoned_from_its_own_first_steps(standin, tmp_path, monkeypatch, step_s, let_go):
+    # After PACE_STEPS steps of 5 ms, the 28 steps left before the window make 0.14 s, worth
+    # letting go at a threshold of 0.05 s; steps of nothing make microseconds.
+    monkeypatch.setattr(cupti_attach, "MIN_KNOWN_QUIET_S", 0.05)
+    monkeypatch.setattr(cupti_attach, "ATTACH_SHARE", 1.0)
+    start(tmp_path / "a", profiler.schedule(wait=schedule_steps.PACE_STEPS + 28, active=1, repeat=1))
+    for step in range(schedule_steps.PACE_STEPS):
+        assert not stats()["suspended"]
+        time.sleep(step_s)
+        profiler.step()
+    assert wait_suspended(SUSPEND_WAIT_S) if let_go else stays_attached()
+    for step in range(28):
+        profiler.step()
+    launches(standin, 3)
+    profiler.step()
+    profiler.finalize()
+    assert records(tmp_path / "a") == (3, 0, 0)
