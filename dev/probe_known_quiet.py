@@ -1,0 +1,71 @@
+"""What a schedule's known-quiet suspend saves on the nvidia backend: bench/serving_loop.py's model
+under schedule(wait=--wait, active=20) for --cycles cycles a block, step() every step, blocks
+interleaved none, known, none, unknown, ... over --rounds rounds. "known": the rule as shipped (a
+quiet stretch known to be long lets CUPTI go when it begins); "unknown": the rule off
+(cupti_attach.MIN_KNOWN_QUIET_S infinite), so CUPTI stays attached and quiet until the idle clock
+(FLAGTREE_PROFILER_CUPTI_IDLE_S, 10 s). The first quiet stretch of a block is measured, not known,
+in both. Prints each configuration's median ratio to its neighbouring none blocks, its microseconds
+a step and its suspensions a block."""
+import argparse
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+import serving_loop  # noqa: E402
+from flagtree.profiler.backends.nvidia import cupti_attach  # noqa: E402
+
+profiler, native = serving_loop.profiler, serving_loop._native
+ACTIVE = 20
+
+
+def block(config, model, wait, cycles, folder):
+    """Seconds a step and the suspensions of one block."""
+    steps = cycles * (wait + ACTIVE)
+    if config == "none":
+        began = time.perf_counter()
+        for _ in range(steps):
+            model()
+        return (time.perf_counter() - began) / steps, 0
+    cupti_attach.MIN_KNOWN_QUIET_S = 1.0 if config == "known" else math.inf
+    suspensions = native.nvidia.cupti_attach_stats()["suspensions"]
+    sid = profiler.start(os.path.join(folder, config), schedule=profiler.schedule(wait=wait, active=ACTIVE))
+    began = time.perf_counter()
+    for _ in range(steps):
+        model()
+        profiler.step(sid)
+    took = (time.perf_counter() - began) / steps
+    profiler.finalize(sid)
+    profiler.release()
+    return took, native.nvidia.cupti_attach_stats()["suspensions"] - suspensions
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--wait", type=int, default=4980)
+    parser.add_argument("--cycles", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--hidden", type=int, default=4096, help="the model's width (64 for a CPU dry run)")
+    args = parser.parse_args()
+    model = serving_loop.Model(8, args.hidden, 256)
+    order = ("none", "known", "none", "unknown")
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for config in ("none", "known", "unknown"):
+            block(config, model, 20, 1, folder)  # warm-up: compiles, CUPTI's first attach
+        for _ in range(args.rounds):
+            rows += [(c,) + block(c, model, args.wait, args.cycles, folder) for c in order]
+        rows.append(("none",) + block("none", model, args.wait, args.cycles, folder))
+    for config in ("known", "unknown"):
+        ratios = [s / ((rows[i - 1][1] + rows[i + 1][1]) / 2) for i, (c, s, _) in enumerate(rows) if c == config]
+        print(f"{config:8s} ratio median {statistics.median(ratios):.4f} (blocks {', '.join(f'{r:.3f}' for r in ratios)})"
+              f"  {statistics.median(s for c, s, _ in rows if c == config) * 1e6:.1f} us a step"
+              f"  suspensions a block {[n for c, _, n in rows if c == config]}")
+    print(f"none     {statistics.median(s for c, s, _ in rows if c == 'none') * 1e6:.1f} us a step")
+
+
+if __name__ == "__main__":
+    main()
