@@ -125,3 +125,25 @@ def test_a_first_quiet_stretch_is_reckoned_from_its_own_first_steps(standin, tmp
     profiler.step()
     profiler.finalize()
     assert records(tmp_path / "a") == (3, 0, 0)
+
+
+def test_a_step_reads_the_idle_time_its_session_started_with(standin, tmp_path, monkeypatch):
+    # The environment changed after start(), to a value the profiler refuses: step() neither
+    # raises nor follows it.
+    start(tmp_path / "a", profiler.schedule(wait=1, active=1, repeat=1))
+    monkeypatch.setenv("FLAGTREE_PROFILER_CUPTI_IDLE_S", "not a number")
+    profiler.step()
+    launches(standin, 2)
+    profiler.step()  # the last window ends: let go at once
+    assert wait_suspended(SUSPEND_WAIT_S)
+    profiler.finalize()
+    assert records(tmp_path / "a") == (2, 0, 0)
+
+
+def test_a_finalize_parks_by_the_idle_time_its_session_started_with(standin, tmp_path, monkeypatch):
+    start(tmp_path / "a", None)
+    monkeypatch.setenv("FLAGTREE_PROFILER_CUPTI_IDLE_S", "not a number")
+    launches(standin, 2)
+    profiler.finalize()  # parks for the 600 s read at start()
+    assert stats()["parked"] and standin.standin_subscribed()
+    assert records(tmp_path / "a") == (2, 0, 0)

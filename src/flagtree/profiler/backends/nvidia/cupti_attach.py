@@ -37,13 +37,15 @@ MIN_KNOWN_QUIET_S = 1.0
 _exit_hook = [None]  # the pid that registered the exit hook
 _exiting = [False]
 _resume_failures_told = [0]
+_idle_s = [_env.DEFAULT_CUPTI_IDLE_S]  # the idle time the sessions' start read (a step never reads the environment)
 
 
 def before_acquire():
     """A session is about to take the tracer: the pending idle release is moot (a tracer that
     stays quiet restarts the clock). The idle time is read here, for the suspend too."""
     _cancel_idle_timer()
-    native.nvidia.cupti_suspend_after(-1.0 if _exiting[0] else _env.cupti_idle_seconds())
+    _idle_s[0] = _env.cupti_idle_seconds()
+    native.nvidia.cupti_suspend_after(-1.0 if _exiting[0] else _idle_s[0])
     if _exit_hook[0] is None:
         _exit_hook[0] = os.getpid()
         atexit.register(_release_at_exit)
@@ -70,7 +72,7 @@ def after_release():
     if not stats["parked"]:
         return
     _release_before_proton()
-    idle = 0 if _exiting[0] else _env.cupti_idle_seconds()
+    idle = 0 if _exiting[0] else _idle_s[0]
     if idle <= 0:
         release()
         return
@@ -82,7 +84,7 @@ def suspend_if_quiet_for(seconds):
     would suspend CUPTI after FLAGTREE_PROFILER_CUPTI_IDLE_S quiet, CUPTI costing every launch
     until then; a quiet known to outlast that, or long enough for the attach that ends it to be
     cheap beside it, is let go now, on the clock's thread. Whether it asked."""
-    idle = 0.0 if _exiting[0] else _env.cupti_idle_seconds()
+    idle = 0.0 if _exiting[0] else _idle_s[0]
     if idle <= 0 or seconds < min(idle, _worth_suspending_s()):
         return False  # an idle time of 0 suspends at once already
     native.nvidia.cupti_idle_release_arm(0.0)
