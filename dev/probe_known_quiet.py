@@ -61,7 +61,8 @@ def main():
         rows.append(("none",) + block("none", model, args.wait, args.cycles, folder))
     for config in ("known", "unknown"):
         ratios = [s / ((rows[i - 1][1] + rows[i + 1][1]) / 2) for i, (c, s, _) in enumerate(rows) if c == config]
-        print(f"{config:8s} ratio median {statistics.median(ratios):.4f} (blocks {', '.join(f'{r:.3f}' for r in ratios)})"
+        blocks = ", ".join(f"{r:.3f}" for r in ratios)
+        print(f"{config:8s} ratio median {statistics.median(ratios):.4f} (blocks {blocks})"
               f"  {statistics.median(s for c, s, _ in rows if c == config) * 1e6:.1f} us a step"
               f"  suspensions a block {[n for c, _, n in rows if c == config]}")
     print(f"none     {statistics.median(s for c, s, _ in rows if c == 'none') * 1e6:.1f} us a step")
