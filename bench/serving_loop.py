@@ -328,13 +328,17 @@ def _cupti_switches():
 
 def bookkeeping(cycle, steps=20_000):
     """The profiler's own per-step cost, no model: scope("request") and step(), in us, for a
-    session armed and one profiled (its windows close and are handed over, nothing recorded)."""
+    session armed and one profiled (its windows close and are handed over, nothing recorded),
+    and for the program armed by a trigger that never fires."""
     out = {}
     with tempfile.TemporaryDirectory() as outdir:
         for config in ("armed", "profiled"):
             sid = profiler.start(os.path.join(outdir, config), schedule=cycle.plan(config == "armed"), **SESSION)
             out[config] = _us(serve(lambda: None, steps, sid), steps)
             profiler.finalize(sid)
+        profiler.arm(cycle.trigger(steps, True), name=os.path.join(outdir, "trigger_armed"), **SESSION)
+        out["trigger_armed"] = _us(serve(lambda: None, steps, stepping=True), steps)
+        profiler.disarm()
     profiler.release()
     return out
 
