@@ -147,9 +147,9 @@ def _first_pace(stepping, upcoming):
     pace, and the step after them comes back here (steady_until) to reckon the rest."""
     if stepping.quiet_step_s is not None:
         return
-    first, began = stepping.quiet_from
+    first = stepping.quiet_from[0]
     if stepping.step - first >= PACE_STEPS:
-        stepping.quiet_step_s = (time.perf_counter() - began) / (stepping.step - first)
+        stepping.quiet_step_s = _stretch_pace(stepping)
     elif upcoming is not None and upcoming > first + PACE_STEPS:
         stepping.steady_until = first + PACE_STEPS
 
@@ -158,10 +158,15 @@ def _end_quiet(stepping):
     """A window opens: the quiet stretch before it says how long a quiet step takes."""
     if stepping.quiet_from is None:
         return
-    first, began = stepping.quiet_from
+    if stepping.step > stepping.quiet_from[0]:
+        stepping.quiet_step_s = _stretch_pace(stepping)
     stepping.quiet_from = None
-    if stepping.step > first:
-        stepping.quiet_step_s = (time.perf_counter() - began) / (stepping.step - first)
+
+
+def _stretch_pace(stepping):
+    """Seconds a step of the quiet stretch under way has taken so far (one step or more)."""
+    first, began = stepping.quiet_from
+    return (time.perf_counter() - began) / (stepping.step - first)
 
 
 def _seconds_to(stepping, upcoming):
