@@ -25,9 +25,10 @@ Two phases in this one process:
    configuration's place, whose ratio is the bench's own bias on the host (an A/A comparison: it
    reads 1 where the blocks' order and the ratios' statistics add nothing). Each other block
    starts its own session and finalizes it (timed apart: start_s, finalize_s), then lets go of
-   CUPTI, so the none block after it runs without a profiler. Ratios: per block (median) and over the whole phase (sum of
-   profiled time / sum of the adjacent none time), with a 95% bootstrap interval of the median,
-   and per configuration the time Python's collector ran in its blocks' loops (gc).
+   CUPTI, so the none block after it runs without a profiler. Ratios: per block (median) and
+   over the whole phase (sum of profiled time / sum of the adjacent none time), with a 95%
+   bootstrap interval of the median, and per configuration the time Python's collector ran in
+   its blocks' loops (gc).
 2. Persistent (the rest): one profiled session over many windows, as a server runs it: RSS and
    device memory after its first window is written and at its end (flat: within 5%), and the
    per-part times the metadata reports (caller_ns: the caller's thread at a window's close,
