@@ -71,6 +71,12 @@ void registerInheritanceBindings(nb::module_& m) {
   m.def("rooted_scopes_pop", []() { Profiler::instance().popRootedScopes(); });
   m.def("scope_exit_checked", &exitScopeChecked, nb::arg("cpu_timed") = false,
         nb::arg("metrics") = std::vector<std::pair<std::string, double>>());
+  // A with-block's exit, on the program's hot path: no metrics argument, whose default nanobind
+  // would convert from a Python list at every call.
+  m.def("scope_leave", [](bool cpuTimed) {
+    static const std::vector<std::pair<std::string, double>> none;
+    return exitScopeChecked(cpuTimed, none);
+  });
   m.def("scope_name_of", [](uint32_t id) { return nameOf(id); });
   m.attr("NO_SCOPE") = kNoScope;
 }

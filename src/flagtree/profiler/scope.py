@@ -16,6 +16,15 @@ from .distributed import ranks
 from .native_core import native
 
 _DISABLED = ranks.profiling_off()
+try:  # looked up once: a scope's entry and exit sit between a step's synchronize and its next launch
+    _scope_enter, _scope_leave = native.context.scope_enter, native.context.scope_leave
+except ImportError:  # no native module built: a scope raises its ImportError when used
+
+    def _scope_enter(name):
+        native.context.scope_enter(name)
+
+    def _scope_leave(cpu_timed):
+        return native.context.scope_leave(cpu_timed)
 _ids = {}  # name -> interned id
 _mismatch_warned = set()  # scope names whose mismatched exit was reported
 #: Called after every scope boundary while backward-by-forward-layer attribution is on
@@ -92,14 +101,14 @@ class scope(_Annotation):
         if self._metrics:
             native.context.scope_enter_metrics(self._id, self._metrics)
         else:
-            native.context.scope_enter(self._id)
+            _scope_enter(self._id)
         if _boundary_hook is not None:
             _boundary_hook()
         return self
 
     def __exit__(self, exc_type=None, exc=None, traceback=None):
         if not _DISABLED:
-            left = native.context.scope_exit_checked(self._cpu_timed)
+            left = _scope_leave(self._cpu_timed)
             if left != self._id:
                 _warn_mismatch(self.name, left)
             if _boundary_hook is not None:
