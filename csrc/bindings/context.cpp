@@ -5,6 +5,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <atomic>
+
 #include "bindings/bindings.h"
 #include "context/python_frames.h"
 #include "context/thread_state.h"
@@ -31,9 +33,20 @@ void setLaunchMetadata(std::optional<std::string> name, const MetricsIn& metrics
   Profiler::instance().setLaunchMetadata(meta);
 }
 
+// A count many threads add to without a lock: an armed trigger's steps (trigger.py), whose
+// step() on the program's hot path would otherwise take one. tick() returns the count before
+// its own add, so each value goes to exactly one caller.
+struct StepCount {
+  std::atomic<uint64_t> value{0};
+};
+
 }  // namespace
 
 void registerCoreBindings(nb::module_& m) {
+  nb::class_<StepCount>(m, "StepCount")
+      .def(nb::init<>())
+      .def("tick", [](StepCount& c) { return c.value.fetch_add(1, std::memory_order_relaxed); })
+      .def_prop_ro("value", [](const StepCount& c) { return c.value.load(std::memory_order_relaxed); });
   m.def("intern", [](const std::string& s) { return intern(s); });
   m.def("monotonic_ns", &monotonicNs);
   m.def("realtime_ns", &realtimeNs);

@@ -234,3 +234,26 @@ def test_a_forked_child_is_not_armed(tmp_path):
     assert profiler.trigger.armed() is not None
     profiler.disarm()
     assert [w["steps"] for w in load_json(tmp_path / "k.meta.json")["windows"]] == [[0]]
+
+
+def test_idle_steps_wait_for_no_lock_and_each_thread_step_counts_once(tmp_path):
+    x, y, out = tensors()
+    armed = profiler.arm("steps:401-401", name=str(tmp_path / "t"))
+
+    def steps():
+        for _ in range(100):
+            assert profiler.step() == []
+
+    with armed._lock:  # the watcher's lock, held: an idle step() goes on without it
+        threads = [threading.Thread(target=steps) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=10)
+        assert not any(t.is_alive() for t in threads)
+    assert armed.step == 400 and armed.windows == []
+    assert profiler.step() == [] and _session.open_sessions() != []  # the window opens for step 401
+    parts = one_step(401, x, y, out)
+    assert parts == [str(tmp_path / "t.part1.hatchet")] and armed.windows[0]["steps"] == [401]
+    profiler.disarm()  # waits for the writer thread
+    assert steps_in(parts[0]) == [401]

@@ -52,8 +52,20 @@ _cli = {"session": None, "told": set(), "note": None}
 _DEFERRED = ("the script's own start() and finalize() defer to the command's session, which writes one "
              "profile for the whole run when the command ends")
 # Armed triggers (trigger.py) add theirs: every step() calls them first, outside the lock; each
-# returns the parts it wrote.
-step_listeners = []
+# returns the parts it wrote. A tuple, replaced on each change, so that step() iterates it as it
+# is (a window's close may disarm its listener meanwhile) instead of copying it at every call.
+step_listeners = ()
+
+
+def add_step_listener(listener):
+    global step_listeners
+    step_listeners = step_listeners + (listener,)
+
+
+def remove_step_listener(listener):
+    """Harmless when `listener` is not there."""
+    global step_listeners
+    step_listeners = tuple(known for known in step_listeners if known != listener)
 
 
 def _tell_once(key, message):
@@ -179,12 +191,13 @@ def step(session_id=None):
     the id: its windows open and close here; it runs before the lock is taken, since its watcher
     thread takes its own lock and then this one."""
     written = []
-    for listener in tuple(step_listeners):  # a copy: a window's close may disarm its listener
+    for listener in step_listeners:
         written += listener()
     # Called every step of a serving loop, armed and idle included: with nothing open, a step is
     # a no-op, decided before the lock (a session another thread starts meanwhile begins after
     # this step either way).
-    if session_id == -1 or (session_id is None and not _sessions):
+    # (`is None` first: comparing None with -1 takes the slow path of a rich comparison.)
+    if (not _sessions) if session_id is None else session_id == -1:
         return written
     with _lock:
         # The environment (profiling_off reads two variables) is read only for an id no open

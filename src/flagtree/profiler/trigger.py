@@ -49,7 +49,7 @@ class Armed:
     def __init__(self, trigger, window, options):
         self.trigger, self.window, self.options = trigger, window, options
         self.run_id = new_run_id()
-        self.step = 0
+        self._count = native.core.StepCount()  # steps ended: counted without the lock (on_step)
         self.windows = []
         self.ignored_triggers = 0
         self._failures = 0  # windows that could not open, or close, on the caller's thread
@@ -83,15 +83,14 @@ class Armed:
                 raise
             self._thread = threading.Thread(target=self._watch, name="flagtree-profiler-trigger", daemon=True)
             self._thread.start()
-        _session.step_listeners.append(self.on_step)
+        _session.add_step_listener(self.on_step)
         if self._next_range == 0:
             with self._lock:
-                self._open_due("arm()")
+                self._open_due("arm()", 0)
 
     def end(self):
         """Stops watching and closes the open window (its part written); returns the files written."""
-        if self.on_step in _session.step_listeners:
-            _session.step_listeners.remove(self.on_step)
+        _session.remove_step_listener(self.on_step)
         if self._thread is not None:
             self._stop = True
             self._waker.wake()
@@ -114,10 +113,15 @@ class Armed:
 
     # -- the two places a window opens and closes ----------------------------------------------
     def on_step(self):
-        """step(): one step ended. Returns the parts handed to the writer thread. Idle, it costs a
-        lock, a count, one test per source and one look for failed writes (bench/idle_cost.py)."""
+        """step(): one step ended. Returns the parts handed to the writer thread. Idle (no window
+        open or due, no trigger or failed write to act on), a step is counted without the lock:
+        it runs on the program's hot path, between a synchronize and the next launch, with caches
+        cooled by the step, where taking a lock costs more than the rest (bench/idle_cost.py)."""
+        ended = self._count.tick()  # each step ends once, whichever thread calls
+        if self._open is None and not self._pending and self._next_range != ended + 1 and not self._log.reports \
+                and (self._source is None or self._source.quiet()):
+            return []
         with self._lock:
-            ended, self.step = self.step, self.step + 1
             if self._log.reports:
                 self._warn_of_lost_windows()
             count = self._source.take() if self._source is not None else 0
@@ -130,8 +134,8 @@ class Armed:
                     written = self._close_window("steps", ended)
                 elif window["deadline"] is not None and time.monotonic() >= window["deadline"]:
                     written = self._close_window("seconds", ended)
-            if self._open is None and (self._pending or self._next_range == self.step):
-                self._open_due("step()")
+            if self._open is None and (self._pending or self._next_range == ended + 1):
+                self._open_due("step()", ended + 1)
             return written
 
     def _watch(self):
@@ -153,7 +157,7 @@ class Armed:
                 if window is not None and window["deadline"] is not None and now >= window["deadline"]:
                     self._close_window("seconds", self.step)
                 if self._open is None and self._pending and self.window.unit == "seconds":
-                    self._open_due("watcher thread")
+                    self._open_due("watcher thread", self.step)
 
     def _note(self, count):
         """`count` new triggers: the first opens a window unless one is open or waiting."""
@@ -163,22 +167,27 @@ class Armed:
             else:
                 self._pending = True
 
-    def _open_due(self, where):
-        """Opens the window due now, if any (under the lock, no window open); `where`: the
-        thread or call that opens it, for the metadata."""
+    @property
+    def step(self):
+        """Steps ended since arm(): the step in progress."""
+        return self._count.value
+
+    def _open_due(self, where, step):
+        """Opens the window due now, if any (under the lock, no window open) at `step`, the step
+        in progress; `where`: the thread or call that opens it, for the metadata."""
         if self.trigger.kind == "steps":
-            if self._next_range == self.step:
+            if self._next_range == step:
                 last = self._ranges.pop(0)[1]
                 self._next_range = self._ranges[0][0] if self._ranges else -1
-                self._open_window(where, last_step=last)
+                self._open_window(where, step, last_step=last)
         elif self._pending:
             self._pending = False
             if self.window.unit == "steps":
-                self._open_window(where, last_step=self.step + self.window.amount - 1)
+                self._open_window(where, step, last_step=step + self.window.amount - 1)
             else:
-                self._open_window(where, seconds=self.window.amount)
+                self._open_window(where, step, seconds=self.window.amount)
 
-    def _open_window(self, where, last_step=None, seconds=None):
+    def _open_window(self, where, step, last_step=None, seconds=None):
         def prepare(session):  # the window continues the armed run: its parts, its run id
             session.window = {"trigger": str(self.trigger)}  # a part, even if finalize() closes it first
             for m in members(session):
@@ -196,7 +205,7 @@ class Armed:
             return
         # A seconds window's time runs from here, once its session is open.
         deadline = time.monotonic() + seconds if seconds is not None else None
-        self._open = {"session": session, "first_step": self.step, "last_step": last_step, "deadline": deadline,
+        self._open = {"session": session, "first_step": step, "last_step": last_step, "deadline": deadline,
                       "opened_at": where, "start_time_ns": native.core.realtime_ns(),
                       "parts_before": {m.data: len(m.parts) for m in members(session)}}
 
@@ -333,8 +342,8 @@ def _forget_in_child():
     """A forked child (a data-loader worker) is not armed: it has no watcher thread, and its
     windows would write the parent's file names. The parent's window stays the parent's."""
     armed, _state["armed"] = _state["armed"], None
-    if armed is not None and armed.on_step in _session.step_listeners:
-        _session.step_listeners.remove(armed.on_step)
+    if armed is not None:
+        _session.remove_step_listener(armed.on_step)
 
 
 atexit.register(_disarm_at_exit)

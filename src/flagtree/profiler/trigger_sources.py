@@ -67,6 +67,10 @@ class SignalSource:
         self._fired += 1
         self._waker.wake()
 
+    def quiet(self):
+        """No delivery since the last take() (a test without a lock: the handler only adds)."""
+        return self._fired == self._taken
+
     def take(self, due=False):
         fired = self._fired  # read once: the handler may run between two bytecodes here
         new, self._taken = fired - self._taken, fired
@@ -94,6 +98,10 @@ class FileSource:
         self.path = path
         self._seen = _mtime(path)
         self._checked = time.monotonic()
+
+    def quiet(self):
+        """Nothing to read yet: the last read was less than FILE_POLL_S ago."""
+        return time.monotonic() - self._checked < FILE_POLL_S
 
     def take(self, due=False):
         """1 if the file changed since the last read; reads only when `due` or FILE_POLL_S passed."""
