@@ -33,11 +33,24 @@ void setLaunchMetadata(std::optional<std::string> name, const MetricsIn& metrics
   Profiler::instance().setLaunchMetadata(meta);
 }
 
-// A count many threads add to without a lock: an armed trigger's steps (trigger.py), whose
-// step() on the program's hot path would otherwise take one. tick() returns the count before
-// its own add, so each value goes to exactly one caller.
+// A count many threads add to without a lock: the steps of an armed trigger (trigger.py) and of
+// a schedule (schedule_steps.py), whose step() on the program's hot path would otherwise take
+// one. tick() returns the count before its own add, so each value goes to exactly one caller;
+// tick_below() adds only while the count after it stays under `limit` (the step at which the
+// schedule has something to do), so that no caller passes the limit without the lock.
+constexpr uint64_t kNoStepLimit = UINT64_MAX;
+
 struct StepCount {
   std::atomic<uint64_t> value{0};
+  std::atomic<uint64_t> limit{kNoStepLimit};
+
+  bool tickBelow() {
+    uint64_t now = value.load(std::memory_order_relaxed);
+    while (now + 1 < limit.load(std::memory_order_acquire)) {
+      if (value.compare_exchange_weak(now, now + 1, std::memory_order_relaxed)) return true;
+    }
+    return false;
+  }
 };
 
 }  // namespace
@@ -46,7 +59,12 @@ void registerCoreBindings(nb::module_& m) {
   nb::class_<StepCount>(m, "StepCount")
       .def(nb::init<>())
       .def("tick", [](StepCount& c) { return c.value.fetch_add(1, std::memory_order_relaxed); })
-      .def_prop_ro("value", [](const StepCount& c) { return c.value.load(std::memory_order_relaxed); });
+      .def("tick_below", &StepCount::tickBelow)
+      .def_prop_ro("value", [](const StepCount& c) { return c.value.load(std::memory_order_relaxed); })
+      .def_prop_rw(
+          "limit", [](const StepCount& c) { return c.limit.load(std::memory_order_relaxed); },
+          [](StepCount& c, uint64_t limit) { c.limit.store(limit, std::memory_order_release); })
+      .def_ro_static("NO_LIMIT", &kNoStepLimit);
   m.def("intern", [](const std::string& s) { return intern(s); });
   m.def("monotonic_ns", &monotonicNs);
   m.def("realtime_ns", &realtimeNs);

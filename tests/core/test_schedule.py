@@ -167,3 +167,31 @@ def test_step_with_nothing_open_reads_no_environment(monkeypatch):
     with pytest.raises(ValueError, match="no open profiling session"):  # an id is still checked
         profiler.step(12345)
     assert reads == [1]
+
+
+def test_quiet_steps_wait_for_no_lock_and_each_thread_step_counts_once(tmp_path):
+    import threading
+
+    from flagtree.profiler import session as _session
+
+    x, y, out = tensors()
+    sid = profiler.start(str(tmp_path / "q"), schedule=profiler.schedule(wait=401, active=1))
+
+    def steps(count):
+        for _ in range(count):
+            assert profiler.step(sid) == []
+
+    steps(40)  # past the first stretch's pace, reckoned under the lock at its 32nd step
+    with _session._lock:  # the sessions' lock, held: a quiet step() goes on without it
+        threads = [threading.Thread(target=steps, args=(90,)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=10)
+        assert not any(t.is_alive() for t in threads)
+    assert profiler.step(sid) == []  # step 400 ends: step 401 is the window's
+    written = run_steps(sid, 2, x, y, out)
+    profiler.finalize(sid)
+    assert written == [str(tmp_path / "q.part1.hatchet")]
+    assert load_json(tmp_path / "q.meta.json")["part_steps"][0] == [401]
+    assert kernel_counts(load_tree(written[0])[0]) == {("step0", "add_kernel"): 1}

@@ -92,16 +92,30 @@ class Stepping:
 
     def __init__(self, plan):
         self.plan = plan
-        self.step = 0
-        self.window = []
-        # Steps before this one change nothing (a wait, warmup, skip or done stretch): step()
-        # only counts them. activate() and deactivate() reset it, so the next step re-applies
-        # the schedule.
+        # The current step, and below its limit the steps that change nothing (a wait, warmup,
+        # skip or done stretch): step() only counts them, without session.py's lock
+        # (count.tick_below()). activate() and deactivate() reset the limit (steady_until), so
+        # the next step re-applies the schedule.
+        self.count = native.core.StepCount()
         self.steady_until = 0
+        self.window = []
         # The quiet stretch under way (its first step, and when it began), and the seconds a
         # step of the last one measured took (None: none yet): how far the next window is.
         self.quiet_from = None
         self.quiet_step_s = None
+
+    @property
+    def step(self):
+        return self.count.value
+
+    @property
+    def steady_until(self):
+        limit = self.count.limit
+        return math.inf if limit == self.count.NO_LIMIT else limit
+
+    @steady_until.setter
+    def steady_until(self, step):
+        self.count.limit = self.count.NO_LIMIT if step == math.inf else step
 
 
 def set_active(session, active):
@@ -189,15 +203,14 @@ def advance(session, write_part):
     (`write_part(session)`, session.py's flush); then the next step's action applies. Returns the
     paths written."""
     stepping = session.stepping
-    if stepping.step + 1 < stepping.steady_until:  # a step of a serving loop between windows: counted only
-        stepping.step += 1
+    if stepping.count.tick_below():  # a step of a serving loop between windows: counted only
         return []
     written = []
     if stepping.plan.window_ends(stepping.step):
         set_active(session, False)
         written = write_part(session)
         stepping.window = []
-    stepping.step += 1
+    stepping.count.tick()
     _enter(session)
     return written
 

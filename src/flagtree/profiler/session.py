@@ -55,6 +55,9 @@ _DEFERRED = ("the script's own start() and finalize() defer to the command's ses
 # returns the parts it wrote. A tuple, replaced on each change, so that step() iterates it as it
 # is (a window's close may disarm its listener meanwhile) instead of copying it at every call.
 step_listeners = ()
+# The one open session while it is the only one and has a schedule: (its id, its Stepping), else
+# None. Set under _lock wherever sessions open and close (_note_sessions).
+_lone_schedule = None
 
 
 def add_step_listener(listener):
@@ -92,6 +95,7 @@ def start(name=None, *, context="shadow", data="tree", backend=None, mode=None, 
         session_id = _start_locked(name, context, data, backend, mode, hook)
         if schedule is not None:
             scheduling.begin(_sessions[session_id], schedule)
+            _note_sessions()
         return session_id
 
 
@@ -113,6 +117,7 @@ def _start_locked(name, context, data, backend, mode, hook):
         _close(session)
         raise
     _sessions[session.id] = session
+    _note_sessions()
     _next_id[0] += 1
     _name_kinds.setdefault(base, kinds[0])  # claimed once the session runs: a failed start claims nothing
     if periodic is not None:
@@ -184,6 +189,14 @@ def _targets(session_id):
     return [_sessions[session_id]]
 
 
+def _note_sessions():
+    """After the open sessions change (under _lock): the lone scheduled session, which step()
+    reads without the lock."""
+    global _lone_schedule
+    only = next(iter(_sessions.values())) if len(_sessions) == 1 else None
+    _lone_schedule = (only.id, only.stepping) if only is not None and only.stepping is not None else None
+
+
 def step(session_id=None):
     """Ends one step of every scheduled session (or of this one): schedule_steps.py. Returns the
     parts handed to the writer thread (as flush_part). Sessions started without schedule= are
@@ -198,6 +211,11 @@ def step(session_id=None):
     # this step either way).
     # (`is None` first: comparing None with -1 takes the slow path of a rich comparison.)
     if (not _sessions) if session_id is None else session_id == -1:
+        return written
+    # A quiet step of the one open session, scheduled (a serving loop between its windows): a count.
+    lone = _lone_schedule
+    if lone is not None and (session_id is None or session_id == lone[0]) and not part_writer.failed \
+            and lone[1].count.tick_below():
         return written
     with _lock:
         # The environment (profiling_off reads two variables) is read only for an id no open
@@ -285,6 +303,7 @@ def _close(s):
         _close(companion)
     if s.metadata_owner is None:  # a companion shares its run's id but is not an open session
         _sessions.pop(s.id, None)
+        _note_sessions()
     if s.timer_stop is not None:
         s.timer_stop.set()  # not joined: it may be waiting for the lock held here
     if s.nvtx:
