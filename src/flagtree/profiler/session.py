@@ -20,7 +20,6 @@ command's own session is written by the command first, and the handler finds not
 """
 import atexit
 import threading
-import warnings
 
 import sys
 
@@ -30,6 +29,7 @@ from .distributed import gather, ranks
 # so they come with the package, not at the first start(); hooks/triton.py stays lazy (hook= only).
 from .hooks import inheritance, nvtx
 from .paths import check_writable, output_paths
+from .periodic_parts import start_timer
 # CONTEXTS, DATA_KINDS and HOOKS are also read from here (the command's option choices).
 from .session_checks import CONTEXTS, DATA_KINDS, HOOKS, check_arguments, check_issued, PROTON_WORDS  # noqa: F401
 from .session_outputs import raise_failed_parts, wait_for_closes, wait_for_parts, warn_of_failed_parts, write_outputs
@@ -51,24 +51,17 @@ _name_kinds = {}  # name -> the data kind that first used it in this process (it
 _cli = {"session": None, "told": set(), "note": None}
 _DEFERRED = ("the script's own start() and finalize() defer to the command's session, which writes one "
              "profile for the whole run when the command ends")
-# Armed triggers (trigger.py) add theirs: every step() calls them first, outside the lock; each
-# returns the parts it wrote. A tuple, replaced on each change, so that step() iterates it as it
-# is (a window's close may disarm its listener meanwhile) instead of copying it at every call.
-step_listeners = ()
-# The one open session while it is the only one and has a schedule: (its id, its Stepping), else
-# None. Set under _lock wherever sessions open and close (_note_sessions).
-_lone_schedule = None
+# Armed triggers' listeners (trigger.py): step() calls them first, outside the lock; each returns
+# the parts it wrote. A tuple, replaced on each change: step() need not copy it (a window's close
+# may disarm its listener meanwhile). _lone_schedule: (id, Stepping) of the one open session while
+# it is the only one and has a schedule, else None; set under _lock (_note_sessions).
+step_listeners, _lone_schedule = (), None
 
 
-def add_step_listener(listener):
+def listen_to_steps(listener, listening=True):
+    """Adds an armed trigger's step listener, or removes it (harmless when it is not there)."""
     global step_listeners
-    step_listeners = step_listeners + (listener,)
-
-
-def remove_step_listener(listener):
-    """Harmless when `listener` is not there."""
-    global step_listeners
-    step_listeners = tuple(known for known in step_listeners if known != listener)
+    step_listeners = tuple(known for known in step_listeners if known != listener) + (listener,) * listening
 
 
 def _tell_once(key, message):
@@ -121,7 +114,7 @@ def _start_locked(name, context, data, backend, mode, hook):
     _next_id[0] += 1
     _name_kinds.setdefault(base, kinds[0])  # claimed once the session runs: a failed start claims nothing
     if periodic is not None:
-        _start_timer(session, periodic)
+        start_timer(session, periodic, _lock, _sessions)
     return session.id
 
 
@@ -140,25 +133,6 @@ def _start_one(base, context, data, impl, options, hook, backend, primary=None):
     session.start_monotonic_ns = native.core.monotonic_ns()
     start_run_id(session)
     return session
-
-
-def _start_timer(session, interval):
-    stop = threading.Event()
-    session.timer_stop = stop
-
-    def run():
-        while not stop.wait(interval):
-            with _lock:
-                if stop.is_set() or _sessions.get(session.id) is not session:
-                    return
-                warn_of_failed_parts([session])  # the previous periodic part's, if it failed
-                try:
-                    write_parts([session], _sessions.values())
-                except Exception as error:  # the program goes on; the next part tries again
-                    warnings.warn(f"flagtree.profiler: periodic part of session {session.id} failed: {error}")
-
-    thread = threading.Thread(target=run, name=f"flagtree-profiler-parts-{session.id}", daemon=True)
-    thread.start()
 
 
 def flush_part(session_id=None, *, wait=False):
@@ -190,8 +164,7 @@ def _targets(session_id):
 
 
 def _note_sessions():
-    """After the open sessions change (under _lock): the lone scheduled session, which step()
-    reads without the lock."""
+    """After the open sessions change (under _lock): the lone schedule step() reads unlocked."""
     global _lone_schedule
     only = next(iter(_sessions.values())) if len(_sessions) == 1 else None
     _lone_schedule = (only.id, only.stepping) if only is not None and only.stepping is not None else None
@@ -206,10 +179,9 @@ def step(session_id=None):
     written = []
     for listener in step_listeners:
         written += listener()
-    # Called every step of a serving loop, armed and idle included: with nothing open, a step is
-    # a no-op, decided before the lock (a session another thread starts meanwhile begins after
-    # this step either way).
-    # (`is None` first: comparing None with -1 takes the slow path of a rich comparison.)
+    # Called every step of a serving loop, armed and idle included: with nothing open, a no-op
+    # decided before the lock (a session another thread starts meanwhile begins after this step
+    # either way). `is None` first: comparing None with -1 takes a rich comparison's slow path.
     if (not _sessions) if session_id is None else session_id == -1:
         return written
     # A quiet step of the one open session, scheduled (a serving loop between its windows): a count.
@@ -219,8 +191,7 @@ def step(session_id=None):
         return written
     with _lock:
         # The environment (profiling_off reads two variables) is read only for an id no open
-        # session has (raised for unless profiling is off); an open session was started with
-        # profiling on.
+        # session has (raised for unless profiling is off): an open one started with profiling on.
         if not _sessions and (session_id is None or ranks.profiling_off()):
             return written
         one = _sessions.get(session_id)

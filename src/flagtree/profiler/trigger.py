@@ -83,14 +83,14 @@ class Armed:
                 raise
             self._thread = threading.Thread(target=self._watch, name="flagtree-profiler-trigger", daemon=True)
             self._thread.start()
-        _session.add_step_listener(self.on_step)
+        _session.listen_to_steps(self.on_step)
         if self._next_range == 0:
             with self._lock:
                 self._open_due("arm()", 0)
 
     def end(self):
         """Stops watching and closes the open window (its part written); returns the files written."""
-        _session.remove_step_listener(self.on_step)
+        _session.listen_to_steps(self.on_step, False)
         if self._thread is not None:
             self._stop = True
             self._waker.wake()
@@ -343,7 +343,7 @@ def _forget_in_child():
     windows would write the parent's file names. The parent's window stays the parent's."""
     armed, _state["armed"] = _state["armed"], None
     if armed is not None:
-        _session.remove_step_listener(armed.on_step)
+        _session.listen_to_steps(armed.on_step, False)
 
 
 atexit.register(_disarm_at_exit)
