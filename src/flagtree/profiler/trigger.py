@@ -118,8 +118,10 @@ class Armed:
         it runs on the program's hot path, between a synchronize and the next launch, with caches
         cooled by the step, where taking a lock costs more than the rest (bench/idle_cost.py)."""
         ended = self._count.tick()  # each step ends once, whichever thread calls
-        if self._open is None and not self._pending and self._next_range != ended + 1 and not self._log.reports \
-                and (self._source is None or self._source.quiet()):
+        # A step at or past the next range's start takes the lock even before another thread's
+        # step opens that window: it may be the window's step, and is then counted in it.
+        if self._open is None and not self._pending and (self._next_range < 0 or ended + 1 < self._next_range) \
+                and not self._log.reports and (self._source is None or self._source.quiet()):
             return []
         with self._lock:
             if self._log.reports:
