@@ -10,7 +10,7 @@ import pytest
 import flagtree.profiler as profiler
 from flagtree.profiler import _native, schedule_steps
 from flagtree.profiler.backends.nvidia import cupti_attach
-from test_cupti_attach import kernel_count, nvidia_on_standin, standin  # noqa: F401 (fixtures)
+from test_cupti_attach import count, kernel_count, nvidia_on_standin, standin  # noqa: F401 (fixtures)
 from vendor_outputs import load_meta
 from support.cupti_suspend import stats, wait_suspended
 
@@ -147,3 +147,84 @@ def test_a_finalize_parks_by_the_idle_time_its_session_started_with(standin, tmp
     profiler.finalize()  # parks for the 600 s read at start()
     assert stats()["parked"] and standin.standin_subscribed()
     assert records(tmp_path / "a") == (2, 0, 0)
+
+
+def wait_attached_ahead(before, timeout=SUSPEND_WAIT_S):
+    deadline = time.monotonic() + timeout
+    while stats()["attaches_ahead"] == before and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return stats()["attaches_ahead"] == before + 1
+
+
+def lead_of(monkeypatch, seconds):
+    """Thresholds that a stretch of 20 steps of 10 ms passes, and a lead of `seconds`."""
+    monkeypatch.setattr(cupti_attach, "MIN_KNOWN_QUIET_S", 0.05)
+    monkeypatch.setattr(cupti_attach, "ATTACH_SHARE", 1.0)
+    monkeypatch.setattr(cupti_attach, "LEAD_ATTACHES", 0)
+    monkeypatch.setattr(cupti_attach, "MIN_LEAD_S", seconds)
+
+
+def test_a_let_go_stretch_attaches_again_ahead_of_its_window_and_the_window_only_wakes_it(
+        standin, tmp_path, monkeypatch):
+    lead_of(monkeypatch, 0.05)  # 5 steps of 10 ms before the window
+    start(tmp_path / "a", profiler.schedule(wait=20, active=1, repeat=2))
+    for _ in range(20):  # the first stretch: its pace
+        time.sleep(0.01)
+        profiler.step()
+    launches(standin, 1)
+    profiler.step()  # window 1 ends: the next stretch (20 steps) is let go
+    assert wait_suspended(SUSPEND_WAIT_S)
+    ahead = stats()["attaches_ahead"]
+    for _ in range(10):  # half the stretch: well before its lead
+        assert stats()["suspended"] and stats()["attaches_ahead"] == ahead
+        time.sleep(0.01)
+        profiler.step()
+    for _ in range(9):
+        time.sleep(0.01)
+        profiler.step()
+    assert wait_attached_ahead(ahead)  # the last step before the window
+    st = stats()
+    assert st["quiet"] and not st["suspended"] and standin.standin_subscribed()
+    assert not standin.standin_kernel_kind_enabled() and not standin.standin_launch_callback_enabled()
+    subscriptions = st["subscriptions"]
+    launches(standin, 2)  # quiet: no callback, no record
+    profiler.step()  # window 2 opens: a wake, no subscribe
+    assert not stats()["quiet"] and stats()["subscriptions"] == subscriptions
+    assert standin.standin_kernel_kind_enabled() and standin.standin_launch_callback_enabled()
+    launches(standin, 3)
+    profiler.step()
+    profiler.finalize()
+    assert records(tmp_path / "a") == (4, 0, 0)
+    assert [kernel_count(str(p).removesuffix(".hatchet")) for p in load_meta(tmp_path / "a")["parts"]] == [1, 3, 0]
+
+
+def test_an_attach_ahead_that_finds_cupti_taken_is_left_to_the_wake(standin, tmp_path, monkeypatch):
+    lead_of(monkeypatch, 0.1)
+    start(tmp_path / "a", profiler.schedule(wait=20, active=1, repeat=2))
+    for _ in range(20):
+        time.sleep(0.01)
+        profiler.step()
+    launches(standin, 1)
+    profiler.step()
+    assert wait_suspended(SUSPEND_WAIT_S)
+    failures, subscriptions = stats()["resume_failures"], stats()["subscriptions"]
+    inits = count(standin, "init")
+    standin.standin_hold_slot(1)  # another client attaches meanwhile
+    for _ in range(19):
+        time.sleep(0.01)
+        profiler.step()
+    assert stays_suspended()
+    assert count(standin, "init") == inits + 1  # the attach ahead called CUPTI, which refused it
+    standin.standin_hold_slot(0)
+    profiler.step()  # window 2: the wake attaches
+    assert not stats()["suspended"] and stats()["subscriptions"] == subscriptions + 1
+    assert stats()["resume_failures"] == failures  # nothing was lost: no warning due
+    launches(standin, 2)
+    profiler.step()
+    profiler.finalize()
+    assert records(tmp_path / "a") == (3, 0, 0)
+
+
+def stays_suspended():
+    time.sleep(NO_SUSPEND_S)
+    return stats()["suspended"]

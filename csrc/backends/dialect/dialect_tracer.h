@@ -133,6 +133,12 @@ class DialectTracer : public ActivityListener {
   uint64_t lastResumeNs() const { return lastResumeNs_.load(); }
   // Wakes that could not attach again (another tool took the library meanwhile): still suspended.
   uint64_t resumeFailures() const { return resumeFailures_.load(); }
+  // A suspended tracer attached again ahead of the wake that a window will bring, on a thread of
+  // ours rather than the program's: subscribed and registered, its launch callbacks and kinds
+  // still off (quiet), so that the wake only switches those on. Whether it attached (false: not
+  // suspended, or the library taken meanwhile: the wake tries again).
+  bool attachAhead();
+  uint64_t attachesAhead() const { return attachesAhead_.load(); }
   // The idle clock ran out: detaches a parked tracer, suspends a quiet one; whether it did.
   bool idleRelease();
   void onTracerDemand(TracerDemand demand) override;
@@ -173,7 +179,8 @@ class DialectTracer : public ActivityListener {
  private:
   friend DialectTracer& leaked<DialectTracer>();
   DialectTracer() = default;
-  void start();
+  // Subscribes and registers; with `collect`, the launch callbacks and activity kinds go on too.
+  void start(bool collect = true);
   void enableKinds();
   int64_t measureClockOffset();
   bool sampleClock(uint64_t& vendor, uint64_t& host, uint64_t& width);
@@ -245,6 +252,7 @@ class DialectTracer : public ActivityListener {
   std::atomic<bool> suspended_{false};  // see suspended(); changed under mutex_
   std::atomic<double> suspendAfter_{-1.0};
   std::atomic<uint64_t> suspensions_{0}, lastSuspendNs_{0}, lastResumeNs_{0}, resumeFailures_{0};
+  std::atomic<uint64_t> attachesAhead_{0};
   typename D::Result callbackRefusal_ = D::kSuccess;
   std::vector<Kind> refusedKinds_;
   // Whether a launch was made since the last forced flush (D::kFlushOnceAtStop: a forced flush

@@ -148,7 +148,7 @@ void DialectTracer<D>::failStart(const std::string& what, typename D::Result rc)
 }
 
 template <typename D>
-void DialectTracer<D>::start() {
+void DialectTracer<D>::start(bool collect) {
   PhaseClock phase(startPhasesNs_);
   typename D::Result rc = api_.subscribe(&subscriber_, &DialectTracer::onApi, this);
   phase.end(0);
@@ -157,7 +157,7 @@ void DialectTracer<D>::start() {
   subscriptions_.fetch_add(1);
   keepFrom_.store(0);
   if (api_.getVersion) api_.getVersion(&version_);
-  enableApiCallbacks();
+  if (collect) enableApiCallbacks();
   phase.end(1);
   D::enableExtraCallbacks(api_, subscriber_);
   phase.end(2);
@@ -171,7 +171,7 @@ void DialectTracer<D>::start() {
   tornDown_.store(false);
   launchedSinceFlush_.store(false);
   D::onStart(api_);
-  enableKinds();
+  if (collect) enableKinds();
   phase.end(4);
 }
 

@@ -16,7 +16,9 @@
 // by stop()'s sequence (the last records flushed to their sessions first) while the sessions keep
 // holding it; no library call is made until a wake attaches it again as a start does. Records
 // being all delivered before the finalize, nothing keyed by correlation id outlives it but graph
-// launches, forgotten then: the library may count its ids afresh. Included through
+// launches, forgotten then: the library may count its ids afresh. A schedule that knows when its
+// window comes has the tracer attached again shortly before, quiet, on the idle clock's thread
+// (attachAhead): the wake then only switches kinds and callbacks on. Included through
 // dialect_tracer_impl.h only.
 #pragma once
 #include <algorithm>
@@ -83,6 +85,29 @@ void DialectTracer<D>::wake() {
   setApiCallbacks(1);
   quiet_.store(false);
   lastWakeNs_.store(monotonicNs() - began);
+}
+
+template <typename D>
+bool DialectTracer<D>::attachAhead() {
+  if constexpr (SuspendsWhenQuiet<D>::value) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // The launch callbacks and kinds stay off: records of launches made before the window, with
+    // no session active, would come with no launch seen (callbacks off before kinds off) and be
+    // counted in the window as launches nobody saw. The wake switches them on, kinds first.
+    if (!suspended_.load() || users_ == 0 || parked_ || floor_ || hasObservers()) return false;
+    const uint64_t began = monotonicNs();
+    try {
+      start(false);
+    } catch (const std::exception&) {
+      return false;  // another tool took the library: the wake tries again, and warns if it fails
+    }
+    suspended_.store(false);
+    attachesAhead_.fetch_add(1);
+    lastResumeNs_.store(monotonicNs() - began);
+    armSuspend();  // quiet and attached: let go again after the idle time should no window come
+    return true;
+  }
+  return false;
 }
 
 template <typename D>

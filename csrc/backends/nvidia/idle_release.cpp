@@ -22,6 +22,7 @@ struct Watcher {
   bool running = false;  // the thread was started (in this process)
   bool waiting = false;  // ... and has reached its loop
   bool armed = false;
+  bool attachAhead = false;  // requestAttachAhead() asked, not done yet
   Clock::time_point deadline;
   unsigned long fired = 0;
 };
@@ -33,6 +34,13 @@ void watch(Watcher* w) {
   w->waiting = true;
   w->changed.notify_all();
   for (;;) {
+    if (w->attachAhead) {
+      w->attachAhead = false;
+      lock.unlock();
+      CuptiTracer::instance().attachAhead();  // under the tracer's lock; arms the clock again
+      lock.lock();
+      continue;
+    }
     if (!w->armed) {
       w->changed.wait(lock);
       continue;
@@ -49,13 +57,8 @@ void watch(Watcher* w) {
   }
 }
 
-}  // namespace
-
-void armIdleRelease(double seconds) {
-  Watcher& w = theWatcher();
-  std::unique_lock<std::mutex> lock(w.mutex);
-  w.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-  w.armed = true;
+// Wakes the thread (started on first use) to see what changed.
+void tellWatcher(Watcher& w, std::unique_lock<std::mutex>& lock) {
   if (!w.running) {
     w.running = true;
     std::thread(watch, &w).detach();
@@ -65,6 +68,23 @@ void armIdleRelease(double seconds) {
     w.changed.wait(lock, [&] { return w.waiting; });
   }
   w.changed.notify_all();
+}
+
+}  // namespace
+
+void armIdleRelease(double seconds) {
+  Watcher& w = theWatcher();
+  std::unique_lock<std::mutex> lock(w.mutex);
+  w.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  w.armed = true;
+  tellWatcher(w, lock);
+}
+
+void requestAttachAhead() {
+  Watcher& w = theWatcher();
+  std::unique_lock<std::mutex> lock(w.mutex);
+  w.attachAhead = true;
+  tellWatcher(w, lock);
 }
 
 void cancelIdleRelease() {

@@ -15,6 +15,9 @@ namespace ftp {
 void armIdleRelease(double seconds);
 // Stops the clock (a session is about to start or wakes, or the tracer is being released now).
 void cancelIdleRelease();
+// Asks the same thread to attach a suspended tracer again, quiet, before a window wakes it
+// (DialectTracer::attachAhead): the subscription's cost off the program's thread.
+void requestAttachAhead();
 // Deadlines reached so far, each one ending in a detach or suspend attempt (tests).
 unsigned long idleReleasesFired();
 

@@ -64,6 +64,8 @@ void registerNvidiaBindings(nb::module_& m) {
   // The idle clock of that subscription (backends/cupti_attach.py): detach after `seconds`.
   m.def("cupti_idle_release_arm", &armIdleRelease, nb::call_guard<nb::gil_scoped_release>());
   m.def("cupti_idle_release_cancel", &cancelIdleRelease, nb::call_guard<nb::gil_scoped_release>());
+  // A suspended tracer attached again, quiet, on the idle clock's thread (a window is near).
+  m.def("cupti_attach_ahead", &requestAttachAhead, nb::call_guard<nb::gil_scoped_release>());
   // The idle time after which a quiet tracer is suspended (< 0: never).
   m.def("cupti_suspend_after", [](double seconds) { CuptiTracer::instance().setSuspendAfter(seconds); });
   m.def("cupti_attach_stats", []() {
@@ -86,6 +88,7 @@ void registerNvidiaBindings(nb::module_& m) {
     d["last_suspend_ns"] = t.lastSuspendNs();
     d["last_resume_ns"] = t.lastResumeNs();
     d["resume_failures"] = t.resumeFailures();
+    d["attaches_ahead"] = t.attachesAhead();
     nb::dict phases;
     for (size_t i = 0; i < t.startPhasesNs().size(); ++i) phases[CuptiTracer::kStartPhases[i]] = t.startPhasesNs()[i];
     d["start_phases_ns"] = phases;

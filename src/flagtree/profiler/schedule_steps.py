@@ -103,6 +103,7 @@ class Stepping:
         # step of the last one measured took (None: none yet): how far the next window is.
         self.quiet_from = None
         self.quiet_step_s = None
+        self.wake_at = None  # the step that tells the backend its window is near (wake_ahead)
 
     @property
     def step(self):
@@ -152,8 +153,25 @@ def _enter(session):
     set_active(session, False)
     if stepping.quiet_from is None:
         stepping.quiet_from = (stepping.step, time.perf_counter())
+    if stepping.wake_at is not None and stepping.step >= stepping.wake_at:
+        stepping.wake_at = None
+        session.backend.wake_ahead()
+        return
     _first_pace(stepping, upcoming)
-    session.backend.quiet_ahead(_seconds_to(stepping, upcoming))
+    lead = session.backend.quiet_ahead(_seconds_to(stepping, upcoming))
+    _plan_wake(stepping, upcoming, lead)
+
+
+def _plan_wake(stepping, upcoming, lead):
+    """The backend let go for the stretch and asks to be told `lead` seconds before its window:
+    the step that many seconds ahead, at the stretch's pace, comes back here (steady_until)."""
+    stepping.wake_at = None
+    if lead is None or upcoming is None or not stepping.quiet_step_s:
+        return
+    wake_at = upcoming - math.ceil(lead / stepping.quiet_step_s)
+    if wake_at > stepping.step:
+        stepping.wake_at = wake_at
+        stepping.steady_until = min(stepping.steady_until, wake_at)
 
 
 def _first_pace(stepping, upcoming):
@@ -170,6 +188,7 @@ def _first_pace(stepping, upcoming):
 
 def _end_quiet(stepping):
     """A window opens: the quiet stretch before it says how long a quiet step takes."""
+    stepping.wake_at = None  # the steps came faster than their pace: the window wakes it
     if stepping.quiet_from is None:
         return
     if stepping.step > stepping.quiet_from[0]:

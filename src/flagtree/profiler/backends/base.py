@@ -140,8 +140,13 @@ class Backend:
     def quiet_ahead(self, seconds):
         """A schedule of one of this backend's sessions went quiet (its steps not recorded), its
         next window about `seconds` away (math.inf: none comes). A backend whose library costs
-        the program while held quiet may let it go now rather than after its idle time. Nothing
-        by default."""
+        the program while held quiet may let it go now rather than after its idle time; it
+        returns how many seconds before the window wake_ahead() should come, or None (the
+        default: nothing done)."""
+        return None
+
+    def wake_ahead(self):
+        """The window that quiet_ahead() was told of is about that many seconds away."""
 
     def unavailable_reason(self):
         """None when this backend can run here, else a sentence saying what is missing.

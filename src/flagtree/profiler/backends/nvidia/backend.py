@@ -322,7 +322,10 @@ class NvidiaBackend(Backend):
         cupti_attach.after_release()
 
     def quiet_ahead(self, seconds):
-        cupti_attach.suspend_if_quiet_for(seconds)
+        return cupti_attach.suspend_if_quiet_for(seconds)
+
+    def wake_ahead(self):
+        cupti_attach.attach_ahead()
 
     def dropped_records(self):
         return int(native.nvidia.cupti_dropped())

@@ -17,7 +17,7 @@ finalized, so after FLAGTREE_PROFILER_CUPTI_IDLE_S seconds quiet the native trac
 sessions' records, unsubscribes and finalizes, and attaches again when a session becomes active
 (csrc/backends/dialect/dialect_tracer_quiet.h). The clock is armed natively, at the switch off.
 A schedule that knows its quiet stretch will be long does not wait for the clock
-(suspend_if_quiet_for)."""
+(suspend_if_quiet_for), and attaches again shortly before its window (attach_ahead)."""
 import atexit
 import functools
 import os
@@ -33,6 +33,10 @@ from ...native_core import native
 # a cheap one: the library's first costs more).
 ATTACH_SHARE = 0.01
 MIN_KNOWN_QUIET_S = 1.0
+# Such a stretch attaches again this many attaches' time before its window (no less than
+# MIN_LEAD_S), on the idle clock's thread, so that the window's first step only wakes it.
+LEAD_ATTACHES = 3
+MIN_LEAD_S = 0.02
 
 _exit_hook = [None]  # the pid that registered the exit hook
 _exiting = [False]
@@ -83,19 +87,24 @@ def suspend_if_quiet_for(seconds):
     """A schedule went quiet, its next window `seconds` away (math.inf: none comes). The idle clock
     would suspend CUPTI after FLAGTREE_PROFILER_CUPTI_IDLE_S quiet, CUPTI costing every launch
     until then; a quiet known to outlast that, or long enough for the attach that ends it to be
-    cheap beside it, is let go now, on the clock's thread. Whether it asked."""
+    cheap beside it, is let go now, on the clock's thread. Returns how long before the window
+    to attach again (attach_ahead), or None when it did not let go."""
     idle = 0.0 if _exiting[0] else _idle_s[0]
-    if idle <= 0 or seconds < min(idle, _worth_suspending_s()):
-        return False  # an idle time of 0 suspends at once already
+    attach_s = _last_attach_s()
+    if idle <= 0 or seconds < min(idle, max(MIN_KNOWN_QUIET_S, attach_s / ATTACH_SHARE)):
+        return None  # an idle time of 0 suspends at once already
     native.nvidia.cupti_idle_release_arm(0.0)
-    return True
+    return max(MIN_LEAD_S, LEAD_ATTACHES * attach_s)
 
 
-def _worth_suspending_s():
-    """The shortest quiet stretch worth an attach at its end, from the last attach's cost."""
+def attach_ahead():
+    """A window is near: a suspended CUPTI attaches again, quiet, on the idle clock's thread."""
+    native.nvidia.cupti_attach_ahead()
+
+
+def _last_attach_s():
     stats = native.nvidia.cupti_attach_stats()
-    attach_ns = stats["last_resume_ns"] or sum(stats["start_phases_ns"].values())
-    return max(MIN_KNOWN_QUIET_S, attach_ns / 1e9 / ATTACH_SHARE)
+    return (stats["last_resume_ns"] or sum(stats["start_phases_ns"].values())) / 1e9
 
 
 def _warn_of_resume_failures(failures):
