@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|verify|stamps|tickets|graph-cost|agreement|unverified|unverified-figures|stacks|launch-cost|serving|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|finalize|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|verify|stamps|tickets|graph-cost|agreement|unverified|unverified-figures|stacks|launch-cost|serving|stepcost|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|finalize|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -108,6 +108,12 @@ if [ "$what" = serving ]; then   # the armed route's GPU tests, kernels of 1/5/2
   signatures 150 4
   timeout 80 python3 bench/session_cost.py --sessions 10 --tools device_timer --out "$OUT" > "$OUT/session_cost.log" 2>&1; tail -12 "$OUT/session_cost.log" | cut -c1-400
   timeout 200 python3 bench/serving_loop.py --duration 150 --backend device_timer --out "$OUT/serving_loop-device_timer.json" > "$OUT/serving_loop.log" 2>&1
+  python3 dev/summarize_serving.py "$OUT/serving_loop-device_timer.json"
+fi
+if [ "$what" = stepcost ]; then   # what scope() and step() cost a step: split on the serving model, cold on the host, the serving loop
+  timeout 100 python3 dev/probe_armed_parts.py --rounds 14 2>&1 | tee "$OUT/probe_armed_parts.log"
+  timeout 60 python3 bench/step_cold_cost.py --rounds 5 --out "$OUT/step_cold_cost.json" > "$OUT/step_cold_cost.log" 2>&1; grep -A6 '"calls_ns"' "$OUT/step_cold_cost.log"
+  timeout 170 python3 bench/serving_loop.py --duration 140 --backend device_timer --out "$OUT/serving_loop-device_timer.json" > "$OUT/serving_loop.log" 2>&1
   python3 dev/summarize_serving.py "$OUT/serving_loop-device_timer.json"
 fi
 if [ "$what" = check ]; then   # the whole GPU suite, then the figures a change must not worsen
