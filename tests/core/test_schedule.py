@@ -195,3 +195,12 @@ def test_quiet_steps_wait_for_no_lock_and_each_thread_step_counts_once(tmp_path)
     assert written == [str(tmp_path / "q.part1.hatchet")]
     assert load_json(tmp_path / "q.meta.json")["part_steps"][0] == [401]
     assert kernel_counts(load_tree(written[0])[0]) == {("step0", "add_kernel"): 1}
+
+
+def test_a_window_beyond_any_count_is_never_reached(tmp_path):
+    x, y, out = tensors()
+    sid = profiler.start(str(tmp_path / "far"), schedule=profiler.schedule(skip_first=2 ** 70, active=1))
+    assert run_steps(sid, 3, x, y, out) == []
+    profiler.finalize(sid)
+    assert kernel_counts(load_tree(str(tmp_path / "far.hatchet"))[0]) == {}
+    assert load_json(tmp_path / "far.meta.json")["schedule"].endswith(f"skip_first={2 ** 70})")

@@ -116,7 +116,8 @@ class Stepping:
 
     @steady_until.setter
     def steady_until(self, step):
-        self.count.limit = self.count.NO_LIMIT if step == math.inf else step
+        # A step past the native count's range (a skip_first of 2**70, say) is never reached either.
+        self.count.limit = min(step, self.count.NO_LIMIT)
 
 
 def set_active(session, active):
