@@ -1,10 +1,12 @@
 """schedule() and step() on the CPU: real Triton kernels through the interpreter backend; each
 step launches under its own scope, so a part shows which steps it holds."""
 import glob
+import threading
 
 import pytest
 
 import flagtree.profiler as profiler
+from flagtree.profiler import session as _session
 from support.kernels import launch_add, tensors
 from support.profiles import kernel_counts, load_json, load_tree
 
@@ -170,10 +172,6 @@ def test_step_with_nothing_open_reads_no_environment(monkeypatch):
 
 
 def test_quiet_steps_wait_for_no_lock_and_each_thread_step_counts_once(tmp_path):
-    import threading
-
-    from flagtree.profiler import session as _session
-
     x, y, out = tensors()
     sid = profiler.start(str(tmp_path / "q"), schedule=profiler.schedule(wait=401, active=1))
 
