@@ -89,6 +89,21 @@ def test_scope_decorator_and_enter_exit(tmp_path):
     assert find(root, "manual")["metrics"]["items"] == 4
 
 
+def test_one_scope_object_enters_many_times_and_nests_in_itself(tmp_path):
+    x, y, out = tensors()
+    request, metered = profiler.scope("request"), profiler.scope("metered", {"items": 2})
+    profiler.start(str(tmp_path / "r"))
+    for _ in range(3):
+        with request:
+            launch_add(x, y, out)
+            with request, metered:
+                launch_copy(x, out)
+    profiler.finalize()
+    root, _ = load_tree(tmp_path / "r.hatchet")
+    assert kernel_counts(root) == {("request", "add_kernel"): 3, ("request", "request", "metered", "copy_kernel"): 3}
+    assert find(root, "request", "request", "metered")["metrics"]["items"] == 6
+
+
 def test_cpu_timed_scope_records_cpu_time(tmp_path):
     import time
 
