@@ -25,18 +25,17 @@ import sys
 import tempfile
 import time
 
-os.environ.setdefault("TRITON_INTERPRET", "1")  # a session needs a backend: the interpreter's on the CPU
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-import flagtree.profiler as profiler  # noqa: E402
+import flagtree.profiler as profiler
 
 CONFIGS = ("clock", "scope+step", "armed-steps", "armed-signal", "armed-file", "schedule")
 
 
-def timed_steps(work, steps, calls):
-    """Median ns a step of the calls (scope entry, then its exit and step()), clock reads included."""
-    clock, took = time.perf_counter_ns, []
+def timed_calls(work, steps, calls):
+    """ns of each step's calls, clock reads included: (the scope's entries, its exits with step()),
+    one of each a step. With `calls` false, the clock reads around no call."""
+    clock, entries, exits = time.perf_counter_ns, [], []
     for _ in range(steps):
         t0 = clock()
         scope = profiler.scope("request") if calls else None
@@ -49,8 +48,15 @@ def timed_steps(work, steps, calls):
             scope.__exit__()
             profiler.step()
         t3 = clock()
-        took.append((t1 - t0) + (t3 - t2))
-    return statistics.median(took)
+        entries.append(t1 - t0)
+        exits.append(t3 - t2)
+    return entries, exits
+
+
+def timed_steps(work, steps, calls):
+    """Median ns a step of the calls (scope entry, then its exit and step()), clock reads included."""
+    entries, exits = timed_calls(work, steps, calls)
+    return statistics.median(a + b for a, b in zip(entries, exits))
 
 
 def run(config, work, steps, folder):
@@ -80,6 +86,7 @@ def main(argv=None):
     parser.add_argument("--work-mb", type=float, default=32.0)
     parser.add_argument("--out", help="write the JSON report here")
     args = parser.parse_args(argv)
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # a session needs a backend: the interpreter's on the CPU
     data = np.ones(int(args.work_mb * (1 << 20) / 8))
 
     def work():

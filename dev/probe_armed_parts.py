@@ -18,6 +18,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
 import serving_loop  # noqa: E402
+import step_cold_cost  # noqa: E402
 
 profiler = serving_loop.profiler
 PARTS = ("control", "scope", "step", "armed_step", "armed")
@@ -50,29 +51,16 @@ def block(part, model, steps, folder):
 
 
 def inline_ns(model, steps, armed, folder):
-    """Median ns of the scope's entry and of its exit with step(), each read between clock reads."""
-    clock, enter, leave = time.perf_counter_ns, [], []
+    """Median ns of the scope's entry and of its exit with step(), each read between clock reads
+    (bench/step_cold_cost.py's loop); without `armed`, the clock reads around no call."""
     if armed:
         profiler.arm(NEVER, name=os.path.join(folder, "inline"))
     try:
-        for _ in range(steps):
-            t0 = clock()
-            if armed:
-                s = profiler.scope("request")
-                s.__enter__()
-            t1 = clock()
-            model()
-            t2 = clock()
-            if armed:
-                s.__exit__()
-                profiler.step()
-            t3 = clock()
-            enter.append(t1 - t0)
-            leave.append(t3 - t2)
+        entries, exits = step_cold_cost.timed_calls(model, steps, armed)
     finally:
         if armed:
             profiler.disarm()
-    return statistics.median(enter), statistics.median(leave)
+    return statistics.median(entries), statistics.median(exits)
 
 
 def main():
