@@ -3,8 +3,10 @@ under schedule(wait=--wait, active=20) for --cycles cycles a block, step() every
 interleaved none, known, none, unknown, ... over --rounds rounds. "known": the rule as shipped (a
 quiet stretch known to be long lets CUPTI go when it begins); "unknown": the rule off
 (cupti_attach.MIN_KNOWN_QUIET_S infinite), so CUPTI stays attached and quiet until the idle clock
-(FLAGTREE_PROFILER_CUPTI_IDLE_S, 10 s). The first quiet stretch of a block is measured, not known,
-in both. Prints each configuration's median ratio to its neighbouring none blocks, its microseconds
+(FLAGTREE_PROFILER_CUPTI_IDLE_S, 10 s); "eager": the rule with its bounds lowered
+(ATTACH_SHARE, MIN_KNOWN_QUIET_S, LEAD_ATTACHES from --eager-share, --eager-min, --eager-lead), so
+that stretches shorter than a second let go too. The first quiet stretch of a block is measured,
+not known, in all. Prints each configuration's median ratio to its neighbouring none blocks, its microseconds
 a step and its suspensions a block."""
 import argparse
 import math
@@ -20,6 +22,18 @@ from flagtree.profiler.backends.nvidia import cupti_attach  # noqa: E402
 
 profiler, native = serving_loop.profiler, serving_loop._native
 ACTIVE = 20
+SHIPPED = (cupti_attach.ATTACH_SHARE, cupti_attach.MIN_KNOWN_QUIET_S, cupti_attach.LEAD_ATTACHES)
+RULES = {}
+
+
+def set_rule(share, least, lead):
+    cupti_attach.ATTACH_SHARE, cupti_attach.MIN_KNOWN_QUIET_S, cupti_attach.LEAD_ATTACHES = share, least, lead
+
+
+def rules(args):
+    RULES["known"] = lambda: set_rule(*SHIPPED)
+    RULES["unknown"] = lambda: set_rule(SHIPPED[0], math.inf, SHIPPED[2])
+    RULES["eager"] = lambda: set_rule(args.eager_share, args.eager_min, args.eager_lead)
 
 
 def block(config, model, wait, cycles, folder):
@@ -30,7 +44,7 @@ def block(config, model, wait, cycles, folder):
         for _ in range(steps):
             model()
         return (time.perf_counter() - began) / steps, 0
-    cupti_attach.MIN_KNOWN_QUIET_S = 1.0 if config == "known" else math.inf
+    RULES[config]()
     suspensions = native.nvidia.cupti_attach_stats()["suspensions"]
     sid = profiler.start(os.path.join(folder, config), schedule=profiler.schedule(wait=wait, active=ACTIVE))
     began = time.perf_counter()
@@ -49,17 +63,23 @@ def main():
     parser.add_argument("--cycles", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--hidden", type=int, default=4096, help="the model's width (64 for a CPU dry run)")
+    parser.add_argument("--configs", default="known,unknown", help="of known, unknown, eager")
+    parser.add_argument("--eager-share", type=float, default=1.0)
+    parser.add_argument("--eager-min", type=float, default=0.05)
+    parser.add_argument("--eager-lead", type=float, default=SHIPPED[2])
     args = parser.parse_args()
+    rules(args)
+    configs = tuple(args.configs.split(","))
     model = serving_loop.Model(8, args.hidden, 256)
-    order = ("none", "known", "none", "unknown")
+    order = tuple(x for c in configs for x in ("none", c))
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        for config in ("none", "known", "unknown"):
+        for config in ("none",) + configs:
             block(config, model, 20, 1, folder)  # warm-up: compiles, CUPTI's first attach
         for _ in range(args.rounds):
             rows += [(c,) + block(c, model, args.wait, args.cycles, folder) for c in order]
         rows.append(("none",) + block("none", model, args.wait, args.cycles, folder))
-    for config in ("known", "unknown"):
+    for config in configs:
         ratios = [s / ((rows[i - 1][1] + rows[i + 1][1]) / 2) for i, (c, s, _) in enumerate(rows) if c == config]
         blocks = ", ".join(f"{r:.3f}" for r in ratios)
         print(f"{config:8s} ratio median {statistics.median(ratios):.4f} (blocks {blocks})"
