@@ -21,6 +21,7 @@ void registerErrorsAndEnums(nb::module_& m);            // errors_enums.cpp: the
 void registerCoreBindings(nb::module_& core);           // context.cpp
 void registerContextBindings(nb::module_& context);     // context.cpp
 void registerInheritanceBindings(nb::module_& context); // inheritance.cpp
+void registerScopeType(nb::module_& context);           // scope_type.cpp: Scope, scope.py's base
 void registerSessionBindings(nb::module_& session);     // sessions.cpp
 void registerLaunchLogBindings(nb::module_& session);   // launch_log.cpp
 void registerDumpBindings(nb::module_& dump);           // dump.cpp
@@ -69,5 +70,11 @@ Session& sessionAt(int slot);
 using MetricsIn = std::vector<std::pair<std::string, double>>;
 // Metric names interned.
 std::vector<std::pair<uint32_t, double>> metricIds(const MetricsIn& in);
+
+// Leaves the calling thread's innermost scope, adding `metrics` to it first (inheritance.cpp).
+// Returns the id of the scope left, kNoScope when none was open, so that the caller can tell a
+// with-block that leaves someone else's scope.
+constexpr uint32_t kNoScope = UINT32_MAX;
+uint32_t exitScopeChecked(bool cpuTimed, const MetricsIn& metrics);
 
 }  // namespace ftp

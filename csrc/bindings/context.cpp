@@ -78,12 +78,11 @@ void registerCoreBindings(nb::module_& m) {
 
 void registerContextBindings(nb::module_& m) {
   m.def("python_frames_skip", &setExtraInternalFiles, nb::arg("fragments"));
-  // Shadow context and states.
+  // Shadow context and states. scope.py's scopes are Scope objects (scope_type.cpp); scope_enter
+  // and scope_exit are the bare calls, for NVTX ranges taken as scopes.
   m.def("scope_enter", [](uint32_t name) { Profiler::instance().enterScope(name, {}); });
-  m.def("scope_enter_metrics", [](uint32_t name, const MetricsIn& metrics) {
-    Profiler::instance().enterScope(name, metricIds(metrics));
-  });
   m.def("scope_exit", [](bool cpuTimed) { Profiler::instance().exitScope(cpuTimed); }, nb::arg("cpu_timed") = false);
+  registerScopeType(m);
   m.def("state_push", [](uint32_t name) { Profiler::instance().pushState(name); });
   m.def("state_pop", []() { Profiler::instance().popState(); });
   m.def("set_launch_metadata", &setLaunchMetadata);

@@ -4,11 +4,10 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "bindings/bindings.h"
 #include "context/inheritance.h"
 #include "core/strings.h"
 #include "session/profiler.h"
-
-namespace nb = nanobind;
 
 namespace ftp {
 namespace {
@@ -19,17 +18,15 @@ struct SnapshotHandle {
   ContextSnapshot context;
 };
 
-constexpr uint32_t kNoScope = UINT32_MAX;
-
 std::vector<std::string> names(const std::vector<uint32_t>& ids) {
   std::vector<std::string> out;
   for (uint32_t id : ids) out.push_back(nameOf(id));
   return out;
 }
 
-// Leaves the innermost scope; returns the id of the scope left (kNoScope: the stack was empty)
-// so that the caller can tell a `with scope` that exits someone else's scope.
-uint32_t exitScopeChecked(bool cpuTimed, const std::vector<std::pair<std::string, double>>& metrics) {
+}  // namespace
+
+uint32_t exitScopeChecked(bool cpuTimed, const MetricsIn& metrics) {
   ThreadState& ts = threadState();
   if (ts.scopes.empty()) return kNoScope;
   const uint32_t left = ts.scopes.back().name;
@@ -42,8 +39,6 @@ uint32_t exitScopeChecked(bool cpuTimed, const std::vector<std::pair<std::string
   profiler.exitScope(cpuTimed);
   return left;
 }
-
-}  // namespace
 
 void registerInheritanceBindings(nb::module_& m) {
   nb::class_<SnapshotHandle>(m, "ContextSnapshot")
@@ -71,12 +66,6 @@ void registerInheritanceBindings(nb::module_& m) {
   m.def("rooted_scopes_pop", []() { Profiler::instance().popRootedScopes(); });
   m.def("scope_exit_checked", &exitScopeChecked, nb::arg("cpu_timed") = false,
         nb::arg("metrics") = std::vector<std::pair<std::string, double>>());
-  // A with-block's exit, on the program's hot path: no metrics argument, whose default nanobind
-  // would convert from a Python list at every call.
-  m.def("scope_leave", [](bool cpuTimed) {
-    static const std::vector<std::pair<std::string, double>> none;
-    return exitScopeChecked(cpuTimed, none);
-  });
   m.def("scope_name_of", [](uint32_t id) { return nameOf(id); });
   m.attr("NO_SCOPE") = kNoScope;
 }

@@ -1,9 +1,11 @@
 """The public API end to end on the CPU: real Triton kernels run by Triton's interpreter,
 recorded by the interpreter backend through the native core and written by the writers."""
+import importlib
 import os
 import subprocess
 import sys
 import threading
+import warnings
 
 import pytest
 
@@ -102,6 +104,87 @@ def test_one_scope_object_enters_many_times_and_nests_in_itself(tmp_path):
     root, _ = load_tree(tmp_path / "r.hatchet")
     assert kernel_counts(root) == {("request", "add_kernel"): 3, ("request", "request", "metered", "copy_kernel"): 3}
     assert find(root, "request", "request", "metered")["metrics"]["items"] == 6
+
+
+def test_a_scope_is_made_entered_and_left_by_the_native_base_with_no_python_frame():
+    from flagtree.profiler import _native
+
+    for kind in (profiler.scope, profiler.cpu_timed_scope):
+        assert issubclass(kind, _native.context.Scope)
+        python_defined = {name for cls in kind.__mro__[:kind.__mro__.index(_native.context.Scope)]
+                          for name in ("__new__", "__init__", "__enter__", "__exit__") if name in vars(cls)}
+        assert python_defined == set(), kind
+    made = profiler.cpu_timed_scope("timed", {"bytes": 1})
+    assert isinstance(made, profiler.scope) and made.name == "timed"
+    assert type(type(made).__enter__).__name__ == "method_descriptor"
+
+
+def test_a_scope_checks_its_arguments_when_made():
+    with pytest.raises(TypeError, match=r"^scope name must be a string, got 3$"):
+        profiler.scope(3)
+    with pytest.raises(TypeError, match=r"^scope metrics must be a dict of name -> int/float, got list$"):
+        profiler.scope("x", [("bytes", 1)])
+    with pytest.raises(TypeError, match=r"^scope metric 'bytes' must map a name to an int or float, got True$"):
+        profiler.cpu_timed_scope("x", {"bytes": True})
+    assert profiler.scope(name="kw", metrics={}).name == "kw" and profiler.scope("falsy", []).name == "falsy"
+
+
+def test_the_boundary_hook_runs_after_every_scope_boundary_while_set():
+    from flagtree.profiler import _native
+
+    scope_module = importlib.import_module("flagtree.profiler.scope")
+    depths = []
+    hook = lambda: depths.append(_native.testing.scope_depth())  # noqa: E731
+    reused = profiler.scope("reused")
+
+    @profiler.scope("decorated")
+    def decorated():
+        pass
+
+    scope_module.set_boundary_hook(hook)
+    try:
+        with reused, profiler.cpu_timed_scope("timed", {"items": 1}):
+            with reused:
+                decorated()
+        profiler.enter_scope("manual")
+        profiler.exit_scope("manual")
+    finally:
+        scope_module.set_boundary_hook(None)
+    assert depths == [1, 2, 3, 4, 3, 2, 1, 0, 1, 0]
+    with reused:
+        decorated()
+    assert len(depths) == 10 and scope_module._boundary_hook is None
+
+
+def test_a_with_block_leaving_another_scope_warns_once_at_its_own_line(tmp_path):
+    profiler.start(str(tmp_path / "w"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            with profiler.scope("outer_at_line"):
+                profiler.enter_scope("inner_left_open")
+            profiler.exit_scope()
+    (warning,) = caught
+    assert warning.category is RuntimeWarning and warning.filename == __file__
+    assert "'outer_at_line'" in str(warning.message) and "'inner_left_open'" in str(warning.message)
+
+
+def test_a_decorated_function_enters_its_scope_at_each_call_and_recursion_nests(tmp_path):
+    x, y, out = tensors()
+
+    @profiler.scope("recursive")
+    def recurse(depth):
+        launch_add(x, y, out)
+        if depth:
+            recurse(depth - 1)
+
+    profiler.start(str(tmp_path / "rec"))
+    recurse(2)
+    recurse(0)
+    profiler.finalize()
+    root, _ = load_tree(tmp_path / "rec.hatchet")
+    assert kernel_counts(root) == {("recursive", "add_kernel"): 2, ("recursive", "recursive", "add_kernel"): 1,
+                                   ("recursive", "recursive", "recursive", "add_kernel"): 1}
 
 
 def test_cpu_timed_scope_records_cpu_time(tmp_path):
@@ -339,8 +422,11 @@ def test_finalize_is_idempotent_and_calls_after_it_are_harmless(tmp_path):
 def test_disable_env_turns_every_call_into_a_no_op(tmp_path):
     script = (
         "import flagtree.profiler as p\n"
+        "from flagtree.profiler import _native\n"
         f"sid = p.start({str(tmp_path / 'off')!r}, context='nonsense')\n"
-        "with p.scope('x'):\n    pass\n"
+        "once = p.scope('x')\n"
+        "with once, p.cpu_timed_scope('\\ud800', {'n': 1}), once:\n    assert _native.testing.scope_depth() == 0\n"
+        "p.scope('decorated')(lambda: None)()\n"
         "p.deactivate(sid); p.activate(sid); p.finalize(sid)\n"
         "print(sid)\n")
     env = dict(os.environ, FLAGTREE_PROFILER_DISABLE="1")
@@ -348,3 +434,17 @@ def test_disable_env_turns_every_call_into_a_no_op(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "-1"
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("disabled, expected", [("0", "ImportError"), ("1", "no-op")])
+def test_without_the_native_module_a_scope_raises_its_import_error_unless_disabled(disabled, expected):
+    script = (
+        "import sys\n"
+        "sys.modules['flagtree.profiler._native'] = None\n"
+        "import flagtree.profiler as p\n"
+        "try:\n    with p.scope('x'):\n        print('no-op')\n"
+        "except ImportError as e:\n    print('ImportError' if 'native module is missing' in str(e) else e)\n")
+    env = dict(os.environ, FLAGTREE_PROFILER_DISABLE=disabled)
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == expected

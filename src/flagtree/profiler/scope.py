@@ -2,9 +2,10 @@
 
 A scope nests (each thread its own stack) and may carry metrics that add up per scope node;
 a state is not recursive: the innermost one becomes a node directly above each kernel.
-Both are context managers and decorators. Entering and leaving is one native call each, and a
-name is interned once per process: scopes sit on the user's hot path, often around every
-launch, so they cost about as much as the launch hook itself.
+Both are context managers and decorators. Scopes sit on the user's hot path, often around every
+step or launch: making, entering and leaving one are C calls with no Python frame (the native
+base `_native.context.Scope`), and a name is interned once per process. What is rare (a new
+name, metrics, a mismatched exit, the boundary hook) comes back to the functions here.
 
 FLAGTREE_PROFILER_DISABLE is read when this module is imported.
 """
@@ -16,19 +17,10 @@ from .distributed import ranks
 from .native_core import native
 
 _DISABLED = ranks.profiling_off()
-try:  # looked up once: a scope's entry and exit sit between a step's synchronize and its next launch
-    _scope_enter, _scope_leave = native.context.scope_enter, native.context.scope_leave
-except ImportError:  # no native module built: a scope raises its ImportError when used
-
-    def _scope_enter(name):
-        native.context.scope_enter(name)
-
-    def _scope_leave(cpu_timed):
-        return native.context.scope_leave(cpu_timed)
-_ids = {}  # name -> interned id
+_ids = {}  # name -> interned id; the native scope reads it and adds new names through _intern
 _mismatch_warned = set()  # scope names whose mismatched exit was reported
 #: Called after every scope boundary while backward-by-forward-layer attribution is on
-#: (hooks/autograd.py sets it); None otherwise, so the common path pays one test.
+#: (hooks/autograd.py sets it through set_boundary_hook); None otherwise.
 _boundary_hook = None
 
 
@@ -81,50 +73,51 @@ class _Annotation:
         return wrapper
 
 
-class scope(_Annotation):
-    """with scope("name", {"bytes": 1000}): ...  or  @scope("name") on a function."""
+class _NoNativeScope:
+    """The base of scope where the native module is missing: with profiling disabled a scope does
+    nothing, as the native one would; otherwise making one raises the missing module's ImportError."""
 
-    __slots__ = ("name", "_id", "_metrics")
-    _cpu_timed = False
+    __slots__ = ("name",)
 
     def __init__(self, name, metrics=None):
-        if type(name) is not str:
-            _check_name("scope", name)
+        _check_name("scope", name)
+        if metrics:
+            _metric_items(metrics)
         self.name = name
-        self._metrics = _metric_items(metrics) if metrics else None
-        # A name seen before is one dict look-up: a scope is often made around every step or launch.
-        self._id = 0 if _DISABLED else (_ids.get(name) or _intern(name))
+        if not _DISABLED:
+            native.context.Scope  # raises the ImportError
 
     def __enter__(self):
-        if _DISABLED:
-            return self
-        if self._metrics:
-            native.context.scope_enter_metrics(self._id, self._metrics)
-        else:
-            _scope_enter(self._id)
-        if _boundary_hook is not None:
-            _boundary_hook()
         return self
 
     def __exit__(self, exc_type=None, exc=None, traceback=None):
-        if not _DISABLED:
-            left = _scope_leave(self._cpu_timed)
-            if left != self._id:
-                _warn_mismatch(self.name, left)
-            if _boundary_hook is not None:
-                _boundary_hook()
         return False
+
+
+try:
+    _ScopeBase = native.context.Scope
+except ImportError:  # no native module built: a scope raises its ImportError when made
+    _ScopeBase = _NoNativeScope
+
+
+class scope(_ScopeBase, _Annotation):
+    """with scope("name", {"bytes": 1000}): ...  or  @scope("name") on a function.
+
+    scope(name, metrics=None) checks its arguments when made; one scope object may be entered any
+    number of times, nested in itself too. Its entry and exit are the native base's."""
+
+    __slots__ = ()
 
 
 class cpu_timed_scope(scope):
     """A scope that also adds its CPU (wall) time to the scope node as cpu_time (ns)."""
 
     __slots__ = ()
-    _cpu_timed = True
 
 
-def _warn_mismatch(expected, left):
-    """A scope exit that left another scope than the one named: said once per name."""
+def _warn_mismatch(expected, left, stacklevel=2):
+    """A scope exit that left another scope than the one named: said once per name, at the line of
+    the user's code (stacklevel 2 from the native scope's exit, which has no Python frame)."""
     if expected in _mismatch_warned:
         return
     _mismatch_warned.add(expected)
@@ -133,7 +126,15 @@ def _warn_mismatch(expected, left):
     else:
         found = f"the innermost scope was {native.context.scope_name_of(left)!r}, which was left instead"
     warnings.warn(f"flagtree.profiler: leaving scope {expected!r}, but {found}; scopes must nest "
-                  f"(enter_scope/exit_scope pairs and with-blocks on one thread)", RuntimeWarning, stacklevel=3)
+                  f"(enter_scope/exit_scope pairs and with-blocks on one thread)", RuntimeWarning,
+                  stacklevel=stacklevel)
+
+
+def set_boundary_hook(hook):
+    """Sets what runs after every scope boundary (None: nothing), for exit_scope and native scopes."""
+    global _boundary_hook
+    _boundary_hook = hook
+    native.context.scope_boundary_hook(hook)
 
 
 def enter_scope(name, metrics=None):
@@ -150,7 +151,7 @@ def exit_scope(name=None, metrics=None, cpu_timed=False):
     items = _metric_items(metrics) if metrics else []
     left = native.context.scope_exit_checked(cpu_timed, items)
     if name is not None and left != _intern(name):
-        _warn_mismatch(name, left)
+        _warn_mismatch(name, left, stacklevel=3)
     if _boundary_hook is not None:
         _boundary_hook()
 
@@ -183,3 +184,10 @@ def enter_state(name):
 def exit_state(name=None):
     if not _DISABLED:
         native.context.state_pop()
+
+
+# What the native base needs of this module, handed over once its classes exist: the names known,
+# the functions of its rare paths, which class times CPU, and whether profiling is off.
+if _ScopeBase is not _NoNativeScope:
+    native.context.scope_setup(ids=_ids, intern=_intern, metric_items=_metric_items, warn_mismatch=_warn_mismatch,
+                               cpu_timed=cpu_timed_scope, disabled=_DISABLED)

@@ -183,7 +183,7 @@ def _wrap(torch, autograd):
         global _sequence_nr, _snapshot
         _sequence_nr, _snapshot = engine._get_sequence_nr, native.context.context_snapshot
         _forward_mode[0] = True
-        _scope_module()._boundary_hook = _mark
+        _scope_module().set_boundary_hook(_mark)
 
 
 class _AutogradImportWatcher:
@@ -228,7 +228,7 @@ def uninstall():
         sys.meta_path.remove(_watcher)
     scope = _scope_module()
     if scope._boundary_hook is _mark:
-        scope._boundary_hook = None
+        scope.set_boundary_hook(None)
     _forward_mode[0] = False
     _marks.clear()
     while _wrapped:
