@@ -3,11 +3,10 @@ under schedule(wait=--wait, active=20) for --cycles cycles a block, step() every
 interleaved none, known, none, unknown, ... over --rounds rounds. "known": the rule as shipped (a
 quiet stretch known to be long lets CUPTI go when it begins); "unknown": the rule off
 (cupti_attach.MIN_KNOWN_QUIET_S infinite), so CUPTI stays attached and quiet until the idle clock
-(FLAGTREE_PROFILER_CUPTI_IDLE_S, 10 s); "eager": the rule with its bounds lowered
-(ATTACH_SHARE, MIN_KNOWN_QUIET_S, LEAD_ATTACHES from --eager-share, --eager-min, --eager-lead), so
-that stretches shorter than a second let go too. The first quiet stretch of a block is measured,
-not known, in all. Prints each configuration's median ratio to its neighbouring none blocks, its microseconds
-a step and its suspensions a block."""
+(FLAGTREE_PROFILER_CUPTI_IDLE_S, 10 s); "custom": the rule with the bounds given (QUIET_LEADS,
+MIN_KNOWN_QUIET_S, LEAD_ATTACHES from --quiet-leads, --min-known, --lead-attaches). The first
+quiet stretch of a block is measured, not known, in all. Prints each configuration's median ratio
+to its neighbouring none blocks, its microseconds a step and its suspensions a block."""
 import argparse
 import math
 import os
@@ -22,18 +21,18 @@ from flagtree.profiler.backends.nvidia import cupti_attach  # noqa: E402
 
 profiler, native = serving_loop.profiler, serving_loop._native
 ACTIVE = 20
-SHIPPED = (cupti_attach.ATTACH_SHARE, cupti_attach.MIN_KNOWN_QUIET_S, cupti_attach.LEAD_ATTACHES)
+SHIPPED = (cupti_attach.QUIET_LEADS, cupti_attach.MIN_KNOWN_QUIET_S, cupti_attach.LEAD_ATTACHES)
 RULES = {}
 
 
-def set_rule(share, least, lead):
-    cupti_attach.ATTACH_SHARE, cupti_attach.MIN_KNOWN_QUIET_S, cupti_attach.LEAD_ATTACHES = share, least, lead
+def set_rule(leads, least, lead):
+    cupti_attach.QUIET_LEADS, cupti_attach.MIN_KNOWN_QUIET_S, cupti_attach.LEAD_ATTACHES = leads, least, lead
 
 
 def rules(args):
     RULES["known"] = lambda: set_rule(*SHIPPED)
     RULES["unknown"] = lambda: set_rule(SHIPPED[0], math.inf, SHIPPED[2])
-    RULES["eager"] = lambda: set_rule(args.eager_share, args.eager_min, args.eager_lead)
+    RULES["custom"] = lambda: set_rule(args.quiet_leads, args.min_known, args.lead_attaches)
 
 
 def block(config, model, wait, cycles, folder):
@@ -63,10 +62,10 @@ def main():
     parser.add_argument("--cycles", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--hidden", type=int, default=4096, help="the model's width (64 for a CPU dry run)")
-    parser.add_argument("--configs", default="known,unknown", help="of known, unknown, eager")
-    parser.add_argument("--eager-share", type=float, default=1.0)
-    parser.add_argument("--eager-min", type=float, default=0.05)
-    parser.add_argument("--eager-lead", type=float, default=SHIPPED[2])
+    parser.add_argument("--configs", default="known,unknown", help="of known, unknown, custom")
+    parser.add_argument("--quiet-leads", type=float, default=SHIPPED[0])
+    parser.add_argument("--min-known", type=float, default=SHIPPED[1])
+    parser.add_argument("--lead-attaches", type=float, default=SHIPPED[2])
     args = parser.parse_args()
     rules(args)
     configs = tuple(args.configs.split(","))

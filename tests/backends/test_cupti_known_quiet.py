@@ -82,7 +82,7 @@ def test_the_pace_of_the_last_quiet_stretch_says_whether_the_next_is_worth_letti
     # 10 quiet steps of 30 ms make a stretch of 0.3 s, worth letting go at a threshold of 0.2 s;
     # 10 steps of nothing make one of microseconds.
     monkeypatch.setattr(cupti_attach, "MIN_KNOWN_QUIET_S", 0.2)
-    monkeypatch.setattr(cupti_attach, "ATTACH_SHARE", 1.0)  # a slow attach on a loaded host moves no threshold
+    monkeypatch.setattr(cupti_attach, "QUIET_LEADS", 0)  # a slow attach on a loaded host moves no threshold
     start(tmp_path / "a", profiler.schedule(wait=10, active=1, repeat=2))
     for step in range(22):
         if step % 11 == 10:
@@ -95,6 +95,50 @@ def test_the_pace_of_the_last_quiet_stretch_says_whether_the_next_is_worth_letti
             assert wait_suspended(SUSPEND_WAIT_S) if let_go else stays_attached()
     profiler.finalize()
     assert records(tmp_path / "a") == (2, 0, 0)
+
+
+@pytest.mark.parametrize("attach_s, let_go", [(0.015, True), (0.04, False)])
+def test_a_stretch_is_let_go_when_it_lasts_twice_the_lead_of_the_attach_ahead(
+        standin, tmp_path, monkeypatch, attach_s, let_go):
+    # The shipped bounds. Stretches of 10 steps of 20 ms (0.2 s): an attach of 15 ms makes a lead
+    # of 45 ms, which 0.2 s lasts more than twice; one of 40 ms a lead of 0.12 s, which it does not.
+    monkeypatch.setattr(cupti_attach, "_last_attach_s", lambda: attach_s)
+    start(tmp_path / "a", profiler.schedule(wait=10, active=1, repeat=2))
+    for step in range(22):
+        if step % 11 == 10:
+            launches(standin, 1)
+        else:
+            time.sleep(0.02)
+        profiler.step()
+        if step == 10:
+            assert wait_suspended(SUSPEND_WAIT_S) if let_go else stays_attached()
+    profiler.finalize()
+    assert records(tmp_path / "a") == (2, 0, 0)
+
+
+def test_windows_a_tenth_of_a_second_apart_each_hold_their_own_launches_through_every_suspend(
+        standin, tmp_path, monkeypatch):
+    # Stretches of 10 steps of 8 ms, past the shipped bounds with an attach of 1 ms (a lead of
+    # 20 ms): CUPTI is let go and attached again at every cycle, as a serving loop's schedule does.
+    monkeypatch.setattr(cupti_attach, "_last_attach_s", lambda: 0.001)
+    profiler.release()
+    before = stats()
+    start(tmp_path / "a", profiler.schedule(wait=10, active=1, repeat=12))
+    for step in range(12 * 11):
+        if step % 11 == 10:
+            launches(standin, 2)
+        else:
+            time.sleep(0.008)
+        profiler.step()
+    assert wait_suspended(SUSPEND_WAIT_S)  # after the last window, for good
+    profiler.finalize()
+    after = stats()
+    suspensions = after["suspensions"] - before["suspensions"]
+    assert suspensions >= 2  # on a loaded host a window's wake may come before its stretch's suspend
+    assert after["subscriptions"] - before["subscriptions"] == suspensions  # the start's and one a re-attach
+    meta = load_meta(tmp_path / "a")
+    assert (meta["kernel_records"], meta["unattributed_records"], meta["lost_launches"]) == (24, 0, 0)
+    assert [kernel_count(str(part).removesuffix(".hatchet")) for part in meta["parts"]] == [2] * 12 + [0]
 
 
 def test_an_idle_time_of_zero_is_left_to_the_clock(standin, tmp_path, monkeypatch):
@@ -112,7 +156,7 @@ def test_a_first_quiet_stretch_is_reckoned_from_its_own_first_steps(standin, tmp
     # After PACE_STEPS steps of 5 ms, the 28 steps left before the window make 0.14 s, worth
     # letting go at a threshold of 0.05 s; steps of nothing make microseconds.
     monkeypatch.setattr(cupti_attach, "MIN_KNOWN_QUIET_S", 0.05)
-    monkeypatch.setattr(cupti_attach, "ATTACH_SHARE", 1.0)
+    monkeypatch.setattr(cupti_attach, "QUIET_LEADS", 0)
     start(tmp_path / "a", profiler.schedule(wait=schedule_steps.PACE_STEPS + 28, active=1, repeat=1))
     for step in range(schedule_steps.PACE_STEPS):
         assert not stats()["suspended"]
@@ -159,7 +203,7 @@ def wait_attached_ahead(before, timeout=SUSPEND_WAIT_S):
 def lead_of(monkeypatch, seconds):
     """Thresholds that a stretch of 20 steps of 10 ms passes, and a lead of `seconds`."""
     monkeypatch.setattr(cupti_attach, "MIN_KNOWN_QUIET_S", 0.05)
-    monkeypatch.setattr(cupti_attach, "ATTACH_SHARE", 1.0)
+    monkeypatch.setattr(cupti_attach, "QUIET_LEADS", 0)
     monkeypatch.setattr(cupti_attach, "LEAD_ATTACHES", 0)
     monkeypatch.setattr(cupti_attach, "MIN_LEAD_S", seconds)
 

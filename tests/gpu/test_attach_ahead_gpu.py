@@ -20,7 +20,6 @@ def short_thresholds(monkeypatch):
     # or 50 ms before its window, whichever is longer. The idle clock (600 s) never fires.
     monkeypatch.setenv("FLAGTREE_PROFILER_CUPTI_IDLE_S", "600")
     monkeypatch.setattr(cupti_attach, "MIN_KNOWN_QUIET_S", 0.2)
-    monkeypatch.setattr(cupti_attach, "ATTACH_SHARE", 1.0)
     monkeypatch.setattr(cupti_attach, "MIN_LEAD_S", 0.05)
     yield
     profiler.finalize()

@@ -28,15 +28,16 @@ from ... import _env
 from ...common.after_import import watch
 from ...native_core import native
 
-# A quiet stretch known in advance is let go at its start when the attach that ends it costs at
-# most ATTACH_SHARE of it, and never when shorter than MIN_KNOWN_QUIET_S (the attach measured may be
-# a cheap one: the library's first costs more).
-ATTACH_SHARE = 0.01
-MIN_KNOWN_QUIET_S = 1.0
-# Such a stretch attaches again this many attaches' time before its window (no less than
+# A stretch let go attaches again this many attaches' time before its window (no less than
 # MIN_LEAD_S), on the idle clock's thread, so that the window's first step only wakes it.
 LEAD_ATTACHES = 3
 MIN_LEAD_S = 0.02
+# The suspend and the attach both run on the clock's thread, so the program pays CUPTI's cost only
+# while attached: a quiet stretch known in advance is let go at its start when it lasts at least
+# QUIET_LEADS times that lead (CUPTI then gone for half of it or more), and never when shorter than
+# MIN_KNOWN_QUIET_S (which bounds how often CUPTI is finalized and initialized again).
+QUIET_LEADS = 2
+MIN_KNOWN_QUIET_S = 0.05
 
 _exit_hook = [None]  # the pid that registered the exit hook
 _exiting = [False]
@@ -86,15 +87,15 @@ def after_release():
 def suspend_if_quiet_for(seconds):
     """A schedule went quiet, its next window `seconds` away (math.inf: none comes). The idle clock
     would suspend CUPTI after FLAGTREE_PROFILER_CUPTI_IDLE_S quiet, CUPTI costing every launch
-    until then; a quiet known to outlast that, or long enough for the attach that ends it to be
-    cheap beside it, is let go now, on the clock's thread. Returns how long before the window
-    to attach again (attach_ahead), or None when it did not let go."""
+    until then; a quiet known to outlast that, or to last well beyond the attach ahead of its
+    window, is let go now, on the clock's thread. Returns how long before the window to attach
+    again (attach_ahead), or None when it did not let go."""
     idle = 0.0 if _exiting[0] else _idle_s[0]
-    attach_s = _last_attach_s()
-    if idle <= 0 or seconds < min(idle, max(MIN_KNOWN_QUIET_S, attach_s / ATTACH_SHARE)):
+    lead = max(MIN_LEAD_S, LEAD_ATTACHES * _last_attach_s())
+    if idle <= 0 or seconds < min(idle, max(MIN_KNOWN_QUIET_S, QUIET_LEADS * lead)):
         return None  # an idle time of 0 suspends at once already
     native.nvidia.cupti_idle_release_arm(0.0)
-    return max(MIN_LEAD_S, LEAD_ATTACHES * attach_s)
+    return lead
 
 
 def attach_ahead():
