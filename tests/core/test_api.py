@@ -5,7 +5,6 @@ import os
 import subprocess
 import sys
 import threading
-import warnings
 
 import pytest
 
@@ -154,19 +153,6 @@ def test_the_boundary_hook_runs_after_every_scope_boundary_while_set():
     with reused:
         decorated()
     assert len(depths) == 10 and scope_module._boundary_hook is None
-
-
-def test_a_with_block_leaving_another_scope_warns_once_at_its_own_line(tmp_path):
-    profiler.start(str(tmp_path / "w"))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for _ in range(2):
-            with profiler.scope("outer_at_line"):
-                profiler.enter_scope("inner_left_open")
-            profiler.exit_scope()
-    (warning,) = caught
-    assert warning.category is RuntimeWarning and warning.filename == __file__
-    assert "'outer_at_line'" in str(warning.message) and "'inner_left_open'" in str(warning.message)
 
 
 def test_a_decorated_function_enters_its_scope_at_each_call_and_recursion_nests(tmp_path):

@@ -43,8 +43,9 @@ def test_with_scope_leaving_another_scope_warns_once(tmp_path):
                 profiler.enter_scope("left_open")
                 launch_add(x, y, out)
             profiler.exit_scope()  # leaves outer_mismatch, which the with-block did not
-    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
-    assert len(messages) == 1 and "'outer_mismatch'" in messages[0] and "'left_open'" in messages[0]
+    mismatches = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(mismatches) == 1 and mismatches[0].filename == __file__  # the with-block's line, not the profiler's
+    assert "'outer_mismatch'" in str(mismatches[0].message) and "'left_open'" in str(mismatches[0].message)
     profiler.finalize()
     root, _ = load_tree(tmp_path / "w.hatchet")
     assert kernel_counts(root) == {("outer_mismatch", "left_open", "add_kernel"): 3}
