@@ -8,10 +8,13 @@
 // instance look-up). It uses the limited API only (the abi3 wheel). What is rare goes back to scope.py through the callables scope_setup hands
 // over: a name not seen before (_intern checks and interns it), metrics (_metric_items checks
 // them), a scope left out of order (_warn_mismatch), the boundary hook of backward attribution.
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
 #include <new>
 
 #include "bindings/bindings.h"
-#include "core/strings.h"
 #include "session/profiler.h"
 
 #if PY_VERSION_HEX < 0x030C0000
@@ -85,25 +88,14 @@ bool internedId(PyObject* name, uint32_t* id) {
   return !PyErr_Occurred();
 }
 
-// `items`: what _metric_items returns, a list of (str, float).
-MetricIds* metricIdsOf(PyObject* items) {
-  auto* ids = new MetricIds();
-  for (Py_ssize_t i = 0, n = PyList_Size(items); i < n; ++i) {
-    PyObject* item = PyList_GetItem(items, i);
-    Py_ssize_t size = 0;
-    const char* text = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(item, 0), &size);
-    ids->emplace_back(intern(std::string_view(text, size)), PyFloat_AsDouble(PyTuple_GetItem(item, 1)));
-  }
-  return ids;
-}
-
 // As scope.py did: metrics that are falsy (None, {}) are none; others are checked by _metric_items.
 bool checkedMetrics(PyObject* metrics, MetricIds** out) {
   const int given = metrics == Py_None ? 0 : PyObject_IsTrue(metrics);
   if (given <= 0) return given == 0;
   PyObject* items = PyObject_CallFunctionObjArgs(setup.metricItems, metrics, nullptr);
   if (!items) return false;
-  const bool converted = guarded([&] { *out = metricIdsOf(items); });
+  // `items`: what _metric_items returns, a list of (str, float); interned as scope_exit_checked's are.
+  const bool converted = guarded([&] { *out = new MetricIds(metricIds(nb::cast<MetricsIn>(nb::handle(items)))); });
   Py_DECREF(items);
   return converted;
 }
