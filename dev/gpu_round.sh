@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU round on the GPU machine (see shared/DEVICE.md): install, GPU tests, benchmarks.
-# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|verify|stamps|tickets|graph-cost|agreement|unverified|unverified-figures|stacks|launch-cost|serving|stepcost|quietrule|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|finalize|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
+# Usage (device tool, with carry [".whl"]): bash dev/gpu_round.sh [tests|verify|stamps|tickets|graph-cost|agreement|unverified|unverified-figures|stacks|launch-cost|serving|stepcost|quietrule|windowcost|check|ab|launches|signatures|device-timer|probe-device-timer|bench|scale|handover|fixed|finalize|firstdetail|firststart|probe-instrumentation|probe-pcsampling|pcsampling|probe-counters|counters|instrumentation|all] [pytest args...]
 # Everything worth keeping goes to $OUT (or ./out when run by hand).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -122,6 +122,9 @@ if [ "$what" = quietrule ]; then   # a schedule's known-quiet rule on nvidia: it
   timeout 100 python3 dev/probe_known_quiet.py --wait 480 --cycles 10 --rounds 3 2>&1 | tee "$OUT/probe_known_quiet.log" | tail -3
   timeout 360 python3 bench/serving_loop.py --duration 300 --out "$OUT/serving_loop-nvidia.json" > "$OUT/serving_loop.log" 2>&1
   python3 dev/summarize_serving.py "$OUT/serving_loop-nvidia.json"
+fi
+if [ "$what" = windowcost ]; then   # what a window costs the caller: schedule against a steps trigger, device_timer and nvidia
+  timeout 200 python3 dev/probe_window_cost.py --backends device_timer,nvidia --cycles 12 --rounds 2 --cprofile 2>&1 | tee "$OUT/probe_window_cost.log" | grep -v "^ " | head -20
 fi
 if [ "$what" = check ]; then   # the whole GPU suite, then the figures a change must not worsen
   FLAGTREE_GPU_TESTS=1 timeout 280 python3 -m pytest -q -p no:cacheprovider tests/gpu "$@" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25
