@@ -13,6 +13,7 @@ import re
 from .. import _env
 from .launch_site import warn_at_launch_site
 from ..native_core import native
+from ..triton_glue.interpreter import jit_options
 
 INCLUDE_ENV = "FLAGTREE_PROFILER_HOOK_INCLUDE"
 EXCLUDE_ENV = "FLAGTREE_PROFILER_HOOK_EXCLUDE"
@@ -221,7 +222,7 @@ def _evaluate(kernel, compute):
 def interpreter_before_launch(interpreted, args, grid, kwargs):
     """The interpreter backend's before_launch: evaluates launch_metadata as Triton does on a GPU."""
     try:
-        options = getattr(interpreted, "kwargs", None)
+        options = jit_options(interpreted)
         function = options.get("launch_metadata") if options else None
         if function is None:
             if _pending:

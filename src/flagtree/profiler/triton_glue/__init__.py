@@ -17,7 +17,10 @@ By concern:
 * restamp.py, ptxas_choice.py: a compiled kernel's kept code edited and built again (with the
   ptxas that takes its PTX) into a launcher of its own.
 * kernels.py: compiled kernels and their launchers: the profile allocator a launcher asks for
-  scratch memory, the interpreter's launch, the CompiledKernel objects alive in the process.
+  scratch memory, the interpreter's module, the CompiledKernel objects alive in the process.
+* interpreter.py: where a launch enters Triton's interpreter on each version (a class-level
+  ``InterpretedFunction.run``, or, on 3.1-3.5, a per-instance closure beside ``__getitem__``) and
+  the ``triton.jit`` options its kernels keep.
 
 Supported: Triton 3.1 to 3.9 (launch hooks from 3.1, which FlagTree's vendor builds ship: its
 CompiledKernel has class-level launch hooks its launcher calls; compiler hooks and the profile

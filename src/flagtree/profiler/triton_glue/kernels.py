@@ -126,8 +126,8 @@ def triton_kernel_names():
 
 def interpreter_module():
     """Triton's interpreter (``triton.runtime.interpreter``; ImportError without Triton): its
-    ``InterpretedFunction.run`` is the launch under TRITON_INTERPRET=1 and its
-    ``interpreter_builder.grid_dim`` the grid of the launch running, on 3.2-3.9."""
+    ``interpreter_builder.grid_dim`` is the grid of the launch running, on 3.1-3.9; where its
+    launches enter, interpreter.install_launch says."""
     from triton.runtime import interpreter  # deferred: triton is heavy and optional
 
     return interpreter

@@ -10,6 +10,7 @@ import platform
 
 from ..base import Backend, BackendUnavailable, SharedUse
 from ...native_core import native
+from ...triton_glue.interpreter import install_launch
 from ...triton_glue.kernels import interpreter_module
 from ...triton_glue.target import interpreter_active
 
@@ -47,7 +48,7 @@ class InterpreterBackend(Backend):
 
     def __init__(self):
         self._use = SharedUse()
-        self._original_run = None
+        self._undo_launch = None
         #: set by the launch-metadata hook: called as fn(interpreted_fn, args, grid, kwargs) before each launch
         self.before_launch = None
 
@@ -74,23 +75,22 @@ class InterpreterBackend(Backend):
             interpreter = interpreter_module()
         except ImportError as error:
             raise BackendUnavailable(f"the interpreter backend needs triton: {error}") from None
-        original = interpreter.InterpretedFunction.run
         backend = self
 
-        def run(fn_self, *args, grid, warmup, **kwargs):
-            if warmup:
-                return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
-            return backend._timed_launch(original, interpreter, fn_self, args, grid, warmup, kwargs)
+        def wrap(original):
+            def run(fn_self, *args, grid, warmup, **kwargs):
+                if warmup:
+                    return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
+                return backend._timed_launch(original, interpreter, fn_self, args, grid, warmup, kwargs)
 
-        run.__wrapped__ = original
-        self._original_run = original
-        interpreter.InterpretedFunction.run = run
+            return run
+
+        self._undo_launch = install_launch(wrap)
 
     def _unpatch(self):
-        interpreter = interpreter_module()
-        if self._original_run is not None:
-            interpreter.InterpretedFunction.run = self._original_run
-            self._original_run = None
+        if self._undo_launch is not None:
+            self._undo_launch()
+            self._undo_launch = None
 
     def _timed_launch(self, original, interpreter, fn_self, args, grid, warmup, kwargs):
         name = fn_self.fn.__name__

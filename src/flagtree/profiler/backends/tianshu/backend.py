@@ -35,6 +35,7 @@ from .corex import corex_detected
 from ..mode import Option, vendor_grammar, vendor_mode
 from ...native_core import native
 from ... import _env, launch_log
+from ...triton_glue.interpreter import install_launch
 from ...triton_glue.kernels import interpreter_module
 from ...triton_glue.launch_hooks import launch_hook_owner
 from ...triton_glue.target import compiler_backends, interpreter_active
@@ -241,25 +242,22 @@ class TianshuBackend(Backend):
 
     def _patch_interpreter(self):
         interpreter = interpreter_module()
-        original = interpreter.InterpretedFunction.run
         backend = self
 
-        def run(fn_self, *args, grid, warmup, **kwargs):
-            if warmup:
-                return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
-            start = native.core.monotonic_ns()
-            result = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
-            end = native.core.monotonic_ns()
-            dims = tuple(getattr(interpreter.interpreter_builder, "grid_dim", None) or (0, 0, 0))
-            backend._record(fn_self.fn.__name__, start, end, dims, (0, 0, 0), 0)
-            return result
+        def wrap(original):
+            def run(fn_self, *args, grid, warmup, **kwargs):
+                if warmup:
+                    return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
+                start = native.core.monotonic_ns()
+                result = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
+                end = native.core.monotonic_ns()
+                dims = tuple(getattr(interpreter.interpreter_builder, "grid_dim", None) or (0, 0, 0))
+                backend._record(fn_self.fn.__name__, start, end, dims, (0, 0, 0), 0)
+                return result
 
-        run.__wrapped__ = original
-        interpreter.InterpretedFunction.run = run
+            return run
 
-        def undo():
-            interpreter.InterpretedFunction.run = original
-
+        undo = install_launch(wrap)
         self._undo.append(undo)
 
     # -- sessions --------------------------------------------------------------------------------
