@@ -2,6 +2,8 @@
 ``InterpretedFunction`` has no class-level ``run`` (tests/standins/interpreter_shapes.py): every
 launch is recorded, by ``kernel[grid]`` and by ``kernel.run(grid=...)`` (the autotuner's and
 heuristics' way), and the class is left as it was found."""
+import warnings
+
 import pytest
 import torch
 
@@ -80,3 +82,16 @@ def test_launch_metadata_is_read_where_the_interpreter_keeps_it(tmp_path, monkey
     node = metrics_by_path(tmp_path / "p.hatchet")[(f"copy_{N}",)]
     assert node["count"] == 2 and node["bytes"] == 2 * 8 * N
 
+
+def test_triton_3_1_interpreter_dropping_launch_metadata_is_said(tmp_path, monkeypatch):
+    cls = interpreter_shapes.install(monkeypatch, "3.1")
+    kernel = cls(copy_kernel.fn)
+    assert not glue.keeps_jit_options()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sid = profiler.start(str(tmp_path / "p"), backend="interpreter", hook="triton")
+    _launch_both_ways(kernel)
+    profiler.finalize(sid)
+    said = [str(w.message) for w in caught if "launch_metadata" in str(w.message)]
+    assert len(said) == 1 and "drops triton.jit's launch_metadata" in said[0], said
+    assert metrics_by_path(tmp_path / "p.hatchet")[("copy_kernel",)]["count"] == 2

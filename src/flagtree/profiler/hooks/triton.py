@@ -33,9 +33,11 @@ Sessions share one installation (reference counted): the hooks go away with the 
 The per-launch path is launch_metadata.py; this module installs it.
 """
 import threading
+import warnings
 
 from . import launch_metadata
-from ..triton_glue import launch_hooks
+from ..triton_glue import interpreter as triton_interpreter, launch_hooks
+from ..triton_glue.versions import triton_version
 
 _lock = threading.Lock()
 _installed = {}  # key -> [reference count, undo function]
@@ -62,6 +64,12 @@ def _install_gpu():
 
 
 def _install_interpreter(backend):
+    if not triton_interpreter.keeps_jit_options():
+        # Said once per installation: the launches are still recorded, under the kernels' names.
+        warnings.warn(f"flagtree.profiler: hook='triton': the interpreter of Triton {triton_version()} drops "
+                      f"triton.jit's launch_metadata, so kernels are recorded without it (later Tritons' "
+                      f"interpreters keep it, checked on 3.3 to 3.9; on a GPU, Triton 3.1's launch hooks give it)",
+                      RuntimeWarning, stacklevel=2)
     previous = getattr(backend, "before_launch", None)
 
     if previous is None:
