@@ -28,7 +28,7 @@ def test_launches_on_triton_3_1_are_recorded_through_class_level_hooks(tmp_path,
     launches = metrics_by_path(tmp_path / "t.hatchet")[("step", "corex_add_kernel")]
     assert launches["count"] == 2 and launches["host_timed_launches"] == 2
     meta = json.load(open(tmp_path / "t.meta.json"))
-    assert meta["time_source"] == "host" and "needs Triton 3.5" in meta["time_source_reason"]
+    assert meta["time_source"] == "host" and "needs Triton 3.6" in meta["time_source_reason"]
 
 
 def test_triton_older_than_3_1_is_refused_with_the_reason(monkeypatch):

@@ -79,7 +79,7 @@ def _triton_proton():
         version = versions.triton_version()
         proton = compiler_points.libtriton("proton")
     except ImportError as error:
-        raise BackendUnavailable(f"backend 'instrumentation' needs Triton 3.5 or later with its proton "
+        raise BackendUnavailable(f"backend 'instrumentation' needs Triton 3.6 or later with its proton "
                                  f"dialect (triton._C.libtriton.proton): {error}") from None
     for name in ("create_proton_record", "add_convert_proton_to_protongpu", "add_allocate_proton_shared_memory",
                  "add_convert_proton_nvidia_gpu_to_llvm", "get_scope_id_names", "load_dialects"):
@@ -104,7 +104,12 @@ def _route():
         raise BackendUnavailable(f"backend 'instrumentation' needs Triton's NVIDIA backend: {error}") from None
     if found is None:
         raise BackendUnavailable(f"backend 'instrumentation': triton {versions.triton_version()} has no compiler "
-                                 f"instrumentation point (needs Triton 3.5 or later)")
+                                 f"instrumentation point (needs Triton 3.6 or later)")
+    if "compilation.instrumentation_mode" in versions.missing_compiler_hooks():
+        # Triton 3.5 has the point but keeps the mode in each launch's options, not in a knob:
+        # without it instrumented and plain kernels would share Triton's cache entries.
+        raise BackendUnavailable(f"backend 'instrumentation': triton {versions.triton_version()} lacks "
+                                 f"triton.knobs.compilation.instrumentation_mode (needs Triton 3.6 or later)")
     return found
 
 

@@ -37,7 +37,8 @@ def _knobs_group(name):
 def missing_compiler_hooks():
     """What this Triton lacks of the hooks a compile-time route needs (stamps, kernel-side
     scopes): the stages inspection hook, the kernel-load hook, compilation.instrumentation_mode
-    and the profile allocator. Empty on 3.5 to 3.9; most of the list on 3.2 to 3.4."""
+    and the profile allocator. Empty on 3.6 to 3.9; on 3.5 the stages inspection hook and
+    instrumentation_mode; all of it on 3.1 to 3.4 (checked on 3.1.0, 3.3.1, 3.5.1 and 3.6.0)."""
     runtime = _knobs_group("runtime")
     missing = [name for name in ("add_stages_inspection_hook", "kernel_load_end_hook")
                if runtime is None or not hasattr(runtime, name)]

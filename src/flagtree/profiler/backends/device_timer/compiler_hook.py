@@ -41,14 +41,15 @@ def mode_string(plane_bytes, lanes, records, stamper=stampers.PTX):
 
 
 def check_triton():
-    """BackendUnavailable unless Triton has the hooks this route uses (3.5 or later)."""
+    """BackendUnavailable unless Triton has the hooks this route uses (3.6 or later: 3.5 has the
+    profile allocator but neither the stages inspection hook nor instrumentation_mode)."""
     try:
         version = triton_versions.triton_version()
     except ImportError as error:
         raise BackendUnavailable(f"backend 'device_timer' needs triton: {error}") from None
     missing = triton_versions.missing_compiler_hooks()
     if missing:
-        raise BackendUnavailable(f"backend 'device_timer' needs Triton 3.5 or later; triton "
+        raise BackendUnavailable(f"backend 'device_timer' needs Triton 3.6 or later; triton "
                                  f"{version} lacks {', '.join(missing)}")
 
 
