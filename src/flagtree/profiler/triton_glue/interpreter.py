@@ -4,7 +4,8 @@ enters it on each version, and the ``triton.jit`` options its kernels keep.
 Two shapes of ``InterpretedFunction``, told apart by the class itself, not by the version:
 
 * a ``run(self, *args, grid, warmup, **kwargs)`` method on the class, which ``kernel[grid]``
-  (``KernelInterface.__getitem__``) and the autotuner both call (later Triton, checked on 3.9);
+  (``KernelInterface.__getitem__``) and the autotuner both call (Triton 3.6 and later, checked on
+  3.6.0 and 3.9.0);
 * a ``run`` closure each instance gets in ``__init__`` (the autotuner and heuristics call it),
   and a class ``__getitem__`` that makes the launch (a ``GridExecutor``) without going through
   it (Triton 3.1 to 3.5, checked on 3.1.0, 3.3.1 and 3.5.1).
