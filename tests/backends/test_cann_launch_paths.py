@@ -11,6 +11,7 @@ import pytest
 import flagtree.profiler as profiler
 from flagtree.profiler import _native
 from standins.ascend_launcher import AscendLauncher
+from support.triton_needs import hook_owner
 from triton_launch import triton_launch
 from vendor_outputs import find, load_meta, load_tree
 
@@ -84,12 +85,12 @@ def test_queued_launches_of_long_names_match_the_runtimes_cut_name(mspti_lib, la
     base = tmp_path / "long"
     start(base)
     with profiler.scope("s"):
-        from triton import knobs  # deferred: the hook chain the session installed
+        hooks = hook_owner()  # where this Triton keeps the hooks the session installed
 
         meta = type("M", (), {"data": {"name": long_name, "stream": 3}})()
-        knobs.runtime.launch_enter_hook(meta)
+        hooks.launch_enter_hook(meta)
         mspti_lib.standin_rt_launch(long_name[-49:].encode(), 3, 70)
-        knobs.runtime.launch_exit_hook(meta)
+        hooks.launch_exit_hook(meta)
     profiler.finalize()
     assert find(load_tree(base)[0], "s", long_name[-49:])["metrics"]["time (ns)"] == 70
 
@@ -211,7 +212,7 @@ def test_a_launch_mapped_before_its_callback_keeps_its_own_window(mspti_lib, mon
     import threading
     import time
 
-    from triton import knobs  # deferred: the hook chain the session installs
+    hooks = hook_owner()  # where this Triton keeps the hooks the session installs
 
     monkeypatch.setenv("LD_PRELOAD", "libmspti.so")
     monkeypatch.setenv("TRITON_ENABLE_TASKQUEUE", "0")
@@ -229,11 +230,11 @@ def test_a_launch_mapped_before_its_callback_keeps_its_own_window(mspti_lib, mon
     thread.start()
     with profiler.scope("triton"):
         meta = type("M", (), {"data": {"name": "add_kernel", "stream": 3}})()
-        knobs.runtime.launch_enter_hook(meta)
+        hooks.launch_enter_hook(meta)
         opened.set()
         time.sleep(0.05)
         mspti_lib.standin_rt_launch(b"add_kernel", 3, 30)
-        knobs.runtime.launch_exit_hook(meta)
+        hooks.launch_exit_hook(meta)
     thread.join()
     profiler.finalize()
     root = load_tree(base)[0]

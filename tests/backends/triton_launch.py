@@ -1,5 +1,6 @@
 """A launch as triton-ascend makes it, for the cann stand-in tests: Triton's launch hooks around
 rtKernelLaunch (the stand-in's standin_rt_launch), which MSPTI's callbacks never see."""
+from support.triton_needs import hook_owner
 
 
 class LaunchMetadata:
@@ -10,10 +11,9 @@ class LaunchMetadata:
 
 
 def triton_launch(lib, kernel, stream=3, ns=1000):
-    from triton import knobs
-
+    owner = hook_owner()  # where this Triton keeps its launch hooks
     meta = LaunchMetadata(kernel, stream)
-    knobs.runtime.launch_enter_hook(meta)
+    owner.launch_enter_hook(meta)
     corr = lib.standin_rt_launch(kernel.encode(), stream, ns)
-    knobs.runtime.launch_exit_hook(meta)
+    owner.launch_exit_hook(meta)
     return corr

@@ -15,6 +15,7 @@ from flagtree.profiler.backends.base import Backend
 from flagtree.profiler.backends.mode import ModeGrammar, Option
 from support.kernels import launch_add, tensors
 from support.profiles import kernel_counts, load_json, load_tree
+from support.triton_needs import needs_interpreter_metadata
 
 
 @pytest.fixture(autouse=True)
@@ -182,6 +183,7 @@ def metadata_kernel(x_ptr, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)
 
 
+@needs_interpreter_metadata
 def test_hook_warnings_name_the_kernel_and_the_launch_line(tmp_path):
     x, _, _ = tensors()
     profiler.start(str(tmp_path / "w"), hook="triton")

@@ -11,6 +11,12 @@ from flagtree.profiler import backends
 from flagtree.profiler.backends.nvidia import backend as nvidia
 
 
+def _active_slot(driver):
+    """Where Triton's driver config keeps the active driver: ``_active`` behind the ``active``
+    property from Triton 3.5 (checked on 3.5 to 3.9), ``active`` itself on 3.1 and 3.3."""
+    return "_active" if "_active" in vars(driver) else "active"
+
+
 class FakeTarget:
     def __init__(self, backend, warp_size=32):
         self.backend, self.warp_size = backend, warp_size
@@ -36,7 +42,7 @@ def triton_target(monkeypatch):
     monkeypatch.setattr(corex, "corex_detected", lambda: False)  # this machine's own tells, if any
 
     def set_target(name, warp_size=32):
-        monkeypatch.setattr(driver, "_active", FakeDriver(FakeTarget(name, warp_size)))
+        monkeypatch.setattr(driver, _active_slot(driver), FakeDriver(FakeTarget(name, warp_size)))
 
     yield set_target
 
@@ -68,9 +74,9 @@ def test_iluvatar_reporting_cuda_selects_tianshu(triton_target, monkeypatch):
     from triton.runtime import driver
 
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    monkeypatch.setattr(driver, "_active", FakeDriver(FakeTarget("cuda", warp_size=64)))
+    monkeypatch.setattr(driver, _active_slot(driver), FakeDriver(FakeTarget("cuda", warp_size=64)))
     assert backends.select_backend() == "tianshu"
-    monkeypatch.setattr(driver, "_active", FakeDriver(FakeTarget("cuda", warp_size=32)))
+    monkeypatch.setattr(driver, _active_slot(driver), FakeDriver(FakeTarget("cuda", warp_size=32)))
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(corex=True))
     assert backends.select_backend() == "tianshu"
 

@@ -10,6 +10,7 @@ import pytest
 
 from flagtree.profiler import paths
 from flagtree.profiler.distributed import ranks
+from support.triton_needs import needs_compiler_hooks
 
 
 @pytest.fixture
@@ -90,6 +91,7 @@ def test_a_process_group_initialised_later_is_still_seen(no_launcher, monkeypatc
     assert (info.rank, info.world_size, info.source) == (1, 2, "torch.distributed")
 
 
+@needs_compiler_hooks
 def test_the_scopes_route_and_proton_bindings_are_found_once_and_a_missing_one_is_asked_again(monkeypatch):
     from flagtree.profiler.backends.base import BackendUnavailable
     from flagtree.profiler.kernel_scopes import compiler_hook
@@ -111,6 +113,7 @@ def test_the_scopes_route_and_proton_bindings_are_found_once_and_a_missing_one_i
     assert asked == ["route", "proton", "route", "route"]
 
 
+@needs_compiler_hooks
 def test_the_scopes_pipelines_ask_the_target_s_architecture_only_when_lowering(monkeypatch):
     from flagtree.profiler.kernel_scopes import compiler_hook
     from flagtree.profiler.kernel_scopes.options import InstrumentationOptions

@@ -187,24 +187,24 @@ def test_inheritance_is_per_thread_under_concurrent_workers(tmp_path):
     assert kernel_counts(tree(tmp_path, "c")) == {("parent", f"own{i}", "add_kernel"): 1 for i in range(4)}
 
 
-def test_interpreter_grid_is_each_launchs_own_under_eight_threads(tmp_path, monkeypatch):
+def test_interpreter_grid_is_each_launchs_own_under_eight_threads(tmp_path):
     # Eight threads launch at once, each with its own grid. The interpreter cannot run two
     # kernels at once, so only its run takes turns (a lock below the backend's wrapper); the
     # backend's own work around each launch overlaps the other threads', with frequent switches.
     import sys
 
     import triton
-    from triton.runtime import interpreter
 
+    from flagtree.profiler.triton_glue.interpreter import install_launch
     from support.kernels import add_kernel
 
-    run = interpreter.InterpretedFunction.run
+    def in_turn(original):
+        def run_in_turn(*args, **kwargs):
+            with interpreter_lock:
+                return original(*args, **kwargs)
+        return run_in_turn
 
-    def run_in_turn(*args, **kwargs):
-        with interpreter_lock:
-            return run(*args, **kwargs)
-
-    monkeypatch.setattr(interpreter.InterpretedFunction, "run", run_in_turn)
+    undo_turns = install_launch(in_turn)  # beneath the backend's, on every Triton's interpreter
     previous = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     profiler.start(str(tmp_path / "g"))
@@ -222,7 +222,8 @@ def test_interpreter_grid_is_each_launchs_own_under_eight_threads(tmp_path, monk
         run_threads(worker, range(8))
     finally:
         sys.setswitchinterval(previous)
-    profiler.finalize()
+        profiler.finalize()
+        undo_turns()
     grids = {p[0]: n["metadata"]["grid"] for p, n in walk(tree(tmp_path, "g")) if n["frame"].get("kind") == "kernel"}
     assert grids == {f"t{i}": [i + 1, 1, 1] for i in range(8)}
 

@@ -140,15 +140,15 @@ def test_a_seconds_window_opens_and_closes_on_the_watcher_thread_without_step(tm
 
 
 def test_armed_and_idle_opens_nothing_and_writes_nothing(tmp_path):
-    from flagtree.profiler.triton_glue.kernels import interpreter_module
+    from flagtree.profiler.triton_glue.interpreter import launch_entry
 
     x, y, out = tensors()
-    run_before = interpreter_module().InterpretedFunction.run
+    run_before = launch_entry()
     armed = profiler.arm("signal", "steps=1", name=str(tmp_path / "sub" / "idle"))
     for k in range(3):
         one_step(k, x, y, out)
         assert _session.open_sessions() == []
-        assert interpreter_module().InterpretedFunction.run is run_before  # no launch hook
+        assert launch_entry() is run_before  # no launch hook
     assert [t.name for t in threading.enumerate()].count("flagtree-profiler-trigger") == 1
     assert profiler.disarm() == [] and armed.windows == []
     assert not (tmp_path / "sub").exists()  # not even its folder

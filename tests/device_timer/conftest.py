@@ -3,6 +3,7 @@ native function installed as Triton's profile allocator."""
 import pytest
 
 from flagtree.profiler import _native
+from support.triton_needs import skip_without_compiler_hooks
 
 
 @pytest.fixture
@@ -20,6 +21,7 @@ def ring():
 
 @pytest.fixture
 def allocator():
+    skip_without_compiler_hooks()  # Triton's profile allocator (3.5) and the route's hooks (3.6)
     from triton.runtime import _allocation
 
     previous = _allocation._profile_allocator.get()

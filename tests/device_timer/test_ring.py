@@ -9,6 +9,7 @@ from flagtree.profiler import _native
 from support.profiles import metrics_by_path
 
 from support.device_timer_ring import allocate as _allocate
+from support.triton_needs import needs_compiler_hooks
 
 T = _native.testing
 LAYOUT = _native.device_timer.device_timer_layout()
@@ -148,6 +149,7 @@ def test_another_threads_launch_in_flight_is_not_read_before_it_is_queued(tmp_pa
     assert tree[("main",)]["count"] == 6 and _native.device_timer.device_timer_stats()["untimed"] == 0
 
 
+@needs_compiler_hooks
 def test_other_profile_scratch_requests_go_to_the_previous_allocator(ring):
     from triton.runtime import _allocation
 

@@ -20,6 +20,7 @@ from flagtree.profiler.kernel_scopes.kernel_info import KernelInfo
 from flagtree.profiler.kernel_scopes.layout import BlockLayout, SHORT_HEADER_WORDS
 from support.device_timer_ring import allocate as ring_allocate
 from support.profiles import find, load_tree
+from support.triton_needs import needs_compiler_hooks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(os.path.dirname(HERE), "instrumentation", "fixtures")
@@ -160,6 +161,7 @@ def test_launches_without_header_stamps_or_with_bad_blocks_are_counted_untimed(t
     assert kept["metrics"]["count"] == 2 * 8 * info.layout.num_warps - info.layout.num_warps  # block 3 bad
 
 
+@needs_compiler_hooks
 def test_both_compiler_hooks_share_one_mode_and_each_kernel_gets_its_own(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")

@@ -7,15 +7,20 @@ on the host, a device-timer-sourced session open (conftest.py)."""
 import types
 
 import pytest
-from triton.backends.nvidia.driver import CudaLauncher
-from triton.runtime import _allocation
 
-import flagtree.profiler as profiler
-from flagtree.profiler import _native
-from flagtree.profiler.backends.device_timer.slot_launch import slot_launcher
-from flagtree.profiler.triton_glue.launcher_layout import call_layout
-from standins.flat_launcher import FlatLauncher
-from support.profiles import metrics_by_path
+from support.triton_needs import skip_without_compiler_hooks
+
+skip_without_compiler_hooks(module_level=True)
+
+from triton.backends.nvidia.driver import CudaLauncher  # noqa: E402
+from triton.runtime import _allocation  # noqa: E402
+
+import flagtree.profiler as profiler  # noqa: E402
+from flagtree.profiler import _native  # noqa: E402
+from flagtree.profiler.backends.device_timer.slot_launch import slot_launcher  # noqa: E402
+from flagtree.profiler.triton_glue.launcher_layout import call_layout  # noqa: E402
+from standins.flat_launcher import FlatLauncher  # noqa: E402
+from support.profiles import metrics_by_path  # noqa: E402
 
 DT = _native.device_timer
 T = _native.testing

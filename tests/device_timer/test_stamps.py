@@ -10,6 +10,7 @@ import pytest
 from flagtree.profiler.backends.device_timer import RingOptions, parse_mode
 from flagtree.profiler.backends.device_timer.ptx_stamps import NotStampable, kernel_entry, stamp_ptx
 from support.stamped_kernel import PTX
+from support.triton_needs import needs_compiler_hooks
 
 def test_the_last_parameter_is_the_slot_pointer():
     name, param, start, end = kernel_entry(PTX)
@@ -129,6 +130,7 @@ def test_the_ptx_stamps_and_the_native_ring_agree_on_the_layout():
     assert (1 + layout["lanes"]) * ptx_text.SLOT_BYTES == layout["graph_record_bytes"]
 
 
+@needs_compiler_hooks
 def test_two_rets_get_two_exit_stamps_that_assemble(tmp_path):
     from triton.backends.nvidia.compiler import get_ptxas
 
@@ -165,6 +167,7 @@ def test_mode_names_the_ring_size():
             parse_mode(bad)
 
 
+@needs_compiler_hooks
 def test_a_real_compile_carries_the_stamps_and_a_separate_cache_entry(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(tmp_path)  # a real compile, not a cache hit
@@ -181,6 +184,7 @@ def test_a_real_compile_carries_the_stamps_and_a_separate_cache_entry(tmp_path):
     assert out["mode_restored"] and out["hook_restored"] and out["stamped_count"] == 1
 
 
+@needs_compiler_hooks
 def test_a_kernel_compiled_without_stamps_is_built_again_stamped_from_its_kept_ptx(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(tmp_path)

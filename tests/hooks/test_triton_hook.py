@@ -14,6 +14,8 @@ import textwrap
 
 import pytest
 
+from support.triton_needs import needs_interpreter_metadata, needs_knob_hooks
+
 SCENARIOS = textwrap.dedent(r'''
     import os
     os.environ["TRITON_INTERPRET"] = "1"
@@ -275,12 +277,12 @@ SCENARIOS = textwrap.dedent(r'''
 
     def gpu_launch(name, fn=None, args=None, record_as=None):
         """What Triton's launcher does around one launch, with the record the backend would make."""
-        from triton import knobs
+        hooks = launch_hooks.launch_hook_owner()  # where this Triton keeps them
 
         metadata = lazy(name, fn, args)
-        knobs.runtime.launch_enter_hook(metadata)
+        hooks.launch_enter_hook(metadata)
         _native.session.record_host_kernel(record_as or name, 100, 110, (1, 1, 1), (128, 1, 1))
-        knobs.runtime.launch_exit_hook(metadata)
+        hooks.launch_exit_hook(metadata)
 
 
     def mm_meta(grid, metadata, args):
@@ -392,11 +394,10 @@ SCENARIOS = textwrap.dedent(r'''
     def scenario_leftover():
         # A launch that fails after its enter hook leaves metadata behind; the next launch of a
         # kernel without launch_metadata must not inherit it.
-        from triton import knobs
-
         profiler.start(os.path.join(OUT, "p"), backend="interpreter")
         handle = hook.install(FakeGpuBackend())
-        knobs.runtime.launch_enter_hook(lazy("mm_kernel", mm_meta, ((1,), None, {"M": 1, "N": 1, "K": 1})))
+        enter = launch_hooks.launch_hook_owner().launch_enter_hook  # where this Triton keeps it
+        enter(lazy("mm_kernel", mm_meta, ((1,), None, {"M": 1, "N": 1, "K": 1})))
         gpu_launch("plain_gpu")
         handle.remove()
         profiler.finalize()
@@ -482,6 +483,7 @@ def run(script, tmp_path):
     return run_scenario
 
 
+@needs_interpreter_metadata
 def test_flops_and_bytes_summed_per_node(run):
     result = run("sums")
     assert result["outputs_ok"] is True
@@ -490,6 +492,7 @@ def test_flops_and_bytes_summed_per_node(run):
     assert result["warnings"] == []
 
 
+@needs_interpreter_metadata
 def test_launch_metadata_called_like_triton_on_gpu(run):
     seen = run("sums")["seen"]
     assert len(seen) == 9
@@ -500,12 +503,14 @@ def test_launch_metadata_called_like_triton_on_gpu(run):
                        "args": ["BLOCK", "n", "out_ptr", "x_ptr", "y_ptr"], "n": 10, "BLOCK": 16}
 
 
+@needs_interpreter_metadata
 def test_name_overrides_kernel_node(run):
     result = run("rename")
     assert result["kernels"] == {"scale_64": {"count": 2, "flops16": 256.0},
                                  "scale_32": {"count": 1, "flops16": 64.0}}
 
 
+@needs_interpreter_metadata
 def test_unknown_numeric_keys_kept_as_user_metrics(run):
     result = run("user_metrics")
     assert result["kernels"] == {"user_kernel": {"count": 4, "my_metric": 12.0, "ratio": 1.0, "np_count": 20.0,
@@ -513,6 +518,7 @@ def test_unknown_numeric_keys_kept_as_user_metrics(run):
     assert result["warnings"] == []
 
 
+@needs_interpreter_metadata
 def test_raising_launch_metadata_still_launches_and_warns_once(run):
     result = run("raising")
     want = [float(i) + 3.0 for i in range(20)]
@@ -526,6 +532,7 @@ def test_raising_launch_metadata_still_launches_and_warns_once(run):
     assert "ValueError: boom" in result["warnings"][0]
 
 
+@needs_interpreter_metadata
 def test_non_numeric_values_dropped_with_one_warning(run):
     result = run("mixed")
     assert result["outputs"] == [[2.0] * 4] * 3
@@ -538,6 +545,7 @@ def test_non_numeric_values_dropped_with_one_warning(run):
     assert "'bytes'" not in message
 
 
+@needs_interpreter_metadata
 def test_include_and_exclude_filters(run):
     result = run("filters", FLAGTREE_PROFILER_HOOK_INCLUDE="^add", FLAGTREE_PROFILER_HOOK_EXCLUDE="skip")
     assert result["kernels"] == {"add_kernel": {"count": 2, "flops32": 20.0, "bytes": 240.0},
@@ -547,6 +555,7 @@ def test_include_and_exclude_filters(run):
     assert result["adds"] == 2
 
 
+@needs_interpreter_metadata
 def test_exclude_filter_alone(run):
     result = run("filters", FLAGTREE_PROFILER_HOOK_EXCLUDE="^other")
     assert result["kernels"]["other_kernel"] == {"count": 2}
@@ -560,6 +569,7 @@ def test_invalid_filter_is_a_clear_error(run):
     assert result["installed"] == {}
 
 
+@needs_interpreter_metadata
 def test_two_sessions_install_once(run):
     result = run("two_sessions")
     assert result["same"] is True and result["still"] is True
@@ -570,6 +580,7 @@ def test_two_sessions_install_once(run):
     assert result["installed_after"] == {}
 
 
+@needs_interpreter_metadata
 def test_previous_interpreter_hook_chained_and_restored(run):
     result = run("restore_interpreter")
     assert result["during"] is True
@@ -579,6 +590,7 @@ def test_previous_interpreter_hook_chained_and_restored(run):
     assert result["plain"] == {"add_kernel": {"count": 1}}
 
 
+@needs_knob_hooks
 def test_gpu_hook_chain_install_chaining_and_remove(run):
     result = run("gpu_chain")
     assert result["counts"] == {"triton": 2}
@@ -595,6 +607,7 @@ def test_gpu_hook_chain_install_chaining_and_remove(run):
     assert result["warnings"] == []
 
 
+@needs_knob_hooks
 def test_gpu_plain_callable_hook_chained_restored_and_errors(run):
     result = run("gpu_plain_and_errors")
     assert result["wrapped"] is True
@@ -628,6 +641,7 @@ def test_leftover_metadata_not_inherited(run):
     assert result["kernels"] == {"plain_gpu": {"count": 1}}
 
 
+@needs_interpreter_metadata
 def test_kernels_launched_by_launch_metadata_go_under_their_own_state(run, tmp_path, capsys):
     result = run("metadata_launches")
     # shadow: beside the kernel, under the same scopes; the user's state stays on the user's kernel

@@ -5,6 +5,8 @@ import sys
 
 import pytest
 
+from support.triton_needs import skip_without_compiler_hooks
+
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, HERE)
 
@@ -13,6 +15,7 @@ sys.path.insert(0, HERE)
 def compiled(tmp_path_factory):
     """Kernels compiled by Triton's real compiler for sm_90, inside and outside the hook
     (compile_cases.py in a subprocess: this test process runs Triton's interpreter)."""
+    skip_without_compiler_hooks()
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env.pop("FLAGTREE_PROFILER_INSTRUMENT_TRITON", None)
     env["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton_cache"))  # compile for real, every run
@@ -26,6 +29,7 @@ def compiled(tmp_path_factory):
 def cpu_device(monkeypatch):
     """backend="instrumentation" on this CPU machine: CUPTI's part (kernel records) is driven by
     hand through _native.testing.launch/record, profile buffers live in host memory."""
+    skip_without_compiler_hooks()
     import torch
 
     from flagtree.profiler.backends import instrumentation

@@ -12,6 +12,7 @@ import pytest
 
 from flagtree.profiler.kernel_scopes.compiler_hook import block_buffer_bytes, total_warps
 from flagtree.profiler.kernel_scopes.warp_specialized import hoist_records
+from support.triton_needs import skip_without_compiler_hooks
 
 HERE = os.path.dirname(__file__)
 
@@ -37,6 +38,7 @@ def test_total_warps_counts_the_partitions():
 
 @pytest.fixture(scope="module")
 def warp_specialized(tmp_path_factory):
+    skip_without_compiler_hooks()
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton_cache"))
     done = subprocess.run([sys.executable, os.path.join(HERE, "warp_specialized_case.py")], env=env,

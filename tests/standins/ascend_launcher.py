@@ -35,10 +35,11 @@ class AscendLauncher:
         self.queue_thread_ids = set()
 
     def launch(self, kernel, stream=3, ns=1000):
-        from triton import knobs  # deferred: the hooks the profiler installs, read at each launch
+        from support.triton_needs import hook_owner  # deferred: imports Triton, as the launch needs
 
+        hooks = hook_owner()  # where this Triton keeps the hooks the profiler installs, read at each launch
         meta = LaunchMetadata(kernel, stream)
-        knobs.runtime.launch_enter_hook(meta)
+        hooks.launch_enter_hook(meta)
         task = lambda: self.lib.standin_rt_launch(kernel.encode(), stream, ns)  # noqa: E731
         if self.queued:
             self._run_queue()  # the queue thread works while this launch is between its hooks
@@ -46,7 +47,7 @@ class AscendLauncher:
         else:
             task()
             self.lib.aclrtSynchronizeDevice()  # rtStreamSynchronize after each launch
-        knobs.runtime.launch_exit_hook(meta)
+        hooks.launch_exit_hook(meta)
 
     def operator(self, name, stream=3, ns=1000):
         """A torch_npu operator: an aclrtLaunchKernel task on the same queue."""
