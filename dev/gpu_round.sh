@@ -116,11 +116,11 @@ if [ "$what" = stepcost ]; then   # what scope() and step() cost a step: split o
   timeout 170 python3 bench/serving_loop.py --duration 140 --backend device_timer --out "$OUT/serving_loop-device_timer.json" > "$OUT/serving_loop.log" 2>&1
   python3 dev/summarize_serving.py "$OUT/serving_loop-device_timer.json"
 fi
-if [ "$what" = quietrule ]; then   # a schedule's known-quiet rule on nvidia: its GPU tests, the probe at the serving bench's windows, the serving loop
+if [ "$what" = quietrule ]; then   # a schedule's known-quiet rule on nvidia: its GPU tests, the probe at the serving bench's windows (QUIET_PROBE=0: not), the serving loop (SERVING_S seconds, 300 unless told)
   gpu_test 120 tests/gpu/test_attach_ahead_gpu.py
   gpu_test 150 tests/gpu/test_suspend_gpu.py
-  timeout 100 python3 dev/probe_known_quiet.py --wait 480 --cycles 10 --rounds 3 2>&1 | tee "$OUT/probe_known_quiet.log" | tail -3
-  timeout 360 python3 bench/serving_loop.py --duration 300 --out "$OUT/serving_loop-nvidia.json" > "$OUT/serving_loop.log" 2>&1
+  [ "${QUIET_PROBE:-1}" = 1 ] && timeout 100 python3 dev/probe_known_quiet.py --wait 480 --cycles 10 --rounds 3 2>&1 | tee "$OUT/probe_known_quiet.log" | tail -3
+  timeout $(( ${SERVING_S:-300} + 60 )) python3 bench/serving_loop.py --duration "${SERVING_S:-300}" --out "$OUT/serving_loop-nvidia.json" > "$OUT/serving_loop.log" 2>&1
   python3 dev/summarize_serving.py "$OUT/serving_loop-nvidia.json"
 fi
 if [ "$what" = windowcost ]; then   # what a window costs the caller: schedule against a steps trigger, device_timer and nvidia
