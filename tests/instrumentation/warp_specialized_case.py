@@ -2,6 +2,7 @@
 with kernel-side scopes, for sm_90 with Triton's real compiler (no GPU), inside the
 instrumentation hook at the default mode triton=on, and prints what came out as JSON. Run as a
 subprocess without TRITON_INTERPRET."""
+import inspect
 import json
 import os
 import re
@@ -76,9 +77,14 @@ def gluon_case():
         with pl.scope("worker_copy"):
             gl.store(out + offsets, gl.load(x + offsets))
 
-    @gluon.jit
-    def gluon_ws(x, out, BLOCK: gl.constexpr):
-        gl.warp_specialize([(default_partition, (x, out, BLOCK)), (worker_partition, (x, out, BLOCK))], [1])
+    if inspect.signature(gl.warp_specialize).parameters["worker_num_regs"].default is inspect.Parameter.empty:
+        @gluon.jit  # Triton 3.6: each worker's register count is required
+        def gluon_ws(x, out, BLOCK: gl.constexpr):
+            gl.warp_specialize([(default_partition, (x, out, BLOCK)), (worker_partition, (x, out, BLOCK))], [1], [24])
+    else:
+        @gluon.jit
+        def gluon_ws(x, out, BLOCK: gl.constexpr):
+            gl.warp_specialize([(default_partition, (x, out, BLOCK)), (worker_partition, (x, out, BLOCK))], [1])
 
     compiler_hook.install(parse_mode(""), arch=90)
     try:
