@@ -3,8 +3,9 @@ ordered dict of stage functions, which we may wrap), the stages a compiler backe
 ``instrumentation_mode``, the part of every kernel's compile options (hence of the in-memory and
 on-disk cache keys) that tells instrumented binaries from plain ones.
 
-All of it is Triton 3.5-3.9's ``triton.knobs`` (versions.missing_compiler_hooks says what an older
-build lacks). Triton 3.9's ``triton._instrumentation`` points are compiler_points.py's.
+All of it is Triton 3.6-3.9's ``triton.knobs`` (versions.missing_compiler_hooks says what an older
+build lacks: 3.5.1 has neither the hook nor the mode). Triton 3.9's ``triton._instrumentation``
+points are compiler_points.py's.
 """
 import threading
 
