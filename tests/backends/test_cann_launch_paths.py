@@ -11,7 +11,7 @@ import pytest
 import flagtree.profiler as profiler
 from flagtree.profiler import _native
 from standins.ascend_launcher import AscendLauncher
-from support.triton_needs import hook_owner
+from flagtree.profiler.triton_glue.launch_hooks import launch_hook_owner
 from triton_launch import triton_launch
 from vendor_outputs import find, load_meta, load_tree
 
@@ -85,7 +85,7 @@ def test_queued_launches_of_long_names_match_the_runtimes_cut_name(mspti_lib, la
     base = tmp_path / "long"
     start(base)
     with profiler.scope("s"):
-        hooks = hook_owner()  # where this Triton keeps the hooks the session installed
+        hooks = launch_hook_owner()  # where this Triton keeps the hooks the session installed
 
         meta = type("M", (), {"data": {"name": long_name, "stream": 3}})()
         hooks.launch_enter_hook(meta)
@@ -212,7 +212,7 @@ def test_a_launch_mapped_before_its_callback_keeps_its_own_window(mspti_lib, mon
     import threading
     import time
 
-    hooks = hook_owner()  # where this Triton keeps the hooks the session installs
+    hooks = launch_hook_owner()  # where this Triton keeps the hooks the session installs
 
     monkeypatch.setenv("LD_PRELOAD", "libmspti.so")
     monkeypatch.setenv("TRITON_ENABLE_TASKQUEUE", "0")

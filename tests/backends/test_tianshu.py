@@ -8,7 +8,7 @@ import flagtree.profiler as profiler
 from flagtree.profiler.backends import get_backend
 from support.kernels import launch_add, launch_copy, tensors
 from support.profiles import metrics_by_path
-from support.triton_needs import hook_owner
+from flagtree.profiler.triton_glue.launch_hooks import launch_hook_owner
 
 
 class _LaunchMetadata:
@@ -19,7 +19,7 @@ class _LaunchMetadata:
 
 
 def _hooked_launch(name, stream=0x7F00):
-    owner = hook_owner()
+    owner = launch_hook_owner()
     meta = _LaunchMetadata(name, stream)
     for hook in (owner.launch_enter_hook, owner.launch_exit_hook):
         if hook is not None:  # as Triton's launcher: None where nothing is installed (3.1-3.5)
@@ -43,7 +43,7 @@ def test_launch_hooks_and_interpreter_launches_are_host_timed(tmp_path):
 
 
 def test_hooks_are_removed_with_the_last_session(tmp_path):
-    owner = hook_owner()
+    owner = launch_hook_owner()
     before = (owner.launch_enter_hook, owner.launch_exit_hook)
     sid = profiler.start(str(tmp_path / "t"), backend="tianshu")
     profiler.finalize(sid)

@@ -1,6 +1,6 @@
 """A launch as triton-ascend makes it, for the cann stand-in tests: Triton's launch hooks around
 rtKernelLaunch (the stand-in's standin_rt_launch), which MSPTI's callbacks never see."""
-from support.triton_needs import hook_owner
+from flagtree.profiler.triton_glue.launch_hooks import launch_hook_owner
 
 
 class LaunchMetadata:
@@ -11,7 +11,7 @@ class LaunchMetadata:
 
 
 def triton_launch(lib, kernel, stream=3, ns=1000):
-    owner = hook_owner()  # where this Triton keeps its launch hooks
+    owner = launch_hook_owner()  # where this Triton keeps its launch hooks
     meta = LaunchMetadata(kernel, stream)
     owner.launch_enter_hook(meta)
     corr = lib.standin_rt_launch(kernel.encode(), stream, ns)

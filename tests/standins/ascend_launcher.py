@@ -12,6 +12,8 @@ same queue (aclrtLaunchKernel, seen by MSPTI's callbacks when preloaded)."""
 import os
 import threading
 
+from flagtree.profiler.triton_glue.launch_hooks import launch_hook_owner
+
 LAUNCH = 10  # MSPTI_CBID_RUNTIME_LAUNCH
 
 
@@ -35,9 +37,7 @@ class AscendLauncher:
         self.queue_thread_ids = set()
 
     def launch(self, kernel, stream=3, ns=1000):
-        from support.triton_needs import hook_owner  # deferred: imports Triton, as the launch needs
-
-        hooks = hook_owner()  # where this Triton keeps the hooks the profiler installs, read at each launch
+        hooks = launch_hook_owner()  # where this Triton keeps the hooks the profiler installs, read at each launch
         meta = LaunchMetadata(kernel, stream)
         hooks.launch_enter_hook(meta)
         task = lambda: self.lib.standin_rt_launch(kernel.encode(), stream, ns)  # noqa: E731

@@ -47,8 +47,3 @@ needs_interpreter_metadata = pytest.mark.skipif(interpreter_metadata_reason() is
                                                 reason=str(interpreter_metadata_reason()))
 needs_knob_hooks = pytest.mark.skipif(knob_hooks_reason() is not None, reason=str(knob_hooks_reason()))
 
-
-def hook_owner():
-    """Where this Triton keeps its launch enter/exit hooks (triton.knobs.runtime from 3.4, the
-    CompiledKernel class before): a test calls them there as Triton's launcher would."""
-    return launch_hooks.launch_hook_owner()
