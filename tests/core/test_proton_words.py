@@ -3,6 +3,8 @@ says `Session has not been initialized: <id>` beside our own sentence."""
 import pytest
 
 import flagtree.profiler as profiler
+from support.kernels import launch_add, tensors
+from support.profiles import kernel_counts, load_tree
 
 
 @pytest.mark.parametrize("call", [profiler.activate, profiler.deactivate, profiler.finalize])
@@ -14,3 +16,94 @@ def test_an_unknown_session_id_is_said_in_our_words_and_protons(tmp_path, call):
         assert "Session has not been initialized: 999" in str(raised.value)
     finally:
         profiler.finalize(session)
+
+
+# Proton's keyword `session=` (beside our `session_id=`) on activate, deactivate and finalize.
+
+
+def _start(path, data="tree"):
+    return profiler.start(str(path), backend="interpreter", data=data)
+
+
+def test_activate_deactivate_finalize_take_protons_session_keyword(tmp_path):
+    x, y, out = tensors()
+    one, two = _start(tmp_path / "one"), _start(tmp_path / "two")
+    try:
+        profiler.deactivate(session=one)  # only `one` is paused
+        launch_add(x, y, out)
+        profiler.activate(session=one)
+        launch_add(x, y, out)
+        profiler.finalize(session=one)
+        assert (tmp_path / "one.hatchet").exists() and not (tmp_path / "two.hatchet").exists()
+        profiler.finalize(session_id=two)  # ours still works
+    finally:
+        profiler.finalize()
+    assert kernel_counts(load_tree(tmp_path / "one.hatchet")[0]) == {("add_kernel",): 1}
+    assert kernel_counts(load_tree(tmp_path / "two.hatchet")[0]) == {("add_kernel",): 2}
+
+
+@pytest.mark.parametrize("call", [profiler.activate, profiler.deactivate, profiler.finalize])
+@pytest.mark.parametrize("session_id", [0, None])
+def test_giving_session_id_and_session_is_a_type_error(tmp_path, call, session_id):
+    sid = _start(tmp_path / "s")
+    try:
+        with pytest.raises(TypeError, match="both session_id"):
+            call(session_id, session=sid)
+        with pytest.raises(TypeError, match="both session_id"):
+            call(session_id=session_id, session=sid)
+        assert (call is not profiler.finalize) or not (tmp_path / "s.hatchet").exists()
+    finally:
+        profiler.finalize(sid)
+
+
+def test_protons_session_keyword_names_unknown_sessions_as_ours_does(tmp_path):
+    sid = _start(tmp_path / "s")
+    try:
+        with pytest.raises(ValueError, match=f"Session has not been initialized: {sid + 1}"):
+            profiler.activate(session=sid + 1)
+    finally:
+        profiler.finalize(session=sid)
+
+
+# finalize(..., output_format=...): Proton's formats, checked against what the session writes.
+
+
+@pytest.mark.parametrize("data, fmt, written", [
+    ("tree", "", "t.hatchet"), ("tree", None, "t.hatchet"), ("tree", "hatchet", "t.hatchet"),
+    ("trace", "chrome_trace", "t.chrome_trace"), ("trace", "", "t.chrome_trace"),
+    ("tree,trace", "chrome_trace", "t.chrome_trace"), ("perfetto", None, "t.pftrace")])
+def test_output_format_naming_what_the_session_writes_writes_it(tmp_path, data, fmt, written):
+    x, y, out = tensors()
+    sid = _start(tmp_path / "t", data)
+    launch_add(x, y, out)
+    profiler.finalize(sid, fmt)
+    assert (tmp_path / written).exists()
+
+
+@pytest.mark.parametrize("data, fmt", [("tree", "chrome_trace"), ("trace", "hatchet"), ("tree", "json"),
+                                       ("perfetto", "chrome_trace"), ("tree", 3)])
+def test_output_format_the_session_does_not_write_is_refused_saying_what_it_writes(tmp_path, data, fmt):
+    sid = _start(tmp_path / "t", data)
+    with pytest.raises(ValueError, match=f"session {sid} writes .*{data}.*does not convert"):
+        profiler.finalize(sid, output_format=fmt)
+    assert profiler.session.open_sessions() == [sid]  # nothing written, the session still open
+    profiler.finalize(sid)
+
+
+def test_finalize_all_with_a_format_checks_every_session_before_writing_any(tmp_path):
+    tree, trace = _start(tmp_path / "a"), _start(tmp_path / "b", "trace")
+    with pytest.raises(ValueError, match=f"session {trace} writes 'chrome_trace'"):
+        profiler.finalize(output_format="hatchet")
+    assert not (tmp_path / "a.hatchet").exists() and profiler.session.open_sessions() == [tree, trace]
+    other = _start(tmp_path / "c")
+    profiler.finalize(trace, "chrome_trace")
+    profiler.finalize(None, "hatchet")  # every open session writes a tree now
+    assert {p.name for p in tmp_path.glob("*.*") if not p.name.endswith(".json")} == \
+        {"a.hatchet", "b.chrome_trace", "c.hatchet"}
+    assert profiler.session.open_sessions() == [] and other != tree
+
+
+def test_a_misspelt_output_format_fails_with_nothing_open():
+    with pytest.raises(ValueError, match="unknown output format"):
+        profiler.finalize(output_format="hatchett")
+    profiler.finalize(output_format="")  # nothing open, nothing to do

@@ -35,6 +35,7 @@ from .session_checks import CONTEXTS, DATA_KINDS, HOOKS, check_arguments, check_
 from .session_outputs import raise_failed_parts, wait_for_closes, wait_for_parts, warn_of_failed_parts, write_outputs
 from .session_outputs import write_parts
 from .session_backend import start_backend
+from .session_keywords import NOT_GIVEN, check_output_format, session_of
 from .window_close import close_window, gather_window, wait_for_windows
 from . import schedule_steps as scheduling
 from .session_record import Session
@@ -213,7 +214,8 @@ def _write_window(session):
     return write_parts([session], _sessions.values(), defer=True)
 
 
-def activate(session_id=None):
+def activate(session_id=NOT_GIVEN, *, session=NOT_GIVEN):
+    session_id = session_of("activate", session_id, session)  # session=: Proton's name (session_keywords.py)
     if ranks.profiling_off() or session_id == -1:
         return
     with _lock:
@@ -223,7 +225,8 @@ def activate(session_id=None):
             scheduling.unsteady(s)
 
 
-def deactivate(session_id=None):
+def deactivate(session_id=NOT_GIVEN, *, session=NOT_GIVEN):
+    session_id = session_of("deactivate", session_id, session)
     if ranks.profiling_off() or session_id == -1:
         return
     with _lock:
@@ -232,17 +235,20 @@ def deactivate(session_id=None):
             scheduling.unsteady(s)
 
 
-def finalize(session_id=None):
-    """Writes and closes one session, or every open one. Harmless when nothing is open."""
+def finalize(session_id=NOT_GIVEN, output_format="", *, session=NOT_GIVEN):
+    """Writes and closes one session, or every open one. Harmless when nothing is open.
+    `output_format`: Proton's; only checked against what the sessions write (session_keywords.py)."""
+    session_id = session_of("finalize", session_id, session)
     if ranks.profiling_off() or session_id == -1:
         return
     with _lock:
         check_issued(session_id, _next_id[0], _sessions)
-        if _cli["session"] is not None:
+        if _cli["session"] is not None:  # the command chose what its session writes
             _tell_once("finalize", _DEFERRED)
             return
         if session_id is not None and session_id not in _sessions:
             return  # already finalized: finalize is idempotent
+        check_output_format(output_format, _targets(session_id))  # before any session is written
         _finalize_locked(_targets(session_id))
 
 
