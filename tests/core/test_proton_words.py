@@ -107,3 +107,11 @@ def test_a_misspelt_output_format_fails_with_nothing_open():
     with pytest.raises(ValueError, match="unknown output format"):
         profiler.finalize(output_format="hatchett")
     profiler.finalize(output_format="")  # nothing open, nothing to do
+
+
+def test_the_default_profile_name_is_exported_and_is_the_one_start_writes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert profiler.DEFAULT_PROFILE_NAME == "flagtree"
+    x, y, out = tensors()
+    profiler.profile(lambda: launch_add(x, y, out), backend="interpreter")()
+    assert (tmp_path / f"{profiler.DEFAULT_PROFILE_NAME}.hatchet").exists()

@@ -13,6 +13,7 @@ See the README for backends, outputs and the viewer, docs/reference/analysis.md 
 from .backends import KNOWN_BACKENDS, available_backends
 from .device_timer_arm import arm_device_timer, arm_from_environment as _arm_from_environment, disarm_device_timer
 from .inductor import codegen_hook as _inductor_codegen
+from .paths import DEFAULT_PROFILE_NAME
 from .profile import profile
 from .scope import cpu_timed_scope, enter_scope, enter_state, exit_scope, exit_state, scope, state
 from .schedule_steps import schedule
@@ -30,7 +31,7 @@ __all__ = [
     "start", "activate", "deactivate", "finalize", "flush_part", "profile", "schedule", "step", "arm", "disarm",
     "scope", "cpu_timed_scope", "enter_scope", "exit_scope",
     "state", "enter_state", "exit_state",
-    "KNOWN_BACKENDS", "available_backends",
+    "KNOWN_BACKENDS", "available_backends", "DEFAULT_PROFILE_NAME",
     "arm_device_timer", "disarm_device_timer", "list_metrics", "release", "read",
 ]
 

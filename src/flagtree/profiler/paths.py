@@ -13,7 +13,9 @@ import re
 import tempfile
 from typing import NamedTuple
 
-DEFAULT_NAME = "flagtree"
+# The name a session writes under when start() is given none (Proton's is "proton"): the
+# package's own, so that both tools' default outputs in one folder never overwrite each other.
+DEFAULT_PROFILE_NAME = "flagtree"
 METADATA_SUFFIX = ".meta.json"
 EXTENSIONS = {"tree": ".hatchet", "trace": ".chrome_trace", "perfetto": ".pftrace"}
 # ((<base>)[.rank<r>])[.part<k>]<extension>; the base is the shortest that leaves a match, so
@@ -113,7 +115,7 @@ def base_name(name):
     if name is not None and not isinstance(name, (str, os.PathLike)):
         raise TypeError(f"flagtree.profiler.start: name must be a path string (the output path without "
                         f"extension), got {name!r} ({type(name).__name__})")
-    base = os.fspath(name) if name is not None else DEFAULT_NAME
+    base = os.fspath(name) if name is not None else DEFAULT_PROFILE_NAME
     if not isinstance(base, str) or not base:
         raise ValueError(f"name must be a non-empty path string, got {name!r}")
     for ext in EXTENSIONS.values():
