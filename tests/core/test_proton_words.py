@@ -1,5 +1,8 @@
 """Where Proton's users look for Proton's words, ours carry them: an unknown session id's error
 says `Session has not been initialized: <id>` beside our own sentence."""
+import sys
+import threading
+
 import pytest
 
 import flagtree.profiler as profiler
@@ -115,3 +118,47 @@ def test_the_default_profile_name_is_exported_and_is_the_one_start_writes(tmp_pa
     x, y, out = tensors()
     profiler.profile(lambda: launch_add(x, y, out), backend="interpreter")()
     assert (tmp_path / f"{profiler.DEFAULT_PROFILE_NAME}.hatchet").exists()
+
+
+# context.depth(session): Proton's, for shadow and python sessions.
+
+
+def test_context_depth_of_a_shadow_session_is_the_threads_scope_depth(tmp_path):
+    assert profiler.context.depth() is None  # nothing open
+    sid = _start(tmp_path / "d")
+    assert profiler.context.depth(sid) == 0
+    profiler.enter_scope("test0")
+    assert profiler.context.depth(sid) == 1
+    with profiler.scope("test1"), profiler.state("s"):  # a state is no level of the context
+        assert profiler.context.depth(sid) == 2
+        seen = []
+        thread = threading.Thread(target=lambda: seen.append(profiler.context.depth(sid)))
+        thread.start()
+        thread.join()
+        assert seen == [2]  # a thread it starts inherits the scopes its launches go under
+    assert profiler.context.depth(session=sid) == 1
+    profiler.exit_scope()
+    assert profiler.context.depth(sid) == 0
+    with pytest.raises(ValueError, match=f"Session has not been initialized: {sid + 1}"):
+        profiler.context.depth(sid + 1)
+    profiler.finalize()
+    assert profiler.context.depth(sid) is None
+
+
+def test_context_depth_of_a_python_session_counts_the_frames_as_protons_source_does(tmp_path):
+    sid = profiler.start(str(tmp_path / "p"), backend="interpreter", context="python")
+
+    def frames_here():
+        frame, count = sys._getframe(), 0
+        while frame is not None:
+            frame, count = frame.f_back, count + 1
+        return count
+
+    def deeper():
+        return profiler.context.depth(sid), frames_here()
+
+    with profiler.scope("not a frame"):
+        depth, frames = deeper()
+    assert depth == frames  # each counts its own frame, then this thread's stack from its caller
+    assert profiler.context.depth(sid) == frames - 1
+    profiler.finalize(sid)

@@ -10,6 +10,7 @@
 
 See the README for backends, outputs and the viewer, docs/reference/analysis.md for read().
 """
+from . import context  # Proton's `proton.context.depth(session)`: an attribute of the package, as there
 from .backends import KNOWN_BACKENDS, available_backends
 from .device_timer_arm import arm_device_timer, arm_from_environment as _arm_from_environment, disarm_device_timer
 from .inductor import codegen_hook as _inductor_codegen
