@@ -85,6 +85,14 @@ def test_diff_profile(viewer):
     """)
 
 
+def test_protons_diff_spelling_is_the_diff_and_short_depth_options_still_parse(viewer):
+    _, diff, _ = viewer("-m", "time/ms,count,time/%", "--diff-profile", OTHER, NESTED)
+    assert viewer("-m", "time/ms,count,time/%", "-diff", OTHER, NESTED)[1] == diff
+    assert viewer("-m", "time/ms,count,time/%", f"-diff={OTHER}", NESTED)[1] == diff
+    _, depth, _ = viewer("-m", "count", "--depth", "1", NESTED)
+    assert viewer("-m", "count", "-d", "1", NESTED)[1] == viewer("-m", "count", "-d1", NESTED)[1] == depth
+
+
 def test_diff_with_threshold_and_format(viewer):
     _, out, _ = viewer("-m", "time/ms", "--diff-profile", OTHER, "-f", "function:line", "-t", "0.5", NESTED)
     assert out == expect("""

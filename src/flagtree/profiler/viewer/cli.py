@@ -119,7 +119,8 @@ def build_parser():
              "file_function_line (file:line@function), function_line (line@function), "
              "file_function (file@function), or file:function:line, function:line, "
              "file:function (default: full)")
-    add("--diff-profile", metavar="OTHER", help="show this profile minus OTHER, node by node")
+    # -diff: Proton's spelling; declared, so that argparse reads it whole rather than as -d iff.
+    add("--diff-profile", "-diff", metavar="OTHER", help="show this profile minus OTHER, node by node")
     add("--show-metadata", "--launch-metadata", dest="show_metadata", action="store_true",
         help="keep the __launch_metadata / __proton_launch_metadata nodes: the kernels launch_metadata "
              "functions launched themselves (hidden by default)")
