@@ -120,8 +120,14 @@ class ChromeTraceWriter {
     out_.raw(R"(,"dur":)");
     dur(e.startNs, e.endNs);
     out_.raw(R"(,"args":{"context":")");
-    out_.raw(contextPath(e.context));
-    out_.raw(R"(","correlation":)");
+    const ContextText& context = contextText(e.context);
+    out_.raw(context.path);
+    // Proton's call_stack: ROOT, the context outermost first, then the event's own name.
+    out_.raw(R"(","call_stack":[)");
+    out_.raw(context.stack);
+    out_.raw(",\"");
+    out_.raw(name);
+    out_.raw(R"("],"correlation":)");
     out_.integer(e.correlation);
     out_.raw(R"(,"device":)");
     out_.integer(e.deviceId);
@@ -200,32 +206,43 @@ class ChromeTraceWriter {
     }
   }
 
-  // "a/b/c" names from the root (escaped), built once per context node that events name (not
-  // for every ancestor: that would cost the square of the depth on a deep chain).
-  const std::string& contextPath(uint32_t id) {
-    if (id < pathKnown_.size() && pathKnown_[id]) return paths_[id];
+  // A context node's names from the root, escaped: "a/b/c" (args.context) and "ROOT","a","b","c"
+  // (call_stack, without the event's name). Built once per context node that events name, not for
+  // every ancestor: that would cost the square of the depth on a deep chain.
+  struct ContextText {
+    std::string path;
+    std::string stack;
+  };
+
+  const ContextText& contextText(uint32_t id) {
+    if (id < known_.size() && known_[id]) return texts_[id];
     const auto& nodes = in_.contexts.nodes();
-    if (nodes.size() > pathKnown_.size()) {
-      pathKnown_.resize(nodes.size(), 0);
-      paths_.resize(nodes.size());
+    if (nodes.size() > known_.size()) {
+      known_.resize(nodes.size(), 0);
+      texts_.resize(nodes.size());
     }
     std::vector<uint32_t> chain;  // innermost first
     for (uint32_t cur = id; cur != Tree::kRoot; cur = nodes[cur].parent) chain.push_back(nodes[cur].name);
-    std::string& path = paths_[id];
+    ContextText& text = texts_[id];
+    text.stack = "\"ROOT\"";
     for (size_t i = chain.size(); i-- > 0;) {
-      path += names_[chain[i]];
-      if (i) path += '/';
+      const std::string& name = names_[chain[i]];
+      text.path += name;
+      if (i) text.path += '/';
+      text.stack += ",\"";
+      text.stack += name;
+      text.stack += '"';
     }
-    pathKnown_[id] = 1;
-    return path;
+    known_[id] = 1;
+    return text;
   }
 
   const ChromeTraceInput& in_;
   const OutputRequest& req_;
   JsonOut& out_;
   EscapedNames names_;
-  std::vector<std::string> paths_;
-  std::vector<uint8_t> pathKnown_;
+  std::vector<ContextText> texts_;
+  std::vector<uint8_t> known_;
   bool first_ = true;
 };
 

@@ -307,6 +307,9 @@ def test_trace_output_is_chrome_trace_with_flows_and_scopes(tmp_path):
     kernels = [e for e in events if e.get("cat") == "kernel"]
     assert [k["name"] for k in kernels] == ["add_kernel", "copy_kernel"]
     assert all(k["ph"] == "X" and k["dur"] > 0 and k["args"]["context"] == "outer" for k in kernels)
+    # Proton's args.call_stack beside ours: ROOT, the context outermost first, the kernel
+    assert [k["args"]["call_stack"] for k in kernels] == [["ROOT", "outer", "add_kernel"],
+                                                          ["ROOT", "outer", "copy_kernel"]]
     scopes = [e for e in events if e.get("cat") == "scope"]
     assert [s["name"] for s in scopes] == ["outer"] and scopes[0]["pid"] == os.getpid()
     starts = [e for e in events if e["ph"] == "s"]

@@ -7,7 +7,7 @@ import pytest
 
 import flagtree.profiler as profiler
 from support.kernels import launch_add, tensors
-from support.profiles import kernel_counts, load_tree
+from support.profiles import kernel_counts, load_json, load_tree
 
 
 @pytest.mark.parametrize("call", [profiler.activate, profiler.deactivate, profiler.finalize])
@@ -162,3 +162,21 @@ def test_context_depth_of_a_python_session_counts_the_frames_as_protons_source_d
     assert depth == frames  # each counts its own frame, then this thread's stack from its caller
     assert profiler.context.depth(sid) == frames - 1
     profiler.finalize(sid)
+
+
+def test_trace_kernel_events_carry_protons_call_stack_in_both_contexts(tmp_path):
+    x, y, out = tensors()
+    shadow = profiler.start(str(tmp_path / "s"), backend="interpreter", data="trace")
+    python = profiler.start(str(tmp_path / "p"), backend="interpreter", data="trace", context="python")
+    with profiler.scope("test"), profiler.state("fwd"):
+        launch_add(x, y, out)
+    profiler.finalize()
+    (kernel,) = [e for e in load_json(tmp_path / "s.chrome_trace")["traceEvents"] if e.get("cat") == "kernel"]
+    assert kernel["args"]["call_stack"] == ["ROOT", "test", "fwd", "add_kernel"]
+    assert kernel["args"]["context"] == "test/fwd" and "correlation" in kernel["args"]  # ours stay
+    (kernel,) = [e for e in load_json(tmp_path / "p.chrome_trace")["traceEvents"] if e.get("cat") == "kernel"]
+    stack = kernel["args"]["call_stack"]
+    assert stack[0] == "ROOT" and stack[-2:] == ["fwd", "add_kernel"]
+    assert "/".join(stack[1:-1]) == kernel["args"]["context"]  # frames hold "/": the list says where each ends
+    assert any(frame.endswith("@test_trace_kernel_events_carry_protons_call_stack_in_both_contexts")
+               for frame in stack)

@@ -82,6 +82,7 @@ def test_trace_chain_100000_deep_names_the_whole_path(tmp_path):
     events = _strict_load(tmp_path / "deep.chrome_trace")["traceEvents"]
     (kernel,) = [e for e in events if e.get("cat") == "kernel"]
     assert kernel["args"]["context"] == "/".join(["s"] * 100_000)
+    assert kernel["args"]["call_stack"] == ["ROOT"] + ["s"] * 100_000 + ["innermost"]
     assert sum(e.get("cat") == "scope" for e in events) == 100_000
 
 
@@ -153,6 +154,7 @@ def test_names_are_escaped_and_round_trip(tmp_path, data):
         events = _strict_load(out)["traceEvents"]
         (kernel,) = [e for e in events if e.get("cat") == "kernel"]
         assert kernel["name"] == name + " kernel" and kernel["args"]["context"] == name
+        assert kernel["args"]["call_stack"] == ["ROOT", name, name + " kernel"]
         assert [e["name"] for e in events if e.get("cat") == "scope"] == [name]
 
 
