@@ -8,7 +8,11 @@ it runs on machines without a GPU or a built ``_native``. Entry point:
 
 from .errors import ViewerError
 
-__all__ = ["ViewerError", "main"]
+__all__ = ["ViewerError", "main", "parse", "read", "get_raw_metrics", "derive_metrics", "format_frames",
+           "filter_frames"]
+# Proton's viewer functions (proton_api.py), loaded on first use: they bring the analysis API and
+# hatchet, which the command line never needs.
+_PROTON_API = frozenset(__all__[2:])
 
 
 def main(argv=None) -> int:
@@ -18,3 +22,11 @@ def main(argv=None) -> int:
     from .cli import main as _main  # deferred: argparse and every view, paid only when it runs
 
     return _main(argv)
+
+
+def __getattr__(name):
+    if name in _PROTON_API:
+        from . import proton_api  # deferred: the analysis API and hatchet, paid only by their callers
+
+        return getattr(proton_api, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
