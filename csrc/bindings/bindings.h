@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "session/session.h"
@@ -71,10 +72,15 @@ using MetricsIn = std::vector<std::pair<std::string, double>>;
 // Metric names interned.
 std::vector<std::pair<uint32_t, double>> metricIds(const MetricsIn& in);
 
-// Leaves the calling thread's innermost scope, adding `metrics` to it first (inheritance.cpp).
-// Returns the id of the scope left, kNoScope when none was open, so that the caller can tell a
-// with-block that leaves someone else's scope.
+// Scope properties as scope.py's _metric_items gives them: (name without its suffix, number or text).
+using PropertiesIn = std::vector<std::pair<std::string, std::variant<double, std::string>>>;
+// A scope's sums and properties, names interned.
+ScopeMetrics scopeMetrics(const MetricsIn& sums, const PropertiesIn& properties);
+
+// Leaves the calling thread's innermost scope, adding `sums` and `properties` to it first
+// (inheritance.cpp). Returns the id of the scope left, kNoScope when none was open, so that the
+// caller can tell a with-block that leaves someone else's scope.
 constexpr uint32_t kNoScope = UINT32_MAX;
-uint32_t exitScopeChecked(bool cpuTimed, const MetricsIn& metrics);
+uint32_t exitScopeChecked(bool cpuTimed, const MetricsIn& sums, const PropertiesIn& properties);
 
 }  // namespace ftp

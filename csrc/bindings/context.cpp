@@ -24,6 +24,23 @@ std::vector<std::pair<uint32_t, double>> metricIds(const MetricsIn& in) {
   return out;
 }
 
+ScopeMetrics scopeMetrics(const MetricsIn& sums, const PropertiesIn& properties) {
+  ScopeMetrics out;
+  out.sums = metricIds(sums);
+  out.properties.reserve(properties.size());
+  for (const auto& p : properties) {
+    Property property{intern(p.first), false, 0.0, {}};
+    if (const auto* text = std::get_if<std::string>(&p.second)) {
+      property.isText = true;
+      property.text = *text;
+    } else {
+      property.number = std::get<double>(p.second);
+    }
+    out.properties.push_back(std::move(property));
+  }
+  return out;
+}
+
 namespace {
 
 void setLaunchMetadata(std::optional<std::string> name, const MetricsIn& metrics) {

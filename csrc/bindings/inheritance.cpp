@@ -2,6 +2,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings/bindings.h"
@@ -26,16 +27,12 @@ std::vector<std::string> names(const std::vector<uint32_t>& ids) {
 
 }  // namespace
 
-uint32_t exitScopeChecked(bool cpuTimed, const MetricsIn& metrics) {
+uint32_t exitScopeChecked(bool cpuTimed, const MetricsIn& sums, const PropertiesIn& properties) {
   ThreadState& ts = threadState();
   if (ts.scopes.empty()) return kNoScope;
   const uint32_t left = ts.scopes.back().name;
   Profiler& profiler = Profiler::instance();
-  if (!metrics.empty()) {
-    std::vector<std::pair<uint32_t, double>> ids;
-    for (const auto& m : metrics) ids.emplace_back(intern(m.first), m.second);
-    profiler.addScopeMetrics(ids);
-  }
+  if (!sums.empty() || !properties.empty()) profiler.addScopeMetrics(scopeMetrics(sums, properties));
   profiler.exitScope(cpuTimed);
   return left;
 }
@@ -64,8 +61,8 @@ void registerInheritanceBindings(nb::module_& m) {
         },
         nb::arg("snapshot").none(), "None pushes nothing but still pairs with one pop.");
   m.def("rooted_scopes_pop", []() { Profiler::instance().popRootedScopes(); });
-  m.def("scope_exit_checked", &exitScopeChecked, nb::arg("cpu_timed") = false,
-        nb::arg("metrics") = std::vector<std::pair<std::string, double>>());
+  m.def("scope_exit_checked", &exitScopeChecked, nb::arg("cpu_timed") = false, nb::arg("metrics") = MetricsIn(),
+        nb::arg("properties") = PropertiesIn());
   m.def("scope_name_of", [](uint32_t id) { return nameOf(id); });
   m.attr("NO_SCOPE") = kNoScope;
 }

@@ -10,6 +10,7 @@
 // them), a scope left out of order (_warn_mismatch), the boundary hook of backward attribution.
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
 #include <new>
@@ -26,12 +27,10 @@
 namespace ftp {
 namespace {
 
-using MetricIds = std::vector<std::pair<uint32_t, double>>;
-
 struct ScopeObject {
   PyObject_HEAD
   PyObject* name;      // the str given; Python reads it as .name
-  MetricIds* metrics;  // metrics given (names interned), added at each entry; nullptr: none
+  ScopeMetrics* metrics;  // metrics given (names interned), added at each entry; nullptr: none
   uint32_t id;         // the interned name; 0 while profiling is disabled
   bool cpuTimed;       // a cpu_timed_scope: its exit adds its CPU time to its node
 };
@@ -89,13 +88,16 @@ bool internedId(PyObject* name, uint32_t* id) {
 }
 
 // As scope.py did: metrics that are falsy (None, {}) are none; others are checked by _metric_items.
-bool checkedMetrics(PyObject* metrics, MetricIds** out) {
+bool checkedMetrics(PyObject* metrics, ScopeMetrics** out) {
   const int given = metrics == Py_None ? 0 : PyObject_IsTrue(metrics);
   if (given <= 0) return given == 0;
   PyObject* items = PyObject_CallFunctionObjArgs(setup.metricItems, metrics, nullptr);
   if (!items) return false;
-  // `items`: what _metric_items returns, a list of (str, float); interned as scope_exit_checked's are.
-  const bool converted = guarded([&] { *out = new MetricIds(metricIds(nb::cast<MetricsIn>(nb::handle(items)))); });
+  // `items`: what _metric_items returns, (sums, properties); interned as scope_exit_checked's are.
+  const bool converted = guarded([&] {
+    auto lists = nb::cast<std::pair<MetricsIn, PropertiesIn>>(nb::handle(items));
+    *out = new ScopeMetrics(scopeMetrics(lists.first, lists.second));
+  });
   Py_DECREF(items);
   return converted;
 }
@@ -113,20 +115,20 @@ PyObject* scopeNew(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   if (!parseArguments(args, kwds, &name, &metrics)) return nullptr;
   if (!setup.ids) return PyErr_Format(PyExc_RuntimeError, "flagtree.profiler.scope was not set up");
   if (!PyUnicode_CheckExact(name)) return PyErr_Format(PyExc_TypeError, "scope name must be a string, got %R", name);
-  MetricIds* metricIds = nullptr;
+  ScopeMetrics* given = nullptr;
   uint32_t id = 0;
-  if (!checkedMetrics(metrics, &metricIds) || (!setup.disabled && !internedId(name, &id))) {
-    delete metricIds;
+  if (!checkedMetrics(metrics, &given) || (!setup.disabled && !internedId(name, &id))) {
+    delete given;
     return nullptr;
   }
   PyObject* self = reinterpret_cast<allocfunc>(PyType_GetSlot(type, Py_tp_alloc))(type, 0);
   if (!self) {
-    delete metricIds;
+    delete given;
     return nullptr;
   }
   ScopeObject* scope = asScope(self);
   scope->name = Py_NewRef(name);
-  scope->metrics = metricIds;
+  scope->metrics = given;
   scope->id = id;
   scope->cpuTimed = PyType_IsSubtype(type, reinterpret_cast<PyTypeObject*>(setup.cpuTimedType));
   return self;
@@ -144,7 +146,7 @@ bool boundaryCrossed() {
 
 PyObject* scopeEnter(PyObject* self, PyObject*) {
   if (!setup.disabled) {
-    static const MetricIds none;
+    static const ScopeMetrics none;
     ScopeObject* scope = asScope(self);
     if (!guarded([&] { Profiler::instance().enterScope(scope->id, scope->metrics ? *scope->metrics : none); }))
       return nullptr;
@@ -166,9 +168,10 @@ PyObject* scopeExit(PyObject* self, PyObject* const*, Py_ssize_t count) {
   if (count > 3) return PyErr_Format(PyExc_TypeError, "__exit__ takes at most 3 arguments (%zd given)", count);
   if (!setup.disabled) {
     ScopeObject* scope = asScope(self);
-    static const MetricsIn none;
+    static const MetricsIn noSums;
+    static const PropertiesIn noProperties;
     uint32_t left = kNoScope;
-    if (!guarded([&] { left = exitScopeChecked(scope->cpuTimed, none); })) return nullptr;
+    if (!guarded([&] { left = exitScopeChecked(scope->cpuTimed, noSums, noProperties); })) return nullptr;
     if (!warnIfMismatched(scope, left) || !boundaryCrossed()) return nullptr;
   }
   return Py_NewRef(Py_False);

@@ -84,6 +84,9 @@ nb::dict sessionStats(int slot) {
   d["extras_enabled"] = s.extrasEnabled();
   d["nodes_kept_for_extras"] = s.nodesKeptForExtras();
   d["extras_after_part"] = s.extrasAfterPart();
+  const DataStore::Conflicts conflicts = s.metricConflicts();
+  d["metric_conflicts"] = conflicts.count;
+  d["first_metric_conflict"] = conflicts.count ? nameOf(conflicts.firstName) : std::string();
   const int64_t lead = s.maxLaunchLeadNs.load();
   if (lead == Session::kNoLead) d["max_launch_lead_ns"] = nb::none();
   else d["max_launch_lead_ns"] = lead;

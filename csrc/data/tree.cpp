@@ -31,16 +31,19 @@ Tree::Tree() {
 void Tree::reset() {
   std::vector<TreeNode>(nodes_.begin(), nodes_.begin() + 1).swap(nodes_);
   std::unordered_map<Key, uint32_t, KeyHash>().swap(children_);
+  std::unordered_map<uint32_t, std::vector<Property>>().swap(properties_);
   std::vector<LaunchConfig>(configs_.begin(), configs_.begin() + 1).swap(configs_);
   std::unordered_map<LaunchConfig, uint32_t, ConfigHash>().swap(configIds_);
 }
 
 void Tree::zeroMetrics() {
   for (TreeNode& n : nodes_) n.metrics = NodeMetrics{};
+  properties_.clear();
 }
 
 void Tree::copyForWrite(const Tree& from) {
   nodes_ = from.nodes_;
+  properties_ = from.properties_;
   configs_ = from.configs_;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -28,6 +29,15 @@ struct NodeMetrics {
   std::vector<std::pair<uint32_t, double>> user;  // (metric name id, summed value)
 
   void add(uint32_t metric, double value);
+};
+
+// A scope metric that is set, not summed (Proton's "(pty)" properties, and "(exc)" metrics given
+// text): the last value given to its node stands. A number or a text, written as JSON's.
+struct Property {
+  uint32_t name;      // interned, the suffix taken off
+  bool isText;        // `text` holds the value; else `number`
+  double number;
+  std::string text;
 };
 
 struct TreeNode {
@@ -56,11 +66,11 @@ class Tree {
   // Frees every node but the root (after the tree has been written). Caller holds the lock.
   void reset();
 
-  // Zeroes every node's metrics and keeps the nodes (threads cache node ids), for periodic
-  // parts: the next export holds only what arrived since. Caller holds the lock.
+  // Zeroes every node's metrics (properties too) and keeps the nodes (threads cache node ids),
+  // for periodic parts: the next export holds only what arrived since. Caller holds the lock.
   void zeroMetrics();
 
-  // Copies the nodes and launch configs of `from` (both locks held by the caller), not its
+  // Copies the nodes, properties and launch configs of `from` (both locks held by the caller), not its
   // lookup maps: the copy is a part's snapshot, only written, never added to.
   void copyForWrite(const Tree& from);
 
@@ -76,6 +86,16 @@ class Tree {
   uint32_t internConfig(const LaunchConfig& config);
   uint32_t internConfigOf(const DeviceRecord& record);  // the record's geometry and resources
   const std::vector<LaunchConfig>& configs() const { return configs_; }
+
+  // The properties of a node, nullptr when it has none; those of every node that has any.
+  // Kept apart from the nodes: few nodes have one, and every node would pay for an empty list.
+  // Caller holds the lock.
+  const std::vector<Property>* propertiesOf(uint32_t node) const {
+    if (properties_.empty()) return nullptr;
+    auto it = properties_.find(node);
+    return it == properties_.end() ? nullptr : &it->second;
+  }
+  std::unordered_map<uint32_t, std::vector<Property>>& properties() { return properties_; }
 
   // Adds one finished record below context node `context` (and state `state`, 0 = none).
   // Returns the record's node. Caller holds the lock.
@@ -103,6 +123,8 @@ class Tree {
   struct ConfigHash {
     size_t operator()(const LaunchConfig& c) const;
   };
+
+  std::unordered_map<uint32_t, std::vector<Property>> properties_;  // node -> its properties
 
   std::vector<LaunchConfig> configs_;
   std::unordered_map<LaunchConfig, uint32_t, ConfigHash> configIds_;

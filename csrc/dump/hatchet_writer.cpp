@@ -38,7 +38,9 @@ class HatchetWriter {
     keep_.assign(nodes_.size(), prune ? 0 : 1);
     if (!prune) return;
     for (size_t id = nodes_.size(); id-- > 1;) {
-      if (!keep_[id] && !hasMetrics(nodes_[id].metrics)) continue;
+      const auto* properties = in_.tree.propertiesOf(static_cast<uint32_t>(id));
+      const bool hasProperties = properties && !properties->empty();
+      if (!keep_[id] && !hasMetrics(nodes_[id].metrics) && !hasProperties) continue;
       keep_[id] = 1;
       keep_[nodes_[id].parent] = 1;
     }
@@ -118,6 +120,24 @@ class HatchetWriter {
       out_.raw("\":");
       out_.number(in_.metricValue(id, u.first, u.second));
     }
+    const auto* properties = in_.tree.propertiesOf(id);
+    if (!properties) return;
+    for (const Property& p : *properties) {
+      if (!first) out_.raw(',');
+      first = false;
+      out_.raw('"');
+      out_.raw(names_[p.name]);
+      out_.raw("\":");
+      if (!p.isText) {
+        out_.number(p.number);
+        continue;
+      }
+      text_.clear();
+      appendJsonEscaped(p.text, text_);
+      out_.raw('"');
+      out_.raw(text_);
+      out_.raw('"');
+    }
   }
 
   void close(uint32_t id) {
@@ -172,6 +192,7 @@ class HatchetWriter {
   const std::vector<TreeNode>& nodes_;
   JsonOut& out_;
   EscapedNames names_;
+  std::string text_;  // a text property escaped for JSON, reused from one to the next
   std::vector<uint8_t> keep_;
   std::vector<uint32_t> first_;
   std::vector<uint32_t> children_;

@@ -133,10 +133,10 @@ class Profiler {
   void setMeanMetrics(int slot, const std::vector<uint32_t>& names);
 
   // Shadow context and states of the calling thread (scopes.cpp).
-  void enterScope(uint32_t name, const std::vector<std::pair<uint32_t, double>>& metrics);
+  void enterScope(uint32_t name, const ScopeMetrics& metrics);
   void exitScope(bool cpuTimed);
   // Adds metrics to the node of the innermost scope (shadow sessions; scopes.cpp).
-  void addScopeMetrics(const std::vector<std::pair<uint32_t, double>>& metrics);
+  void addScopeMetrics(const ScopeMetrics& metrics);
   // Backward by forward layer: pushes `scopes` (outermost first, the first one rooted) on the
   // calling thread's stack; popRootedScopes removes what the matching push added.
   void pushRootedScopes(const std::vector<uint32_t>& scopes);

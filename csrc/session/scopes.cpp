@@ -22,7 +22,7 @@ uint32_t scopeMetricNode(ThreadState& ts, Session& s) {
 }
 }  // namespace
 
-void Profiler::enterScope(uint32_t name, const std::vector<std::pair<uint32_t, double>>& metrics) {
+void Profiler::enterScope(uint32_t name, const ScopeMetrics& metrics) {
   ThreadState& ts = threadState();
   if (ts.scopes.empty()) ts.baseState = inheritedState(ts);  // a first scope nests under the inherited state
   ScopeEntry entry;
@@ -39,7 +39,7 @@ void Profiler::enterScope(uint32_t name, const std::vector<std::pair<uint32_t, d
 
 // Scope metrics given at exit (exit_scope(name, metrics), as Proton's API allows): they add to
 // the node of the scope being left, exactly as metrics given at entry do.
-void Profiler::addScopeMetrics(const std::vector<std::pair<uint32_t, double>>& metrics) {
+void Profiler::addScopeMetrics(const ScopeMetrics& metrics) {
   ThreadState& ts = threadState();
   if (metrics.empty() || ts.scopes.empty()) return;
   sessions_.forEach(sessions_.activeMask(), [&](int, Session& s) {

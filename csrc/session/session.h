@@ -50,6 +50,7 @@ class Session {
   void setMeanMetrics(const std::vector<uint32_t>& names) { store_->setMeanMetrics(names); }
   uint64_t settleExtras() { return store_->settleExtras(); }
   uint64_t extrasAfterPart() { return store_->extrasAfterPart(); }
+  DataStore::Conflicts metricConflicts() { return store_->metricConflicts(); }
 
   const uint32_t uid;
   const int slot;

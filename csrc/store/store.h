@@ -23,6 +23,13 @@ enum class DataKind : uint8_t { Tree = 0, Trace = 1, Perfetto = 2 };
 
 using Metrics = std::vector<std::pair<uint32_t, double>>;  // (interned metric name, value)
 
+// The metrics of one scope entry or exit: numbers summed into the node, and properties set on it.
+struct ScopeMetrics {
+  Metrics sums;
+  std::vector<Property> properties;
+  bool empty() const { return sums.empty() && properties.empty(); }
+};
+
 class DataStore {
  public:
   virtual ~DataStore() = default;
@@ -34,8 +41,16 @@ class DataStore {
   // A finished record launched under context node `context` (and state `state`, 0 = none).
   virtual void addRecord(uint32_t context, uint32_t state, const DeviceRecord& record,
                          const LaunchMetadata* meta, uint64_t launchNs, uint32_t tid) = 0;
-  // Metrics given when a shadow scope was entered, for its node.
-  virtual void addScopeMetrics(uint32_t node, const Metrics& metrics) = 0;
+  // Metrics given when a shadow scope was entered (or left), for its node.
+  virtual void addScopeMetrics(uint32_t node, const ScopeMetrics& metrics) = 0;
+  // Scope metrics that met a value of the same name on their node which they cannot join (a sum
+  // and a property, a text and a number): the last one given stood. How many, and the first
+  // one's name (interned).
+  struct Conflicts {
+    uint64_t count = 0;
+    uint32_t firstName = 0;
+  };
+  virtual Conflicts metricConflicts() { return {}; }
   // A closed scope; `node` is its context node when resolved (cpu-timed shadow scopes), else
   // kNoNode.
   static constexpr uint32_t kNoNode = 0xFFFFFFFFu;

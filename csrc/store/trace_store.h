@@ -18,7 +18,7 @@ class TraceStore final : public DataStore {
 
   void addRecord(uint32_t context, uint32_t state, const DeviceRecord& record, const LaunchMetadata* meta,
                  uint64_t launchNs, uint32_t tid) override;
-  void addScopeMetrics(uint32_t, const Metrics&) override {}  // no place for them in a trace
+  void addScopeMetrics(uint32_t, const ScopeMetrics&) override {}  // no place for them in a trace
   void closeScope(const ScopeEvent& scope, uint32_t node) override;
   void attachExtra(uint32_t correlation, LaunchExtra&& extra) override;
   uint64_t settleExtras() override;

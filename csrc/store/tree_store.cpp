@@ -24,9 +24,54 @@ void TreeStore::addRecord(uint32_t context, uint32_t state, const DeviceRecord& 
   }
 }
 
-void TreeStore::addScopeMetrics(uint32_t node, const Metrics& metrics) {
+// One name holds one value per node, written once under that name: a sum and a property of the
+// same name on one node cannot both stand. Proton raises there (and on any change of a value's
+// type); here the scope is already entered, and raising would leave it open, so the last value
+// given stands and the conflict is counted (finalize warns of it, and the metadata says it).
+void TreeStore::addScopeMetrics(uint32_t node, const ScopeMetrics& metrics) {
   std::lock_guard<std::mutex> lock(mutex());
-  for (const auto& m : metrics) tree_.node(node).metrics.add(m.first, m.second);
+  auto& allProperties = tree_.properties();
+  for (const auto& m : metrics.sums) {
+    auto owned = allProperties.find(node);
+    if (owned != allProperties.end()) {
+      auto& list = owned->second;
+      for (auto it = list.begin(); it != list.end(); ++it) {
+        if (it->name != m.first) continue;
+        list.erase(it);
+        noteConflict(m.first);
+        break;
+      }
+    }
+    tree_.node(node).metrics.add(m.first, m.second);
+  }
+  if (metrics.properties.empty()) return;
+  auto& sums = tree_.node(node).metrics.user;
+  auto& list = allProperties[node];
+  for (const Property& p : metrics.properties) {
+    for (auto it = sums.begin(); it != sums.end(); ++it) {
+      if (it->first != p.name) continue;
+      sums.erase(it);
+      noteConflict(p.name);
+      break;
+    }
+    bool found = false;
+    for (Property& have : list) {
+      if (have.name != p.name) continue;
+      have = p;  // a property keeps the last value given (Proton's rule for repeats)
+      found = true;
+      break;
+    }
+    if (!found) list.push_back(p);
+  }
+}
+
+void TreeStore::noteConflict(uint32_t name) {
+  if (!conflicts_.count++) conflicts_.firstName = name;
+}
+
+DataStore::Conflicts TreeStore::metricConflicts() {
+  std::lock_guard<std::mutex> lock(mutex());
+  return conflicts_;
 }
 
 uint32_t TreeStore::recordNode(uint32_t context, uint32_t state, RecordKind kind, uint32_t name) {

@@ -1,6 +1,7 @@
 """Scopes and states: user annotations of the shadow context.
 
-A scope nests (each thread its own stack) and may carry metrics that add up per scope node;
+A scope nests (each thread its own stack) and may carry metrics that add up per scope node
+(or, named with Proton's "(pty)"/"(exc)" suffixes, properties set on it);
 a state is not recursive: the innermost one becomes a node directly above each kernel.
 Both are context managers and decorators. Scopes sit on the user's hot path, often around every
 step or launch: making, entering and leaving one are C calls with no Python frame (the native
@@ -42,16 +43,49 @@ def _check_text(what, text):
                              f"a profile cannot hold it") from None
 
 
+# Proton's suffixes: "name (pty)" is a property (a number or a text; the last value given to a
+# node stands), "name (exc)" an exclusive metric (a number adds up on its node as any metric does
+# here, for every node's metrics are its own; a text is set as a property's). Both are written
+# under the name without the suffix.
+_SUFFIXES = ("(pty)", "(exc)")
+# Keys the tree writes itself: a property of that name would repeat the key in a node's object.
+_WRITTEN_KEYS = frozenset(("count", "time (ns)", "cpu_time (ns)", "device_id", "device_type"))
+
+
 def _metric_items(metrics):
+    """(sums, properties) of a scope's metrics: [(name, float)] added up on the node, and
+    [(name, float or str)] set on it, suffixes taken off."""
     if not isinstance(metrics, dict):
         raise TypeError(f"scope metrics must be a dict of name -> int/float, got {type(metrics).__name__}")
-    items = []
+    sums = []
+    properties = []
     for key, value in metrics.items():
-        if not isinstance(key, str) or isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"scope metric {key!r} must map a name to an int or float, got {value!r}")
-        _check_text("scope metric name", key)
-        items.append((key, float(value)))
-    return items
+        if not isinstance(key, str):
+            raise TypeError(f"scope metric names must be strings, got {key!r}")
+        suffix = key[-5:] if key.endswith(")") else None
+        if suffix not in _SUFFIXES:
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                hint = ("; a text value needs a name ending in (pty) (a property) or (exc) (exclusive)"
+                        if isinstance(value, str) else "")
+                raise TypeError(f"scope metric {key!r} must map a name to an int or float, got {value!r}{hint}")
+            _check_text("scope metric name", key)
+            sums.append((key, float(value)))
+            continue
+        name = key[:-5].strip()
+        if not name or name in _WRITTEN_KEYS:
+            raise ValueError(f"scope metric {key!r}: the name before {suffix} must be text other than "
+                             f"{', '.join(sorted(_WRITTEN_KEYS))} (which the profiler writes itself)")
+        _check_text("scope metric name", name)
+        if isinstance(value, str):
+            _check_text(f"scope metric {key!r} value", value)
+            properties.append((name, value))
+        elif isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"scope metric {key!r} must map a name to an int, float or str, got {value!r}")
+        elif suffix == "(exc)":
+            sums.append((name, float(value)))
+        else:
+            properties.append((name, float(value)))
+    return sums, properties
 
 
 def _check_name(kind, name):
@@ -148,8 +182,8 @@ def exit_scope(name=None, metrics=None, cpu_timed=False):
         return
     if name is not None:
         _check_name("scope", name)
-    items = _metric_items(metrics) if metrics else []
-    left = native.context.scope_exit_checked(cpu_timed, items)
+    sums, properties = _metric_items(metrics) if metrics else ([], [])
+    left = native.context.scope_exit_checked(cpu_timed, sums, properties)
     if name is not None and left != _intern(name):
         _warn_mismatch(name, left, stacklevel=3)
     if _boundary_hook is not None:

@@ -174,6 +174,9 @@ def _stats(s):
         stats["unmatched_extras"] = unmatched
     if counts.get("extras_after_part"):  # extras that came after their launch's part was taken: dropped
         stats["extras_after_part"] = counts["extras_after_part"]
+    if counts.get("metric_conflicts"):  # a scope's sum and property (or text and number) of one name on one node
+        stats["metric_conflicts"] = counts["metric_conflicts"]
+        stats["first_metric_conflict"] = counts["first_metric_conflict"]
     stats.update(s.extra_stats)
     # each of the run's sessions counts its launches apart
     stats["lost_launches"] = lost_launches(lambda m: native.session.pending_launches(m.slot), s)
@@ -230,6 +233,11 @@ def _warn_of_losses(s, stats, shifts):
         warnings.warn(f"flagtree.profiler: in session {s.id} the results of {stats['extras_after_part']} launches "
                       f"(hardware counters, PC samples, imports) came after the part holding the launch was "
                       f"taken, and were dropped (metadata: extras_after_part)", stacklevel=5)
+    if stats.get("metric_conflicts"):
+        warnings.warn(f"flagtree.profiler: in session {s.id} {stats['metric_conflicts']} scope metrics met a value of "
+                      f"the same name on their node that they cannot join (first: "
+                      f"{safe(stats['first_metric_conflict'])!r}: a sum and a (pty) property, or an (exc) text and a "
+                      f"number); the last value given was kept (metadata: metric_conflicts)", stacklevel=5)
     # A dropped record leaves its launch without a record, so the two counts overlap: the
     # larger one is the loss.
     lost = max(stats["dropped_records"], stats["lost_launches"])
