@@ -1,13 +1,14 @@
 // The viewer's optional fast reader (_native.viewer_read_tree): parses the root node of a tree
 // profile's bytes straight into the viewer's Node objects, skipping what the viewer never shows
-// (frame extras, launch metadata). It takes only the plain common case and gives up (None) on
-// anything else: escapes or control characters in strings, NaN/Infinity, integers beyond int64,
-// non-number metrics, identifiers that are not small ints, same-named siblings, repeated node
-// members, deep nesting inside a skipped value, any syntax error. The caller then runs the
-// pure-Python reader, which decides the exact result or error message: the paths agree by
-// design. Nodes nest through an explicit stack: a 100,000-deep chain costs heap, not C stack.
-// Nodes are made and linked through their slots (node_layout.h) when the class has Node's layout,
-// through Python calls otherwise. The JSON itself is scanned by json_scanner.h.
+// (frame extras, launch metadata, text metrics as reader.py skips them). It takes only the plain
+// common case and gives up (None) on anything else: escapes or control characters in strings,
+// NaN/Infinity, integers beyond int64, metrics neither numbers nor texts, identifiers that are not
+// small ints, same-named siblings, repeated node members, deep nesting inside a skipped value, any
+// syntax error. The caller then runs the pure-Python reader, which decides the exact result or
+// error message: the paths agree by design. Nodes nest through an explicit stack: a 100,000-deep
+// chain costs heap, not C stack. Nodes are made and linked through their slots (node_layout.h)
+// when the class has Node's layout, through Python calls otherwise. The JSON itself is scanned by
+// json_scanner.h.
 #include <nanobind/nanobind.h>
 
 #include <cstring>
@@ -49,6 +50,8 @@ struct Key {
   std::string_view bytes;
   nb::object name;
   bool identifier;  // device_id or device_type
+  bool textual;     // may hold a text (a property), skipped: not one of the profiler's own numbers
+  bool listed;      // joined the profile's names (at its first number)
 };
 
 // The tree builder over the scanner: node objects become Nodes, other values are skipped.
@@ -63,7 +66,7 @@ class Reader : public viewer::JsonScanner {
   bool metadataNames() const { return metadataNames_; }
 
  private:
-  const Key& key();
+  Key& key();
   void frame(OpenNode& node), metrics(OpenNode& node);
   bool kernelWord();  // a string value, validated: true if it is "kernel"
   bool member(OpenNode& node);  // true: the member is "children" and a child starts at p_
@@ -77,18 +80,19 @@ class Reader : public viewer::JsonScanner {
   std::vector<Key> keys_;
 };
 
-const Key& Reader::key() {
+Key& Reader::key() {
   auto [begin, stop] = rawString();
   std::string_view bytes(begin, stop - begin);
-  for (const Key& known : keys_) {
+  for (Key& known : keys_) {
     if (known.bytes == bytes) return known;
   }
   PyObject* text = viewer::decode(begin, stop);
   PyUnicode_InternInPlace(&text);
   nb::object name = nb::steal(text);
-  // Metric names are the only keys read here: each new one joins the profile's names.
-  if (PySet_Add(names_.ptr(), text) < 0) throw nb::python_error();
-  keys_.push_back({bytes, name, bytes == "device_id" || bytes == "device_type"});
+  const bool identifier = bytes == "device_id" || bytes == "device_type";
+  // As nodes.py's NUMBER_ONLY: a text there is a broken profile, which reader.py explains.
+  const bool numberOnly = bytes == "count" || bytes == "time (ns)" || bytes == "cpu_time (ns)";
+  keys_.push_back({bytes, name, identifier, !identifier && !numberOnly, false});
   return keys_.back();
 }
 
@@ -141,13 +145,25 @@ void Reader::metrics(OpenNode& node) {
   node.metrics = nb::steal(dict);
   if (peek() == '}') { ++p_; return; }
   while (true) {
-    const Key& name = key();
-    node.identifiers = node.identifiers || name.identifier;
+    Key& name = key();
     expect(':');
     char c = peek();
+    if (c == '"' && name.textual) {
+      // A text property (a scope's "(pty)"): the viewer shows numbers only, as reader.py does.
+      skipString();
+      if (peek() == ',') { ++p_; continue; }
+      expect('}');
+      break;
+    }
+    node.identifiers = node.identifiers || name.identifier;
     if (!(c == '-' || (c >= '0' && c <= '9'))) throw GiveUp();  // not a number
     nb::object value = number();
     if (PyDict_SetItem(dict, name.name.ptr(), value.ptr()) < 0) throw nb::python_error();
+    // Metric names are the only keys read here: each one with a number joins the profile's names.
+    if (!name.listed) {
+      if (PySet_Add(names_.ptr(), name.name.ptr()) < 0) throw nb::python_error();
+      name.listed = true;
+    }
     if (peek() == ',') { ++p_; continue; }
     expect('}');
     break;

@@ -17,6 +17,11 @@ IDENTIFIERS = frozenset(("device_id", "device_type"))
 NO_CHILDREN = MappingProxyType({})
 NO_METRICS = MappingProxyType({})  # what a node's metrics become once summed and dropped
 
+# Metrics the profiler writes as numbers on every node that has them: a text there is a broken
+# profile. Any other metric may be a text (a scope's "(pty)" property), which the viewer leaves
+# out: its columns are numbers. The native reader (csrc/viewer/tree_reader.cpp) knows the same.
+NUMBER_ONLY = frozenset(("count", "time (ns)", "cpu_time (ns)"))
+
 # Integers beyond this are stored as floats, so that scaling and dividing them never raises
 # OverflowError; one that does not fit a float at all is refused when read.
 _EXACT_LIMIT = 1 << 63
@@ -133,11 +138,14 @@ def plain_metrics(metrics, bools=True):
 
 
 def _checked_metrics(metrics, path, name):
-    """The slow path: identifiers made small ints, huge ints made floats, the rest refused."""
+    """The slow path: identifiers made small ints, huge ints made floats, texts left out (but of
+    NUMBER_ONLY metrics), the rest refused."""
     out = {}
     for key, value in metrics.items():
         if key in IDENTIFIERS:
             out[key] = _identifier(key, value, path, name)
+        elif type(value) is str and key not in NUMBER_ONLY:
+            continue
         elif type(value) is int:
             out[key] = _huge_int(key, value, path, name)
         elif type(value) is float:
