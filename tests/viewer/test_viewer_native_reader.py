@@ -7,38 +7,17 @@ on every fixture, on generated trees and on the fuzz test's mutated inputs. The 
 path's own C-speed shortcuts (plain_metrics) are checked against its exact path here too.
 """
 
-import io
 import json
 import random
-from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
-from flagtree.profiler.viewer import native_read, profile_tree, reader, render
-from flagtree.profiler.viewer.cli import main
+from flagtree.profiler.viewer import native_read, reader
 from flagtree.profiler.viewer.nodes import Node, plain_metrics
 from test_viewer_fuzz import OPTION_SETS, _mutate, _seed_texts
-from viewer_helpers import FIXTURES, H100, kernel, node
+from viewer_helpers import FIXTURES, H100, both_paths, captured_run, kernel, node
 
 native = pytest.mark.skipif(reader.NATIVE_READ is None, reason="native core not built")
-
-
-def _run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        status = main([str(a) for a in argv])
-    return status, out.getvalue(), err.getvalue()
-
-
-def _both(monkeypatch, argv):
-    """(native run, pure-Python run) of the same command line."""
-    fast = _run(argv)
-    with monkeypatch.context() as patch:
-        patch.setattr(reader, "NATIVE_READ", None)
-        patch.setattr(profile_tree, "NATIVE_INCLUSIVE", None)
-        patch.setattr(render, "NATIVE_ROWS", None)
-        slow = _run(argv)
-    return fast, slow
 
 
 def _write(tmp_path, content, name="p.hatchet"):
@@ -81,7 +60,7 @@ def test_plain_profiles_take_the_native_path(tmp_path, monkeypatch):
         path = _write(tmp_path, _profile(rng, size))
         assert _native_takes(path)
         for options in ([], ["-m", "time/ms,count,tflop16/s,util"], ["--print-sorted"], ["-l"]):
-            fast, slow = _both(monkeypatch, [*options, path])
+            fast, slow = both_paths(monkeypatch, [*options, path])
             assert fast == slow and fast[0] == 0, (size, options)
 
 
@@ -112,7 +91,7 @@ def test_unusual_input_is_left_to_the_python_reader(tmp_path, monkeypatch, case)
     assert not _native_takes(path) or case in ("trailing data", "three elements",
                                                 "device_info a list")
     for options in ([], ["-m", "count"]):
-        fast, slow = _both(monkeypatch, [*options, path])
+        fast, slow = both_paths(monkeypatch, [*options, path])
         assert fast == slow, (case, options)
 
 
@@ -124,7 +103,7 @@ def test_fuzzed_inputs_read_the_same_on_both_paths(tmp_path, monkeypatch):
     for index in range(300):
         path = _write(tmp_path, _mutate(rng, rng.choice(seeds)), f"f{index % 4}.hatchet")
         options = rng.choice(OPTION_SETS)
-        fast, slow = _both(monkeypatch, [*options, path])
+        fast, slow = both_paths(monkeypatch, [*options, path])
         assert fast == slow, (index, options)
         outcomes.add(fast[0])
     assert outcomes == {0, 2}
@@ -133,7 +112,7 @@ def test_fuzzed_inputs_read_the_same_on_both_paths(tmp_path, monkeypatch):
 @native
 def test_fixtures_read_the_same_on_both_paths(monkeypatch):
     for path in sorted(FIXTURES.glob("*.hatchet")):
-        fast, slow = _both(monkeypatch, ["-m", "time/ns" if "time" in path.read_text() else "count",
+        fast, slow = both_paths(monkeypatch, ["-m", "time/ns" if "time" in path.read_text() else "count",
                                          str(path)])
         assert fast == slow, path.name
 
@@ -170,7 +149,7 @@ def test_native_reader_says_whether_a_name_has_the_metadata_mark(tmp_path, monke
             found = reader.NATIVE_READ(handle.read(), Node, set())
         assert found[2] is marked
         native_read.unlink(found[0])
-        fast, slow = _both(monkeypatch, ["-m", "time/ns", path])
+        fast, slow = both_paths(monkeypatch, ["-m", "time/ns", path])
         assert fast == slow and fast[0] == 0
         assert "m\n" not in fast[1]
 

@@ -1,35 +1,14 @@
 """Text metrics (a scope's "(pty)" or "(exc)" property given a str): the viewer and read() show
 numbers only, so they leave texts out, on the native reader's path and the pure-Python one alike,
 while the numbers beside them (numeric properties included) are read as before."""
-import io
-from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
 import flagtree.profiler as profiler
-from flagtree.profiler.viewer import native_read, profile_tree, reader, render
-from flagtree.profiler.viewer.cli import main
+from flagtree.profiler.viewer import native_read, reader
 from flagtree.profiler.viewer.nodes import Node
 from support.kernels import launch_add, tensors
-from viewer_helpers import H100, kernel, node
-
-
-def _run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        status = main([str(a) for a in argv])
-    return status, out.getvalue(), err.getvalue()
-
-
-def _both(monkeypatch, argv):
-    """(native run, pure-Python run) of the same command line."""
-    fast = _run(argv)
-    with monkeypatch.context() as patch:
-        patch.setattr(reader, "NATIVE_READ", None)
-        patch.setattr(profile_tree, "NATIVE_INCLUSIVE", None)
-        patch.setattr(render, "NATIVE_ROWS", None)
-        slow = _run(argv)
-    return fast, slow
+from viewer_helpers import H100, both_paths, captured_run, kernel, node
 
 
 def _profile(note="a \"quoted\" text"):
@@ -49,23 +28,23 @@ def test_texts_are_left_out_the_same_on_both_paths(write_profile, monkeypatch):
         assert "batch" in seen and not {"model", "note", "tag"} & seen  # names of numbers only
         native_read.unlink(found[0])
     for argv in (["-m", "time/ns,batch", path], ["-l", path], ["-m", "time/%", "--print-sorted", path]):
-        fast, slow = _both(monkeypatch, argv)
+        fast, slow = both_paths(monkeypatch, argv)
         assert fast == slow and fast[0] == 0, (argv, fast, slow)
-    status, out, _ = fast = _run(["-m", "time/ns,batch", path])
+    status, out, _ = fast = captured_run(["-m", "time/ns,batch", path])
     assert "4000" in out and "8" in out and "llama" not in out and "quoted" not in out
-    listed = _run(["-l", path])[1]
+    listed = captured_run(["-l", path])[1]
     assert "batch" in listed and "model" not in listed and "tag" not in listed
 
 
 def test_a_text_metric_is_no_column(write_profile, monkeypatch):
     path = write_profile(_profile())
-    fast, slow = _both(monkeypatch, ["-m", "model", path])
+    fast, slow = both_paths(monkeypatch, ["-m", "model", path])
     assert fast == slow and fast[0] == 2 and "metric 'model' is not in profile" in fast[2]
 
 
 def test_a_text_in_a_time_is_still_a_broken_profile(write_profile, monkeypatch):
     path = write_profile([node("ROOT", {}, node("s", {"time (ns)": "fast", "tag": "ok"})), {}])
-    fast, slow = _both(monkeypatch, ["-m", "time/ns", path])
+    fast, slow = both_paths(monkeypatch, ["-m", "time/ns", path])
     assert fast == slow and fast[0] == 2 and "metric 'time (ns)' of node 's' is not a number" in fast[2]
 
 
@@ -91,10 +70,10 @@ def test_the_viewer_reads_a_run_with_text_properties_and_its_parts(tmp_path, mon
     profiler.finalize(sid)
     for path, shown in (("run.part1.hatchet", "count,batch"), ("run.part2.hatchet", "count,bytes"),
                         ("run.hatchet", "count,batch,bytes")):
-        fast, slow = _both(monkeypatch, ["-m", shown, tmp_path / path])
+        fast, slow = both_paths(monkeypatch, ["-m", shown, tmp_path / path])
         assert fast == slow and fast[0] == 0, (path, fast)
         assert "llama" not in fast[1] and "mistral" not in fast[1] and "step" in fast[1]
-    merged = _run(["-m", "count", tmp_path / "run.hatchet"])[1]  # the two parts, merged
+    merged = captured_run(["-m", "count", tmp_path / "run.hatchet"])[1]  # the two parts, merged
     assert any(line.split()[:1] == ["2"] and "step" in line for line in merged.splitlines())
     profile = profiler.read(str(tmp_path / "run.hatchet"))
     assert {"batch", "bytes", "count"} <= set(profile.stored_metrics)

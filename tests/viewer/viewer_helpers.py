@@ -1,9 +1,11 @@
-"""Plain helpers shared by the viewer tests (fixture paths, tree builders)."""
+"""Plain helpers shared by the viewer tests (fixture paths, tree builders, captured CLI runs)."""
 
 import io
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
+from flagtree.profiler.viewer import profile_tree, reader, render
 from flagtree.profiler.viewer.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -42,3 +44,23 @@ def tty_run(monkeypatch, *argv):
     monkeypatch.setattr(sys, "stdout", buffer)
     status = main([str(a) for a in argv])
     return status, buffer.getvalue()
+
+
+def captured_run(argv):
+    """Run the CLI; returns (status, stdout text, stderr text)."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        status = main([str(a) for a in argv])
+    return status, out.getvalue(), err.getvalue()
+
+
+def both_paths(monkeypatch, argv):
+    """(native run, pure-Python run) of the same command line: the slow one with the native
+    reader, inclusive sums and row order turned off."""
+    fast = captured_run(argv)
+    with monkeypatch.context() as patch:
+        patch.setattr(reader, "NATIVE_READ", None)
+        patch.setattr(profile_tree, "NATIVE_INCLUSIVE", None)
+        patch.setattr(render, "NATIVE_ROWS", None)
+        slow = captured_run(argv)
+    return fast, slow
