@@ -9,6 +9,7 @@ import warnings
 import pytest
 
 import flagtree.profiler as profiler
+from support.json_check import load_strict
 from support.kernels import launch_add, tensors
 from support.profiles import find, load_json, load_tree
 
@@ -17,20 +18,6 @@ from support.profiles import find, load_json, load_tree
 def no_open_sessions():
     yield
     profiler.finalize()
-
-
-def strict_json(path):
-    """The file parsed refusing what strict JSON lacks: a repeated key, NaN or infinities."""
-    def pairs(items):
-        keys = [k for k, _ in items]
-        assert len(keys) == len(set(keys)), f"repeated key in {keys}"
-        return dict(items)
-
-    def constant(name):
-        raise AssertionError(f"{name} is not JSON")
-
-    with open(path, encoding="utf-8") as f:
-        return json.load(f, object_pairs_hook=pairs, parse_constant=constant)
 
 
 def children(root):
@@ -52,7 +39,7 @@ def test_scope_properties_as_protons_test_has_them(tmp_path):
     profiler.enter_scope("test2", metrics={"a (pty)": 1.0})
     profiler.exit_scope()
     profiler.finalize()
-    nodes = children(strict_json(tmp_path / "p.hatchet")[0])
+    nodes = children(load_strict(tmp_path / "p.hatchet")[0])
     assert nodes["test0"]["metrics"] == {"a": "1"} and nodes["test1"]["metrics"] == {"a": "1"}
     assert nodes["test2"]["metrics"] == {"a": 1.0}
 
@@ -63,7 +50,7 @@ def test_scope_exclusive_as_protons_test_has_it(tmp_path):
         with profiler.scope("test1", metrics={"b (exc)": "1"}):
             pass
     profiler.finalize()
-    root = strict_json(tmp_path / "e.hatchet")[0]
+    root = load_strict(tmp_path / "e.hatchet")[0]
     assert len(root["metrics"]) == 0
     test0 = root["children"][0]
     assert test0["metrics"] == {"a": "1"}
@@ -78,7 +65,7 @@ def test_repeats_keep_the_last_property_and_add_exclusive_numbers(tmp_path):
     profiler.enter_scope("s", metrics={"e (exc)": 0.5})
     profiler.exit_scope(metrics={"p (pty)": "at exit", "e (exc)": 1, "plain": 4})  # exit's go to the same node
     profiler.finalize()
-    metrics = children(strict_json(tmp_path / "r.hatchet")[0])["s"]["metrics"]
+    metrics = children(load_strict(tmp_path / "r.hatchet")[0])["s"]["metrics"]
     assert metrics == {"e": 5.5, "plain": 4.0, "p": "at exit", "n": 3.0, "t": "y"}
 
 
@@ -92,7 +79,7 @@ def test_plain_metrics_still_add_up_an_int_after_a_float_too(tmp_path):
     with profiler.scope("test0", {"big": 2 ** 40}):
         pass
     profiler.finalize()
-    assert children(strict_json(tmp_path / "m.hatchet")[0])["test0"]["metrics"] == {"a": 2.0, "big": 2.0 ** 40}
+    assert children(load_strict(tmp_path / "m.hatchet")[0])["test0"]["metrics"] == {"a": 2.0, "big": 2.0 ** 40}
 
 
 def test_a_property_may_change_type_without_complaint(tmp_path):
@@ -104,7 +91,7 @@ def test_a_property_may_change_type_without_complaint(tmp_path):
         with profiler.scope("s", {"a (pty)": 7}):
             pass
         profiler.finalize()
-    assert children(strict_json(tmp_path / "t.hatchet")[0])["s"]["metrics"] == {"a": 7.0}
+    assert children(load_strict(tmp_path / "t.hatchet")[0])["s"]["metrics"] == {"a": 7.0}
     assert "metric_conflicts" not in load_json(tmp_path / "t.meta.json")
 
 
@@ -124,7 +111,7 @@ def test_values_that_cannot_join_keep_the_last_and_are_warned_of(tmp_path, first
         pass
     with pytest.warns(UserWarning, match=r"1 scope metrics met a value of the same name .*first: 'a'"):
         profiler.finalize()
-    nodes = children(strict_json(tmp_path / "c.hatchet")[0])  # one key "a" per node
+    nodes = children(load_strict(tmp_path / "c.hatchet")[0])  # one key "a" per node
     assert nodes["s"]["metrics"] == {"a": kept}
     meta = load_json(tmp_path / "c.meta.json")
     assert meta["metric_conflicts"] == 1 and meta["first_metric_conflict"] == "a"
@@ -137,7 +124,7 @@ def test_texts_are_escaped_and_names_lose_their_suffix_only(tmp_path):
         pass
     profiler.finalize()
     assert b"\n" not in (tmp_path / "x.hatchet").read_bytes()  # the newline is escaped, not written
-    metrics = children(strict_json(tmp_path / "x.hatchet")[0])["s"]["metrics"]
+    metrics = children(load_strict(tmp_path / "x.hatchet")[0])["s"]["metrics"]
     assert metrics == {'na"me\\': text, "spaced": "v", "(pty) first": 1.0}
 
 
@@ -163,7 +150,7 @@ def test_bad_metrics_are_refused_when_the_scope_is_made(tmp_path, metrics, error
     with profiler.scope("after", {"ok": 1}):
         pass
     profiler.finalize()
-    nodes = children(strict_json(tmp_path / "b.hatchet")[0])
+    nodes = children(load_strict(tmp_path / "b.hatchet")[0])
     assert nodes["s"]["metrics"] == {"ok": 1.0} and nodes["s"]["children"] == []
     assert nodes["after"]["metrics"] == {"ok": 1.0}  # the with block left "s" once, as it should
 
@@ -185,7 +172,7 @@ def test_threads_set_and_add_on_one_node_at_once(tmp_path):
     for t in threads:
         t.join()
     profiler.finalize()
-    metrics = children(strict_json(tmp_path / "th.hatchet")[0])["shared"]["metrics"]
+    metrics = children(load_strict(tmp_path / "th.hatchet")[0])["shared"]["metrics"]
     assert metrics["n"] == workers * rounds and metrics["m"] == 2 * workers * rounds
     assert metrics["who"] in {f"t{k}" for k in range(workers)} and metrics["step"] == rounds - 1
 
@@ -201,8 +188,8 @@ def test_each_part_holds_the_properties_given_in_it(tmp_path):
     with profiler.scope("run", {"tag (pty)": "two"}):
         launch_add(x, y, out)
     profiler.finalize(sid)
-    part1 = children(strict_json(first)[0])
-    part2 = children(strict_json(tmp_path / "q.part2.hatchet")[0])
+    part1 = children(load_strict(first)[0])
+    part2 = children(load_strict(tmp_path / "q.part2.hatchet")[0])
     assert part1["only"]["metrics"] == {"tag": "first"}  # kept, though it has no number
     assert part1["run"]["metrics"] == {"tag": "one", "n": 1.0}
     assert "only" not in part2  # nothing given to it in this part
@@ -219,7 +206,7 @@ def test_a_scheduled_part_holds_its_window_properties(tmp_path):
         written += profiler.step(sid)
     profiler.finalize(sid)
     assert len(written) == 2
-    tags = [children(strict_json(p)[0])["step"]["metrics"] for p in written]
+    tags = [children(load_strict(p)[0])["step"]["metrics"] for p in written]
     assert [(t["k"], t["name"]) for t in tags] == [(1.0, "step1"), (3.0, "step3")]
 
 
@@ -241,7 +228,7 @@ def test_a_state_takes_the_properties_of_a_scope_entered_under_it(tmp_path):
             with profiler.scope("inner", {"a (pty)": "on the state"}):
                 pass
     profiler.finalize()
-    root = strict_json(tmp_path / "st.hatchet")[0]
+    root = load_strict(tmp_path / "st.hatchet")[0]
     assert find(root, "outer", "inner", "s0")["metrics"] == {"a": "on the state"}
     assert find(root, "outer", "inner")["metrics"] == {}
     assert load_tree(tmp_path / "st.hatchet")[0]["metrics"] == {}

@@ -18,7 +18,7 @@ from flagtree.profiler import _native
 from flagtree.profiler.writers.atomic import write_json, write_text
 from flagtree.profiler.writers.device_scopes import write_device_scopes
 from flagtree.profiler.writers.metadata import write_metadata
-from support.json_check import JsonError, check_deep_chain, check_file, scan
+from support.json_check import JsonError, check_deep_chain, check_file, load_strict, scan
 from support.profiles import find, load_json, load_tree
 
 from support.package_path import PACKAGE_ROOT as SRC  # noqa: E402  (the imported build, src/ or site-packages)
@@ -29,14 +29,6 @@ TESTS = os.path.join(os.path.dirname(__file__), "..")
 def no_open_sessions():
     yield
     profiler.finalize()
-
-
-def _strict_load(path):
-    def reject(token):
-        raise AssertionError(f"bare {token} in {path}")
-
-    with open(path) as f:
-        return json.load(f, parse_constant=reject)
 
 
 def _host_kernel(name="k"):
@@ -79,7 +71,7 @@ def test_trace_chain_100000_deep_names_the_whole_path(tmp_path):
     profiler.start(str(tmp_path / "deep"), data="trace")
     _chain(100_000, "s")
     profiler.finalize()
-    events = _strict_load(tmp_path / "deep.chrome_trace")["traceEvents"]
+    events = load_strict(tmp_path / "deep.chrome_trace")["traceEvents"]
     (kernel,) = [e for e in events if e.get("cat") == "kernel"]
     assert kernel["args"]["context"] == "/".join(["s"] * 100_000)
     assert kernel["args"]["call_stack"] == ["ROOT"] + ["s"] * 100_000 + ["innermost"]
@@ -110,7 +102,7 @@ def test_non_finite_metrics_are_written_as_null(tmp_path):
     with profiler.scope("s", {"bad": math.nan, "big": math.inf, "small": -math.inf, "fine": 1.5}):
         _host_kernel()
     profiler.finalize()
-    root, _ = _strict_load(tmp_path / "nan.hatchet")
+    root, _ = load_strict(tmp_path / "nan.hatchet")
     metrics = find(root, "s")["metrics"]
     assert metrics["bad"] is None and metrics["big"] is None and metrics["small"] is None
     assert metrics["fine"] == 1.5
@@ -125,16 +117,16 @@ def test_non_finite_extras_in_a_trace_are_null(tmp_path):
         _native.dump.session_write(slot, str(tmp_path / "tr.chrome_trace"), pid=os.getpid())
     finally:
         _native.session.session_remove(slot)
-    (kernel,) = [e for e in _strict_load(tmp_path / "tr.chrome_trace")["traceEvents"] if e.get("cat") == "kernel"]
+    (kernel,) = [e for e in load_strict(tmp_path / "tr.chrome_trace")["traceEvents"] if e.get("cat") == "kernel"]
     assert kernel["args"]["ratio"] is None and kernel["args"]["ok"] == 2.0
 
 
 def test_python_side_files_are_strict(tmp_path):
     write_metadata(tmp_path / "m.meta.json", {"x": math.nan, "nested": [{"y": math.inf}], "z": 1.0})
-    meta = _strict_load(tmp_path / "m.meta.json")
+    meta = load_strict(tmp_path / "m.meta.json")
     assert meta == {"x": None, "nested": [{"y": None}], "z": 1.0}
     write_device_scopes(tmp_path / "d.device_scopes.json", [{"ph": "X", "ts": math.nan}], math.inf)
-    trace = _strict_load(tmp_path / "d.device_scopes.json")
+    trace = load_strict(tmp_path / "d.device_scopes.json")
     assert trace["traceEvents"] == [{"ph": "X", "ts": None}] and trace["otherData"]["clock_ghz"] is None
 
 
@@ -148,10 +140,10 @@ def test_names_are_escaped_and_round_trip(tmp_path, data):
     out = tmp_path / ("esc.hatchet" if data == "tree" else "esc.chrome_trace")
     check_file(out)
     if data == "tree":
-        root, _ = _strict_load(out)
+        root, _ = load_strict(out)
         assert find(root, name, name + " kernel")["metrics"]["count"] == 1
     else:
-        events = _strict_load(out)["traceEvents"]
+        events = load_strict(out)["traceEvents"]
         (kernel,) = [e for e in events if e.get("cat") == "kernel"]
         assert kernel["name"] == name + " kernel" and kernel["args"]["context"] == name
         assert kernel["args"]["call_stack"] == ["ROOT", name, name + " kernel"]
@@ -248,7 +240,7 @@ def test_ctrl_c_during_the_write_leaves_a_whole_file(tmp_path):
     returncode = _interrupt_during_write(str(tmp_path), path, signal.SIGINT, previous)
     # The native write runs to its end with the signal pending; Python then raises.
     assert returncode == 4
-    data = _strict_load(path)
+    data = load_strict(path)
     assert "previous" not in data and sum(e.get("cat") == "kernel" for e in data["traceEvents"]) >= 300_000
     assert not _temps(str(tmp_path))
 
@@ -328,10 +320,10 @@ def test_a_profile_and_its_metadata_never_disagree(tmp_path):
     second.kill()
     second.communicate(timeout=120)
     assert second.returncode == -signal.SIGKILL  # killed while writing, not after
-    trace = _strict_load(tmp_path / "run.chrome_trace")
+    trace = load_strict(tmp_path / "run.chrome_trace")
     meta_path = tmp_path / "run.meta.json"
     if meta_path.exists():
-        assert _strict_load(meta_path)["start_time_ns"] == trace["otherData"]["start_time_ns"]
+        assert load_strict(meta_path)["start_time_ns"] == trace["otherData"]["start_time_ns"]
     else:
         assert trace["otherData"]["kernel_records"] in (1_000, 400_000)
 
@@ -347,7 +339,7 @@ def test_a_full_disk_at_finalize_leaves_no_mismatched_metadata(tmp_path):
         exec(sys.argv[4])
     """), str(base), "20000", SRC, _SESSION_CHILD], capture_output=True, text=True, timeout=120)
     assert child.returncode != 0 and "cannot write" in child.stderr
-    assert _strict_load(tmp_path / "run.chrome_trace") == {"traceEvents": [], "previous": True}
+    assert load_strict(tmp_path / "run.chrome_trace") == {"traceEvents": [], "previous": True}
     assert not (tmp_path / "run.meta.json").exists()  # the old one went first; no new one came
     assert not _temps(str(tmp_path))
 
@@ -369,7 +361,7 @@ def test_a_planted_symlink_is_replaced_not_followed(tmp_path, data):
     for suffix in (ext, ".meta.json"):
         assert (elsewhere / ("victim" + suffix)).read_text() == "keep me"
         assert not os.path.islink(tmp_path / ("p" + suffix))
-        _strict_load(tmp_path / ("p" + suffix))
+        load_strict(tmp_path / ("p" + suffix))
 
 
 def test_python_writers_replace_a_planted_symlink(tmp_path):
@@ -379,9 +371,9 @@ def test_python_writers_replace_a_planted_symlink(tmp_path):
     write_device_scopes(tmp_path / "d.device_scopes.json", [], 1.5)
     assert victim.read_text() == "keep me"
     assert not os.path.islink(tmp_path / "d.device_scopes.json")
-    assert _strict_load(tmp_path / "d.device_scopes.json")["otherData"]["clock_ghz"] == 1.5
+    assert load_strict(tmp_path / "d.device_scopes.json")["otherData"]["clock_ghz"] == 1.5
     write_json(tmp_path / "victim", {"a": 1})  # and an ordinary file is simply replaced
-    assert _strict_load(victim) == {"a": 1}
+    assert load_strict(victim) == {"a": 1}
 
 
 def test_metadata_versions_come_from_the_imported_modules_and_agree_with_the_installed_ones():

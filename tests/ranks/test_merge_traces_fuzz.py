@@ -14,6 +14,7 @@ from flagtree.profiler.writers import chrome_trace
 from flagtree.profiler.viewer.cli import main as viewer_main
 
 from ranks.test_merge_traces import one_host_meta, trace
+from support.json_check import loads_strict
 from support.orjson_switch import orjson_installed, without_orjson
 
 # Raw JSON text: NaN, Infinity and 1e999 are what broken writers put in files.
@@ -23,12 +24,6 @@ HOSTILE = ["NaN", "Infinity", "-Infinity", "1e999", "-1e999", "{}", "[1]", "[[[[
 EVENT_KEYS = ["pid", "tid", "ts", "dur", "ph", "id", "name", "args", "cat"]
 META_KEYS = ["rank", "host", "pid", "trace_origin_monotonic_ns", "clock_base", "clock_offset_ns",
              "clock_offset_error_ns", "dropped_records", "lost_launches"]
-
-
-def strict_loads(text):
-    def refuse(constant):
-        raise AssertionError(f"non-strict JSON constant {constant} in the merged trace")
-    return json.loads(text, parse_constant=refuse)
 
 
 def mutated(rng, n):
@@ -85,7 +80,7 @@ def test_mutated_traces_are_merged_strictly_or_refused_in_one_line(tmp_path, cap
             assert len(lines) == 1 and str(bad) in lines[0], (text[:300], printed.err)
             assert not out.exists()
             continue
-        document = strict_loads(out.read_text())
+        document = loads_strict(out.read_text())
         merged_events = [e for e in document["traceEvents"] if e.get("ph") != "M"]
         skipped = document["otherData"]["skipped_events"]
         per_file = {m["file"]: m["skipped_events"] for m in document["otherData"]["merged_from"]}
@@ -111,7 +106,7 @@ def test_a_nan_duration_is_skipped_counted_and_named(tmp_path, capsys, monkeypat
     assert mt.main(["-o", str(tmp_path / "m.json"), str(path)]) == 0
     out = capsys.readouterr().out
     assert f"SKIPPED 1 bad events (first: '{path}' event 4: 'dur' is nan, not a finite number)" in out
-    names = [e["name"] for e in strict_loads((tmp_path / "m.json").read_text())["traceEvents"]]
+    names = [e["name"] for e in loads_strict((tmp_path / "m.json").read_text())["traceEvents"]]
     assert "step" not in names and names.count("k") == 2
 
 
@@ -124,7 +119,7 @@ def test_an_unhashable_thread_id_is_skipped_in_the_viewer_command_too(tmp_path, 
     assert viewer_main(["--merge-traces", str(tmp_path / "m.json"), str(path)]) == 0
     assert f"SKIPPED 2 bad events (first: '{path}' event 1: 'tid' is [...], not a number or a string)" \
         in capsys.readouterr().out
-    ks = [e for e in strict_loads((tmp_path / "m.json").read_text())["traceEvents"] if e["name"] == "k"]
+    ks = [e for e in loads_strict((tmp_path / "m.json").read_text())["traceEvents"] if e["name"] == "k"]
     assert len(ks) == 1  # event 5 was the first kernel
 
 

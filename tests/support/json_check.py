@@ -1,6 +1,8 @@
-"""A strict JSON checker without recursion, for outputs too deep for json.loads: a token
-scanner (regular expressions) driven by an explicit stack. Rejects what strict JSON rejects,
-NaN and Infinity included."""
+"""Strict JSON in the tests: `loads_strict`/`load_strict` parse with json, refusing NaN, the
+infinities and a key repeated in one object; `scan` and `check_file` check outputs too deep for
+json.loads without recursion, a token scanner (regular expressions) driven by an explicit stack,
+rejecting what strict JSON rejects, NaN and Infinity included."""
+import json
 import re
 
 _TOKEN = re.compile(r'[ \t\n\r]*(?:([{}\[\],:])|"((?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*)"'
@@ -10,6 +12,28 @@ _END = re.compile(r"[ \t\n\r]*\Z")
 
 class JsonError(ValueError):
     pass
+
+
+def _pairs(items):
+    keys = [k for k, _ in items]
+    if len(keys) != len(set(keys)):
+        raise AssertionError(f"repeated key in {keys}")
+    return dict(items)
+
+
+def _constant(name):
+    raise AssertionError(f"non-strict JSON constant {name}")
+
+
+def loads_strict(text):
+    """`text` parsed refusing what strict JSON lacks: a repeated key, NaN or infinities."""
+    return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
+
+
+def load_strict(path):
+    """The file at `path`, as loads_strict parses it."""
+    with open(path, encoding="utf-8") as f:
+        return loads_strict(f.read())
 
 
 def scan(text, on_key=None):

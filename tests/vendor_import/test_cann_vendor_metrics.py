@@ -14,6 +14,7 @@ from flagtree.profiler.backends import BackendUnavailable, get_backend
 from flagtree.profiler.backends.cann.metrics import CannVendorMetrics
 from flagtree.profiler.backends.mode import vendor_mode
 from flagtree.profiler.vendor_import import UNMATCHED_HOLDER, session_launches
+from support.json_check import load_strict
 from support.kernels import launch_add, launch_copy, tensors
 from standins import build_standin
 
@@ -105,10 +106,7 @@ def test_rows_join_kernel_nodes_rule_by_rule(toolkit, tmp_path, monkeypatch):
 def test_vendor_json_reads_back_strict_with_each_rows_rule(toolkit, tmp_path, monkeypatch):
     _profile_with_vendor_metrics(tmp_path, monkeypatch)
 
-    def no_constants(name):
-        raise AssertionError(f"non-strict JSON constant {name}")
-
-    document = json.loads((tmp_path / "prof.vendor.json").read_text(), parse_constant=no_constants)
+    document = load_strict(tmp_path / "prof.vendor.json")
     assert document["schema_version"] == 1 and document["backend"] == "cann" and document["importer"] == "msprof"
     assert document["requested_metrics"] == ["aicore", "bandwidth"]
     assert len(document["raw_inputs"]) == 3
