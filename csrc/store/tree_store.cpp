@@ -1,5 +1,6 @@
 #include "store/tree_store.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "core/strings.h"
@@ -31,15 +32,14 @@ void TreeStore::addRecord(uint32_t context, uint32_t state, const DeviceRecord& 
 void TreeStore::addScopeMetrics(uint32_t node, const ScopeMetrics& metrics) {
   std::lock_guard<std::mutex> lock(mutex());
   auto& allProperties = tree_.properties();
+  const auto owned = allProperties.find(node);  // looked up once for all the sums below
+  std::vector<Property>* held = owned == allProperties.end() ? nullptr : &owned->second;
   for (const auto& m : metrics.sums) {
-    auto owned = allProperties.find(node);
-    if (owned != allProperties.end()) {
-      auto& list = owned->second;
-      for (auto it = list.begin(); it != list.end(); ++it) {
-        if (it->name != m.first) continue;
-        list.erase(it);
+    if (held) {
+      auto it = std::find_if(held->begin(), held->end(), [&](const Property& p) { return p.name == m.first; });
+      if (it != held->end()) {
+        held->erase(it);
         noteConflict(m.first);
-        break;
       }
     }
     tree_.node(node).metrics.add(m.first, m.second);
