@@ -196,6 +196,19 @@ def test_a_failed_profile_write_keeps_the_previous_profile_and_raises_with_path_
     assert_clean_and_usable(folder, report, data)
 
 
+@pytest.mark.parametrize("op,error,fsync", [("write", errno.ENOSPC, False), ("fsync", errno.EIO, True),
+                                            ("close", errno.EIO, False), ("rename", errno.EIO, False)])
+def test_a_failed_metadata_write_raises_with_its_path_and_leaves_no_stale_metadata(shim, folder, op, error, fsync):
+    report = run_child(shim, folder, "finalize", op=op, error=error, after=100 if op == "write" else 0,
+                       only="run.meta.json", fsync=fsync)
+    kind, message = report["raised"]
+    meta = os.path.join(folder, "run.meta.json")
+    assert kind == "OSError" and says(message, meta, error)  # os.write's own error names no file
+    assert load_strict(os.path.join(folder, "run.hatchet"))  # the profile stands; its metadata did not land
+    assert not os.path.exists(meta)
+    assert_clean_and_usable(folder, report)
+
+
 @pytest.mark.parametrize("data,op", [("tree", "write"), ("trace", "rename")])
 def test_a_failed_part_is_raised_by_flush_part_and_finalize_and_listed_in_the_metadata(shim, folder, data, op):
     part = f"run.part1.{EXTENSIONS[data]}"

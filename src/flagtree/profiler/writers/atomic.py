@@ -69,20 +69,40 @@ def write_bytes(path, data):
         return
     temp, fd = _create_temporary(os.path.dirname(os.path.abspath(path)), os.path.basename(path))
     try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            if sync_wanted():
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, path)
+        with _Naming(path, temp):
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                if sync_wanted():
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temp, path)
     except BaseException:
         _discard(temp)
         raise
     # No fsync of the folder (as in the native writers): with FLAGTREE_PROFILER_FSYNC=1, after a
     # power loss the name holds the old file or the new one, both whole.
+
+
+class _Naming:
+    """Re-raises an OSError of writing `path` through `temp` as one that names `path` (same errno,
+    so the same subclass), so that the user reads which output failed and why: os.write's,
+    os.fsync's and os.close's errors (a full disk, EIO) name no file, and os.replace's name the
+    temporary one first. In atomic_file's block an error naming no file is taken as the output's
+    (its writes raise those); one naming another file (a caller's input) is left as it is."""
+
+    def __init__(self, path, temp):
+        self.path, self.temp = path, temp
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        if not isinstance(error, OSError) or error.errno is None or error.filename not in (None, self.temp):
+            return False
+        raise OSError(error.errno, error.strerror, self.path) from error
 
 
 def _discard(temp):
@@ -105,12 +125,13 @@ def atomic_file(path):
     folder = os.path.dirname(os.path.abspath(path))
     temp, fd = _create_temporary(folder, os.path.basename(path))
     try:
-        with os.fdopen(fd, "wb") as out:
+        with _Naming(path, temp), os.fdopen(fd, "wb") as out:
             yield out
             out.flush()
             if sync_wanted():
                 os.fsync(out.fileno())
-        os.replace(temp, path)
+        with _Naming(path, temp):
+            os.replace(temp, path)
     except BaseException:
         _discard(temp)
         raise
@@ -149,6 +170,8 @@ def _create_temporary(folder, name):
             return temp, os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         except FileExistsError:
             continue
+        except OSError as error:  # a folder gone or read-only: said of the output, not of its temporary name
+            raise OSError(error.errno, error.strerror, os.path.join(folder, name)) from error
     raise FileExistsError(f"cannot create a temporary file beside {os.path.join(folder, name)}")
 
 
