@@ -225,6 +225,22 @@ def test_a_failed_part_is_raised_by_flush_part_and_finalize_and_listed_in_the_me
     assert_clean_and_usable(folder, report, data)
 
 
+@pytest.mark.parametrize("op,error", [("write", errno.ENOSPC), ("readonly", errno.EROFS)])
+def test_schedule_parts_lost_before_a_failed_finalize_are_said_and_none_lands_after_it(shim, folder, op, error):
+    report = run_child(shim, folder, "schedule", op=op, error=error)
+    kind, message = report["raised"]
+    # ENOSPC: the last part, written by finalize itself; read-only: the old metadata's removal.
+    failing = "run.part4.hatchet" if op == "write" else "run.meta.json"
+    assert kind in ("RuntimeError", "OSError") and says(message, os.path.join(folder, failing), error)
+    (warning,) = report["warnings"]
+    assert "3 parts of session" in warning and says(warning, os.path.join(folder, "run.part1.hatchet"), error)
+    # The window parts failed on the writer thread before finalize returned: none was written
+    # afterwards, once the fault was gone, over the previous run's file.
+    assert previous_kept(folder, "run.part1.hatchet")
+    assert not glob.glob(os.path.join(folder, "run.part[234].hatchet"))
+    assert_clean_and_usable(folder, report)
+
+
 @pytest.mark.parametrize("only", ["", "run.meta.json"])
 def test_a_windows_failed_background_write_is_warned_of_and_counted(shim, folder, only):
     report = run_child(shim, folder, "window", only=only)

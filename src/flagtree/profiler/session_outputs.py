@@ -188,9 +188,27 @@ def write_outputs(s):
     metadata, then warns of a clock shift or lost records."""
     s.stop_realtime_ns = native.core.realtime_ns()
     stats, shift = _stats(s)
+    # Before anything here can fail: a failed finalize must not return with parts still pending
+    # (they would land later, and their failures be kept for a session no step() looks at again).
+    failed = _settle_parts(s)  # parts in order: the writer thread's before the last
+    lost = (f"{len(failed)} parts of session {s.id} were not written, their data are lost "
+            f"({safe(failed[0].path)}: {safe(str(failed[0].error))})") if failed else ""
+    try:
+        shifts = _write_rest(s, stats, shift, failed)
+    except Exception:
+        if failed:  # the raise below that says so is not reached: said beside this error
+            warnings.warn(f"flagtree.profiler: {lost}", stacklevel=4)
+        raise
+    _warn_of_losses(s, stats, shifts)
+    if failed:  # after everything else is written: what is lost, said in finalize's raise
+        raise RuntimeError(f"flagtree.profiler: {lost}; metadata: failed_parts")
+
+
+def _write_rest(s, stats, shift, failed):
+    """write_outputs' files after the parts on the writer thread: the last parts or the profiles,
+    then the metadata; `failed`: the parts whose write failed. Returns the device shifts applied."""
     remove(s.metadata_path)  # first: see the module docstring
     shifts = {m.data: (shift if m is s else device_clock_shift(m)) for m in members(s)}
-    failed = _settle_parts(s)  # parts in order: the writer thread's before the last
     # The rest becomes the last part, no whole-run file; a trigger's window is always a part.
     for m in (m for m in members(s) if m.part_jobs or s.window is not None):
         s.written.append(write_part(m, shifts[m.data]))
@@ -214,10 +232,7 @@ def write_outputs(s):
         s.written.append(m.output_path)
     write_metadata(s.metadata_path, text)
     s.written.append(s.metadata_path)
-    _warn_of_losses(s, stats, shifts)
-    if failed:  # after everything else is written: what is lost, said in finalize's raise
-        raise RuntimeError(f"flagtree.profiler: {len(failed)} parts of session {s.id} were not written, their data "
-                           f"are lost ({safe(failed[0].path)}: {safe(str(failed[0].error))}); metadata: failed_parts")
+    return shifts
 
 
 def _warn_of_losses(s, stats, shifts):
