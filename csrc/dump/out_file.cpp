@@ -39,9 +39,14 @@ bool exchangeInto(const std::string& tmp, const std::string& path) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0 || !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) return false;
   if (::syscall(SYS_renameat2, AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), kRenameExchange) != 0) return false;
-  if (::unlink(tmp.c_str()) == 0 || errno != EISDIR) return true;  // a file left behind is only a leftover
-  // A folder took the file's place since the lstat: put it back; the rename then fails on it.
-  ::syscall(SYS_renameat2, AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), kRenameExchange);
+  if (::unlink(tmp.c_str()) == 0) return true;
+  // The old entry stays under the temporary name: a folder that took the file's place since the
+  // lstat (EISDIR), or a file the disk would not remove (EIO). Put it back, and let the plain
+  // rename replace the file, which leaves nothing behind, or fail on the folder. Only a file
+  // whose exchange back fails too stays there, beside the new one in place.
+  const int error = errno;
+  const bool putBack = ::syscall(SYS_renameat2, AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), kRenameExchange) == 0;
+  return !putBack && error != EISDIR;
 #else
   (void)tmp;
   (void)path;

@@ -196,6 +196,17 @@ def test_a_failed_profile_write_keeps_the_previous_profile_and_raises_with_path_
     assert_clean_and_usable(folder, report, data)
 
 
+@pytest.mark.parametrize("data", ["tree", "trace"])
+def test_an_old_file_the_disk_will_not_remove_after_the_exchange_is_not_left_behind(shim, folder, data):
+    # The native writer exchanges the new file with the old one, then removes the old one, now
+    # under the temporary name; when that fails, the plain rename replaces it instead.
+    target = f"run.{EXTENSIONS[data]}"
+    report = run_child(shim, folder, "finalize", data=data, op="unlink", error=errno.EIO, only=".tmp")
+    assert "raised" not in report
+    assert not previous_kept(folder, target) and load_strict(os.path.join(folder, target))
+    assert_clean_and_usable(folder, report, data)
+
+
 @pytest.mark.parametrize("op,error,fsync", [("write", errno.ENOSPC, False), ("fsync", errno.EIO, True),
                                             ("close", errno.EIO, False), ("rename", errno.EIO, False)])
 def test_a_failed_metadata_write_raises_with_its_path_and_leaves_no_stale_metadata(shim, folder, op, error, fsync):
@@ -252,7 +263,8 @@ def test_a_windows_failed_background_write_is_warned_of_and_counted(shim, folder
     # The next window's metadata, written once the disk had room again, counts the lost one.
     meta = load_strict(os.path.join(folder, "run.meta.json"))
     assert meta["failed_windows"] == 1 and [w["window"] for w in meta["windows"]] == [1, 2]
-    assert [f["path"] for f in meta.get("failed_parts", [])] == [os.path.join(folder, "run.part1.hatchet")] * (only == "")
+    lost = [os.path.join(folder, "run.part1.hatchet")] if only == "" else []
+    assert [f["path"] for f in meta.get("failed_parts", [])] == lost
     assert_clean_and_usable(folder, report)
 
 

@@ -5,7 +5,8 @@
  *   FTP_FAULT_NAME   optional: only paths whose last component contains this text
  *   FTP_FAULT_OP     write (write, pwrite), fsync (fsync, fdatasync), close, rename (rename,
  *                    renameat, renameat2, and syscall(SYS_renameat2), which the native writer
- *                    calls), or readonly (creating or opening for writing, unlink, and every rename)
+ *                    calls), unlink, or readonly (creating or opening for writing, unlink, and
+ *                    every rename)
  *   FTP_FAULT_ERRNO  the errno the call fails with
  *   FTP_FAULT_AFTER  write: bytes let through first (the one that crosses it is cut short, as a
  *                    disk filling up does); other calls: matching calls let through first
@@ -221,5 +222,6 @@ EXPORT int unlink(const char* path) {
   static int (*real)(const char*);
   if (!real) real = next_symbol("unlink");
   int error = readonly_fails(path);
+  if (!error && fault_on("unlink", &error) && !(under_folder(path) && call_fails())) error = 0;
   return error ? failing(error) : real(path);
 }
