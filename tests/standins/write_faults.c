@@ -192,12 +192,15 @@ static int readonly_fails(const char* path) {
 
 static int opens_for_writing(int flags) { return (flags & (O_CREAT | O_WRONLY | O_RDWR)) != 0; }
 
+static int takes_mode(int flags) { return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE; }
+
+/* open, open64, openat, openat64: the mode is read only where the call passes one. */
 #define OPEN_SHIM(name, ...)                                                     \
   EXPORT int name(__VA_ARGS__, int flags, ...) {                                 \
     static int (*real)(ARGS_TYPES, int, ...);                                    \
     if (!real) real = next_symbol(#name);                                        \
     mode_t mode = 0;                                                             \
-    if (flags & (O_CREAT | __O_TMPFILE)) {                                       \
+    if (takes_mode(flags)) {                                                     \
       va_list args;                                                              \
       va_start(args, flags);                                                     \
       mode = va_arg(args, mode_t);                                               \
@@ -221,7 +224,7 @@ OPEN_SHIM(openat64, int dir, const char* path)
 EXPORT int unlink(const char* path) {
   static int (*real)(const char*);
   if (!real) real = next_symbol("unlink");
-  int error = readonly_fails(path);
-  if (!error && fault_on("unlink", &error) && !(under_folder(path) && call_fails())) error = 0;
+  int error = readonly_fails(path), code;
+  if (!error && fault_on("unlink", &code) && under_folder(path) && call_fails()) error = code;
   return error ? failing(error) : real(path);
 }
