@@ -2,6 +2,7 @@
 (-b interpreter), the command as a subprocess. The script prints READY <step> at the steps the test
 names and waits there for a go file, so the test sends its signal or touches its file at a known
 step; each window then holds known steps."""
+import errno
 import json
 import os
 import signal
@@ -13,6 +14,7 @@ import time
 import pytest
 
 from flagtree.profiler.cli import command as cli
+from standins import build_standin
 from support.profiles import kernel_counts, load_json, load_tree
 
 SCRIPT = textwrap.dedent('''
@@ -116,6 +118,17 @@ def test_an_idle_program_writes_nothing(workdir):
     child = start(workdir, ["--trigger", "signal:HUP", "--window", "seconds=1"], ["4"])
     err = finish(child)
     assert "signal:SIGHUP opened no window: nothing was written" in err
+    assert sorted(os.listdir(workdir)) == ["work.py"]
+
+
+def test_a_window_the_disk_refused_is_said_not_written(workdir, tmp_path_factory):
+    shim = build_standin("write_faults.c", tmp_path_factory.mktemp("shim"), "libwrite_faults.so", ["-ldl"])
+    faults = dict(LD_PRELOAD=shim, FTP_FAULT_DIR=os.path.realpath(workdir), FTP_FAULT_NAME="w.", FTP_FAULT_OP="write",
+                  FTP_FAULT_ERRNO=str(errno.ENOSPC), FTP_FAULT_AFTER="0")
+    child = start(workdir, ["--trigger", "steps:1-2", "-n", "w"], ["4"], **faults)
+    err = finish(child)  # the program's own exit status: it ran; the loss is said, not hidden
+    assert "window 1 was not written" in err and os.strerror(errno.ENOSPC) in err
+    assert "steps:1-2: nothing was written; 1 window not written" in err and "opened no window" not in err
     assert sorted(os.listdir(workdir)) == ["work.py"]
 
 

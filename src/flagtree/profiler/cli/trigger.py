@@ -79,13 +79,19 @@ def _finish(armed, code):
 
 def _say_written(armed):
     ignored = f"; {armed.ignored_triggers} triggers came during a window and were ignored" if armed.ignored_triggers else ""
+    failed = armed.failed_windows
+    lost = f"; {failed} window{'s' if failed != 1 else ''} not written (warned above; metadata: failed_windows)"
     if not armed.files:
-        say(f"{armed.trigger} opened no window: nothing was written{ignored}")
+        say(f"{armed.trigger} opened no window: nothing was written{ignored}" if not failed
+            else f"{armed.trigger}: nothing was written{lost}{ignored}")
         return
     by_kind = {}
     for path in armed.files:
         by_kind.setdefault(path[path.rindex("."):], []).append(path)
     count = len(armed.windows)
-    say(f"{count} window{'s' if count != 1 else ''} written{ignored}")
+    if failed:  # `windows` lists a window whose write failed too
+        say(f"{count} window{'s' if count != 1 else ''} recorded{lost}{ignored}")
+    else:
+        say(f"{count} window{'s' if count != 1 else ''} written{ignored}")
     for files in by_kind.values():
         say(wrote_line(files))
