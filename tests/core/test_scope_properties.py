@@ -137,6 +137,8 @@ def test_texts_are_escaped_and_names_lose_their_suffix_only(tmp_path):
     ({"(pty)": "x"}, ValueError, r"the name before \(pty\) must be text"),
     ({"cpu_time (ns)(exc)": 5}, ValueError, r"which the profiler writes itself"),
     ({"count (pty)": 1}, ValueError, r"which the profiler writes itself"),
+    ({"cpu_time (ns)": 5}, ValueError, r"which the profiler writes itself"),
+    ({"count": 1}, ValueError, r"which the profiler writes itself"),
     ({"a (pty)": "\ud800"}, ValueError, r"lone surrogate"),
     ({1: 2.0}, TypeError, r"scope metric names must be strings, got 1"),
 ])

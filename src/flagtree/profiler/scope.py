@@ -69,6 +69,11 @@ def _metric_items(metrics):
                         if isinstance(value, str) else "")
                 raise TypeError(f"scope metric {key!r} must map a name to an int or float, got {value!r}{hint}")
             _check_text("scope metric name", key)
+            # A plain name is written as given: one the tree writes itself (a cpu-timed scope's
+            # "cpu_time (ns)") would repeat a key in the node's object, or pass for a kernel count.
+            if key in _WRITTEN_KEYS:
+                raise ValueError(f"scope metric {key!r}: the name must be text other than "
+                                 f"{', '.join(sorted(_WRITTEN_KEYS))} (which the profiler writes itself)")
             sums.append((key, float(value)))
             continue
         name = key[:-5].strip()
