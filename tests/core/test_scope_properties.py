@@ -139,6 +139,8 @@ def test_texts_are_escaped_and_names_lose_their_suffix_only(tmp_path):
     ({"count (pty)": 1}, ValueError, r"which the profiler writes itself"),
     ({"cpu_time (ns)": 5}, ValueError, r"which the profiler writes itself"),
     ({"count": 1}, ValueError, r"which the profiler writes itself"),
+    ({"bytes": 10 ** 400}, ValueError, r"^scope metric 'bytes': an int of 1329 bits is too large for a float64"),
+    ({"n (pty)": -10 ** 400}, ValueError, r"^scope metric 'n \(pty\)': an int of 1329 bits is too large"),
     ({"a (pty)": "\ud800"}, ValueError, r"lone surrogate"),
     ({1: 2.0}, TypeError, r"scope metric names must be strings, got 1"),
 ])

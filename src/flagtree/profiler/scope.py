@@ -52,6 +52,16 @@ _SUFFIXES = ("(pty)", "(exc)")
 _WRITTEN_KEYS = frozenset(("count", "time (ns)", "cpu_time (ns)", "device_id", "device_type"))
 
 
+def _float64(key, value):
+    """A metric's value as the float64 it is kept as. An int past float64's range is refused by
+    name: float() would raise a bare OverflowError that names neither the metric nor the rule."""
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"scope metric {key!r}: an int of {value.bit_length()} bits is too large for a float64 "
+                         f"(scope metrics are float64)") from None
+
+
 def _metric_items(metrics):
     """(sums, properties) of a scope's metrics: [(name, float)] added up on the node, and
     [(name, float or str)] set on it, suffixes taken off."""
@@ -74,7 +84,7 @@ def _metric_items(metrics):
             if key in _WRITTEN_KEYS:
                 raise ValueError(f"scope metric {key!r}: the name must be text other than "
                                  f"{', '.join(sorted(_WRITTEN_KEYS))} (which the profiler writes itself)")
-            sums.append((key, float(value)))
+            sums.append((key, _float64(key, value)))
             continue
         name = key[:-5].strip()
         if not name or name in _WRITTEN_KEYS:
@@ -87,9 +97,9 @@ def _metric_items(metrics):
         elif isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError(f"scope metric {key!r} must map a name to an int, float or str, got {value!r}")
         elif suffix == "(exc)":
-            sums.append((name, float(value)))
+            sums.append((name, _float64(key, value)))
         else:
-            properties.append((name, float(value)))
+            properties.append((name, _float64(key, value)))
     return sums, properties
 
 
