@@ -55,6 +55,24 @@ def test_hooks_are_removed_with_the_last_session(tmp_path):
     assert "nobody_records_me" not in json.dumps(json.load(open(tmp_path / "u.hatchet")))
 
 
+@pytest.mark.parametrize("first", ["interpreter", "tianshu"])
+def test_an_interpreter_and_a_tianshu_session_open_at_once_count_each_launch_once(tmp_path, first):
+    x, y, out = tensors()
+    second = "tianshu" if first == "interpreter" else "interpreter"
+    a = profiler.start(str(tmp_path / "a"), backend=first)
+    launch_add(x, y, out)
+    b = profiler.start(str(tmp_path / "b"), backend=second)
+    launch_add(x, y, out)
+    launch_copy(x, out)
+    profiler.finalize(a)
+    launch_add(x, y, out)
+    profiler.finalize(b)
+    assert {p: m["count"] for p, m in metrics_by_path(tmp_path / "a.hatchet").items()} == {
+        ("add_kernel",): 2, ("copy_kernel",): 1}
+    assert {p: m["count"] for p, m in metrics_by_path(tmp_path / "b.hatchet").items()} == {
+        ("add_kernel",): 2, ("copy_kernel",): 1}
+
+
 def test_trace_events_carry_the_host_time_label(tmp_path):
     sid = profiler.start(str(tmp_path / "t"), backend="tianshu", data="trace")
     _hooked_launch("corex_kernel")

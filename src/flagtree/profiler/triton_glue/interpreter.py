@@ -19,8 +19,11 @@ them: ``kwargs`` from 3.5, ``rewriter.kwargs`` on 3.3/3.4; Triton 3.1's ``triton
 under the interpreter (``InterpretedFunction(fn)``), which keeps_jit_options tells.
 """
 import inspect
+import threading
 
 from .kernels import interpreter_module
+
+_beneath = threading.local()  # .recorded: whether the launch under way was recorded beneath the caller
 
 
 class _PerInstanceRun:
@@ -102,6 +105,20 @@ def install_launch(wrap):
                 cls.__getitem__ = getitem
 
     return undo
+
+
+def run_beneath(original, interpreted, args, grid, warmup, kwargs):
+    """Runs a launch through what lies beneath a recording launch function (its `original`);
+    returns (the launch's result, whether this launch function is to record it). Backends whose
+    launch functions stack (an interpreter session and a tianshu session open at once) would each
+    record every launch, and each record goes to every open session: counted twice in each. The
+    innermost records; those above it only time. Reset before the launch, so that kernels a
+    launch function runs before calling `original` (launch_metadata's) are recorded on their own."""
+    _beneath.recorded = False
+    result = original(interpreted, *args, grid=grid, warmup=warmup, **kwargs)
+    first = not _beneath.recorded
+    _beneath.recorded = True
+    return result, first
 
 
 def launch_entry():
