@@ -118,6 +118,13 @@ def base_name(name):
     base = os.fspath(name) if name is not None else DEFAULT_PROFILE_NAME
     if not isinstance(base, str) or not base:
         raise ValueError(f"name must be a non-empty path string, got {name!r}")
+    try:
+        base.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (os.fsdecode's for a byte that is not UTF-8) makes a file here, but the
+        # native writer takes UTF-8 paths and the metadata lists them in JSON: finalize would fail.
+        raise ValueError(f"name {base!r} holds a lone surrogate, which UTF-8 cannot encode: the profile's "
+                         f"file names must be UTF-8 text") from None
     for ext in EXTENSIONS.values():
         if base.endswith(ext):
             base = base[: -len(ext)]
