@@ -112,6 +112,14 @@ def test_a_misspelt_output_format_fails_with_nothing_open():
     profiler.finalize(output_format="")  # nothing open, nothing to do
 
 
+def test_a_misspelt_output_format_fails_for_a_session_already_finalized(tmp_path):
+    sid = _start(tmp_path / "done")
+    profiler.finalize(sid)
+    with pytest.raises(ValueError, match="unknown output format"):
+        profiler.finalize(sid, "hatchett")
+    profiler.finalize(sid, "chrome_trace")  # a format the profiler knows: nothing left to write, nothing checked
+
+
 def test_the_default_profile_name_is_exported_and_is_the_one_start_writes(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert profiler.DEFAULT_PROFILE_NAME == "flagtree"

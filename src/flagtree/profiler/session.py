@@ -247,7 +247,9 @@ def finalize(session_id=NOT_GIVEN, output_format="", *, session=NOT_GIVEN):
             _tell_once("finalize", _DEFERRED)
             return
         if session_id is not None and session_id not in _sessions:
-            return  # already finalized: finalize is idempotent
+            # Already finalized (idempotent); a misspelt format fails as it does with nothing open.
+            check_output_format(output_format, [])
+            return
         check_output_format(output_format, _targets(session_id))  # before any session is written
         _finalize_locked(_targets(session_id))
 
