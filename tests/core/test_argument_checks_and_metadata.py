@@ -40,6 +40,13 @@ def test_a_name_that_is_not_utf8_text_fails_at_start(tmp_path, name):
     assert profiler.session.open_sessions() == [] and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("name", ["\x00", "a\x00b", "dir\x00/p"])
+def test_a_name_with_a_nul_character_fails_at_start(tmp_path, name):
+    with pytest.raises(ValueError, match="holds a NUL character, which no file name can"):
+        profiler.start(str(tmp_path / name))
+    assert profiler.session.open_sessions() == [] and list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("value", ["1e-6", "0", "-3", "1e300", "inf", "nan"])
 def test_periodic_interval_has_a_minimum_and_a_maximum(tmp_path, monkeypatch, value):
     monkeypatch.setenv("FLAGTREE_PROFILER_PERIODIC_S", value)

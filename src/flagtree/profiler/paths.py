@@ -118,6 +118,8 @@ def base_name(name):
     base = os.fspath(name) if name is not None else DEFAULT_PROFILE_NAME
     if not isinstance(base, str) or not base:
         raise ValueError(f"name must be a non-empty path string, got {name!r}")
+    if "\x00" in base:  # no file name holds one: start() would pass and finalize fail to write
+        raise ValueError(f"name {base!r} holds a NUL character, which no file name can")
     try:
         base.encode("utf-8")
     except UnicodeEncodeError:
