@@ -47,6 +47,14 @@ def test_a_name_with_a_nul_character_fails_at_start(tmp_path, name):
     assert profiler.session.open_sessions() == [] and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("name", ["sub/", "sub/.hatchet", ".chrome_trace", "sub/.", "sub/..", "./"])
+def test_a_name_that_names_a_folder_fails_at_start(tmp_path, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="names a folder, not a file: give the output path without extension"):
+        profiler.start(name)
+    assert profiler.session.open_sessions() == [] and list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("value", ["1e-6", "0", "-3", "1e300", "inf", "nan"])
 def test_periodic_interval_has_a_minimum_and_a_maximum(tmp_path, monkeypatch, value):
     monkeypatch.setenv("FLAGTREE_PROFILER_PERIODIC_S", value)

@@ -130,6 +130,11 @@ def base_name(name):
     for ext in EXTENSIONS.values():
         if base.endswith(ext):
             base = base[: -len(ext)]
+    # "runs/" (or "runs/.hatchet") names a folder: check_writable would try the folder above it and
+    # finalize fail to write "runs/.hatchet" (or, for "runs/." and "./", write hidden "..hatchet").
+    if os.path.basename(base) in ("", ".", ".."):
+        raise ValueError(f"name {name!r} names a folder, not a file: give the output path without extension "
+                         f"(e.g. 'runs/step')")
     return base
 
 
