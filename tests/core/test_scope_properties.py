@@ -159,6 +159,16 @@ def test_bad_metrics_are_refused_when_the_scope_is_made(tmp_path, metrics, error
     assert nodes["after"]["metrics"] == {"ok": 1.0}  # the with block left "s" once, as it should
 
 
+def test_exit_scope_given_a_name_that_is_not_utf8_raises_before_leaving_the_scope():
+    from flagtree.profiler import _native
+
+    with profiler.scope("s"):
+        with pytest.raises(ValueError, match="lone surrogate"):
+            profiler.exit_scope("\ud800")
+        assert _native.testing.scope_depth() == 1  # "s" is still open: the with block leaves it
+    assert _native.testing.scope_depth() == 0
+
+
 def test_threads_set_and_add_on_one_node_at_once(tmp_path):
     profiler.start(str(tmp_path / "th"))
     workers, rounds = 8, 300

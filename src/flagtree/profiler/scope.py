@@ -197,9 +197,12 @@ def exit_scope(name=None, metrics=None, cpu_timed=False):
         return
     if name is not None:
         _check_name("scope", name)
+        # Interned (and so checked: a lone surrogate is a ValueError) before the scope is left: a
+        # call that raises must leave the stack as it was.
+        expected = _intern(name)
     sums, properties = _metric_items(metrics) if metrics else ([], [])
     left = native.context.scope_exit_checked(cpu_timed, sums, properties)
-    if name is not None and left != _intern(name):
+    if name is not None and left != expected:
         _warn_mismatch(name, left, stacklevel=3)
     if _boundary_hook is not None:
         _boundary_hook()
