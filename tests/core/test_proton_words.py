@@ -3,6 +3,7 @@ says `Session has not been initialized: <id>` beside our own sentence."""
 import sys
 import threading
 
+import numpy
 import pytest
 
 import flagtree.profiler as profiler
@@ -19,6 +20,18 @@ def test_an_unknown_session_id_is_said_in_our_words_and_protons(tmp_path, call):
         assert "Session has not been initialized: 999" in str(raised.value)
     finally:
         profiler.finalize(session)
+
+
+@pytest.mark.parametrize("alias", [float, numpy.int64])
+def test_an_id_of_another_type_than_int_names_no_session_in_any_call(tmp_path, alias):
+    # 1.0 and numpy.int64(1) hash and compare as 1 (as True does): no call may take them for session 1.
+    sid = _start(tmp_path / "s")
+    for call in (profiler.activate, profiler.deactivate, profiler.flush_part, profiler.step, profiler.finalize,
+                 profiler.context.depth):
+        with pytest.raises(ValueError, match=r"(must be an int returned by start\(\)|no open profiling session)"):
+            call(alias(sid))
+    assert profiler.session.open_sessions() == [sid] and list(tmp_path.glob("s.*")) == []
+    profiler.finalize(sid)
 
 
 # Proton's keyword `session=` (beside our `session_id=`) on activate, deactivate and finalize.

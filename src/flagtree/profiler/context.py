@@ -23,7 +23,7 @@ def depth(session=0):
     """
     if ranks.profiling_off() or not sessions.open_sessions():
         return None
-    found = sessions.find_session(session)
+    found = sessions.find_session(session) if type(session) is int else None  # True is no id (open_targets)
     if found is None:
         raise ValueError(f"no open profiling session {session!r} ({PROTON_WORDS}{session!r}); "
                          f"open sessions: {sessions.open_sessions() or 'none'}")

@@ -31,7 +31,7 @@ from .hooks import inheritance, nvtx
 from .paths import check_writable, output_paths
 from .periodic_parts import start_timer
 # CONTEXTS, DATA_KINDS and HOOKS are also read from here (the command's option choices).
-from .session_checks import CONTEXTS, DATA_KINDS, HOOKS, check_arguments, check_issued, PROTON_WORDS  # noqa: F401
+from .session_checks import CONTEXTS, DATA_KINDS, HOOKS, check_arguments, check_issued, open_targets  # noqa: F401
 from .session_outputs import raise_failed_parts, wait_for_closes, wait_for_parts, warn_of_failed_parts, write_outputs
 from .session_outputs import write_parts
 from .session_backend import start_backend
@@ -156,12 +156,7 @@ def flush_part(session_id=None, *, wait=False):
 
 
 def _targets(session_id):
-    if session_id is None:
-        return list(_sessions.values())
-    if session_id not in _sessions:
-        raise ValueError(f"no open profiling session {session_id!r} ({PROTON_WORDS}{session_id!r}); "
-                         f"open sessions: {sorted(_sessions) or 'none'}")
-    return [_sessions[session_id]]
+    return open_targets(session_id, _sessions)
 
 
 def _note_sessions():
@@ -187,7 +182,8 @@ def step(session_id=None):
         return written
     # A quiet step of the one open session, scheduled (a serving loop between its windows): a count.
     lone = _lone_schedule
-    if lone is not None and (session_id is None or session_id == lone[0]) and not part_writer.failed \
+    if lone is not None and (session_id is None or session_id == lone[0] and type(session_id) is int) \
+            and not part_writer.failed \
             and lone[1].count.tick_below():
         return written
     with _lock:
@@ -195,7 +191,7 @@ def step(session_id=None):
         # session has (raised for unless profiling is off): an open one started with profiling on.
         if not _sessions and (session_id is None or ranks.profiling_off()):
             return written
-        one = _sessions.get(session_id)
+        one = _sessions.get(session_id) if type(session_id) is int else None  # True is no id (open_targets)
         if one is None and session_id is None and len(_sessions) == 1:
             one = next(iter(_sessions.values()))  # step() with no id, one session open
         if one is not None:  # the common call: one open session, looked up once

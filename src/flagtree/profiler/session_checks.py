@@ -30,13 +30,31 @@ def check_arguments(name, context, data, backend, mode, hook, select=True):
 PROTON_WORDS = "Session has not been initialized: "
 
 
+def _check_type(session_id):
+    # An int only, as start() returns: True, 1.0 or numpy.int64(1) hash and compare as session 1
+    # does, and would act on it in one call and be refused in another.
+    if type(session_id) is not int:
+        raise ValueError(f"session id must be an int returned by start(), got {session_id!r}")
+
+
+def open_targets(session_id, open_sessions):
+    """The open sessions (id -> Session) a call on `session_id` acts on: all for None, else that one;
+    ValueError, with Proton's words, for an id no open session has."""
+    if session_id is None:
+        return list(open_sessions.values())
+    _check_type(session_id)
+    if session_id not in open_sessions:
+        raise ValueError(f"no open profiling session {session_id!r} ({PROTON_WORDS}{session_id!r}); "
+                         f"open sessions: {sorted(open_sessions) or 'none'}")
+    return [open_sessions[session_id]]
+
+
 def check_issued(session_id, issued, open_ids):
     """finalize() is idempotent for a session start() returned (ids below `issued`), and an error
     for anything else (as activate() is): a typo must not pass for a session already written."""
     if session_id is None:
         return
-    if type(session_id) is not int:
-        raise ValueError(f"session id must be an int returned by start(), got {session_id!r}")
+    _check_type(session_id)
     if not 0 <= session_id < issued:
         raise ValueError(f"no profiling session {session_id!r} was started in this process ({PROTON_WORDS}"
                          f"{session_id!r}); open sessions: {sorted(open_ids) or 'none'}")
