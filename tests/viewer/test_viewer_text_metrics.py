@@ -78,3 +78,20 @@ def test_the_viewer_reads_a_run_with_text_properties_and_its_parts(tmp_path, mon
     profile = profiler.read(str(tmp_path / "run.hatchet"))
     assert {"batch", "bytes", "count"} <= set(profile.stored_metrics)
     assert not {"model", "phase"} & set(profile.stored_metrics)
+
+
+def test_a_metric_written_as_null_is_left_out_as_a_text_is(tmp_path, monkeypatch):
+    x, y, out = tensors()
+    base = tmp_path / "nan"
+    profiler.start(str(base))
+    # NaN, the infinities and a sum past float64 are written as null (strict JSON)
+    with profiler.scope("step", {"nan": float("nan"), "big": 1e308, "bytes": 64, "peak (pty)": float("inf")}):
+        launch_add(x, y, out)
+    with profiler.scope("step", {"big": 1e308}):
+        pass
+    profiler.finalize()
+    fast, slow = both_paths(monkeypatch, ["-m", "count,bytes", base.with_suffix(".hatchet")])
+    assert fast == slow and fast[0] == 0, fast
+    assert any(line.split() == ["1", "64", "`-", "step"] for line in fast[1].splitlines()), fast[1]
+    profile = profiler.read(str(base.with_suffix(".hatchet")))
+    assert "bytes" in profile.stored_metrics and not {"nan", "big", "peak"} & set(profile.stored_metrics)

@@ -138,14 +138,14 @@ def plain_metrics(metrics, bools=True):
 
 
 def _checked_metrics(metrics, path, name):
-    """The slow path: identifiers made small ints, huge ints made floats, texts left out (but of
-    NUMBER_ONLY metrics), the rest refused."""
+    """The slow path: identifiers made small ints, huge ints made floats, texts and nulls left out
+    (but of NUMBER_ONLY metrics), the rest refused."""
     out = {}
     for key, value in metrics.items():
         if key in IDENTIFIERS:
             out[key] = _identifier(key, value, path, name)
-        elif type(value) is str and key not in NUMBER_ONLY:
-            continue
+        elif (type(value) is str or value is None) and key not in NUMBER_ONLY:
+            continue  # a text, or null: how the writers keep strict JSON of a NaN or infinite sum
         elif type(value) is int:
             out[key] = _huge_int(key, value, path, name)
         elif type(value) is float:
