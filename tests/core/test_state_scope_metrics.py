@@ -56,3 +56,17 @@ def test_exit_and_cpu_time_metrics_follow_the_state_and_kernels_share_its_node(t
     assert "cpu_time (ns)" in nodes[("outer", "timed", "s0")][1]
     assert "cpu_time (ns)" not in nodes[("outer", "timed")][1]
     assert nodes[("outer", "plain")] == ("scope", {"bytes": 5})
+
+
+def test_an_empty_state_name_is_refused_not_taken_for_no_state(tmp_path):
+    x, y, out = tensors()
+    profiler.start(str(tmp_path / "e"))
+    with profiler.state("outer"):
+        for make in (profiler.state, profiler.enter_state):
+            with pytest.raises(ValueError, match="state name must not be empty"):
+                make("")
+        launch_add(x, y, out)  # still under "outer": the refused state pushed nothing
+    profiler.finalize()
+    root, _ = load_tree(tmp_path / "e.hatchet")
+    assert {p: kind for p, (kind, _) in shape(root).items()} == {(): "root", ("outer",): "state",
+                                                                  ("outer", "add_kernel"): "kernel"}

@@ -215,6 +215,10 @@ class state(_Annotation):
 
     def __init__(self, name):
         _check_name("state", name)
+        if not name:
+            # "" interns to id 0, which the native core takes for "no state": its kernels would get no
+            # node, and an enclosing state's would vanish too (a scope named "" is a node like any other).
+            raise ValueError("state name must not be empty: a state is the node named after it above each kernel")
         self.name = name
         self._id = 0 if _DISABLED else _intern(name)
 
