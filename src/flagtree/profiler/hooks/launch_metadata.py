@@ -20,6 +20,9 @@ EXCLUDE_ENV = "FLAGTREE_PROFILER_HOOK_EXCLUDE"
 
 #: Keys Triton itself puts in the launch-metadata dict on a GPU; never metrics.
 _TRITON_KEYS = frozenset(("name", "function", "stream"))
+#: Metrics every kernel node holds already: one returned by launch_metadata would repeat the key in
+#: the node's JSON object (not strict JSON) and stand for the launch count or time in the viewer.
+_WRITTEN_KEYS = frozenset(("count", "time (ns)", "device_id", "device_type"))
 
 #: What the interpreter hands a launch_metadata function as `metadata` (Triton passes the
 #: compiled kernel's metadata on a GPU, a named tuple with these fields among others).
@@ -84,10 +87,14 @@ def _publish(kernel, values, base_name):
     for key, value in values.items():
         if key in _TRITON_KEYS:
             if key == "name" and value != base_name and value is not None:
-                if isinstance(value, str) and value:
+                if isinstance(value, str) and value and _utf8(value):  # a lone surrogate is no name
                     override = value
                 else:
                     bad = (bad or []) + [key]
+            continue
+        if key in _WRITTEN_KEYS or (type(key) is str and not _utf8(key)):
+            _warn_once(kernel, "written", f"launch_metadata returned {key!r}, a metric name the profiler writes "
+                                          f"itself or one that is not UTF-8 text; it is dropped")
             continue
         kind = type(value)
         if (kind is float or kind is int) and type(key) is str:
@@ -116,6 +123,10 @@ def _publish(kernel, values, base_name):
                                     f"they are dropped")
         _set_metadata(override, kept)
     _pending = True
+
+
+def _utf8(text):
+    return text.isascii() or not any(0xD800 <= ord(c) <= 0xDFFF for c in text)
 
 
 def _fits_double(value):
