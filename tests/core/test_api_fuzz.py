@@ -1,13 +1,14 @@
 """Stateful fuzz of the public session API: seeded random sequences (support/api_fuzz_plan.py) of
 start (interpreter and tianshu backends, shadow and python contexts, tree/trace/perfetto data,
-schedules, several sessions at once), activate/deactivate/finalize/flush_part/step/profile with
-open, finalized, unknown and mistyped ids, nested scopes, cpu-timed scopes and states with odd
-names and metrics, exceptions inside them, exits out of order, launches, a second thread, and calls
-that must fail. After every op the open sessions, their activity and the scope stack are the
-model's (support/api_fuzz_model.py); after every finalize its files are checked (strict JSON, the
-launches of each part by path, scope metrics: support/api_fuzz_written.py); after every sequence no
-temporary file is left and a fresh session works. Misuse must raise TypeError, ValueError or
-RuntimeError with a message.
+schedules, hook="triton", several sessions at once), activate/deactivate/finalize/flush_part/step/
+profile with open, finalized, unknown and mistyped ids, nested scopes, cpu-timed scopes and states
+with odd names and metrics, exceptions inside them, exits out of order, launches (one kernel's
+launch_metadata returning odd names and metrics), a second thread, and calls that must fail. After
+every op the open sessions, their activity and the scope stack are the model's
+(support/api_fuzz_model.py); after every finalize its files are checked (strict JSON, read back by
+the viewer's reader, the launches of each part by path, scope metrics: support/api_fuzz_written.py);
+after every sequence no temporary file is left and a fresh session works. Misuse must raise
+TypeError, ValueError or RuntimeError with a message.
 
 The sequences run in a child process (support/api_fuzz_run.py), so that a crash or a hang fails the
 test naming its seed. FLAGTREE_API_FUZZ_SEQUENCES=N runs N sequences per case (default 80), from

@@ -28,6 +28,7 @@ class Record:
         self.step = 0
         self.open = True
         self.launches = 0  # launches made while it was open and active
+        self.hook = False  # started with hook="triton" on the interpreter backend
         self.metadata = metadata
         self.active = plan is None or plan.action(0) == "active"
         self.parts = []  # (paths, metrics) of each part cut so far (flush_part, a schedule's window)

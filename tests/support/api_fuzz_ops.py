@@ -9,7 +9,8 @@ import time
 import flagtree.profiler as profiler
 from flagtree.profiler import context as proton_context
 from flagtree.profiler.native_core import native
-from support.api_fuzz_plan import BAD_CALLS as BAD_CALL_NAMES
+from support.api_fuzz_meta import launch_meta
+from support.api_fuzz_plan import BAD_CALLS as BAD_CALL_NAMES, META_RETURNS
 from support.api_fuzz_model import Misbehaved, check_error, metrics_refused, name_refused_as_text, split_metrics
 from support.kernels import launch_add, launch_copy, tensors
 
@@ -108,7 +109,7 @@ class Ops:
         if depth != ctx.depth:
             raise Misbehaved(f"{depth} scopes open on {ctx.name}, the model's {ctx.depth}")
 
-    def op_launch(self, kind, ctx):
+    def op_launch(self, kind, index=None, ctx=None):
         x, y, out = self.tensors
         with self.lock:
             if kind == "fail":  # a launch that raises ran no kernel: counted nowhere
@@ -117,8 +118,12 @@ class Ops:
                 except Exception:
                     return
                 raise Misbehaved("a launch with a block of 3 did not raise")
-            launch_add(x, y, out, block=16) if kind == "add" else launch_copy(x, out, block=16)
-            path = ctx.path(f"{kind}_kernel")
+            name = f"{kind}_kernel"
+            if kind == "meta":
+                name = launch_meta(x, META_RETURNS[index], self.hooked())
+            else:
+                launch_add(x, y, out, block=16) if kind == "add" else launch_copy(x, out, block=16)
+            path = ctx.path(name)
             for r in self.open_records():
                 r.launches += r.active
                 r.paths[path] += r.active

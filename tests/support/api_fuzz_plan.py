@@ -26,6 +26,10 @@ SCHEDULES = ((0, 0, 1, 0, 0), (1, 0, 1, 0, 0), (1, 1, 2, 2, 1), (0, 0, 2, 1, 0),
 BAD_IDS = (10 ** 6, -5, "0", 1.0, True, None, -1)
 GOOD_DATA = ("tree", "tree", "trace", "tree,trace", "trace,tree", "tree,trace,perfetto", "perfetto")
 BAD_DATA = ("tree,tree", "table", 3, "")
+# What the launch_metadata of the fuzz's kernel returns (hook="triton"): "raise" raises.
+META_RETURNS = ({}, {"name": "renamed"}, {"name": "\ud800"}, {"count": 5, "bytes": 1}, {"flops16": float("nan")},
+                {"name": ""}, {"name": "x\ny", "time (ns)": 1}, {"name": 5}, {"\udcff": 1, "bytes": 2}, "raise",
+                {"name": "meta_kernel", "device_type": 3})
 STYLES = ("positional", "positional", "session_id", "session", "both")
 FORMATS = ("", "", None, "hatchet", "chrome_trace", "bogus", 3)
 
@@ -81,6 +85,8 @@ class Planner:
                    "backend": self.pick(("interpreter", "tianshu", None, "nope"), common="interpreter", bias=0.4)}
         if self.rng.random() < 0.1 and not good:
             options["mode"] = self.rng.choice(("pcsampling", "time_source=host", "bogus=1"))
+        if self.rng.random() < 0.15:
+            options["hook"] = "triton" if good else self.rng.choice(("triton", "torch", 1))
         if self.rng.random() < 0.35:
             options["schedule"] = self.rng.choice(SCHEDULES[:-2] if good else SCHEDULES + ("not a schedule",))
         return ("start", self.pick(SESSION_NAMES, common=self.rng.choice("pqrst"), bias=0.9 if good else 0.3), options)
@@ -98,7 +104,8 @@ class Planner:
         rng = self.rng
         roll = rng.random()
         if roll < 0.28:
-            return ("launch", rng.choice(("add", "add", "copy", "fail")))
+            kind = rng.choice(("add", "add", "copy", "fail", "meta"))
+            return ("launch", kind) if kind != "meta" else ("launch", kind, rng.randrange(len(META_RETURNS)))
         if roll < 0.43 and depth < 3:
             return self.annotation(depth, thread)
         if roll < 0.51:

@@ -46,6 +46,10 @@ class Sequence(Ops):
     def open_records(self):
         return [r for r in self.records if r.open]
 
+    def hooked(self):
+        """Whether the interpreter runs kernels' launch_metadata now (an interpreter hook session is open)."""
+        return any(r.hook for r in self.open_records())
+
     def resolve(self, target):
         """(the id to pass, its Record or None); an id of ("all",) is None."""
         if target[0] == "all":
@@ -79,6 +83,8 @@ class Sequence(Ops):
         mode = options.get("mode")
         if mode is not None and not (backend == "tianshu" and mode == "time_source=host"):
             return True
+        if options.get("hook") not in (None, "triton"):
+            return True
         base = base_of(self.folder, label)
         if any(r.base == base and set(r.kinds) & set(kinds) for r in self.open_records()):
             return True
@@ -101,6 +107,8 @@ class Sequence(Ops):
         sid = self.call(f"start({label!r}, {options})", lambda: profiler.start(name, **options), expected=refused)
         if sid is not None:
             self.add_record(sid, label, kinds, options["context"], plan)
+            # The interpreter runs launch_metadata only for a hook session of its own backend.
+            self.records[-1].hook = options.get("hook") == "triton" and options["backend"] in ("interpreter", None)
 
     def add_record(self, sid, label, kinds, context, plan):
         if sid != self.issued:
