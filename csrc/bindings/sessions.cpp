@@ -96,10 +96,10 @@ nb::dict sessionStats(int slot) {
 }  // namespace
 
 void registerSessionBindings(nb::module_& m) {
-  m.def("session_create", [](int context, int data, int source) {
+  m.def("session_create", [](int context, int data, int source, bool active) {
     return Profiler::instance().createSession(static_cast<ContextKind>(context), static_cast<DataKind>(data),
-                                              static_cast<TimeSource>(source));
-  }, nb::arg("context"), nb::arg("data"), nb::arg("source") = 0);
+                                              static_cast<TimeSource>(source), active);
+  }, nb::arg("context"), nb::arg("data"), nb::arg("source") = 0, nb::arg("active") = true);
   // Without the GIL: switching a vendor tracer quiet or back (DialectTracer::settle) waits for the
   // device, or for a flush another thread makes.
   m.def("session_set_active", [](int slot, bool active) { Profiler::instance().setActive(slot, active); },

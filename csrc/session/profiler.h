@@ -46,8 +46,8 @@ class Profiler {
   static Profiler& instance();
 
   // Sessions. createSession returns the slot; throws std::runtime_error when all are taken.
-  int createSession(ContextKind context, DataKind data, TimeSource source = TimeSource::Tracer) {
-    const int slot = sessions_.create(context, data, source);
+  int createSession(ContextKind context, DataKind data, TimeSource source = TimeSource::Tracer, bool active = true) {
+    const int slot = sessions_.create(context, data, source, active);
     noteActivity();
     return slot;
   }

@@ -5,7 +5,7 @@
 
 namespace ftp {
 
-int SessionRegistry::create(ContextKind context, DataKind data, TimeSource source) {
+int SessionRegistry::create(ContextKind context, DataKind data, TimeSource source, bool active) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (int slot = 0; slot < kMaxSessions; ++slot) {
     if (slots_[slot].load()) continue;
@@ -15,7 +15,7 @@ int SessionRegistry::create(ContextKind context, DataKind data, TimeSource sourc
     slots_[slot].store(s, std::memory_order_release);
     sourceMask_[int(source)].fetch_or(1u << slot, std::memory_order_acq_rel);
     existsMask_.fetch_or(1u << slot, std::memory_order_acq_rel);
-    activeMask_.fetch_or(1u << slot, std::memory_order_acq_rel);
+    if (active) activeMask_.fetch_or(1u << slot, std::memory_order_acq_rel);
     return slot;
   }
   throw std::runtime_error("too many concurrent profiling sessions (at most " +

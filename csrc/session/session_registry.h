@@ -14,7 +14,8 @@ namespace ftp {
 class SessionRegistry {
  public:
   // Returns the slot; throws std::runtime_error when all are taken.
-  int create(ContextKind context, DataKind data, TimeSource source = TimeSource::Tracer);
+  // `active`: whether it takes launches at once (a scheduled session starts inactive: session.py).
+  int create(ContextKind context, DataKind data, TimeSource source = TimeSource::Tracer, bool active = true);
   void setActive(int slot, bool active);
   // Moves the session to another time source (a backend that picks its source while starting).
   void setSource(int slot, TimeSource source);

@@ -202,3 +202,24 @@ def test_a_window_beyond_any_count_is_never_reached(tmp_path):
     profiler.finalize(sid)
     assert kernel_counts(load_tree(str(tmp_path / "far.hatchet"))[0]) == {}
     assert load_json(tmp_path / "far.meta.json")["schedule"].endswith(f"skip_first={2 ** 70})")
+
+
+@pytest.mark.parametrize("plan", [profiler.schedule(skip_first=1), profiler.schedule(wait=1)])
+def test_a_launch_on_another_thread_while_start_runs_is_not_recorded_before_the_first_step(tmp_path, monkeypatch,
+                                                                                          plan):
+    x, y, out = tensors()
+
+    def start_backend(session, **kwargs):  # another thread launches while the session is being started
+        started(session, **kwargs)
+        beside = threading.Thread(target=launch_add, args=(x, y, out))
+        beside.start()
+        beside.join()
+
+    started = _session.start_backend
+    monkeypatch.setattr(_session, "start_backend", start_backend)
+    sid = profiler.start(str(tmp_path / "b"), data="tree,trace", schedule=plan)
+    monkeypatch.undo()
+    launch_add(x, y, out)  # step 0 is not recorded either
+    profiler.finalize(sid)
+    assert kernel_counts(load_tree(tmp_path / "b.hatchet")[0]) == {}
+    assert not [e for e in load_json(tmp_path / "b.chrome_trace")["traceEvents"] if e.get("cat") == "kernel"]

@@ -131,11 +131,13 @@ def set_active(session, active):
 
 
 def begin(session, plan):
-    """At start(): the session follows `plan` from step 0."""
+    """At start(): the session, made inactive, follows `plan` from step 0."""
     session.stepping = Stepping(plan)
     for m in members(session):
         m.stepping = session.stepping
     _enter(session)
+    if not native.session.session_is_active(session.slot):
+        session.backend.activity_changed()  # made inactive: set_active saw no change to report
 
 
 def _enter(session):

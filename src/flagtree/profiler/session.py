@@ -86,14 +86,15 @@ def start(name=None, *, context="shadow", data="tree", backend=None, mode=None, 
             check_arguments(name, context, data, backend, mode, hook, select=backend is not None)
             _tell_once("start", _DEFERRED)
             return _cli["session"]
-        session_id = _start_locked(name, context, data, backend, mode, hook)
+        # Scheduled: inactive until begin() applies step 0, lest other threads' launches land before it.
+        session_id = _start_locked(name, context, data, backend, mode, hook, active=schedule is None)
         if schedule is not None:
             scheduling.begin(_sessions[session_id], schedule)
             _note_sessions()
         return session_id
 
 
-def _start_locked(name, context, data, backend, mode, hook):
+def _start_locked(name, context, data, backend, mode, hook, active=True):
     """One session per data kind (run_group.py); the first one's id is the run's."""
     base, impl, options = check_arguments(name, context, data, backend, mode, hook)
     kinds = split_data(data)
@@ -103,10 +104,10 @@ def _start_locked(name, context, data, backend, mode, hook):
             raise ValueError(f"a session writing {other.output_path!r} is already open (session {other.id})")
     check_writable(base)
     periodic = _env.periodic_seconds()  # a bad value is an error before anything starts
-    session = _start_one(base, context, kinds[0], impl, options, hook, backend)
+    session = _start_one(base, context, kinds[0], impl, options, hook, backend, active=active)
     try:
         for kind in kinds[1:]:  # no hook of their own: the first session's serves every kind
-            join(session, _start_one(base, context, kind, impl, options, None, backend, session))
+            join(session, _start_one(base, context, kind, impl, options, None, backend, session, active))
     except BaseException:
         _close(session)
         raise
@@ -119,12 +120,12 @@ def _start_locked(name, context, data, backend, mode, hook):
     return session.id
 
 
-def _start_one(base, context, data, impl, options, hook, backend, primary=None):
+def _start_one(base, context, data, impl, options, hook, backend, primary=None, active=True):
     """Starts one native session of one data kind; `primary`: the run it is a companion in."""
     paths = output_paths(base, data, shared_name=primary is None and _name_kinds.get(base, data) != data)
     session = Session(_next_id[0], base, context, data, impl, options, hook, paths)
     session.slot = native.session.session_create(native.ContextKind[context], native.DataKind[data],
-                                         native.TimeSource[impl.time_source_kind])
+                                                 native.TimeSource[impl.time_source_kind], active)
     start_backend(session, chosen_by_environment=backend is None and bool(_env.backend()))
     if _env.nvtx_enabled():
         nvtx.install()
