@@ -28,6 +28,7 @@ class Record:
         self.step = 0
         self.open = True
         self.launches = 0  # launches made while it was open and active
+        self.maybe = 0  # launches made while a race's call opened, closed or paused it: counted or not
         self.hook = False  # started with hook="triton" on the interpreter backend
         self.metadata = metadata
         self.active = plan is None or plan.action(0) == "active"

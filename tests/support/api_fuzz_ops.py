@@ -84,6 +84,9 @@ class Ops:
         self.lock = threading.Lock()  # Triton's interpreter is not thread-safe: launches take turns
         self.tensors = tensors(16)
         self.concurrent = False  # while a thread op's two threads run
+        self.racing = False  # while a race op's session call runs beside the other thread's launches
+        self.race_launches = []  # the paths launched during the race
+        self.closed_in_race = []  # sessions the race's call finalized: checked once its launches are counted
 
     def call(self, what, function, expected):
         """Runs one API call; `expected` as check_error's. Returns its result (None when it raised)."""
@@ -124,6 +127,9 @@ class Ops:
             else:
                 launch_add(x, y, out, block=16) if kind == "add" else launch_copy(x, out, block=16)
             path = ctx.path(name)
+            if self.racing:  # which sessions take it is the race's: op_race counts it after
+                self.race_launches.append(path)
+                return
             for r in self.open_records():
                 r.launches += r.active
                 r.paths[path] += r.active
@@ -218,17 +224,25 @@ class Ops:
         ctx = self.main.started_thread(self.open_records(), "a second thread")
         errors = []
 
+        begun = threading.Event()
+
         def work():
             try:
-                self.run_body(body, ctx)
+                self.run_body(body[:1], ctx)
+                begun.set()
+                self.run_body(body[1:], ctx)
                 self.check_depth(ctx)
             except BaseException as error:  # raised again on the main thread
                 errors.append(error)
+            finally:
+                begun.set()
 
         thread = threading.Thread(target=work)
         self.concurrent = True  # parts cut and metrics given now land in an order the model cannot know
         try:
             thread.start()
+            if self.racing:  # the call comes once the other thread is under way, while it goes on
+                begun.wait(THREAD_JOIN_S)
             self.run_body(main_body, self.main)
             thread.join(THREAD_JOIN_S)
         finally:
@@ -237,6 +251,32 @@ class Ops:
             raise Misbehaved(f"the second thread did not finish in {THREAD_JOIN_S} s")
         if errors:
             raise errors[0]
+
+    def op_race(self, body, main_op):
+        """A session call on this thread while another thread launches, enters scopes and cuts parts:
+        a launch made meanwhile may land on either side of the call, but on one, and nothing breaks."""
+        before = {id(r): (r.open and r.active, len(r.parts)) for r in self.records}
+        self.racing, self.race_launches, self.closed_in_race = True, [], []
+        try:
+            self.op_thread(body, [main_op])
+        finally:
+            self.racing = False
+        for r in self.records:
+            was, parts = before.get(id(r), (False, len(r.parts)))
+            now = r.open and r.active
+            certain, possible = was and now, was or now
+            if main_op[0] == "step" and len(r.parts) > parts:  # a window closes paused (api.md, schedule)
+                certain = False
+            if possible or r in self.closed_in_race:
+                r.exact = False  # parts cut and metrics given meanwhile: the race's order
+            for path in self.race_launches:
+                if certain:
+                    r.launches += 1
+                    r.paths[path] += 1
+                elif possible:
+                    r.maybe += 1
+        for r in self.closed_in_race:
+            self.check_closed(r)
 
     def op_elsewhere(self, op):
         """Runs one op on a thread of its own while this one waits: sessions are the process's."""

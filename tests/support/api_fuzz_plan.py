@@ -26,6 +26,7 @@ SCHEDULES = ((0, 0, 1, 0, 0), (1, 0, 1, 0, 0), (1, 1, 2, 2, 1), (0, 0, 2, 1, 0),
 BAD_IDS = (10 ** 6, -5, "0", 1.0, True, None, -1)
 GOOD_DATA = ("tree", "tree", "trace", "tree,trace", "trace,tree", "tree,trace,perfetto", "perfetto")
 BAD_DATA = ("tree,tree", "table", 3, "")
+RACING_CALLS = ("start", "activate", "deactivate", "finalize", "step", "flush_part")
 # What the launch_metadata of the fuzz's kernel returns (hook="triton"): "raise" raises.
 META_RETURNS = ({}, {"name": "renamed"}, {"name": "\ud800"}, {"count": 5, "bytes": 1}, {"flops16": float("nan")},
                 {"name": ""}, {"name": "x\ny", "time (ns)": 1}, {"name": 5}, {"\udcff": 1, "bytes": 2}, "raise",
@@ -133,7 +134,9 @@ class Planner:
             return ("step", self.target())
         if roll < 0.915:  # a session call made on another thread, the caller waiting for it
             return ("elsewhere", self.rng.choice((self.start, lambda: self.op(depth=9, thread=False)))())
-        if roll < 0.94 and depth < 2:
+        if roll < 0.935 and depth < 2:  # a session call racing another thread's launches and parts
+            return ("race", self.body(depth + 1, True, rng.randint(2, 6)), self.session_call(rng.choice(RACING_CALLS)))
+        if roll < 0.95 and depth < 2:
             return ("thread", self.body(depth + 1, True, rng.randint(1, 5)),
                     self.body(depth + 1, True, rng.randint(0, 3)))
         if roll < 0.97 and depth < 2:
@@ -143,6 +146,17 @@ class Planner:
                     self.body(depth + 1, False, rng.randint(0, 4)), rng.choice(("call", "decorator")),
                     rng.random() < 0.2)
         return ("bad_call", rng.randrange(len(BAD_CALLS)))
+
+    def session_call(self, kind):
+        if kind == "start":
+            return self.start()
+        if kind in ("activate", "deactivate"):
+            return (kind, self.target(), self.rng.choice(STYLES))
+        if kind == "finalize":
+            return (kind, self.target(), self.rng.choice(STYLES), self.pick(FORMATS, common="", bias=0.6))
+        if kind == "step":
+            return (kind, self.target())
+        return (kind, self.target(), self.rng.random() < 0.5, 1)
 
     def body(self, depth, thread, count):
         return [self.op(depth, thread) for _ in range(count)]

@@ -101,10 +101,10 @@ def _check_parts(where, record, kind, paths, parts):
         read_tree(path)
     written = [kernels_in(one, kind == "trace") for one in loaded]
     total = sum(written, collections.Counter())
-    if sum(total.values()) != record.launches:
+    if not record.launches <= sum(total.values()) <= record.launches + record.maybe:
         raise Misbehaved(f"{where}: {sum(total.values())} kernel launches written, {record.launches} made while "
-                         f"it was active (outputs {paths})")
-    if record.context != "shadow":
+                         f"it was active (and {record.maybe} while a race changed it; outputs {paths})")
+    if record.context != "shadow" or record.maybe:
         return
     expected = sum((launched for launched, _ in parts), collections.Counter())
     if total != +expected:
