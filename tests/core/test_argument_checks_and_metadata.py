@@ -55,6 +55,14 @@ def test_a_name_that_names_a_folder_fails_at_start(tmp_path, monkeypatch, name):
     assert profiler.session.open_sessions() == [] and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("make", [lambda: profiler.profile(3), lambda: profiler.profile(name="p")("f")])
+def test_profile_of_what_is_not_a_function_fails_before_any_session(tmp_path, monkeypatch, make):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TypeError, match="profile\\(\\) takes the function to run in its session, got"):
+        make()
+    assert sessions.open_sessions() == [] and list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("value", ["1e-6", "0", "-3", "1e300", "inf", "nan"])
 def test_periodic_interval_has_a_minimum_and_a_maximum(tmp_path, monkeypatch, value):
     monkeypatch.setenv("FLAGTREE_PROFILER_PERIODIC_S", value)

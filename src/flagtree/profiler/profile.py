@@ -14,6 +14,8 @@ def profile(func=None, *, name=None, context="shadow", data="tree", backend=None
     options = dict(name=name, context=context, data=data, backend=backend, mode=mode, hook=hook, schedule=schedule)
     if func is None:
         return lambda f: profile(f, **options)
+    if not callable(func):  # said now: called, it would open a session, write an empty profile, then fail
+        raise TypeError(f"profile() takes the function to run in its session, got {func!r}")
 
     @functools.wraps(func)
     def run(*args, **kwargs):
