@@ -29,6 +29,8 @@ BAD_CALLS = {
     "finalize(output_format='bogus', session_id=2 ** 40)": lambda: profiler.finalize(2 ** 40, output_format="bogus"),
     "activate(session_id=0, session=0)": lambda: profiler.activate(session_id=0, session=0),
     "depth(session='x')": lambda: proton_context.depth(session="x"),
+    "profile(3)": lambda: profiler.profile(3),
+    "state('')": lambda: profiler.state(""),
 }
 
 

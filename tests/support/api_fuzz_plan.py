@@ -166,7 +166,7 @@ class Planner:
 BAD_CALLS = ("scope(3)", "state(None)", "exit_scope(5)", "schedule(active=0)", "schedule(wait=1.5)",
              "start(context=None)", "start(hook='torch')", "start(schedule=object())", "enter_scope('x', {'m': None})",
              "finalize(output_format='bogus', session_id=2 ** 40)", "activate(session_id=0, session=0)",
-             "depth(session='x')")
+             "depth(session='x')", "profile(3)", "state('')")
 
 
 def plan(seed, length=None):
