@@ -70,3 +70,18 @@ def test_an_empty_state_name_is_refused_not_taken_for_no_state(tmp_path):
     root, _ = load_tree(tmp_path / "e.hatchet")
     assert {p: kind for p, (kind, _) in shape(root).items()} == {(): "root", ("outer",): "state",
                                                                   ("outer", "add_kernel"): "kernel"}
+
+
+def test_exit_state_refuses_a_name_that_is_not_text_and_leaves_the_state_on(tmp_path):
+    x, y, out = tensors()
+    profiler.start(str(tmp_path / "x"))
+    profiler.enter_state("outer")
+    with pytest.raises(TypeError, match="state name must be a string"):
+        profiler.exit_state(3)
+    launch_add(x, y, out)  # still under "outer": the refused exit left nothing
+    profiler.exit_state("outer")
+    launch_add(x, y, out)
+    profiler.finalize()
+    root, _ = load_tree(tmp_path / "x.hatchet")
+    assert {p: kind for p, (kind, _) in shape(root).items()} == {
+        (): "root", ("outer",): "state", ("outer", "add_kernel"): "kernel", ("add_kernel",): "kernel"}

@@ -238,6 +238,10 @@ def enter_state(name):
 
 
 def exit_state(name=None):
+    """Leaves the innermost state. `name`, as Proton's callers may pass it, is checked to be a name
+    and not matched: states are not recursive, the one left is the one entered last."""
+    if name is not None:
+        _check_name("state", name)
     if not _DISABLED:
         native.context.state_pop()
 
