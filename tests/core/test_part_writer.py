@@ -105,6 +105,25 @@ def test_finalize_waits_for_pending_parts_and_times_each_part(tmp_path):
     assert sum(kernel_counts(load_tree(first)[0]).values()) == 1
 
 
+def test_finalize_whose_backend_outputs_fail_still_waits_for_pending_parts(tmp_path, monkeypatch):
+    x, y, out = tensors()
+    gate = hold_writer()
+    sid = profiler.start(str(tmp_path / "b"))
+    launch_add(x, y, out)
+    (first,) = profiler.flush_part(sid)
+    assert gate.entered.wait(WAIT_S)
+
+    def failing(session):
+        raise RuntimeError("the backend's outputs failed")
+
+    monkeypatch.setattr(find_session(sid).backend, "session_outputs", failing)
+    threading.Timer(0.2, gate.opened.set).start()
+    with pytest.raises(RuntimeError, match="the backend's outputs failed"):
+        profiler.finalize(sid)
+    assert os.path.exists(first)  # written before finalize returned, not after
+    assert not [job for job in part_writer.failed if job.path == first]
+
+
 def test_flush_part_waits_when_asked(tmp_path):
     gate = hold_writer()
     sid = profiler.start(str(tmp_path / "w"))

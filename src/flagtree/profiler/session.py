@@ -266,6 +266,9 @@ def _finalize_locked(sessions):
             write_outputs(s)
         except Exception as error:  # one failed output must not lose the other sessions'
             errors.append(error)
+            # The backend's outputs may fail before write_outputs waited for the parts: none may land later.
+            wait_for_parts([s])
+            warn_of_failed_parts([s])
         finally:
             _close(s)
     gather.after_finalize(sessions)  # FLAGTREE_PROFILER_GATHER: every rank's files to rank 0
