@@ -123,7 +123,8 @@ def test_an_idle_program_writes_nothing(workdir):
 
 def test_a_window_the_disk_refused_is_said_not_written(workdir, tmp_path_factory):
     shim = build_standin("write_faults.c", tmp_path_factory.mktemp("shim"), "libwrite_faults.so", ["-ldl"])
-    faults = dict(LD_PRELOAD=shim, FTP_FAULT_DIR=os.path.realpath(workdir), FTP_FAULT_NAME="w.", FTP_FAULT_OP="write",
+    preload = " ".join(filter(None, [os.environ.get("LD_PRELOAD"), shim]))  # after libasan's in an ASan run
+    faults = dict(LD_PRELOAD=preload, FTP_FAULT_DIR=os.path.realpath(workdir), FTP_FAULT_NAME="w.", FTP_FAULT_OP="write",
                   FTP_FAULT_ERRNO=str(errno.ENOSPC), FTP_FAULT_AFTER="0")
     child = start(workdir, ["--trigger", "steps:1-2", "-n", "w"], ["4"], **faults)
     err = finish(child)  # the program's own exit status: it ran; the loss is said, not hidden
