@@ -5,7 +5,7 @@ CPU against tests/standins/cupti_activity_standin.c (records stay in its buffer 
 import threading
 
 import flagtree.profiler as profiler
-from flagtree.profiler import part_writer
+from flagtree.profiler import _native, part_writer
 from flagtree.profiler.session import find_session
 from test_cupti_attach import count, kernel_count, nvidia_on_standin, standin  # noqa: F401 (fixtures)
 from vendor_outputs import load_meta
@@ -55,3 +55,30 @@ def test_finalize_right_after_a_window_waits_for_its_close(standin, tmp_path):
     meta = load_meta(tmp_path / "f")
     assert [kernel_count(str(p).removesuffix(".hatchet")) for p in meta["parts"]][0] == 4
     assert meta["kernel_records"] == 4 and meta["lost_launches"] == 0
+
+
+def test_back_to_back_windows_keep_another_threads_launch_made_while_one_closes(standin, tmp_path):
+    gate = Gate()
+    part_writer.hold = gate
+    try:
+        profiler.start(name=str(tmp_path / "b"), backend="nvidia", schedule=profiler.schedule(wait=0, active=1))
+        quiet_before = _native.nvidia.cupti_attach_stats()["quiet_switches"]
+        standin.standin_launch()  # step 0: the first window
+        stepping = threading.Thread(target=profiler.step)  # closes it, opens step 1's window at once
+        stepping.start()
+        assert gate.entered.wait(WAIT_S)  # the close is held on the writer thread; step() waits for it
+        standin.standin_launch()  # this thread's launch meanwhile: in one window or the other, not lost
+        gate.opened.set()
+        stepping.join(WAIT_S)
+        assert not stepping.is_alive()
+        standin.standin_launch()  # step 1
+        profiler.step()
+        quiet_switches = _native.nvidia.cupti_attach_stats()["quiet_switches"] - quiet_before
+        profiler.finalize()
+    finally:
+        part_writer.hold = None
+    meta = load_meta(tmp_path / "b")
+    parts = [str(p).removesuffix(".hatchet") for p in meta["parts"]]
+    assert sum(kernel_count(p) for p in parts) == 3 and kernel_count(parts[1]) >= 1
+    assert (meta["kernel_records"], meta["lost_launches"]) == (3, 0)
+    assert quiet_switches == 0  # CUPTI stayed on from one window to the next

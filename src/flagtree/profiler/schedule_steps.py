@@ -229,7 +229,12 @@ def advance(session, write_part):
         return []
     written = []
     if stepping.plan.window_ends(stepping.step):
-        set_active(session, False)
+        # A window followed at once by the next (no wait or warmup step between) stays active
+        # through its close: this thread waits in _enter until the part is taken, so only other
+        # threads launch meanwhile, and their launches belong to one window or the other. Paused,
+        # they were lost, and CUPTI went quiet and woke again at every part.
+        if stepping.plan.action(stepping.step + 1) != "active":
+            set_active(session, False)
         written = write_part(session)
         stepping.window = []
     stepping.count.tick()
