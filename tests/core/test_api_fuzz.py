@@ -26,7 +26,9 @@ SEQUENCES = int(os.environ.get("FLAGTREE_API_FUZZ_SEQUENCES", "80"))
 FIRST = int(os.environ.get("FLAGTREE_API_FUZZ_FIRST", "0"))
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Periodic parts: a timer thread cuts parts while the sequence runs (its pause op lets it).
-CASES = {"plain": ({}, 0), "periodic parts": ({"FLAGTREE_PROFILER_PERIODIC_S": "0.1"}, 500_000)}
+# Disabled: every call a cheap no-op (start() -1, arm() None), nothing written, no error for valid use.
+CASES = {"plain": ({}, 0), "periodic parts": ({"FLAGTREE_PROFILER_PERIODIC_S": "0.1"}, 500_000),
+         "disabled": ({"FLAGTREE_PROFILER_DISABLE": "1"}, 1_000_000)}
 
 
 def _last_seed(output):

@@ -29,6 +29,7 @@ class Record:
         self.open = True
         self.launches = 0  # launches made while it was open and active
         self.maybe = 0  # launches made while a race's call opened, closed or paused it: counted or not
+        self.window = False  # a window of an armed trigger (api_fuzz_arm.py)
         self.hook = False  # started with hook="triton" on the interpreter backend
         self.metadata = metadata
         self.active = plan is None or plan.action(0) == "active"

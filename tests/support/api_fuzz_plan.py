@@ -31,6 +31,10 @@ RACING_CALLS = ("start", "activate", "deactivate", "finalize", "step", "flush_pa
 META_RETURNS = ({}, {"name": "renamed"}, {"name": "\ud800"}, {"count": 5, "bytes": 1}, {"flops16": float("nan")},
                 {"name": ""}, {"name": "x\ny", "time (ns)": 1}, {"name": 5}, {"\udcff": 1, "bytes": 2}, "raise",
                 {"name": "meta_kernel", "device_type": 3})
+# arm() texts it must refuse: a range that descends, ranges that overlap, a window on a steps
+# trigger, a window that is none, a trigger that is none, no trigger at all (the variable unset).
+BAD_TRIGGERS = (("steps:2-1", None), ("steps:0-2,1-3", None), ("steps:0-1", "steps=2"), ("signal:USR2", "minutes=3"),
+                ("bogus", None), (None, None), ("signal:KILL", None), ("steps:", None))
 STYLES = ("positional", "positional", "session_id", "session", "both")
 FORMATS = ("", "", None, "hatchet", "chrome_trace", "bogus", 3)
 
@@ -103,6 +107,8 @@ class Planner:
     def op(self, depth=0, thread=False):
         """One op; on a second thread (`thread`) only what leaves the sessions' set and activity alone."""
         rng = self.rng
+        if not thread and depth < 9 and rng.random() < 0.1:
+            return self.trigger_op()
         roll = rng.random()
         if roll < 0.28:
             kind = rng.choice(("add", "add", "copy", "fail", "meta"))
@@ -146,6 +152,40 @@ class Planner:
                     self.body(depth + 1, False, rng.randint(0, 4)), rng.choice(("call", "decorator")),
                     rng.random() < 0.2)
         return ("bad_call", rng.randrange(len(BAD_CALLS)))
+
+    def trigger_op(self):
+        """arm() (mostly a steps trigger, or SIGUSR2 with a steps window; a bad text or option at
+        times), disarm(), a signal, or a loop of launches and steps that lets windows open and close."""
+        rng = self.rng
+        roll = rng.random()
+        if roll < 0.3:
+            good = rng.random() < 0.85
+            if rng.random() < 0.7:
+                trigger, window = self.step_ranges(), None
+            else:
+                trigger, window = "signal:USR2", f"steps={rng.randint(1, 3)}"
+            if not good:
+                trigger, window = rng.choice(BAD_TRIGGERS)
+            options = {"context": self.pick(("shadow", "python"), common="shadow", bias=0.8),
+                       "data": rng.choice(GOOD_DATA) if good or rng.random() < 0.5 else rng.choice(BAD_DATA),
+                       "backend": rng.choice(("interpreter", None) if good else ("interpreter", "nope"))}
+            if rng.random() < 0.15:
+                options["hook"] = "triton"
+            label = f"w{rng.randrange(3)}" if good or rng.random() < 0.5 else rng.choice(("", "\x00", "file/w"))
+            return ("arm", trigger, window, label, options)
+        if roll < 0.5:
+            return ("disarm",)
+        if roll < 0.65:
+            return ("signal",)
+        return ("step_loop", rng.randint(1, 5))
+
+    def step_ranges(self):
+        ranges, at = [], self.rng.choice((0, 0, 1, 2))
+        for _ in range(self.rng.randint(1, 3)):
+            end = at + self.rng.randint(0, 2)
+            ranges.append(f"{at}-{end}")
+            at = end + 1 + self.rng.randint(0, 2)
+        return "steps:" + ",".join(ranges)
 
     def session_call(self, kind):
         if kind == "start":

@@ -23,6 +23,7 @@ from flagtree.profiler import context as proton_context
 from flagtree.profiler import session as sessions
 from flagtree.profiler.native_core import native
 from support import api_fuzz_plan as plans
+from support.api_fuzz_arm import ArmOps
 from support.api_fuzz_model import (Misbehaved, NEVER_ISSUED, Record, base_of, data_kinds, format_refused,
                                     name_refused)
 from support.api_fuzz_written import check_folder, check_written, kernels_in
@@ -33,11 +34,15 @@ from support.kernels import launch_add, tensors
 SEQUENCE_TIMEOUT_S = 60  # a sequence takes well under a second: longer is a hang
 
 
-class Sequence(Ops):
-    """One sequence's model and its run; Ops holds the scope, launch and thread ops."""
+class Sequence(ArmOps, Ops):
+    """One sequence's model and its run; Ops holds the scope, launch and thread ops, ArmOps the
+    trigger's (arm, disarm, its windows)."""
 
     def __init__(self, folder, issued):
         super().__init__()
+        self.arm = None  # the armed run's model (api_fuzz_arm.ArmModel)
+        # FLAGTREE_PROFILER_DISABLE=1: every call a no-op that raises only for what it must refuse
+        self.disabled = os.environ.get("FLAGTREE_PROFILER_DISABLE") == "1"
         self.folder = folder
         self.records = []
         self.issued = issued  # ids below it were returned by some start() of the process
@@ -105,6 +110,10 @@ class Sequence(Ops):
         refused = self.start_refused(label, options, kinds) or isinstance(plan, str)
         name = label if not label else os.path.join(self.folder, label)  # "" is given as it is
         sid = self.call(f"start({label!r}, {options})", lambda: profiler.start(name, **options), expected=refused)
+        if self.disabled:
+            if sid not in (None, -1):
+                raise Misbehaved(f"start() with profiling disabled returned {sid!r}, not -1")
+            return
         if sid is not None:
             self.add_record(sid, label, kinds, options["context"], plan)
             # The interpreter runs launch_metadata only for a hook session of its own backend.
@@ -123,6 +132,12 @@ class Sequence(Ops):
         opened = []
 
         def work():
+            if self.disabled:  # no session opens: the function runs all the same
+                self.run_body(body, self.main)
+                opened.append(None)
+                if raises:
+                    raise FuzzRaised("profile")
+                return
             sid = max(sessions.open_sessions())
             self.add_record(sid, label, kinds, context, None)
             opened.append(self.records[-1])
@@ -137,10 +152,14 @@ class Sequence(Ops):
         except FuzzRaised:
             if not (raises and opened):
                 raise
-            sid = opened[0].id
+            sid = opened[0].id if not self.disabled else -1
         else:
             if raises and sid is not None:
                 raise Misbehaved("profile() swallowed the exception its function raised")
+        if self.disabled:
+            if sid not in (None, -1) or (sid is None and not refused):
+                raise Misbehaved(f"profile() with profiling disabled returned {sid!r}, not -1")
+            return
         if sid is not None:
             if opened[0].id != sid:
                 raise Misbehaved(f"profile() returned {sid}, its session was {opened[0].id}")
@@ -205,7 +224,8 @@ class Sequence(Ops):
 
     @staticmethod
     def check_closed(record):
-        check_written(record)
+        if not record.window:  # a window's parts are the armed run's: checked at disarm()
+            check_written(record)
 
     def op_flush_part(self, target, wait, count, ctx):
         session_id, record = self.resolve(target)
@@ -226,7 +246,10 @@ class Sequence(Ops):
     def op_step(self, target):
         session_id, record = self.resolve(target)
         acting = self.targets(session_id, record)
-        self.call(f"step({session_id!r})", lambda: profiler.step(session_id), expected=acting is None)
+        # A window's own id: its window may close in this step() before the id is looked up.
+        expected = None if record is not None and record.window else acting is None
+        self.call(f"step({session_id!r})", lambda: profiler.step(session_id), expected=expected)
+        self.arm_step()  # the armed run counts every step(), whatever its id, and raising ones too
         for r in acting or ():
             if r.plan is not None:
                 if r.plan.window_ends(r.step):  # the window's last step: its part is cut
@@ -261,6 +284,7 @@ class Sequence(Ops):
     def finish(self):
         """Leaves what the sequence left entered, finalizes what it left open, and checks."""
         self.unwind(self.main)
+        self.op_disarm()
         acting = self.open_records()
         self.call("finalize() at the end", profiler.finalize, expected=False)
         self.closed(acting)
@@ -271,10 +295,18 @@ class Sequence(Ops):
 
     def fresh_session(self):
         """A new session after the sequence works: its launches land under its scope, counted
-        (its parts summed, where a timer cut some)."""
+        (its parts summed, where a timer cut some). Disabled, it is -1 and nothing is written."""
         x, y, out = tensors(16)
         name = os.path.join(self.folder, "fresh-after")
         sid = profiler.start(name, data="tree,trace")
+        if self.disabled:
+            with profiler.scope("fresh"), profiler.state("st"):
+                launch_add(x, y, out, block=16)
+            profiler.finalize(sid)
+            written = sorted(set(os.listdir(self.folder)) - {"file"})
+            if sid != -1 or written:
+                raise Misbehaved(f"disabled, start() returned {sid} and the sequence wrote {written}")
+            return sid
         metadata = sessions.find_session(sid).metadata_path
         with profiler.scope("fresh"), profiler.state("st"):
             launch_add(x, y, out, block=16)
