@@ -5,12 +5,16 @@ launches by shadow path and its scope metrics; and, after a sequence, that no te
 import collections
 import math
 import os
+import re
 
 from flagtree.profiler.viewer.profile_tree import load_profiles, release
 from support.api_fuzz_model import EXTENSIONS, Misbehaved
 from support.json_check import load_strict
 
 SKIPPED_METRICS = ("cpu_time (ns)",)  # a wall time the model cannot know
+PYTHON_FRAME = re.compile(r"^.+:\d+@.+$", re.S)
+HIDDEN_FRAMES = (os.sep + os.path.join("flagtree", "profiler") + os.sep, os.sep + "triton" + os.sep)
+LAUNCHERS = ("@launch_add", "@launch_copy", "@launch_meta")
 
 
 def kernels_in(loaded, trace):
@@ -87,12 +91,16 @@ def check_written(record):
             raise Misbehaved(f"session {record.id}: output {path!r} listed in its metadata is missing")
         files[next(kind for ext, kind in EXTENSIONS.items() if path.endswith(ext))].append(path)
     parts = record.parts + [(record.paths, record.metrics)]
+    totals = {}
     for kind, paths in files.items():
         where = f"session {record.id} ({record.base!r}, {kind})"
         if record.exact and len(paths) != (len(parts) if len(parts) > 1 else 1):
             raise Misbehaved(f"{where}: {len(paths)} outputs {paths}, the model cut {len(parts) - 1} parts")
         if kind != "perfetto":
-            _check_parts(where, record, kind, paths, parts)
+            totals[kind] = _check_parts(where, record, kind, paths, parts)
+    if len(totals) == 2 and totals["tree"] != totals["trace"]:  # one session's launches, two views
+        raise Misbehaved(f"session {record.id} ({record.base!r}): its tree holds the kernels {dict(totals['tree'])}, "
+                         f"its trace {dict(totals['trace'])}")
 
 
 def _check_parts(where, record, kind, paths, parts):
@@ -104,18 +112,34 @@ def _check_parts(where, record, kind, paths, parts):
     if not record.launches <= sum(total.values()) <= record.launches + record.maybe:
         raise Misbehaved(f"{where}: {sum(total.values())} kernel launches written, {record.launches} made while "
                          f"it was active (and {record.maybe} while a race changed it; outputs {paths})")
+    if record.context == "python":
+        check_python_paths(where, total)
     if record.context != "shadow" or record.maybe:
-        return
+        return total
     expected = sum((launched for launched, _ in parts), collections.Counter())
     if total != +expected:
         raise Misbehaved(f"{where}: kernels written under {dict(total)}, launched under {dict(+expected)}")
     if not record.exact:
-        return
+        return total
     for path, one, found, (launched, metrics) in zip(paths, loaded, written, parts):
         if found != +launched:
             raise Misbehaved(f"{where}: {path} holds {dict(found)}, its part's launches were {dict(+launched)}")
         if kind == "tree":
             check_metrics(f"{where}: {path}", scope_metrics_in(one), metrics)
+    return total
+
+
+def check_python_paths(where, found):
+    """A python session's kernels lie under the Python frames of their launch, outermost first, each
+    `<file>:<line>@<function>`: none of this package's or Triton's, the launching helper's last,
+    called from the fuzz's op_launch; then the state, if any, and the kernel."""
+    for path in found:
+        frames, kernel = path[:-1], path[-1]
+        if frames and not frames[-1].endswith(LAUNCHERS):  # the thread's state, below the frames
+            frames = frames[:-1]
+        bad = [f for f in frames if not PYTHON_FRAME.match(f) or any(part in f for part in HIDDEN_FRAMES)]
+        if bad or len(frames) < 2 or not frames[-1].endswith(LAUNCHERS) or not frames[-2].endswith("@op_launch"):
+            raise Misbehaved(f"{where}: kernel {kernel!r} under the Python frames {frames}: {bad or 'not its launch'}")
 
 
 def check_folder(folder):
