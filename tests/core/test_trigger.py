@@ -257,3 +257,20 @@ def test_idle_steps_wait_for_no_lock_and_each_thread_step_counts_once(tmp_path):
     assert parts == [str(tmp_path / "t.part1.hatchet")] and armed.windows[0]["steps"] == [401]
     profiler.disarm()  # waits for the writer thread
     assert steps_in(parts[0]) == [401]
+
+
+def test_disarm_from_another_thread_leaves_the_signal_free_to_arm_again(tmp_path):
+    # Only the main thread can put the signal's handler back: one left by a disarm() elsewhere
+    # must count nothing (its pipe is closed, its descriptor may be reused) and not refuse arm().
+    profiler.arm("signal:USR2", "steps=1", name=str(tmp_path / "w"))
+    thread = threading.Thread(target=profiler.disarm)
+    thread.start()
+    thread.join()
+    os.kill(os.getpid(), signal.SIGUSR2)  # the handler left behind does nothing
+    armed = profiler.arm("signal:USR2", "steps=1", name=str(tmp_path / "v"))
+    os.kill(os.getpid(), signal.SIGUSR2)
+    profiler.step()
+    profiler.step()
+    profiler.disarm()
+    assert [w["steps"] for w in armed.windows] == [[1]]
+    assert signal.getsignal(signal.SIGUSR2) == signal.SIG_DFL

@@ -55,15 +55,24 @@ class SignalSource:
         if threading.current_thread() is not threading.main_thread():
             raise ValueError("a signal trigger must be armed from the main thread (Python runs signal handlers there)")
         current = signal.getsignal(signum)
+        left = getattr(current, "__self__", None)
+        if isinstance(left, SignalSource) and left._closed:
+            # A source disarmed off the main thread could not put its signal back: its inert
+            # handler is no handler of the program's, and what it replaced is put back at close.
+            current = left._previous
         if current not in (signal.SIG_DFL, signal.SIG_IGN):
             raise ValueError(f"{signal.Signals(signum).name} already has a handler in this program ({current!r}): "
                              f"arm another signal (signal:USR2, signal:HUP) or a file trigger")
         self.signum, self._waker = signum, waker
         self._fired = 0  # written only by the handler
         self._taken = 0
-        self._previous = signal.signal(signum, self._handler)
+        self._closed = False
+        signal.signal(signum, self._handler)
+        self._previous = current
 
     def _handler(self, signum, frame):
+        if self._closed:  # left installed by a close() off the main thread: its pipe may be gone
+            return
         self._fired += 1
         self._waker.wake()
 
@@ -77,6 +86,7 @@ class SignalSource:
         return new
 
     def close(self):
+        self._closed = True  # first: off the main thread the handler stays installed (signal.signal refuses)
         if threading.current_thread() is threading.main_thread() and signal.getsignal(self.signum) == self._handler:
             signal.signal(self.signum, self._previous)
 
