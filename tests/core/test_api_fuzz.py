@@ -6,9 +6,14 @@ with odd names and metrics, exceptions inside them, exits out of order, launches
 launch_metadata returning odd names and metrics), a second thread, and calls that must fail. After
 every op the open sessions, their activity and the scope stack are the model's
 (support/api_fuzz_model.py); after every finalize its files are checked (strict JSON, read back by
-the viewer's reader, the launches of each part by path, scope metrics: support/api_fuzz_written.py);
-after every sequence no temporary file is left and a fresh session works. Misuse must raise
-TypeError, ValueError or RuntimeError with a message.
+the viewer's reader, the launches of each part by path, scope metrics, a python session's frames:
+support/api_fuzz_written.py); after every sequence no temporary file is left and a fresh session
+works. Misuse must raise TypeError, ValueError or RuntimeError with a message. arm() and disarm()
+(step ranges, SIGUSR2 with a steps window, bad texts, a second arm(), disarm() twice) mix with all of
+it: a window is a session among the others, and at disarm() each window's parts must hold the
+launches made while it recorded, its steps and the metadata's windows and part_steps the trigger's
+(support/api_fuzz_arm.py). The "disabled" case runs the sequences with FLAGTREE_PROFILER_DISABLE=1:
+start() gives -1, arm() None, nothing is written, valid calls never raise.
 
 The sequences run in a child process (support/api_fuzz_run.py), so that a crash or a hang fails the
 test naming its seed. FLAGTREE_API_FUZZ_SEQUENCES=N runs N sequences per case (default 80), from

@@ -170,9 +170,8 @@ def check_windows(arm):
         raise Misbehaved(f"{where}: windows {found}, the model's {expected}")
     for entry, (record, _, _, _) in zip(armed.windows, arm.closed):
         check_window_parts(where, entry, record)
-    meta_path = arm.base + ".meta.json"
-    if armed.windows and os.path.isfile(meta_path):
-        meta = load_strict(meta_path)
+    if armed.windows and os.path.isfile(arm.closed[-1][0].metadata):  # named as its session's (by data kind)
+        meta = load_strict(arm.closed[-1][0].metadata)
         if "windows" in meta:
             check_window_metadata(where, meta, armed.windows)
 

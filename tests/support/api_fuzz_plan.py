@@ -177,6 +177,8 @@ class Planner:
             return ("disarm",)
         if roll < 0.65:
             return ("signal",)
+        if roll < 0.75:  # disarm() or steps from a thread of their own, this one waiting
+            return ("elsewhere", rng.choice((("disarm",), ("step_loop", rng.randint(1, 3)))))
         return ("step_loop", rng.randint(1, 5))
 
     def step_ranges(self):
