@@ -131,6 +131,11 @@ class ArmOps:
                 arm.pending = True
         arm.unnoted = 0
 
+    def op_signal_loop(self, count, ctx):
+        for _ in range(count):
+            self.op_signal()
+            self.op_step_loop(1, ctx)
+
     def op_step_loop(self, count, ctx):
         for _ in range(count):
             self.op_launch("add", ctx=ctx)

@@ -326,4 +326,4 @@ class Ops:
             ctx.left(False)
 
 
-WITH_CTX = ("launch", "with", "enter", "exit", "flush_part", "depth", "step_loop")
+WITH_CTX = ("launch", "with", "enter", "exit", "flush_part", "depth", "step_loop", "signal_loop")

@@ -160,7 +160,7 @@ class Planner:
         roll = rng.random()
         if roll < 0.3:
             good = rng.random() < 0.85
-            if rng.random() < 0.7:
+            if rng.random() < 0.6:
                 trigger, window = self.step_ranges(), None
             else:
                 trigger, window = "signal:USR2", f"steps={rng.randint(1, 3)}"
@@ -179,6 +179,8 @@ class Planner:
             return ("signal",)
         if roll < 0.75:  # disarm() or steps from a thread of their own, this one waiting
             return ("elsewhere", rng.choice((("disarm",), ("step_loop", rng.randint(1, 3)))))
+        if roll < 0.85:  # signals between steps: windows open, and signals come while one is open
+            return ("signal_loop", rng.randint(2, 5))
         return ("step_loop", rng.randint(1, 5))
 
     def step_ranges(self):
