@@ -274,3 +274,13 @@ def test_disarm_from_another_thread_leaves_the_signal_free_to_arm_again(tmp_path
     profiler.disarm()
     assert [w["steps"] for w in armed.windows] == [[1]]
     assert signal.getsignal(signal.SIGUSR2) == signal.SIG_DFL
+
+
+def test_step_of_a_window_session_id_that_closes_it_does_not_raise(tmp_path):
+    # step() closes the window before it looks the id up: an id open at the call is no bad id.
+    profiler.arm("steps:0-0", name=str(tmp_path / "w"))
+    (window_id,) = _session.open_sessions()
+    assert profiler.step(window_id) == [str(tmp_path / "w.part1.hatchet")]
+    assert _session.open_sessions() == []
+    with pytest.raises(ValueError):
+        profiler.step(window_id)  # closed by then: a bad id as any other

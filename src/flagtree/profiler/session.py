@@ -174,8 +174,12 @@ def step(session_id=None):
     the id: its windows open and close here; it runs before the lock is taken, since its watcher
     thread takes its own lock and then this one."""
     written = []
-    for listener in step_listeners:
-        written += listener()
+    if step_listeners:  # a trigger's step may close the window that is session_id: no bad id then
+        window_id = type(session_id) is int and session_id in _sessions
+        for listener in step_listeners:
+            written += listener()
+        if window_id and session_id not in _sessions:
+            return written
     # Called every step of a serving loop, armed and idle included: with nothing open, a no-op
     # decided before the lock (a session another thread starts meanwhile begins after this step
     # either way). `is None` first: comparing None with -1 takes a rich comparison's slow path.
