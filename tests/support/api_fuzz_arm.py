@@ -12,7 +12,7 @@ import signal
 import flagtree.profiler as profiler
 from flagtree.profiler.native_core import native
 from support.api_fuzz_model import Misbehaved, base_of, data_kinds, name_refused
-from support.api_fuzz_written import kernels_in
+from support.api_fuzz_written import check_python_paths, kernels_in
 from support.json_check import load_strict
 
 
@@ -193,7 +193,10 @@ def check_window_parts(where, entry, record):
     for kind in ("tree", "trace"):
         if kind not in by_kind:
             continue
-        total = sum(sum(kernels_in(load_strict(p), kind == "trace").values()) for p in by_kind[kind])
+        found = sum((kernels_in(load_strict(p), kind == "trace") for p in by_kind[kind]), collections.Counter())
+        if record.context == "python":
+            check_python_paths(f"{where}: window {entry['window']}", found)
+        total = sum(found.values())
         if not record.launches <= total <= record.launches + record.maybe:
             raise Misbehaved(f"{where}: window {entry['window']} ({kind}) holds {total} launches, "
                              f"{record.launches} were made while it recorded (and {record.maybe} in a race)")
