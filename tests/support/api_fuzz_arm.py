@@ -10,6 +10,7 @@ import os
 import signal
 
 import flagtree.profiler as profiler
+from flagtree.profiler import session as sessions
 from flagtree.profiler.native_core import native
 from support.api_fuzz_model import Misbehaved, base_of, data_kinds, name_refused
 from support.api_fuzz_written import check_python_paths, kernels_in
@@ -77,7 +78,6 @@ class ArmOps:
         if used + len(arm.kinds) > native.MAX_SESSIONS:
             arm.failures += 1
             return
-        from flagtree.profiler import session as sessions  # deferred: only a window needs its id
         sid = max(sessions.open_sessions())
         label = os.path.relpath(arm.base, self.folder)
         self.add_record(sid, label, arm.kinds, arm.options["context"], None)
