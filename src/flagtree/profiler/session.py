@@ -33,7 +33,7 @@ from .periodic_parts import start_timer
 # CONTEXTS, DATA_KINDS and HOOKS are also read from here (the command's option choices).
 from .session_checks import CONTEXTS, DATA_KINDS, HOOKS, check_arguments, check_issued, open_targets  # noqa: F401
 from .session_outputs import raise_failed_parts, wait_for_closes, wait_for_parts, warn_of_failed_parts, write_outputs
-from .session_outputs import write_parts
+from .session_outputs import settle_parts_after_failure, write_parts
 from .session_backend import start_backend
 from .session_keywords import NOT_GIVEN, check_output_format, session_of
 from .window_close import close_window, gather_window, wait_for_windows
@@ -188,8 +188,7 @@ def step(session_id=None):
     # A quiet step of the one open session, scheduled (a serving loop between its windows): a count.
     lone = _lone_schedule
     if lone is not None and (session_id is None or session_id == lone[0] and type(session_id) is int) \
-            and not part_writer.failed \
-            and lone[1].count.tick_below():
+            and not part_writer.failed and lone[1].count.tick_below():
         return written
     with _lock:
         # The environment (profiling_off reads two variables) is read only for an id no open
@@ -270,9 +269,7 @@ def _finalize_locked(sessions):
             write_outputs(s)
         except Exception as error:  # one failed output must not lose the other sessions'
             errors.append(error)
-            # The backend's outputs may fail before write_outputs waited for the parts: none may land later.
-            wait_for_parts([s])
-            warn_of_failed_parts([s])
+            settle_parts_after_failure(s)
         finally:
             _close(s)
     gather.after_finalize(sessions)  # FLAGTREE_PROFILER_GATHER: every rank's files to rank 0

@@ -129,6 +129,14 @@ def wait_for_parts(sessions):
     return [j for j in jobs if j in part_writer.failed]
 
 
+def settle_parts_after_failure(s):
+    """A finalize of `s` failed, maybe before write_outputs waited for its parts (the backend's
+    own outputs raised): waits for them, so that none lands after finalize returned, and warns of
+    those that failed."""
+    wait_for_parts([s])
+    warn_of_failed_parts([s])
+
+
 def raise_failed_parts(failed):
     """What wait_for_parts found failed: taken off the warning list and raised (a step() on
     another thread may have warned of some meanwhile). Under session.py's lock."""
