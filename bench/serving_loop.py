@@ -300,10 +300,12 @@ def persistent(model, cycle, until, steps_per_block):
         serve(model, cycle.steps, sid)
         part_writer.wait(session.part_jobs)  # the first window written
         first = memory()
-        steps, elapsed = cycle.steps, 0.0
+        steps, elapsed, series = cycle.steps, 0.0, []
         while time.perf_counter() < until or steps < 3 * cycle.steps:
             elapsed += serve(model, steps_per_block, sid)
             steps += steps_per_block
+            if steps // steps_per_block % 20 == 0:  # how memory moves, not only where it ends (outside the timing)
+                series.append(dict(memory(), steps=steps, suspensions=(_cupti_switches() or {}).get("suspensions")))
         part_writer.wait(session.part_jobs)
         end = memory()
         switches = _cupti_switches()
@@ -312,7 +314,7 @@ def persistent(model, cycle, until, steps_per_block):
     growth = {k: end[k] / first[k] - 1 for k in first}
     return {"steps": steps, "step_us": elapsed / (steps - cycle.steps) * 1e6, "windows": _window_times(times),
             "cupti_switches": switches,
-            "after_first_window": first, "end": end, "growth": growth,
+            "after_first_window": first, "end": end, "growth": growth, "memory_series": series,
             "flat": all(abs(g) <= 0.05 for g in growth.values())}
 
 

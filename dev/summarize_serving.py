@@ -20,3 +20,6 @@ for config, figures in phase.get("gc", {}).items():
 persistent = result["persistent"]
 print("persistent:", {k: persistent[k] for k in ("steps", "step_us", "windows") if k in persistent})
 print("memory after first window:", persistent.get("after_first_window"), "end:", persistent.get("end"))
+series = persistent.get("memory_series") or []
+for row in series[:3] + (["..."] if len(series) > 6 else []) + series[max(3, len(series) - 3):]:
+    print("  memory", row)
