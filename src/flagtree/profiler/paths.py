@@ -13,6 +13,8 @@ import re
 import tempfile
 from typing import NamedTuple
 
+from .common.safe_text import is_utf8
+
 # The name a session writes under when start() is given none (Proton's is "proton"): the
 # package's own, so that both tools' default outputs in one folder never overwrite each other.
 DEFAULT_PROFILE_NAME = "flagtree"
@@ -120,13 +122,11 @@ def base_name(name):
         raise ValueError(f"name must be a non-empty path string, got {name!r}")
     if "\x00" in base:  # no file name holds one: start() would pass and finalize fail to write
         raise ValueError(f"name {base!r} holds a NUL character, which no file name can")
-    try:
-        base.encode("utf-8")
-    except UnicodeEncodeError:
+    if not is_utf8(base):
         # A lone surrogate (os.fsdecode's for a byte that is not UTF-8) makes a file here, but the
         # native writer takes UTF-8 paths and the metadata lists them in JSON: finalize would fail.
         raise ValueError(f"name {base!r} holds a lone surrogate, which UTF-8 cannot encode: the profile's "
-                         f"file names must be UTF-8 text") from None
+                         f"file names must be UTF-8 text")
     for ext in EXTENSIONS.values():
         if base.endswith(ext):
             base = base[: -len(ext)]

@@ -14,6 +14,7 @@ import functools
 import numbers
 import warnings
 
+from .common.safe_text import is_utf8
 from .distributed import ranks
 from .native_core import native
 
@@ -35,12 +36,8 @@ def _intern(name):
 
 def _check_text(what, text):
     """A name a profile can hold: UTF-8 text (a lone surrogate such as "\\ud800" is none)."""
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValueError(f"{what} {text!r} holds a lone surrogate, which UTF-8 cannot encode: "
-                             f"a profile cannot hold it") from None
+    if not is_utf8(text):
+        raise ValueError(f"{what} {text!r} holds a lone surrogate, which UTF-8 cannot encode: a profile cannot hold it")
 
 
 # Proton's suffixes: "name (pty)" is a property (a number or a text; the last value given to a

@@ -17,6 +17,15 @@ CONTROLS = "\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069
 UNSAFE = re.compile(f"[{CONTROLS}\ud800-\udfff]")
 
 
+def is_utf8(text):
+    """Whether `text` can be written as UTF-8 (file names, JSON keys a profile holds): a lone
+    surrogate such as "\\ud800", which os.fsdecode makes of a byte that is not UTF-8, cannot."""
+    return text.isascii() or _SURROGATE.search(text) is None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _escape(match):
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

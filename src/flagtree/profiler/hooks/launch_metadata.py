@@ -11,6 +11,7 @@ import numbers
 import re
 
 from .. import _env
+from ..common.safe_text import is_utf8
 from .launch_site import warn_at_launch_site
 from ..native_core import native
 from ..triton_glue.interpreter import jit_options
@@ -87,12 +88,12 @@ def _publish(kernel, values, base_name):
     for key, value in values.items():
         if key in _TRITON_KEYS:
             if key == "name" and value != base_name and value is not None:
-                if isinstance(value, str) and value and _utf8(value):  # a lone surrogate is no name
+                if isinstance(value, str) and value and is_utf8(value):  # a lone surrogate is no name
                     override = value
                 else:
                     bad = (bad or []) + [key]
             continue
-        if key in _WRITTEN_KEYS or (type(key) is str and not _utf8(key)):
+        if key in _WRITTEN_KEYS or (type(key) is str and not is_utf8(key)):
             _warn_once(kernel, "written", f"launch_metadata returned {key!r}, a metric name the profiler writes "
                                           f"itself or one that is not UTF-8 text; it is dropped")
             continue
@@ -123,10 +124,6 @@ def _publish(kernel, values, base_name):
                                     f"they are dropped")
         _set_metadata(override, kept)
     _pending = True
-
-
-def _utf8(text):
-    return text.isascii() or not any(0xD800 <= ord(c) <= 0xDFFF for c in text)
 
 
 def _fits_double(value):
