@@ -1,11 +1,13 @@
 """Windows of an armed trigger on a real GPU: the nvidia backend (CUPTI) records exactly the
 launches of each window's steps, CUPTI is not subscribed between windows, and a signal opens a
-window under the command as it does on the CPU."""
+window under the command as it does on the CPU. A steps window known to be near is attached
+ahead, parked, off the program's thread, and records only its own steps."""
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 import torch
@@ -23,7 +25,8 @@ def disarmed():
     profiler.finalize()
 
 
-def test_step_windows_record_their_steps_and_cupti_is_released_between_them(tmp_path):
+def test_step_windows_record_their_steps_and_cupti_is_released_between_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLAGTREE_PROFILER_CUPTI_IDLE_S", "0")  # let go at once, never attached ahead
     x, y, out = tensors(1024)
     launch_add(x, y, out)  # compiled before arming
     torch.cuda.synchronize()
@@ -45,6 +48,32 @@ def test_step_windows_record_their_steps_and_cupti_is_released_between_them(tmp_
     assert kernel_counts(load_tree(tmp_path / "w.part2.hatchet")[0]) == {("step6", "add_kernel"): 7}
     meta = load_json(tmp_path / "w.meta.json")
     assert meta["part_steps"] == [[2, 3], [6]] and meta["lost_launches"] == 0
+
+
+def test_a_window_attached_ahead_counts_only_its_steps(tmp_path):
+    x, y, out = tensors(1024)
+    launch_add(x, y, out)
+    torch.cuda.synchronize()
+    profiler.release()
+    before = _native.nvidia.cupti_attach_stats()
+    profiler.arm("steps:2-3,60-61", name=str(tmp_path / "w"), backend="nvidia")
+    parked = []
+    for step in range(63):
+        with profiler.scope(f"step{step}"):
+            for _ in range(step % 5 + 1):
+                launch_add(x, y, out)
+        torch.cuda.synchronize()
+        time.sleep(0.002)  # the pace between windows: the park comes some steps before step 60
+        profiler.step()
+        parked.append(_native.nvidia.cupti_attach_stats()["parked"])
+    profiler.disarm()
+    after = _native.nvidia.cupti_attach_stats()
+    assert not any(parked[4:10]) and any(parked[10:59])  # let go at the close, parked ahead later
+    assert after["parks_ahead"] == before["parks_ahead"] + 1
+    assert after["subscriptions"] == before["subscriptions"] + 2
+    assert kernel_counts(load_tree(tmp_path / "w.part2.hatchet")[0]) == {("step60", "add_kernel"): 1,
+                                                                         ("step61", "add_kernel"): 2}
+    assert load_json(tmp_path / "w.meta.json")["lost_launches"] == 0
 
 
 SCRIPT = textwrap.dedent('''

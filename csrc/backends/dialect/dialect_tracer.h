@@ -104,6 +104,13 @@ class DialectTracer : public ActivityListener {
   // attach; returns whether it did. No-op (false) while users hold it or when not parked.
   bool detach();
   bool parked() const { return parked_; }
+  // No session holds the tracer and one is coming (an armed trigger's window): attaches it now,
+  // parked as the last release would have left it, on a thread of ours, so that the session's
+  // acquire only resumes it. Whether it did (false: held, already parked, a dialect that never
+  // parks, or the library taken by another tool). The idle clock lets go should none come.
+  bool parkAhead(const Api& api, size_t bufferBytes, DeviceType deviceType);
+  uint64_t parksAhead() const { return parksAhead_.load(); }
+  uint64_t lastParkAheadNs() const { return lastParkAheadNs_.load(); }
   // Records discarded because they arrived while parked or came from launches made then.
   uint64_t idleDiscarded() const { return idleDiscarded_.load(); }
   // Fresh subscriptions since the process started (tests: a resume does not subscribe).
@@ -199,6 +206,7 @@ class DialectTracer : public ActivityListener {
   void drain(bool final);  // D::kUnsubscribeBeforeFlush
   void collectDropped();
   void enableApiCallbacks();
+  void chooseApiCallbacks();  // traced_ for the library, worked out once per library
   void handleBuffer(uint8_t* buffer, size_t validSize);
   void bufferDone(Context context, uint32_t streamId, uint8_t* buffer, size_t size, size_t validSize);
   void noteContext(Context context);
@@ -252,7 +260,7 @@ class DialectTracer : public ActivityListener {
   std::atomic<bool> suspended_{false};  // see suspended(); changed under mutex_
   std::atomic<double> suspendAfter_{-1.0};
   std::atomic<uint64_t> suspensions_{0}, lastSuspendNs_{0}, lastResumeNs_{0}, resumeFailures_{0};
-  std::atomic<uint64_t> attachesAhead_{0};
+  std::atomic<uint64_t> attachesAhead_{0}, parksAhead_{0}, lastParkAheadNs_{0};
   typename D::Result callbackRefusal_ = D::kSuccess;
   std::vector<Kind> refusedKinds_;
   // Whether a launch was made since the last forced flush (D::kFlushOnceAtStop: a forced flush

@@ -112,6 +112,31 @@ void DialectTracer<D>::park() {
 }
 
 template <typename D>
+bool DialectTracer<D>::parkAhead(const Api& api, size_t bufferBytes, DeviceType deviceType) {
+  if constexpr (D::kKeepAttached) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (users_ > 0 || parked_ || floor_) return false;
+    const uint64_t began = monotonicNs();
+    api_ = api;
+    bufferBytes_ = bufferBytes;
+    deviceType_ = deviceType;
+    try {
+      start(false);
+      chooseApiCallbacks();  // chosen, left off: the resume switches them on
+      keepFrom_.store(kMaxCorrelation);  // before the kinds: what they record now is no session's
+      enableKinds();
+    } catch (const std::exception&) {
+      return false;  // another tool holds the library: the session attaches as usual, or says why
+    }
+    parked_ = true;
+    parksAhead_.fetch_add(1);
+    lastParkAheadNs_.store(monotonicNs() - began);
+    return true;
+  }
+  return false;
+}
+
+template <typename D>
 void DialectTracer<D>::resume() {
   // What the library buffered while parked goes (discarded) before the session starts; so do
   // its drop counts, which belong to no session.
@@ -217,6 +242,12 @@ void DialectTracer<D>::enableKinds() {
 
 template <typename D>
 void DialectTracer<D>::enableApiCallbacks() {
+  chooseApiCallbacks();
+  setApiCallbacks(1);
+}
+
+template <typename D>
+void DialectTracer<D>::chooseApiCallbacks() {
   // Which ids to trace depends only on the library, so it is worked out once per library
   // (for CUPTI a few thousand name look-ups) and reused by every later session.
   if (tracedFor_ != api_.path) {
@@ -231,7 +262,6 @@ void DialectTracer<D>::enableApiCallbacks() {
     }
     tracedFor_ = api_.path;
   }
-  setApiCallbacks(1);
 }
 
 template <typename D>

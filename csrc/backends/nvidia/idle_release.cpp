@@ -23,11 +23,39 @@ struct Watcher {
   bool waiting = false;  // ... and has reached its loop
   bool armed = false;
   bool attachAhead = false;  // requestAttachAhead() asked, not done yet
+  bool parkAhead = false;    // requestParkAhead() asked, not done yet: its library and sizes
+  CuptiApi parkApi;
+  size_t parkBufferBytes = 0;
+  double parkIdleSeconds = 0;
+  unsigned long cancels = 0;  // cancelIdleRelease() calls (each before a session's acquire)
+  unsigned long parkCancels = 0;  // ... when the park was asked
   Clock::time_point deadline;
   unsigned long fired = 0;
 };
 
 Watcher& theWatcher() { return leakedPerProcess<Watcher>(); }
+
+Clock::time_point after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+// Attaches parked, then starts the idle clock. A session that began since the request makes it
+// moot (it attached itself); one that begins during the attach waits for it and resumes, and the
+// clock then finds the tracer held and leaves it be (idleRelease).
+void parkAheadNow(Watcher* w, std::unique_lock<std::mutex>& lock) {
+  w->parkAhead = false;
+  if (w->cancels != w->parkCancels) return;
+  const CuptiApi api = w->parkApi;
+  const size_t bufferBytes = w->parkBufferBytes;
+  const double idleSeconds = w->parkIdleSeconds;
+  lock.unlock();
+  const bool parked = CuptiTracer::instance().parkAhead(api, bufferBytes, DeviceType::CUDA);
+  lock.lock();
+  if (parked) {
+    w->deadline = after(idleSeconds);
+    w->armed = true;
+  }
+}
 
 void watch(Watcher* w) {
   std::unique_lock<std::mutex> lock(w->mutex);
@@ -39,6 +67,10 @@ void watch(Watcher* w) {
       lock.unlock();
       CuptiTracer::instance().attachAhead();  // under the tracer's lock; arms the clock again
       lock.lock();
+      continue;
+    }
+    if (w->parkAhead) {
+      parkAheadNow(w, lock);
       continue;
     }
     if (!w->armed) {
@@ -75,7 +107,7 @@ void tellWatcher(Watcher& w, std::unique_lock<std::mutex>& lock) {
 void armIdleRelease(double seconds) {
   Watcher& w = theWatcher();
   std::unique_lock<std::mutex> lock(w.mutex);
-  w.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  w.deadline = after(seconds);
   w.armed = true;
   tellWatcher(w, lock);
 }
@@ -87,10 +119,22 @@ void requestAttachAhead() {
   tellWatcher(w, lock);
 }
 
+void requestParkAhead(const CuptiApi& api, size_t bufferBytes, double idleSeconds) {
+  Watcher& w = theWatcher();
+  std::unique_lock<std::mutex> lock(w.mutex);
+  w.parkAhead = true;
+  w.parkApi = api;
+  w.parkBufferBytes = bufferBytes;
+  w.parkIdleSeconds = idleSeconds;
+  w.parkCancels = w.cancels;
+  tellWatcher(w, lock);
+}
+
 void cancelIdleRelease() {
   Watcher& w = theWatcher();
   std::lock_guard<std::mutex> lock(w.mutex);
   w.armed = false;
+  ++w.cancels;
   w.changed.notify_all();
 }
 

@@ -7,6 +7,9 @@
 // its own (it must take the GIL to run; docs/performance.md). One thread per process, started on first
 // use, sleeps on a condition variable between deadlines; a forked child starts its own.
 #pragma once
+#include <cstddef>
+
+#include "backends/nvidia/cupti_api.h"
 
 namespace ftp {
 
@@ -18,6 +21,9 @@ void cancelIdleRelease();
 // Asks the same thread to attach a suspended tracer again, quiet, before a window wakes it
 // (DialectTracer::attachAhead): the subscription's cost off the program's thread.
 void requestAttachAhead();
+// Asks the same thread to attach the tracer parked when no session holds it, a session being
+// near (DialectTracer::parkAhead), then to detach it after `idleSeconds` should none come.
+void requestParkAhead(const CuptiApi& api, size_t bufferBytes, double idleSeconds);
 // Deadlines reached so far, each one ending in a detach or suspend attempt (tests).
 unsigned long idleReleasesFired();
 

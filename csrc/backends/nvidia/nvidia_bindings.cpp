@@ -66,6 +66,11 @@ void registerNvidiaBindings(nb::module_& m) {
   m.def("cupti_idle_release_cancel", &cancelIdleRelease, nb::call_guard<nb::gil_scoped_release>());
   // A suspended tracer attached again, quiet, on the idle clock's thread (a window is near).
   m.def("cupti_attach_ahead", &requestAttachAhead, nb::call_guard<nb::gil_scoped_release>());
+  // No session, one near (a trigger's window): the library attached parked on the idle clock's
+  // thread, let go after `idle_s` should no session come.
+  m.def("cupti_park_ahead", [](const std::string& path, size_t bufferBytes, double idleSeconds) {
+    requestParkAhead(loadCupti(path), bufferBytes, idleSeconds);
+  }, nb::call_guard<nb::gil_scoped_release>());
   // The idle time after which a quiet tracer is suspended (< 0: never).
   m.def("cupti_suspend_after", [](double seconds) { CuptiTracer::instance().setSuspendAfter(seconds); });
   m.def("cupti_attach_stats", []() {
@@ -89,6 +94,8 @@ void registerNvidiaBindings(nb::module_& m) {
     d["last_resume_ns"] = t.lastResumeNs();
     d["resume_failures"] = t.resumeFailures();
     d["attaches_ahead"] = t.attachesAhead();
+    d["parks_ahead"] = t.parksAhead();
+    d["last_park_ahead_ns"] = t.lastParkAheadNs();
     nb::dict phases;
     for (size_t i = 0; i < t.startPhasesNs().size(); ++i) phases[CuptiTracer::kStartPhases[i]] = t.startPhasesNs()[i];
     d["start_phases_ns"] = phases;

@@ -20,6 +20,7 @@ The closing thread only ends the window and takes its data; the part writer's th
 files (window_close.py), and disarm() waits for them.
 """
 import atexit
+import math
 import os
 import sys
 import threading
@@ -58,6 +59,12 @@ class Armed:
         self._pending = False  # a trigger seen whose window has not opened yet
         self._ranges = list(trigger.ranges)  # a steps trigger's ranges not opened yet
         self._next_range = trigger.ranges[0][0] if trigger.ranges else -1  # the step the next one opens at
+        # A steps window's backend may prepare its start ahead (Backend.window_lead): the step at
+        # which it is told (-1: none), the pace of the steps between windows, and the step from
+        # which step() takes the lock (the earlier of that one and the next range's start).
+        self._prepare_at, self._lock_from = -1, self._next_range
+        self._quiet_from, self._quiet_step_s = (0, time.perf_counter()), None
+        self._backend = None  # the last window's
         self._open = None  # the open window: its session and facts
         self._parts = {}  # data kind -> its parts so far
         self._lock = threading.Lock()
@@ -97,6 +104,7 @@ class Armed:
             self._thread.join(timeout=10)
         with self._lock:
             written = self._close_window("exit", self.step) if self._open is not None else []
+            _release_parked_tracer()  # attached ahead of a window that did not come
         wait_for_windows()  # every window's files are written before disarm() returns
         with self._lock:
             self._warn_of_lost_windows()
@@ -120,7 +128,7 @@ class Armed:
         ended = self._count.tick()  # each step ends once, whichever thread calls
         # A step at or past the next range's start takes the lock even before another thread's
         # step opens that window: it may be the window's step, and is then counted in it.
-        if self._open is None and not self._pending and (self._next_range < 0 or ended + 1 < self._next_range) \
+        if self._open is None and not self._pending and (self._lock_from < 0 or ended + 1 < self._lock_from) \
                 and not self._log.reports and (self._source is None or self._source.quiet()):
             return []
         with self._lock:
@@ -138,6 +146,9 @@ class Armed:
                     written = self._close_window("seconds", ended)
             if self._open is None and (self._pending or self._next_range == ended + 1):
                 self._open_due("step()", ended + 1)
+            elif self._open is None and 0 <= self._prepare_at <= ended + 1:
+                self._prepare_at, self._lock_from = -1, self._next_range
+                self._backend.prepare_window()
             return written
 
     def _watch(self):
@@ -181,6 +192,7 @@ class Armed:
             if self._next_range == step:
                 last = self._ranges.pop(0)[1]
                 self._next_range = self._ranges[0][0] if self._ranges else -1
+                self._prepare_at, self._lock_from = -1, self._next_range
                 self._open_window(where, step, last_step=last)
         elif self._pending:
             self._pending = False
@@ -205,6 +217,7 @@ class Armed:
             warnings.warn(f"flagtree.profiler: trigger {self.trigger}: window {len(self.windows) + 1} could not "
                           f"open: {error}")
             return
+        self._pace_quiet_steps(step)
         # A seconds window's time runs from here, once its session is open.
         deadline = time.monotonic() + seconds if seconds is not None else None
         self._open = {"session": session, "first_step": step, "last_step": last_step, "deadline": deadline,
@@ -235,12 +248,36 @@ class Armed:
                 self._failures += 1
                 self._warn_not_written(entry["window"], error)
                 return []
-        _release_parked_tracer()
+        if not self._prepare_next(session.backend, last_step):
+            _release_parked_tracer()
         for m in members(session):
             self._parts[m.data] = self._parts.get(m.data, []) + parts[m.data]
         self.windows.append(entry)
         self.files += entry["parts"]
         return entry["parts"]
+
+    def _pace_quiet_steps(self, step):
+        """A window opens at `step`: the steps since the last one closed (or arm()) give the pace
+        of a step between windows."""
+        first, began = self._quiet_from
+        if step > first:
+            self._quiet_step_s = (time.perf_counter() - began) / (step - first)
+
+    def _prepare_next(self, backend, last_step):
+        """A window closed at `last_step`: when the next steps window comes, at the last stretch's
+        pace, within the backend's lead, its start is left prepared (True: the program's idle steps
+        meanwhile pay the backend's idle cost, as they would after a finalize); further away, the
+        backend hears of it at the step that far ahead (on_step)."""
+        self._backend, self._quiet_from = backend, (last_step + 1, time.perf_counter())
+        self._prepare_at, self._lock_from = -1, self._next_range
+        lead = backend.window_lead() if self._next_range >= 0 and self._quiet_step_s else None
+        if lead is None:
+            return False
+        at = self._next_range - math.ceil(lead / self._quiet_step_s)
+        if at <= last_step + 1:
+            return True
+        self._prepare_at = self._lock_from = at
+        return False
 
     def _warn_of_lost_windows(self):
         """Warns of each window the writer thread could not write, once."""

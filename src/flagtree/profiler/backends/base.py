@@ -148,6 +148,15 @@ class Backend:
     def wake_ahead(self):
         """The window that quiet_ahead() was told of is about that many seconds away."""
 
+    def window_lead(self):
+        """Seconds before a session of this backend opens with none running (an armed trigger's
+        next window) that prepare_window() should come; None (the default): nothing to prepare."""
+        return None
+
+    def prepare_window(self):
+        """A session of this backend is about window_lead() seconds away and none runs: a backend
+        whose start is costly may do it now, off the program's thread."""
+
     def unavailable_reason(self):
         """None when this backend can run here, else a sentence saying what is missing.
         Cheap and side-effect free: nothing is started or subscribed."""

@@ -327,6 +327,12 @@ class NvidiaBackend(Backend):
     def wake_ahead(self):
         cupti_attach.attach_ahead()
 
+    def window_lead(self):
+        return cupti_attach.park_lead()
+
+    def prepare_window(self):
+        cupti_attach.park_ahead()
+
     def dropped_records(self):
         return int(native.nvidia.cupti_dropped())
 

@@ -17,7 +17,9 @@ finalized, so after FLAGTREE_PROFILER_CUPTI_IDLE_S seconds quiet the native trac
 sessions' records, unsubscribes and finalizes, and attaches again when a session becomes active
 (csrc/backends/dialect/dialect_tracer_quiet.h). The clock is armed natively, at the switch off.
 A schedule that knows its quiet stretch will be long does not wait for the clock
-(suspend_if_quiet_for), and attaches again shortly before its window (attach_ahead)."""
+(suspend_if_quiet_for), and attaches again shortly before its window (attach_ahead). With no
+session at all (an armed trigger between windows), a window known to be near is attached
+ahead, parked, the same way (park_ahead)."""
 import atexit
 import functools
 import os
@@ -101,6 +103,27 @@ def suspend_if_quiet_for(seconds):
 def attach_ahead():
     """A window is near: a suspended CUPTI attaches again, quiet, on the idle clock's thread."""
     native.nvidia.cupti_attach_ahead()
+
+
+def park_lead():
+    """Seconds before a session with no other holding the tracer (an armed trigger's window) that
+    park_ahead() should come: the attach ahead's lead; None when the idle time is 0 (CUPTI let go
+    whenever no session runs, as asked) or no session has picked a library yet."""
+    if _exiting[0] or _idle_s[0] <= 0 or not native.nvidia.cupti_library():
+        return None
+    stats = native.nvidia.cupti_attach_stats()
+    last = stats["last_park_ahead_ns"] / 1e9 or _last_attach_s()
+    return max(MIN_LEAD_S, LEAD_ATTACHES * last)
+
+
+def park_ahead():
+    """A session is near and none holds the tracer: the library the last one used is attached
+    again, parked, on the idle clock's thread, so that the session's start only resumes it; the
+    clock lets it go after the idle time should none come. Nothing when park_lead() says no."""
+    if park_lead() is None:
+        return
+    _release_before_proton()  # parked: a Proton session in between lets go first
+    native.nvidia.cupti_park_ahead(native.nvidia.cupti_library(), _env.buffer_size(), _idle_s[0])
 
 
 def _last_attach_s():
