@@ -40,6 +40,10 @@ MIN_LEAD_S = 0.02
 # MIN_KNOWN_QUIET_S (which bounds how often CUPTI is finalized and initialized again).
 QUIET_LEADS = 2
 MIN_KNOWN_QUIET_S = 0.05
+# Parked ahead of a trigger's window (no session held), CUPTI records every launch until the
+# window: a shorter lead than a quiet attach's. A window that comes before the park is done waits
+# for its rest, no longer than attaching itself would take.
+PARK_LEAD_ATTACHES = 1.5
 
 _exit_hook = [None]  # the pid that registered the exit hook
 _exiting = [False]
@@ -107,13 +111,13 @@ def attach_ahead():
 
 def park_lead():
     """Seconds before a session with no other holding the tracer (an armed trigger's window) that
-    park_ahead() should come: the attach ahead's lead; None when the idle time is 0 (CUPTI let go
-    whenever no session runs, as asked) or no session has picked a library yet."""
+    park_ahead() should come: PARK_LEAD_ATTACHES attaches' time; None when the idle time is 0
+    (CUPTI let go whenever no session runs, as asked) or no session has picked a library yet."""
     if _exiting[0] or _idle_s[0] <= 0 or not native.nvidia.cupti_library():
         return None
     stats = native.nvidia.cupti_attach_stats()
     last = stats["last_park_ahead_ns"] / 1e9 or _last_attach_s()
-    return max(MIN_LEAD_S, LEAD_ATTACHES * last)
+    return max(MIN_LEAD_S, PARK_LEAD_ATTACHES * last)
 
 
 def park_ahead():
