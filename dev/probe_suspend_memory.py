@@ -1,10 +1,12 @@
 """Does device memory grow with every CUPTI suspend and attach? The nvidia backend's schedule lets
 CUPTI go (flush, unsubscribe, cuptiFinalize) between windows and attaches again before the next,
-so a serving loop finalizes CUPTI a few times a second. Two loops, each in its own session:
+so a serving loop finalizes CUPTI a few times a second. Three loops, each in its own session:
 
   cycle:    activate, a few launches, deactivate, with FLAGTREE_PROFILER_CUPTI_IDLE_S=0 (each
             deactivate suspends at once): one attach and one suspend a cycle, nothing else;
-  schedule: bench/serving_loop.py's model under schedule(wait=--wait, active=20), step() each step.
+  schedule: bench/serving_loop.py's model under schedule(wait=--wait, active=20), step() each step;
+  trigger:  the same windows as a steps trigger (arm()): a detach at each close, a park ahead of
+            the next, no session between.
 
 Prints, every --every cycles (or windows), the device's used memory (cudaMemGetInfo: the whole
 device's), torch's reserved memory and the suspensions so far, then the growth per suspension.
@@ -30,7 +32,8 @@ def sample(label, count):
     stats = native.nvidia.cupti_attach_stats()
     row = {"at": label, "n": count, "device_used_mb": round((total - free) / 2**20, 1),
            "torch_reserved_mb": round(torch.cuda.memory_reserved() / 2**20, 1),
-           "suspensions": stats["suspensions"], "resume_failures": stats["resume_failures"]}
+           "suspensions": stats["suspensions"], "resume_failures": stats["resume_failures"],
+           "subscriptions": stats["subscriptions"], "parks_ahead": stats["parks_ahead"]}
     print(json.dumps(row), flush=True)
     return row
 
@@ -66,11 +69,33 @@ def schedule_loop(model, windows, wait, every, folder):
     return rows
 
 
+def trigger_loop(model, windows, wait, every, folder):
+    """A steps trigger at the schedule's windows: CUPTI let go at each close (cuptiFinalize) and
+    attached ahead of the next, parked, with no session between."""
+    ranges = ",".join(f"{w * (wait + 20) + wait}-{w * (wait + 20) + wait + 19}" for w in range(windows))
+    profiler.arm(f"steps:{ranges}", name=os.path.join(folder, "trigger"))
+    rows = [sample("trigger", 0)]
+    for w in range(1, windows + 1):
+        for _ in range(wait + 20):
+            model()
+            profiler.step()
+        if w % every == 0:
+            torch.cuda.synchronize()
+            rows.append(sample("trigger", w))
+    profiler.disarm()
+    return rows
+
+
+LOOPS = {"cycle": cycle_loop, "schedule": schedule_loop, "trigger": trigger_loop}
+
+
 def growth(rows):
     """MB of device memory per suspension from the second sample on (the first attach's own buffers
     come before it)."""
     first, last = rows[1], rows[-1]
-    suspends = last["suspensions"] - first["suspensions"]
+    # A trigger's windows let CUPTI go by a detach, not a suspend: count its fresh subscriptions.
+    key = "subscriptions" if last["at"] == "trigger" else "suspensions"
+    suspends = last[key] - first[key]
     grown = last["device_used_mb"] - first["device_used_mb"]
     return {"loop": last["at"], "suspensions": suspends, "device_grown_mb": round(grown, 1),
             "kb_per_suspension": round(grown * 1024 / suspends, 1) if suspends else None}
@@ -95,7 +120,7 @@ def main():
         for loop in args.loops.split(","):
             began = time.perf_counter()
             rows = (cycle_loop(model, args.cycles, args.every, folder) if loop == "cycle"
-                    else schedule_loop(model, args.windows, args.wait, max(1, args.every // 5), folder))
+                    else LOOPS[loop](model, args.windows, args.wait, max(1, args.every // 5), folder))
             print("GROWTH", json.dumps(dict(growth(rows), seconds=round(time.perf_counter() - began, 1))), flush=True)
 
 
