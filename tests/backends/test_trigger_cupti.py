@@ -116,3 +116,28 @@ def test_a_window_that_does_not_come_lets_cupti_go(standin, tmp_path, monkeypatc
     profiler.disarm()
     assert not standin.standin_subscribed() and not stats()["parked"]
     assert kernel_count(tmp_path / "w.part1") == 3 + 4
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_windows_stay_exact_whatever_the_park_ahead_races(standin, tmp_path, seed):
+    """Random ranges and step paces: the idle clock's park may land before a window, while it
+    opens, or not at all; each window counts exactly its steps' launches, and CUPTI is let go at
+    the end."""
+    import random
+    rng = random.Random(seed)
+    profiler.release()
+    starts = sorted(rng.sample(range(1, 120), 5))
+    ranges = [(a, a + rng.randrange(2)) for a in starts]
+    ranges = [r for i, r in enumerate(ranges) if i == 0 or r[0] > ranges[i - 1][1] + 1]
+    armed = profiler.arm("steps:" + ",".join(f"{a}-{b}" for a, b in ranges), name=str(tmp_path / "w"),
+                         backend="nvidia")
+    for step in range(ranges[-1][1] + 2):
+        for _ in range(step % 4 + 1):
+            standin.standin_launch()
+        time.sleep(rng.choice([0, 0.001, 0.002, 0.004]))
+        profiler.step()
+    profiler.disarm()
+    expected = [sum(s % 4 + 1 for s in range(a, b + 1)) for a, b in ranges]
+    assert [kernel_count(tmp_path / f"w.part{k + 1}") for k in range(len(ranges))] == expected
+    assert [w["steps"] for w in armed.windows] == [list(range(a, b + 1)) for a, b in ranges]
+    assert not standin.standin_subscribed() and not stats()["parked"]
