@@ -100,6 +100,25 @@ def test_a_near_window_finds_cupti_still_parked(standin, tmp_path):
     assert not standin.standin_subscribed() and not stats()["parked"]
 
 
+def test_the_first_window_is_attached_ahead_when_arm_names_the_backend(standin, tmp_path):
+    profiler.start(name=str(tmp_path / "earlier"), backend="nvidia")  # the library this process uses
+    profiler.finalize()
+    profiler.release()
+    subscribes, parks = count(standin, "subscribe"), stats()["parks_ahead"]
+    parked = {}
+
+    def at_step(step):
+        if step == 58:  # the pace of the first 32 steps puts the park some steps before step 60
+            parked["before the window"] = wait_for_park(parks)
+
+    profiler.arm("steps:60-60", name=str(tmp_path / "w"), backend="nvidia")
+    seen = run_steps(standin, 61, STEP_S, at_step)
+    profiler.disarm()
+    assert not any(seen[:33]) and seen[60] and parked["before the window"]
+    assert stats()["parks_ahead"] == parks + 1 and count(standin, "subscribe") == subscribes + 1
+    assert kernel_count(tmp_path / "w.part1") == 61
+
+
 @pytest.mark.parametrize("ends", ["disarm", "idle clock"])
 def test_a_window_that_does_not_come_lets_cupti_go(standin, tmp_path, monkeypatch, ends):
     monkeypatch.setenv("FLAGTREE_PROFILER_CUPTI_IDLE_S", "0.2" if ends == "idle clock" else "10")

@@ -20,7 +20,6 @@ The closing thread only ends the window and takes its data; the part writer's th
 files (window_close.py), and disarm() waits for them.
 """
 import atexit
-import math
 import os
 import sys
 import threading
@@ -34,6 +33,7 @@ from .native_core import native
 from .run_group import members
 from .run_id import new_run_id
 from .session_checks import check_arguments
+from .trigger_ahead import WindowAhead
 from .trigger_sources import FileSource, SignalSource, Waker
 from .trigger_text import trigger_and_window
 from .window_close import WindowLog, wait_for_windows
@@ -47,7 +47,7 @@ class Armed:
     """One armed run: its trigger, window, session options and the windows it wrote. Read
     ``windows`` (one dict each, as in the metadata), ``ignored_triggers``, ``files`` and ``step``."""
 
-    def __init__(self, trigger, window, options):
+    def __init__(self, trigger, window, options, backend=None):
         self.trigger, self.window, self.options = trigger, window, options
         self.run_id = new_run_id()
         self._count = native.core.StepCount()  # steps ended: counted without the lock (on_step)
@@ -59,12 +59,10 @@ class Armed:
         self._pending = False  # a trigger seen whose window has not opened yet
         self._ranges = list(trigger.ranges)  # a steps trigger's ranges not opened yet
         self._next_range = trigger.ranges[0][0] if trigger.ranges else -1  # the step the next one opens at
-        # A steps window's backend may prepare its start ahead (Backend.window_lead): the step at
-        # which it is told (-1: none), the pace of the steps between windows, and the step from
-        # which step() takes the lock (the earlier of that one and the next range's start).
-        self._prepare_at, self._lock_from = -1, self._next_range
-        self._quiet_from, self._quiet_step_s = (0, time.perf_counter()), None
-        self._backend = None  # the last window's
+        # A steps window's start prepared ahead (trigger_ahead.py), and the step from which
+        # step() takes the lock (the next range's start, or an earlier one the planning needs).
+        self._ahead = WindowAhead(backend, self._next_range)
+        self._lock_from = self._ahead.lock_from(self._next_range)
         self._open = None  # the open window: its session and facts
         self._parts = {}  # data kind -> its parts so far
         self._lock = threading.Lock()
@@ -146,9 +144,9 @@ class Armed:
                     written = self._close_window("seconds", ended)
             if self._open is None and (self._pending or self._next_range == ended + 1):
                 self._open_due("step()", ended + 1)
-            elif self._open is None and 0 <= self._prepare_at <= ended + 1:
-                self._prepare_at, self._lock_from = -1, self._next_range
-                self._backend.prepare_window()
+            elif self._open is None and self._next_range >= 0:
+                self._ahead.on_step(ended + 1, self._next_range)
+            self._lock_from = self._ahead.lock_from(self._next_range)
             return written
 
     def _watch(self):
@@ -192,7 +190,6 @@ class Armed:
             if self._next_range == step:
                 last = self._ranges.pop(0)[1]
                 self._next_range = self._ranges[0][0] if self._ranges else -1
-                self._prepare_at, self._lock_from = -1, self._next_range
                 self._open_window(where, step, last_step=last)
         elif self._pending:
             self._pending = False
@@ -217,7 +214,7 @@ class Armed:
             warnings.warn(f"flagtree.profiler: trigger {self.trigger}: window {len(self.windows) + 1} could not "
                           f"open: {error}")
             return
-        self._pace_quiet_steps(step)
+        self._ahead.opened(step)
         # A seconds window's time runs from here, once its session is open.
         deadline = time.monotonic() + seconds if seconds is not None else None
         self._open = {"session": session, "first_step": step, "last_step": last_step, "deadline": deadline,
@@ -248,36 +245,14 @@ class Armed:
                 self._failures += 1
                 self._warn_not_written(entry["window"], error)
                 return []
-        if not self._prepare_next(session.backend, last_step):
+        if not self._ahead.closed(session.backend, last_step, self._next_range):
             _release_parked_tracer()
+        self._lock_from = self._ahead.lock_from(self._next_range)
         for m in members(session):
             self._parts[m.data] = self._parts.get(m.data, []) + parts[m.data]
         self.windows.append(entry)
         self.files += entry["parts"]
         return entry["parts"]
-
-    def _pace_quiet_steps(self, step):
-        """A window opens at `step`: the steps since the last one closed (or arm()) give the pace
-        of a step between windows."""
-        first, began = self._quiet_from
-        if step > first:
-            self._quiet_step_s = (time.perf_counter() - began) / (step - first)
-
-    def _prepare_next(self, backend, last_step):
-        """A window closed at `last_step`: when the next steps window comes, at the last stretch's
-        pace, within the backend's lead, its start is left prepared (True: the program's idle steps
-        meanwhile pay the backend's idle cost, as they would after a finalize); further away, the
-        backend hears of it at the step that far ahead (on_step)."""
-        self._backend, self._quiet_from = backend, (last_step + 1, time.perf_counter())
-        self._prepare_at, self._lock_from = -1, self._next_range
-        lead = backend.window_lead() if self._next_range >= 0 and self._quiet_step_s else None
-        if lead is None:
-            return False
-        at = self._next_range - math.ceil(lead / self._quiet_step_s)
-        if at <= last_step + 1:
-            return True
-        self._prepare_at = self._lock_from = at
-        return False
 
     def _warn_of_lost_windows(self):
         """Warns of each window the writer thread could not write, once."""
@@ -351,9 +326,9 @@ def check(trigger, window, options):
     if not trigger_text:
         raise ValueError("no trigger: give one (signal[:NAME], file:PATH, steps:A-B) or set FLAGTREE_PROFILER_TRIGGER")
     spec, length = trigger_and_window(trigger_text, window if window is not None else _env.window())
-    base, _, _ = check_arguments(**options, select=options["backend"] is not None)
+    base, backend, _ = check_arguments(**options, select=options["backend"] is not None)
     _check_folder(ranks.output_base(base))
-    return Armed(spec, length, options)
+    return Armed(spec, length, options, backend)
 
 
 def disarm():

@@ -113,7 +113,8 @@ def park_lead():
     """Seconds before a session with no other holding the tracer (an armed trigger's window) that
     park_ahead() should come: PARK_LEAD_ATTACHES attaches' time; None when the idle time is 0
     (CUPTI let go whenever no session runs, as asked) or no session has picked a library yet."""
-    if _exiting[0] or _idle_s[0] <= 0 or not native.nvidia.cupti_library():
+    # No session is open to have read the idle time: read as the window's start will read it.
+    if _exiting[0] or _env.cupti_idle_seconds() <= 0 or not native.nvidia.cupti_library():
         return None
     stats = native.nvidia.cupti_attach_stats()
     last = stats["last_park_ahead_ns"] / 1e9 or _last_attach_s()
@@ -127,7 +128,7 @@ def park_ahead():
     if park_lead() is None:
         return
     _release_before_proton()  # parked: a Proton session in between lets go first
-    native.nvidia.cupti_park_ahead(native.nvidia.cupti_library(), _env.buffer_size(), _idle_s[0])
+    native.nvidia.cupti_park_ahead(native.nvidia.cupti_library(), _env.buffer_size(), _env.cupti_idle_seconds())
 
 
 def _last_attach_s():
