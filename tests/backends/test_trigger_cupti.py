@@ -35,12 +35,17 @@ def run_steps(standin, steps, sleep_s=0.0, at_step=None):
     return seen
 
 
-def wait_for_park(before, timeout_s=10.0):
-    """The idle clock's thread attaches asynchronously: waits until it has."""
+def wait_until(done, timeout_s=10.0):
+    """The idle clock's thread acts asynchronously: waits until `done()` (a bound that ends at once
+    when the code works)."""
     deadline = time.monotonic() + timeout_s
-    while stats()["parks_ahead"] == before and time.monotonic() < deadline:
+    while not done() and time.monotonic() < deadline:
         time.sleep(0.001)
-    return stats()["parks_ahead"] > before
+    return done()
+
+
+def wait_for_park(before, timeout_s=10.0):
+    return wait_until(lambda: stats()["parks_ahead"] > before, timeout_s)
 
 
 def test_windows_subscribe_and_release_cupti_and_idle_leaves_it_alone(standin, tmp_path, monkeypatch):
@@ -64,19 +69,22 @@ def test_windows_subscribe_and_release_cupti_and_idle_leaves_it_alone(standin, t
 def test_a_far_window_is_attached_ahead_off_the_caller_and_counts_only_its_steps(standin, tmp_path):
     profiler.release()
     subscribes, parks, discarded = count(standin, "subscribe"), stats()["parks_ahead"], stats()["idle_discarded"]
-    resumed = {}
+    resumed, fired = {}, _native.testing.cupti_idle_releases_fired()
 
     def at_step(step):
+        if step == 4:  # the close let CUPTI go on the idle clock's thread, not on the step
+            resumed["let go"] = wait_until(lambda: not standin.standin_subscribed())
+            resumed["by the clock"] = _native.testing.cupti_idle_releases_fired() > fired
         if step == 38:  # well after the park's step (40 less the lead at the pace of a step)
             resumed["parked"] = wait_for_park(parks) and stats()["parked"]
 
     armed = profiler.arm("steps:2-3,40-40", name=str(tmp_path / "w"), backend="nvidia")
     seen = run_steps(standin, 42, STEP_S, at_step)
     profiler.disarm()
-    # Let go at the first window's close, the idle steps after it unsubscribed; parked before
+    # Let go after the first window's close, the idle steps after it unsubscribed; parked before
     # the second window, which resumed it: one fresh subscription on the caller, one ahead.
     assert seen[:4] == [False, False, True, True] and not any(seen[4:10]) and seen[40]
-    assert resumed["parked"]
+    assert resumed == {"let go": True, "by the clock": True, "parked": True}
     assert stats()["parks_ahead"] == parks + 1
     assert count(standin, "subscribe") == subscribes + 2
     # The launches of the steps while parked (recorded by CUPTI, not seen) are in no window.

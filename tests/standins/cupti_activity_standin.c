@@ -24,10 +24,16 @@
  *   - records may be stamped on no CUPTI clock at all (standin_record_clock): 0 ("timestamps
  *     could not be collected"), or CLOCK_MONOTONIC, as the kernel-replay records of the counters
  *     route were on the H200 (starts read decades before their launch calls).
- * Test-only counters (standin_*) tell how often each call was made. Single-threaded use only. */
+ *   - calls from several threads are safe, as CUPTI's are: each call holds one lock (recursive:
+ *     the buffer-completed callback reads its records through cuptiActivityGetNextRecord), and
+ *     the subscriber's launch callbacks run outside it, on the launching thread; a launch on one
+ *     thread may meet a flush or cuptiFinalize on another (the profiler's idle clock).
+ * Test-only counters (standin_*) tell how often each call was made. */
+#define _GNU_SOURCE /* PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP */
 #include <cupti_activity.h>
 #include <cupti_callbacks.h>
 #include <cupti_driver_cbid.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +44,17 @@
 #define RECORD_STRIDE ((sizeof(CUpti_ActivityKernel9) + 7) & ~(size_t)7)
 #define FIRST_CORRELATION 100
 #define INIT() (g_initialized ? (void)0 : (void)(g_initialized = 1, ++g_inits))
+/* Holds the library's one lock for the rest of the enclosing function. */
+#define LOCKED() \
+  pthread_mutex_lock(&g_lock); \
+  __attribute__((cleanup(unlock))) int locked_ = 1; \
+  (void)locked_
+
+static pthread_mutex_t g_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static void unlock(int* unused) {
+  (void)unused;
+  pthread_mutex_unlock(&g_lock);
+}
 
 static CUpti_CallbackFunc g_cb;
 static void* g_cb_arg;
@@ -79,6 +96,7 @@ static void deliver(void) {
 }
 
 static void write_kernel(uint32_t corr) {
+  LOCKED();
   if (!g_kernel_kind || !g_request) return;
   if (!g_buf) {
     size_t max_records = 0;
@@ -104,25 +122,38 @@ static void write_kernel(uint32_t corr) {
 }
 
 static void call_back(CUpti_ApiCallbackSite site, uint32_t corr) {
-  if (!g_subscribed || !g_launch_enabled || !g_cb) return;
+  CUpti_CallbackFunc cb;
+  void* arg;
+  {
+    LOCKED();
+    if (!g_subscribed || !g_launch_enabled || !g_cb) return;
+    cb = g_cb, arg = g_cb_arg;
+    ++g_callbacks;
+  }
   CUpti_CallbackData d;
   memset(&d, 0, sizeof d);
   d.callbackSite = site;
   d.functionName = "cuLaunchKernel";
   d.context = (CUcontext)&g_context;
   d.correlationId = corr;
-  ++g_callbacks;
-  g_cb(g_cb_arg, CUPTI_CB_DOMAIN_DRIVER_API, LAUNCH_CBID, &d);
+  cb(arg, CUPTI_CB_DOMAIN_DRIVER_API, LAUNCH_CBID, &d);
 }
 
-EXPORT CUptiResult cuptiGetVersion(uint32_t* v) { INIT(); *v = 130000; return CUPTI_SUCCESS; }
+EXPORT CUptiResult cuptiGetVersion(uint32_t* v) {
+  LOCKED();
+  INIT();
+  *v = 130000;
+  return CUPTI_SUCCESS;
+}
 EXPORT CUptiResult cuptiGetResultString(CUptiResult r, const char** s) {
+  LOCKED();
   INIT();
   *s = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"
                                                            : "CUPTI_ERROR_UNKNOWN";
   return CUPTI_SUCCESS;
 }
 EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* handle, CUpti_CallbackFunc cb, void* arg) {
+  LOCKED();
   INIT();
   if (g_subscribed || g_held_by_other) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   ++g_subscribes;
@@ -133,6 +164,7 @@ EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* handle, CUpti_Callback
   return CUPTI_SUCCESS;
 }
 EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle handle) {
+  LOCKED();
   INIT();
   (void)handle;
   ++g_unsubscribes;
@@ -143,6 +175,7 @@ EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle handle) {
 }
 EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle h, CUpti_CallbackDomain domain,
                                        CUpti_CallbackId cbid) {
+  LOCKED();
   INIT();
   (void)h;
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == LAUNCH_CBID) {
@@ -152,6 +185,7 @@ EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle h
   return CUPTI_SUCCESS;
 }
 EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char** name) {
+  LOCKED();
   INIT();
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid != LAUNCH_CBID) return CUPTI_ERROR_INVALID_PARAMETER;
   *name = "cuLaunchKernel";
@@ -159,24 +193,28 @@ EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cb
 }
 EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
                                                   CUpti_BuffersCallbackCompleteFunc complete) {
+  LOCKED();
   INIT();
   g_request = request;
   g_complete = complete;
   return CUPTI_SUCCESS;
 }
 EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
+  LOCKED();
   INIT();
   if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) g_kernel_kind = 1;
   ++g_kind_enables;
   return CUPTI_SUCCESS;
 }
 EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
+  LOCKED();
   INIT();
   if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) g_kernel_kind = 0;
   ++g_kind_disables;
   return CUPTI_SUCCESS;
 }
 EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, CUpti_Activity** record) {
+  LOCKED();
   INIT();
   uint8_t* next = *record ? (uint8_t*)*record + RECORD_STRIDE : buffer;
   if (next + RECORD_STRIDE > buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
@@ -184,6 +222,7 @@ EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, CUp
   return CUPTI_SUCCESS;
 }
 EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t* dropped) {
+  LOCKED();
   INIT();
   (void)c, (void)s;
   *dropped = g_dropped;
@@ -191,12 +230,19 @@ EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, si
   return CUPTI_SUCCESS;
 }
 EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
+  LOCKED();
   INIT();
   if (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) deliver();
   return CUPTI_SUCCESS;
 }
-EXPORT CUptiResult cuptiGetTimestamp(uint64_t* t) { INIT(); *t = now_ns(); return CUPTI_SUCCESS; }
+EXPORT CUptiResult cuptiGetTimestamp(uint64_t* t) {
+  LOCKED();
+  INIT();
+  *t = now_ns();
+  return CUPTI_SUCCESS;
+}
 EXPORT CUptiResult cuptiFinalize(void) {
+  LOCKED();
   ++g_finalizes;
   deliver();
   g_subscribed = 0, g_cb = NULL, g_launch_enabled = 0, g_kernel_kind = 0;
@@ -207,8 +253,13 @@ EXPORT CUptiResult cuptiFinalize(void) {
 
 /* ---- test-only control ---- */
 /* One cuLaunchKernel of a 5 us kernel; returns its correlation id. */
+static uint32_t next_correlation(void) {
+  LOCKED();
+  return g_next_corr++;
+}
+
 EXPORT uint32_t standin_launch(void) {
-  uint32_t corr = g_next_corr++;
+  uint32_t corr = next_correlation();
   call_back(CUPTI_API_ENTER, corr);
   write_kernel(corr);
   call_back(CUPTI_API_EXIT, corr);
@@ -218,7 +269,7 @@ EXPORT uint32_t standin_launch(void) {
    standin_launch_exit): how another thread's launch looks while the callbacks are switched. */
 static uint32_t g_entered;
 EXPORT uint32_t standin_launch_enter(void) {
-  g_entered = g_next_corr++;
+  g_entered = next_correlation();
   call_back(CUPTI_API_ENTER, g_entered);
   write_kernel(g_entered);
   return g_entered;
@@ -228,13 +279,14 @@ EXPORT void standin_launch_exit(void) { call_back(CUPTI_API_EXIT, g_entered); }
 static uint32_t g_running[64];
 static int g_num_running;
 EXPORT uint32_t standin_launch_running(void) {
-  uint32_t corr = g_next_corr++;
+  uint32_t corr = next_correlation();
   call_back(CUPTI_API_ENTER, corr);
   call_back(CUPTI_API_EXIT, corr);
   if (g_num_running < 64) g_running[g_num_running++] = corr;
   return corr;
 }
 EXPORT void standin_finish_running(void) {
+  LOCKED();
   for (int i = 0; i < g_num_running; ++i) write_kernel(g_running[i]);
   g_num_running = 0;
 }

@@ -9,6 +9,7 @@ ENVIRONMENT = {
     "FLAGTREE_PROFILER_DISABLE": "1 turns every profiler call into a cheap no-op (start returns -1).",
     "FLAGTREE_PROFILER_CUPTI_PATH": "Path of the libcupti to load; searched first.",
     "FLAGTREE_PROFILER_CUPTI_IDLE_S": "Seconds CUPTI stays attached after the last session ends, so that the next session skips subscribing and enabling activity (default 10; 0 releases at every finalize). flagtree.profiler.release() and interpreter exit release at once. The same idle time suspends CUPTI (flush, unsubscribe, cuptiFinalize) while sessions hold it and none is active (deactivated, a schedule between windows); it attaches again when one becomes active (0: suspended at once). A schedule whose quiet stretch is known to be long suspends it when the stretch begins (docs/reference/backends.md). Read at each session's start.",
+    "FLAGTREE_PROFILER_CUPTI_LET_GO": "How many times a process may let CUPTI go between windows and attach it again (suspends while no session is active, detaches at a trigger window's close), default 200; -1: no limit, 0: never. Each time, the CUDA driver keeps about 0.6 MB of device memory (H100, CUDA 13); past the number CUPTI stays attached between windows, with a warning: device memory stays flat and launches between windows pay CUPTI's attached cost.",
     "FLAGTREE_PROFILER_BUFFER_SIZE": "Bytes per vendor activity buffer, 4096..1073741824 (default 8388608 = 8 MiB).",
     "FLAGTREE_PROFILER_BACKEND": "Backend used when start() names none (else auto-selected).",
     "FLAGTREE_PROFILER_ROCTRACER_PATH": "Path of libroctracer64.so (the file or its folder); searched first.",
@@ -120,6 +121,15 @@ def cupti_idle_seconds():
     quiet while sessions hold it and none is active."""
     return _number("FLAGTREE_PROFILER_CUPTI_IDLE_S", float, "seconds", DEFAULT_CUPTI_IDLE_S,
                    lambda v: 0 <= v <= MAX_PERIODIC_S, f"be between 0 and {MAX_PERIODIC_S:.0f} seconds (a week)")
+
+
+DEFAULT_CUPTI_LET_GO = 200  # about 120 MB of device memory left with the driver (docs/reference/backends.md)
+
+
+def cupti_let_go():
+    """FLAGTREE_PROFILER_CUPTI_LET_GO: CUPTI let-go's between windows a process may make (-1: no limit)."""
+    return _number("FLAGTREE_PROFILER_CUPTI_LET_GO", lambda raw: int(raw, 0), "let-go's", DEFAULT_CUPTI_LET_GO,
+                   lambda v: v >= -1, "be -1 (no limit), 0 (never) or a count")
 
 
 def roctracer_path():

@@ -246,7 +246,7 @@ class Armed:
                 self._warn_not_written(entry["window"], error)
                 return []
         if not self._ahead.closed(session.backend, last_step, self._next_range):
-            _release_parked_tracer()
+            _let_go_between_windows()
         self._lock_from = self._ahead.lock_from(self._next_range)
         for m in members(session):
             self._parts[m.data] = self._parts.get(m.data, []) + parts[m.data]
@@ -275,14 +275,25 @@ class Armed:
                 "failed_windows": self._failures, "part_steps": [steps_of.get(p) for p in ordered]}
 
 
-def _release_parked_tracer():
+def _nvidia_attach():
+    """cupti_attach.py where loaded: looked up, not imported, so that a window of another backend
+    never loads NVIDIA's modules."""
+    return sys.modules.get("flagtree.profiler.backends.nvidia.cupti_attach")
+
+
+def _let_go_between_windows():
     """After a window the program is idle again: CUPTI, kept attached between sessions for the
     next one (cupti_attach.py), would still record every kernel for FLAGTREE_PROFILER_CUPTI_IDLE_S.
-    Released at once instead (a no-op while another session runs); looked up, not imported, so
-    a window of another backend never loads NVIDIA's modules."""
-    cupti_attach = sys.modules.get("flagtree.profiler.backends.nvidia.cupti_attach")
-    if cupti_attach is not None:
-        cupti_attach.release()
+    It is let go at once instead, off the program's thread (a no-op while another session runs)."""
+    if _nvidia_attach() is not None:
+        _nvidia_attach().let_go_between_windows()
+
+
+def _release_parked_tracer():
+    """disarm(): CUPTI, attached ahead of a window that did not come (or kept between windows), is
+    released now."""
+    if _nvidia_attach() is not None:
+        _nvidia_attach().release()
 
 
 def _check_folder(base):

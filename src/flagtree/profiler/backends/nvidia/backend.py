@@ -321,6 +321,9 @@ class NvidiaBackend(Backend):
         native.nvidia.cupti_release()
         cupti_attach.after_release()
 
+    def activity_changed(self):
+        cupti_attach.check_let_go()
+
     def quiet_ahead(self, seconds):
         return cupti_attach.suspend_if_quiet_for(seconds)
 

@@ -49,6 +49,10 @@ _exit_hook = [None]  # the pid that registered the exit hook
 _exiting = [False]
 _resume_failures_told = [0]
 _idle_s = [_env.DEFAULT_CUPTI_IDLE_S]  # the idle time the sessions' start read (a step never reads the environment)
+# Let-go's between windows (suspends, detaches at a trigger window's close): each leaves about
+# 0.6 MB of device memory with the driver, so a process makes at most FLAGTREE_PROFILER_CUPTI_LET_GO
+# of them (read at each start and window close); past it CUPTI stays attached between windows.
+_let_go = {"most": _env.DEFAULT_CUPTI_LET_GO, "window_closes": 0, "told": False}
 
 
 def before_acquire():
@@ -56,7 +60,8 @@ def before_acquire():
     stays quiet restarts the clock). The idle time is read here, for the suspend too."""
     _cancel_idle_timer()
     _idle_s[0] = _env.cupti_idle_seconds()
-    native.nvidia.cupti_suspend_after(-1.0 if _exiting[0] else _idle_s[0])
+    _let_go["most"] = _env.cupti_let_go()
+    native.nvidia.cupti_suspend_after(-1.0 if _exiting[0] or _let_go_spent() else _idle_s[0])
     if _exit_hook[0] is None:
         _exit_hook[0] = os.getpid()
         atexit.register(_release_at_exit)
@@ -96,6 +101,9 @@ def suspend_if_quiet_for(seconds):
     until then; a quiet known to outlast that, or to last well beyond the attach ahead of its
     window, is let go now, on the clock's thread. Returns how long before the window to attach
     again (attach_ahead), or None when it did not let go."""
+    if _let_go_spent():
+        _stay_attached()
+        return None
     idle = 0.0 if _exiting[0] else _idle_s[0]
     lead = max(MIN_LEAD_S, LEAD_ATTACHES * _last_attach_s())
     if idle <= 0 or seconds < min(idle, max(MIN_KNOWN_QUIET_S, QUIET_LEADS * lead)):
@@ -114,8 +122,8 @@ def park_lead():
     park_ahead() should come: PARK_LEAD_ATTACHES attaches' time; None when the idle time is 0
     (CUPTI let go whenever no session runs, as asked) or no session has picked a library yet."""
     # No session is open to have read the idle time: read as the window's start will read it.
-    if _exiting[0] or _env.cupti_idle_seconds() <= 0 or not native.nvidia.cupti_library():
-        return None
+    if _exiting[0] or _env.cupti_idle_seconds() <= 0 or not native.nvidia.cupti_library() or _let_go_spent():
+        return None  # spent: the tracer stays parked between windows, nothing to attach
     stats = native.nvidia.cupti_attach_stats()
     last = stats["last_park_ahead_ns"] / 1e9 or _last_attach_s()
     return max(MIN_LEAD_S, PARK_LEAD_ATTACHES * last)
@@ -129,6 +137,49 @@ def park_ahead():
         return
     _release_before_proton()  # parked: a Proton session in between lets go first
     native.nvidia.cupti_park_ahead(native.nvidia.cupti_library(), _env.buffer_size(), _env.cupti_idle_seconds())
+
+
+def let_go_between_windows():
+    """A trigger's window closed, and no session holds the parked tracer: it is let go on the idle
+    clock's thread (the detach's cuptiFinalize off the program's step), or, the let-go's spent,
+    kept parked until the next window or disarm()."""
+    if not native.nvidia.cupti_attach_stats()["parked"]:
+        return  # another session holds it, or nothing is attached
+    _let_go["most"] = _env.cupti_let_go()
+    if _let_go_spent():
+        _cancel_idle_timer()
+        _tell_spent()
+        return
+    _let_go["window_closes"] += 1
+    native.nvidia.cupti_idle_release_arm(0.0)
+
+
+def check_let_go():
+    """A session was activated or deactivated: past the let-go's, no suspend comes any more."""
+    if _let_go_spent():
+        _stay_attached()
+
+
+def _let_go_spent():
+    most = _let_go["most"]
+    return most >= 0 and native.nvidia.cupti_attach_stats()["suspensions"] + _let_go["window_closes"] >= most
+
+
+def _stay_attached():
+    """No more suspends: the clock armed for one is stopped (it would only suspend: a session holds
+    the tracer)."""
+    native.nvidia.cupti_suspend_after(-1.0)
+    _cancel_idle_timer()
+    _tell_spent()
+
+
+def _tell_spent():
+    if not _let_go["told"]:
+        _let_go["told"] = True
+        warnings.warn(f"flagtree.profiler: CUPTI has been let go between windows as often as "
+                      f"FLAGTREE_PROFILER_CUPTI_LET_GO allows ({_let_go['most']}; the CUDA driver keeps about 0.6 MB "
+                      "of device memory each time); from now on it stays attached between windows: memory flat, "
+                      "launches between windows pay CUPTI's attached cost (-1: no limit)", stacklevel=4)
 
 
 def _last_attach_s():
