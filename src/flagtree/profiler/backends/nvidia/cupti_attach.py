@@ -19,7 +19,9 @@ sessions' records, unsubscribes and finalizes, and attaches again when a session
 A schedule that knows its quiet stretch will be long does not wait for the clock
 (suspend_if_quiet_for), and attaches again shortly before its window (attach_ahead). With no
 session at all (an armed trigger between windows), a window known to be near is attached
-ahead, parked, the same way (park_ahead)."""
+ahead, parked, the same way (park_ahead). Every let-go between windows leaves device memory with
+the CUDA driver, so a process makes at most FLAGTREE_PROFILER_CUPTI_LET_GO of them, then keeps
+CUPTI attached between windows (let_go_between_windows, check_let_go)."""
 import atexit
 import functools
 import os
