@@ -14,6 +14,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+import serving_blocks  # noqa: E402
 import serving_loop  # noqa: E402
 
 profiler, native, torch = serving_loop.profiler, serving_loop._native, serving_loop.torch
@@ -50,13 +51,8 @@ def main():
     parser.add_argument("--ways", default="floor,floor+cb,session,floor")
     args = parser.parse_args()
     model = serving_loop.Model(8, 4096, 256)
-    for _ in range(20):
-        model()
     with tempfile.TemporaryDirectory() as folder:
-        profiler.start(os.path.join(folder, "first"), backend="nvidia")  # picks the libcupti
-        model()
-        profiler.finalize()
-        profiler.release()
+        serving_blocks.first_nvidia_session(model, folder)
         path = native.nvidia.cupti_library()
         for how in args.ways.split(","):
             cycles(how, model, args.cycles, path, folder)

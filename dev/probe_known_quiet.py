@@ -10,12 +10,12 @@ to its neighbouring none blocks, its microseconds a step and its suspensions a b
 import argparse
 import math
 import os
-import statistics
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+import serving_blocks  # noqa: E402
 import serving_loop  # noqa: E402
 from flagtree.profiler.backends.nvidia import cupti_attach  # noqa: E402
 
@@ -39,10 +39,7 @@ def block(config, model, wait, cycles, folder):
     """Seconds a step and the suspensions of one block."""
     steps = cycles * (wait + ACTIVE)
     if config == "none":
-        began = time.perf_counter()
-        for _ in range(steps):
-            model()
-        return (time.perf_counter() - began) / steps, 0
+        return serving_blocks.plain_block(model, steps), 0
     RULES[config]()
     suspensions = native.nvidia.cupti_attach_stats()["suspensions"]
     sid = profiler.start(os.path.join(folder, config), schedule=profiler.schedule(wait=wait, active=ACTIVE))
@@ -78,14 +75,7 @@ def main():
         for _ in range(args.rounds):
             rows += [(c,) + block(c, model, args.wait, args.cycles, folder) for c in order]
         rows.append(("none",) + block("none", model, args.wait, args.cycles, folder))
-    for config in configs:
-        ratios = [s / ((rows[i - 1][1] + rows[i + 1][1]) / 2) for i, (c, s, _) in enumerate(rows) if c == config]
-        blocks = ", ".join(f"{r:.3f}" for r in ratios)
-        print(f"{config:8s} ratio median {statistics.median(ratios):.4f} (blocks {blocks})"
-              f"  {statistics.median(s for c, s, _ in rows if c == config) * 1e6:.1f} us a step"
-              f"  suspensions a block {[n for c, _, n in rows if c == config]}")
-    print(f"none     {statistics.median(s for c, s, _ in rows if c == 'none') * 1e6:.1f} us a step")
-
+    serving_blocks.report(rows, configs, "suspensions")
 
 if __name__ == "__main__":
     main()

@@ -12,6 +12,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+import serving_blocks  # noqa: E402
 import serving_loop  # noqa: E402
 
 profiler, native = serving_loop.profiler, serving_loop._native
@@ -34,12 +35,8 @@ def one_round(model, base):
 
 def main():
     model = serving_loop.Model(8, 4096, 256)
-    for _ in range(20):
-        model()
     with tempfile.TemporaryDirectory() as folder:
-        profiler.start(os.path.join(folder, "earlier"), backend="nvidia")  # picks the libcupti
-        model()
-        profiler.finalize()
+        serving_blocks.first_nvidia_session(model, folder)
         for number in range(3):
             times = one_round(model, os.path.join(folder, f"w{number}"))
             stats = native.nvidia.cupti_attach_stats()

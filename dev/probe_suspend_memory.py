@@ -55,16 +55,22 @@ def cycle_loop(model, cycles, every, folder):
     return rows
 
 
-def schedule_loop(model, windows, wait, every, folder):
-    sid = profiler.start(os.path.join(folder, "schedule"), schedule=profiler.schedule(wait=wait, active=20))
-    rows = [sample("schedule", 0)]
+def sampled_windows(label, step, model, windows, wait, every):
+    """`windows` cycles of `wait` + 20 steps (`step()` after each), sampled every `every` cycles."""
+    rows = [sample(label, 0)]
     for w in range(1, windows + 1):
         for _ in range(wait + 20):
             model()
-            profiler.step(sid)
+            step()
         if w % every == 0:
             torch.cuda.synchronize()
-            rows.append(sample("schedule", w))
+            rows.append(sample(label, w))
+    return rows
+
+
+def schedule_loop(model, windows, wait, every, folder):
+    sid = profiler.start(os.path.join(folder, "schedule"), schedule=profiler.schedule(wait=wait, active=20))
+    rows = sampled_windows("schedule", lambda: profiler.step(sid), model, windows, wait, every)
     profiler.finalize(sid)
     return rows
 
@@ -74,14 +80,7 @@ def trigger_loop(model, windows, wait, every, folder):
     attached ahead of the next, parked, with no session between."""
     ranges = ",".join(f"{w * (wait + 20) + wait}-{w * (wait + 20) + wait + 19}" for w in range(windows))
     profiler.arm(f"steps:{ranges}", name=os.path.join(folder, "trigger"))
-    rows = [sample("trigger", 0)]
-    for w in range(1, windows + 1):
-        for _ in range(wait + 20):
-            model()
-            profiler.step()
-        if w % every == 0:
-            torch.cuda.synchronize()
-            rows.append(sample("trigger", w))
+    rows = sampled_windows("trigger", profiler.step, model, windows, wait, every)
     profiler.disarm()
     return rows
 

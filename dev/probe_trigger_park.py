@@ -10,12 +10,12 @@ none blocks and the parks a block.
     python3 dev/probe_trigger_park.py --rounds 5"""
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+import serving_blocks  # noqa: E402
 import serving_loop  # noqa: E402
 
 profiler, native = serving_loop.profiler, serving_loop._native
@@ -26,10 +26,7 @@ def block(config, model, wait, cycles, base):
     """Seconds a step and the parks ahead of one block."""
     steps = cycles * (wait + ACTIVE)
     if config == "none":
-        began = time.perf_counter()
-        for _ in range(steps):
-            model()
-        return (time.perf_counter() - began) / steps, 0
+        return serving_blocks.plain_block(model, steps), 0
     if config == "attach":
         os.environ["FLAGTREE_PROFILER_CUPTI_IDLE_S"] = "0"
     else:
@@ -59,21 +56,11 @@ def main():
     order = tuple(x for c in configs for x in ("none", c))
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        profiler.start(os.path.join(folder, "warm"), backend="nvidia")  # compiles; picks the libcupti
-        for _ in range(20):
-            model()
-        profiler.finalize()
+        serving_blocks.first_nvidia_session(model, folder)
         for r in range(args.rounds):
             rows += [(c,) + block(c, model, args.wait, args.cycles, os.path.join(folder, f"{c}{r}")) for c in order]
         rows.append(("none",) + block("none", model, args.wait, args.cycles, folder))
-    for config in configs:
-        ratios = [s / ((rows[i - 1][1] + rows[i + 1][1]) / 2) for i, (c, s, _) in enumerate(rows) if c == config]
-        step_us = statistics.median(s for c, s, _ in rows if c == config) * 1e6
-        print(f"{config:7s} ratio median {statistics.median(ratios):.4f} (blocks "
-              f"{', '.join(f'{r:.3f}' for r in ratios)})  {step_us:.1f} us a step"
-              f"  parks a block {[n for c, _, n in rows if c == config]}")
-    print(f"none    {statistics.median(s for c, s, _ in rows if c == 'none') * 1e6:.1f} us a step")
-
+    serving_blocks.report(rows, configs, "parks")
 
 if __name__ == "__main__":
     main()
