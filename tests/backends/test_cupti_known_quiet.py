@@ -12,7 +12,7 @@ from flagtree.profiler import _native, schedule_steps
 from flagtree.profiler.backends.nvidia import cupti_attach
 from test_cupti_attach import count, kernel_count, nvidia_on_standin, standin  # noqa: F401 (fixtures)
 from vendor_outputs import load_meta
-from support.cupti_suspend import stats, wait_suspended
+from support.cupti_suspend import stats, wait_suspended, wait_until
 
 SUSPEND_WAIT_S = 5.0  # a bound on a wait that ends at once when the code works
 NO_SUSPEND_S = 0.3  # how long a test watches for a suspend that must not come (the clock's thread acts in ms)
@@ -194,9 +194,7 @@ def test_a_finalize_parks_by_the_idle_time_its_session_started_with(standin, tmp
 
 
 def wait_attached_ahead(before, timeout=SUSPEND_WAIT_S):
-    deadline = time.monotonic() + timeout
-    while stats()["attaches_ahead"] == before and time.monotonic() < deadline:
-        time.sleep(0.005)
+    wait_until(lambda: stats()["attaches_ahead"] != before, timeout, poll_s=0.005)
     return stats()["attaches_ahead"] == before + 1
 
 

@@ -10,8 +10,7 @@ import pytest
 import flagtree.profiler as profiler
 from flagtree.profiler.backends.nvidia import cupti_attach
 from backends.test_cupti_attach import count, kernel_count, nvidia_on_standin, standin  # noqa: F401 (fixtures)
-from backends.test_trigger_cupti import stats, wait_until
-from support.cupti_suspend import wait_suspended
+from support.cupti_suspend import stats, wait_suspended, wait_until
 from vendor_outputs import load_meta
 
 

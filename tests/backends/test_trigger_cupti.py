@@ -11,13 +11,10 @@ import pytest
 import flagtree.profiler as profiler
 from flagtree.profiler import _native
 from backends.test_cupti_attach import count, kernel_count, nvidia_on_standin, standin  # noqa: F401 (fixtures)
+from support.cupti_suspend import stats, wait_until
 from vendor_outputs import load_meta
 
 STEP_S = 0.002  # each step sleeps this long: the pace the trigger measures between windows
-
-
-def stats():
-    return _native.nvidia.cupti_attach_stats()
 
 
 def run_steps(standin, steps, sleep_s=0.0, at_step=None):
@@ -33,15 +30,6 @@ def run_steps(standin, steps, sleep_s=0.0, at_step=None):
         time.sleep(sleep_s)
         profiler.step()
     return seen
-
-
-def wait_until(done, timeout_s=10.0):
-    """The idle clock's thread acts asynchronously: waits until `done()` (a bound that ends at once
-    when the code works)."""
-    deadline = time.monotonic() + timeout_s
-    while not done() and time.monotonic() < deadline:
-        time.sleep(0.001)
-    return done()
 
 
 def wait_for_park(before, timeout_s=10.0):

@@ -87,13 +87,19 @@ def test_flush_part_of_a_trace_returns_before_it_is_written(tmp_path):
     assert sorted(e["name"] for e in events) == ["a", "add_kernel"]
 
 
-def test_finalize_waits_for_pending_parts_and_times_each_part(tmp_path):
+def first_part_held(base):
+    """A session at `base` whose first part (one launch) the writer thread holds: (id, part, gate)."""
     x, y, out = tensors()
     gate = hold_writer()
-    sid = profiler.start(str(tmp_path / "f"))
+    sid = profiler.start(str(base))
     launch_add(x, y, out)
     (first,) = profiler.flush_part(sid)
     assert gate.entered.wait(WAIT_S)
+    return sid, first, gate
+
+
+def test_finalize_waits_for_pending_parts_and_times_each_part(tmp_path):
+    sid, first, gate = first_part_held(tmp_path / "f")
     threading.Timer(0.2, gate.opened.set).start()
     profiler.finalize(sid)  # returns only once the held part is written
     assert os.path.exists(first)
@@ -106,12 +112,7 @@ def test_finalize_waits_for_pending_parts_and_times_each_part(tmp_path):
 
 
 def test_finalize_whose_backend_outputs_fail_still_waits_for_pending_parts(tmp_path, monkeypatch):
-    x, y, out = tensors()
-    gate = hold_writer()
-    sid = profiler.start(str(tmp_path / "b"))
-    launch_add(x, y, out)
-    (first,) = profiler.flush_part(sid)
-    assert gate.entered.wait(WAIT_S)
+    sid, first, gate = first_part_held(tmp_path / "b")
 
     def failing(session):
         raise RuntimeError("the backend's outputs failed")
