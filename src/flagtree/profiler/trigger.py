@@ -285,15 +285,17 @@ def _let_go_between_windows():
     """After a window the program is idle again: CUPTI, kept attached between sessions for the
     next one (cupti_attach.py), would still record every kernel for FLAGTREE_PROFILER_CUPTI_IDLE_S.
     It is let go at once instead, off the program's thread (a no-op while another session runs)."""
-    if _nvidia_attach() is not None:
-        _nvidia_attach().let_go_between_windows()
+    cupti_attach = _nvidia_attach()
+    if cupti_attach is not None:
+        cupti_attach.let_go_between_windows()
 
 
 def _release_parked_tracer():
     """disarm(): CUPTI, attached ahead of a window that did not come (or kept between windows), is
     released now."""
-    if _nvidia_attach() is not None:
-        _nvidia_attach().release()
+    cupti_attach = _nvidia_attach()
+    if cupti_attach is not None:
+        cupti_attach.release()
 
 
 def _check_folder(base):
