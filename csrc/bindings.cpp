@@ -15,8 +15,9 @@ NB_MODULE(_native, m) {
   m.attr("MAX_SESSIONS") = kMaxSessions;
   registerErrorsAndEnums(m);
   // The generic areas every backend may call.
-  nb::module_ core = m.def_submodule("core", "Interned names, clocks, libraries already loaded");
+  nb::module_ core = m.def_submodule("core", "Interned names, clocks, libraries already loaded, the kernel launch door");
   registerCoreBindings(core);
+  registerLaunchDoor(core);
   nb::module_ context = m.def_submodule("context", "Scopes, states, launch metadata, inherited context");
   registerContextBindings(context);
   registerInheritanceBindings(context);

@@ -20,6 +20,7 @@ namespace nb = nanobind;
 // csrc/bindings/, each area into its submodule of _native (bindings.cpp).
 void registerErrorsAndEnums(nb::module_& m);            // errors_enums.cpp: the top module
 void registerCoreBindings(nb::module_& core);           // context.cpp
+void registerLaunchDoor(nb::module_& core);             // launch_door.cpp: CompiledKernel.run's door
 void registerContextBindings(nb::module_& context);     // context.cpp
 void registerInheritanceBindings(nb::module_& context); // inheritance.cpp
 void registerScopeType(nb::module_& context);           // scope_type.cpp: Scope, scope.py's base

@@ -12,8 +12,9 @@ Two doors cover those launches, each costing nothing per launch once a kernel ha
 * ``CompiledKernel.run`` (a property on Triton 3.2-3.9) is what ``JITFunction.run``,
   ``CompiledKernel[grid]`` and libraries holding a compiled kernel call to get its launcher. While
   installed, a kernel's first launch chooses its launcher with ``decide(kernel, launcher)`` (the
-  kernel's own launcher, timed by the route, or a wrapper) and keeps it in the kernel's
-  ``__dict__``, where later launches find it as Python finds any attribute (_FirstSight).
+  kernel's own launcher, timed by the route, or a wrapper); later launches find the choice in
+  the door itself (native ``LaunchDoor``, a data descriptor like Triton's property), never in the
+  kernel's ``__dict__``: an entry there would slow every attribute read of the kernel for good.
 * torch inductor's ``CachingAutotuner.run`` (when torch's inductor runtime is loaded): its
   launchers captured the kernel's launcher (or a static CUDA launcher that bypasses Triton) when
   they were made, usually before the session; at an autotuner's first run each launcher is
@@ -36,26 +37,10 @@ import types
 import weakref
 
 from ..common.after_import import watch
+from ..native_core import native
 
 _INDUCTOR = "torch._inductor.runtime.triton_heuristics"
-_KERNEL_SLOT = "run"  # a CompiledKernel's chosen launcher, in its __dict__ while installed (_FirstSight)
 _TUNER_SLOT = "_flagtree_launchers"  # an autotuner's launchers before wrapping, while installed
-
-
-class _FirstSight:
-    """``CompiledKernel.run`` while its door is open. A non-data descriptor: the launcher chosen at
-    a kernel's first launch is kept in the kernel's own ``__dict__`` under "run", where every
-    later ``kernel.run`` finds it without a call into Python; only a first launch comes here.
-    Triton's property, a data descriptor, hides those entries again while the door is paused."""
-
-    def __init__(self, sight, original):
-        self.sight, self.original = sight, original
-        self.__doc__ = original.__doc__
-
-    def __get__(self, kernel, owner=None):
-        if kernel is None:
-            return self
-        return self.sight._first_sight(kernel, self.original.fget(kernel))
 
 
 def _compiled_kernel_class():
@@ -71,7 +56,6 @@ class LaunchSight:
         self._inductor_module = inductor_module
         self._lock = threading.Lock()
         self._counts = {}  # kernel name -> [launches, reason]
-        self._kernels = weakref.WeakSet()  # kernels given a launcher here
         self._tuners = weakref.WeakSet()  # autotuners whose launchers were passed through decide
         self._undo = []
         self.installed = False
@@ -125,7 +109,7 @@ class LaunchSight:
         original = kind.__dict__.get("run")
         if not isinstance(original, property):
             return  # a Triton whose launcher is a plain attribute: only the route's own launches are seen
-        ours = _FirstSight(self, original)
+        ours = native.core.LaunchDoor(original, self._first_sight)
         kind.run = ours
         self.doors.append("CompiledKernel.run")
         self._run_door = (kind, original, ours)
@@ -133,9 +117,7 @@ class LaunchSight:
         def undo():
             self._run_door = None
             kind.run = original
-            for kernel in list(self._kernels):
-                kernel.__dict__.pop(_KERNEL_SLOT, None)
-            self._kernels = weakref.WeakSet()
+            ours.close()  # the choices go: kernels launch their own launchers again
 
         self._undo.append(undo)
 
@@ -153,10 +135,7 @@ class LaunchSight:
             kind.run = ours
 
     def _first_sight(self, kernel, launcher):
-        chosen = self._choose(kernel, launcher, "kernel")
-        kernel.__dict__[_KERNEL_SLOT] = chosen
-        self._kernels.add(kernel)
-        return chosen
+        return self._choose(kernel, launcher, "kernel")
 
     def see_inductor(self):
         """Opens the inductor door if torch's inductor runtime is loaded, else once it is."""
