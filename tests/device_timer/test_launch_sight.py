@@ -102,11 +102,14 @@ def test_a_library_held_kernel_compiled_before_the_session_is_stamped_at_its_fir
     kernel = _kernel(tmp_path)
     run_before = type(kernel).__dict__["run"]
     _launch(kernel, 2)  # before the session: its own plain binary
+    own = dict(kernel.__dict__)
     sid = profiler.start(str(tmp_path / "p"), backend="device_timer")
     with profiler.scope("step"):
         _launch(kernel, 3)
         kernel[(2, 1, 1)](1, 2, 3, 4, stream=0)
+    during = dict(kernel.__dict__)
     profiler.finalize(sid)
+    assert during == own  # the stamped copy is the door's, never written into the kernel
     node = _tree(tmp_path)[("step", "add_kernel")]
     assert node["count"] == 4 and node["time (ns)"] == 4 * device.duration
     assert device.stamped_runs() == 4 and len(device.ran) == 6  # the four in the session ran the stamped copy
@@ -116,7 +119,7 @@ def test_a_library_held_kernel_compiled_before_the_session_is_stamped_at_its_fir
     assert "CompiledKernel.run" in meta["device_timer_launch_doors"]
     # The session is over: Triton's own property is back, the kernel keeps nothing of ours and
     # runs its own binary again.
-    assert type(kernel).__dict__["run"] is run_before and "_flagtree_launcher" not in kernel.__dict__
+    assert type(kernel).__dict__["run"] is run_before and kernel.__dict__ == own
     _launch(kernel, 1)
     assert device.stamped_runs() == 4
 
