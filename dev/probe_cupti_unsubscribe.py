@@ -1,0 +1,164 @@
+"""Does CUPTI cost a program's launches while it is initialized but has no subscriber, and does
+letting go without cuptiFinalize leave device memory behind? (The let-go between windows
+finalizes: it costs ~0.6 MB of device memory each time; staying subscribed and quiet costs
+every launch 5-27%.) libcupti driven directly through ctypes, no profiler; bench/serving_loop.py's
+model, blocks of --steps steps, each state's block between two blocks with CUPTI finalized
+("none"), over --rounds rounds:
+
+  active   subscribed (no callback enabled), kernel activity on: what CUPTI's records cost;
+  quiet    subscribed, kernel activity off (the profiler's quiet state);
+  unsub    kernel activity off, unsubscribed, not finalized;
+  activity not subscribed, kernel activity on (the activity API needs no subscriber).
+
+Then the time each state took to reach (a subscribe after an unsubscribe against one after
+cuptiFinalize), and device memory (cudaMemGetInfo) over --cycles let-go's each way: activity on,
+a step, activity off and unsubscribe, subscribe again; the same with cuptiFinalize.
+
+    python3 dev/probe_cupti_unsubscribe.py [--rounds 4] [--steps 400] [--cycles 60]"""
+import argparse
+import ctypes
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serving_blocks  # noqa: E402
+
+serving_loop, torch = serving_blocks.serving_loop, serving_blocks.serving_loop.torch
+KERNEL_KIND = 10  # CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+BUFFER = 8 << 20
+
+CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p)
+REQUESTED = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t),
+                             ctypes.POINTER(ctypes.c_size_t))
+COMPLETED = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t)
+
+
+class Cupti:
+    """libcupti's state as this probe drives it: initialized (buffer callbacks registered),
+    subscribed, kernel activity on."""
+
+    def __init__(self, path):
+        self.lib = ctypes.CDLL(path)
+        self.subscriber = ctypes.c_void_p()
+        self.initialized = self.subscribed = self.kind_on = False
+        self.buffers = [ctypes.create_string_buffer(BUFFER + 8) for _ in range(4)]
+        self.free = list(self.buffers)
+        self.lent = {}  # aligned address -> the buffer CUPTI has
+        self.records = 0
+        self.on_api = CALLBACK(lambda *_: None)  # never enabled: subscribed with every callback off
+        self.on_requested = REQUESTED(self._requested)
+        self.on_completed = COMPLETED(self._completed)
+
+    def call(self, name, *args):
+        rc = getattr(self.lib, name)(*args)
+        if rc:
+            raise RuntimeError(f"{name} returned {rc}")
+
+    def _requested(self, buffer, size, most):
+        raw = self.free.pop() if self.free else ctypes.create_string_buffer(BUFFER + 8)
+        address = (ctypes.addressof(raw) + 7) & ~7
+        self.lent[address] = raw
+        buffer[0], size[0], most[0] = address, BUFFER, 0
+
+    def _completed(self, context, stream, buffer, size, valid):
+        self.records += valid
+        raw = self.lent.pop(buffer, None)
+        if raw is not None:
+            self.free.append(raw)
+
+    def reach(self, state):
+        """Drives libcupti into `state`; seconds it took."""
+        began = time.perf_counter()
+        want_sub = state in ("active", "quiet")
+        want_kind = state in ("active", "activity")
+        if state == "none":
+            self._kind(False)
+            self._subscribe(False)
+            if self.initialized:
+                self.call("cuptiFinalize")
+                self.initialized = False
+        else:
+            if not self.initialized:
+                self.call("cuptiActivityRegisterCallbacks", self.on_requested, self.on_completed)
+                self.initialized = True
+            if not want_kind:
+                self._kind(False)
+            self._subscribe(want_sub)
+            if want_kind:
+                self._kind(True)
+        return time.perf_counter() - began
+
+    def _kind(self, on):
+        if on and not self.kind_on:
+            self.call("cuptiActivityEnable", KERNEL_KIND)
+        elif not on and self.kind_on:
+            self.call("cuptiActivityDisable", KERNEL_KIND)
+            self.call("cuptiActivityFlushAll", 0)
+        self.kind_on = on
+
+    def _subscribe(self, on):
+        if on and not self.subscribed:
+            self.call("cuptiSubscribe", ctypes.byref(self.subscriber), self.on_api, None)
+        elif not on and self.subscribed:
+            self.call("cuptiUnsubscribe", self.subscriber)
+        self.subscribed = on
+
+
+def used_mb():
+    free, total = torch.cuda.mem_get_info()
+    return (total - free) / 2**20
+
+
+def blocks(cupti, model, states, rounds, steps):
+    rows, reach = [], {s: [] for s in ("none",) + states}
+    cupti.reach("none")
+    rows.append(("none", serving_blocks.plain_block(model, steps), 0))
+    for _ in range(rounds):
+        for state in states:
+            reach[state].append(cupti.reach(state))
+            rows.append((state, serving_blocks.plain_block(model, steps), cupti.records))
+            torch.cuda.synchronize()
+            reach["none"].append(cupti.reach("none"))
+            rows.append(("none", serving_blocks.plain_block(model, steps), 0))
+    serving_blocks.report(rows, states, "records so far")
+    for state, took in reach.items():
+        print(f"reaching {state:8s} median {statistics.median(took) * 1e3:8.2f} ms  (max {max(took) * 1e3:.2f})")
+
+
+def let_go_memory(cupti, model, cycles, finalize):
+    cupti.reach("none")
+    torch.cuda.synchronize()
+    before = used_mb()
+    for _ in range(cycles):
+        cupti.reach("active")
+        model()
+        torch.cuda.synchronize()
+        cupti.reach("none" if finalize else "unsub")
+    torch.cuda.synchronize()
+    grown = used_mb() - before
+    how = "with cuptiFinalize" if finalize else "unsubscribe only"
+    print(f"{how:19s} {cycles} let-go's: device used +{grown:.1f} MB ({grown * 1024 / cycles:.0f} KB each)", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--cycles", type=int, default=60)
+    args = parser.parse_args()
+    model = serving_loop.Model(8, 4096, 256)
+    with tempfile.TemporaryDirectory() as folder:
+        serving_blocks.first_nvidia_session(model, folder)  # compiles, picks the libcupti, lets it go
+    cupti = Cupti(serving_loop._native.nvidia.cupti_library())
+    blocks(cupti, model, ("active", "quiet", "unsub", "activity"), args.rounds, args.steps)
+    let_go_memory(cupti, model, args.cycles, finalize=False)
+    let_go_memory(cupti, model, args.cycles, finalize=True)
+    let_go_memory(cupti, model, args.cycles, finalize=False)
+    cupti.reach("none")
+
+
+if __name__ == "__main__":
+    main()
