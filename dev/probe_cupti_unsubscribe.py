@@ -107,11 +107,6 @@ class Cupti:
         self.subscribed = on
 
 
-def used_mb():
-    free, total = torch.cuda.mem_get_info()
-    return (total - free) / 2**20
-
-
 def blocks(cupti, model, states, rounds, steps):
     rows, reach = [], {s: [] for s in ("none",) + states}
     cupti.reach("none")
@@ -131,14 +126,14 @@ def blocks(cupti, model, states, rounds, steps):
 def let_go_memory(cupti, model, cycles, finalize):
     cupti.reach("none")
     torch.cuda.synchronize()
-    before = used_mb()
+    before = serving_blocks.used_mb()
     for _ in range(cycles):
         cupti.reach("active")
         model()
         torch.cuda.synchronize()
         cupti.reach("none" if finalize else "unsub")
     torch.cuda.synchronize()
-    grown = used_mb() - before
+    grown = serving_blocks.used_mb() - before
     how = "with cuptiFinalize" if finalize else "unsubscribe only"
     print(f"{how:19s} {cycles} let-go's: device used +{grown:.1f} MB ({grown * 1024 / cycles:.0f} KB each)", flush=True)
 

@@ -20,14 +20,9 @@ import serving_loop  # noqa: E402
 profiler, native, torch = serving_loop.profiler, serving_loop._native, serving_loop.torch
 
 
-def used_mb():
-    free, total = torch.cuda.mem_get_info()
-    return (total - free) / 2**20
-
-
 def cycles(how, model, count, path, folder):
     torch.cuda.synchronize()
-    before = used_mb()
+    before = serving_blocks.used_mb()
     for i in range(count):
         if how == "session":
             profiler.start(os.path.join(folder, f"s{i}"), backend="nvidia")
@@ -41,7 +36,7 @@ def cycles(how, model, count, path, folder):
         else:
             native.nvidia.cupti_release()  # the floor stops (unsubscribe, cuptiFinalize)
     torch.cuda.synchronize()
-    grown = used_mb() - before
+    grown = serving_blocks.used_mb() - before
     print(f"{how:9s} {count} cycles: device used +{grown:.1f} MB ({grown * 1024 / count:.0f} KB a cycle)", flush=True)
 
 

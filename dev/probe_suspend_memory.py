@@ -21,6 +21,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+import serving_blocks  # noqa: E402
 import serving_loop  # noqa: E402
 from flagtree.profiler.backends.nvidia import cupti_attach  # noqa: E402
 
@@ -28,9 +29,8 @@ profiler, native, torch = serving_loop.profiler, serving_loop._native, serving_l
 
 
 def sample(label, count):
-    free, total = torch.cuda.mem_get_info()
     stats = native.nvidia.cupti_attach_stats()
-    row = {"at": label, "n": count, "device_used_mb": round((total - free) / 2**20, 1),
+    row = {"at": label, "n": count, "device_used_mb": round(serving_blocks.used_mb(), 1),
            "torch_reserved_mb": round(torch.cuda.memory_reserved() / 2**20, 1),
            "suspensions": stats["suspensions"], "resume_failures": stats["resume_failures"],
            "subscriptions": stats["subscriptions"], "parks_ahead": stats["parks_ahead"]}

@@ -1,6 +1,7 @@
 """What the dev probes on bench/serving_loop.py's model share: a block with no profiler, the
-ratio of each configuration's blocks to their neighbouring ones with none, and a first nvidia
-session that compiles the model's kernels and picks the libcupti the process then uses."""
+device's used memory, the ratio of each configuration's blocks to their neighbouring ones with
+none, and a first nvidia session that compiles the model's kernels and picks the libcupti the
+process then uses."""
 import os
 import statistics
 import sys
@@ -18,6 +19,13 @@ def plain_block(model, steps):
     for _ in range(steps):
         model()
     return (time.perf_counter() - began) / steps
+
+
+def used_mb():
+    """The device's used memory in MB (cudaMemGetInfo: every process's and the driver's, CUPTI's
+    included, which torch's own counters do not see)."""
+    free, total = serving_loop.torch.cuda.mem_get_info()
+    return (total - free) / 2**20
 
 
 def report(rows, configs, counted):
