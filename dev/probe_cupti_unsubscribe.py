@@ -1,18 +1,20 @@
-"""Does CUPTI cost a program's launches while it is initialized but has no subscriber, and does
-letting go without cuptiFinalize leave device memory behind? (The let-go between windows
-finalizes: it costs ~0.6 MB of device memory each time; staying subscribed and quiet costs
-every launch 5-27%.) libcupti driven directly through ctypes, no profiler; bench/serving_loop.py's
-model, blocks of --steps steps, each state's block between two blocks with CUPTI finalized
-("none"), over --rounds rounds:
+"""Does CUPTI cost a program's launches once collection has been on and is switched off, short
+of cuptiFinalize, and what does each way of letting go leave in device memory? (The let-go
+between windows finalizes: it costs ~0.6 MB of device memory each time; staying subscribed and
+quiet costs every launch 5-27%.) libcupti driven directly through ctypes, no profiler;
+bench/serving_loop.py's model, blocks of --steps steps, each state's block between two blocks with
+CUPTI finalized ("none"), over --rounds rounds. Each state is reached from a finalized CUPTI:
 
-  active   subscribed (no callback enabled), kernel activity on: what CUPTI's records cost;
-  quiet    subscribed, kernel activity off (the profiler's quiet state);
-  unsub    kernel activity off, unsubscribed, not finalized;
-  activity not subscribed, kernel activity on (the activity API needs no subscriber).
+  active    subscribed (no callback enabled), kernel activity on: what CUPTI's records cost;
+  fresh     subscribed, no kind and no callback ever on since the initialization;
+  quiet     active for a few steps, then kernel activity off (the profiler's quiet state);
+  unsub     active for a few steps, then kernel activity off and unsubscribed, not finalized;
+  callbacks subscribed with the driver API's callbacks on for a few steps, then off; no kind;
+  activity  not subscribed, kernel activity on (the activity API needs no subscriber).
 
-Then the time each state took to reach (a subscribe after an unsubscribe against one after
-cuptiFinalize), and device memory (cudaMemGetInfo) over --cycles let-go's each way: activity on,
-a step, activity off and unsubscribe, subscribe again; the same with cuptiFinalize.
+Then the time each state took to reach, and device memory (cudaMemGetInfo) over --cycles
+let-go's each way: activity on, a step, then activity off (kinds), activity off and unsubscribe
+(unsubscribe), or those and cuptiFinalize (finalize).
 
     python3 dev/probe_cupti_unsubscribe.py [--rounds 4] [--steps 400] [--cycles 60]"""
 import argparse
@@ -28,6 +30,9 @@ import serving_blocks  # noqa: E402
 
 serving_loop, torch = serving_blocks.serving_loop, serving_blocks.serving_loop.torch
 KERNEL_KIND = 10  # CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+DRIVER_DOMAIN = 1  # CUPTI_CB_DOMAIN_DRIVER_API
+WARM_STEPS = 5  # steps run in the state a quiet, unsub or callbacks state is reached from
+STATES = ("active", "fresh", "quiet", "unsub", "callbacks", "activity")
 BUFFER = 8 << 20
 
 CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p)
@@ -69,27 +74,39 @@ class Cupti:
         if raw is not None:
             self.free.append(raw)
 
-    def reach(self, state):
-        """Drives libcupti into `state`; seconds it took."""
+    def reach(self, state, model=None):
+        """Drives libcupti into `state` (from the state it is in: --cycles' let-go's; a block's
+        state from none), running `model` in the state a quiet, unsub or callbacks state is
+        reached from; seconds it took, those steps excluded."""
+        if state in ("quiet", "unsub", "callbacks"):
+            self._set(subscribed=True, kind=state != "callbacks")
+            if state == "callbacks":
+                self.call("cuptiEnableDomain", 1, self.subscriber, DRIVER_DOMAIN)
+            for _ in range(WARM_STEPS):
+                model()
+            torch.cuda.synchronize()
+            if state == "callbacks":
+                self.call("cuptiEnableDomain", 0, self.subscriber, DRIVER_DOMAIN)
         began = time.perf_counter()
-        want_sub = state in ("active", "quiet")
-        want_kind = state in ("active", "activity")
         if state == "none":
-            self._kind(False)
-            self._subscribe(False)
+            self._set(subscribed=False, kind=False)
             if self.initialized:
                 self.call("cuptiFinalize")
                 self.initialized = False
         else:
-            if not self.initialized:
-                self.call("cuptiActivityRegisterCallbacks", self.on_requested, self.on_completed)
-                self.initialized = True
-            if not want_kind:
-                self._kind(False)
-            self._subscribe(want_sub)
-            if want_kind:
-                self._kind(True)
+            self._set(subscribed=state in ("active", "fresh", "quiet", "callbacks"),
+                      kind=state in ("active", "activity"))
         return time.perf_counter() - began
+
+    def _set(self, subscribed, kind):
+        if not self.initialized:
+            self.call("cuptiActivityRegisterCallbacks", self.on_requested, self.on_completed)
+            self.initialized = True
+        if not kind:
+            self._kind(False)
+        self._subscribe(subscribed)
+        if kind:
+            self._kind(True)
 
     def _kind(self, on):
         if on and not self.kind_on:
@@ -107,23 +124,23 @@ class Cupti:
         self.subscribed = on
 
 
-def blocks(cupti, model, states, rounds, steps):
-    rows, reach = [], {s: [] for s in ("none",) + states}
+def blocks(cupti, model, rounds, steps):
+    rows, reach = [], {s: [] for s in ("none",) + STATES}
     cupti.reach("none")
     rows.append(("none", serving_blocks.plain_block(model, steps), 0))
     for _ in range(rounds):
-        for state in states:
-            reach[state].append(cupti.reach(state))
+        for state in STATES:
+            reach[state].append(cupti.reach(state, model))
             rows.append((state, serving_blocks.plain_block(model, steps), cupti.records))
             torch.cuda.synchronize()
             reach["none"].append(cupti.reach("none"))
             rows.append(("none", serving_blocks.plain_block(model, steps), 0))
-    serving_blocks.report(rows, states, "records so far")
+    serving_blocks.report(rows, STATES, "records so far")
     for state, took in reach.items():
-        print(f"reaching {state:8s} median {statistics.median(took) * 1e3:8.2f} ms  (max {max(took) * 1e3:.2f})")
+        print(f"reaching {state:9s} median {statistics.median(took) * 1e3:8.2f} ms  (max {max(took) * 1e3:.2f})")
 
 
-def let_go_memory(cupti, model, cycles, finalize):
+def let_go_memory(cupti, model, cycles, how):
     cupti.reach("none")
     torch.cuda.synchronize()
     before = serving_blocks.used_mb()
@@ -131,11 +148,13 @@ def let_go_memory(cupti, model, cycles, finalize):
         cupti.reach("active")
         model()
         torch.cuda.synchronize()
-        cupti.reach("none" if finalize else "unsub")
+        cupti._set(subscribed=how == "kinds", kind=False)
+        if how == "finalize":
+            cupti.reach("none")
     torch.cuda.synchronize()
     grown = serving_blocks.used_mb() - before
-    how = "with cuptiFinalize" if finalize else "unsubscribe only"
-    print(f"{how:19s} {cycles} let-go's: device used +{grown:.1f} MB ({grown * 1024 / cycles:.0f} KB each)", flush=True)
+    print(f"let go by {how:11s} {cycles} times: device used +{grown:.1f} MB ({grown * 1024 / cycles:.0f} KB each)",
+          flush=True)
 
 
 def main():
@@ -148,10 +167,9 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         serving_blocks.first_nvidia_session(model, folder)  # compiles, picks the libcupti, lets it go
     cupti = Cupti(serving_loop._native.nvidia.cupti_library())
-    blocks(cupti, model, ("active", "quiet", "unsub", "activity"), args.rounds, args.steps)
-    let_go_memory(cupti, model, args.cycles, finalize=False)
-    let_go_memory(cupti, model, args.cycles, finalize=True)
-    let_go_memory(cupti, model, args.cycles, finalize=False)
+    blocks(cupti, model, args.rounds, args.steps)
+    for how in ("kinds", "unsubscribe", "finalize", "kinds", "unsubscribe"):
+        let_go_memory(cupti, model, args.cycles, how)
     cupti.reach("none")
 
 
