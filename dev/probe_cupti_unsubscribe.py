@@ -10,7 +10,10 @@ CUPTI finalized ("none"), over --rounds rounds. Each state is reached from a fin
   quiet     active for a few steps, then kernel activity off (the profiler's quiet state);
   unsub     active for a few steps, then kernel activity off and unsubscribed, not finalized;
   callbacks subscribed with the driver API's callbacks on for a few steps, then off; no kind;
-  activity  not subscribed, kernel activity on (the activity API needs no subscriber).
+  activity  not subscribed, kernel activity on (the activity API needs no subscriber);
+  ours      the profiler's quiet state: subscribed with its resource callbacks on, active for a
+            few steps with the driver API's callbacks and kernel, memcpy and memset activity on,
+            then those off.
 
 Then the time each state took to reach, and device memory (cudaMemGetInfo) over --cycles
 let-go's each way: activity on, a step, then activity off (kinds), activity off and unsubscribe
@@ -30,9 +33,13 @@ import serving_blocks  # noqa: E402
 
 serving_loop, torch = serving_blocks.serving_loop, serving_blocks.serving_loop.torch
 KERNEL_KIND = 10  # CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
-DRIVER_DOMAIN = 1  # CUPTI_CB_DOMAIN_DRIVER_API
+DRIVER_DOMAIN, RESOURCE_DOMAIN = 1, 3  # CUPTI_CB_DOMAIN_*
+# CUPTI_CBID_RESOURCE_*: graph node created and cloned, module loaded and unloading, context
+# created and being destroyed, which the profiler keeps on while quiet.
+RESOURCE_CALLBACKS = (13, 20, 6, 7, 1, 2)
+TRANSFER_KINDS = (1, 2)  # CUPTI_ACTIVITY_KIND_MEMCPY, _MEMSET
 WARM_STEPS = 5  # steps run in the state a quiet, unsub or callbacks state is reached from
-STATES = ("active", "fresh", "quiet", "unsub", "callbacks", "activity")
+STATES = ("active", "fresh", "quiet", "unsub", "callbacks", "activity", "ours")
 BUFFER = 8 << 20
 
 CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p)
@@ -76,17 +83,10 @@ class Cupti:
 
     def reach(self, state, model=None):
         """Drives libcupti into `state` (from the state it is in: --cycles' let-go's; a block's
-        state from none), running `model` in the state a quiet, unsub or callbacks state is
-        reached from; seconds it took, those steps excluded."""
-        if state in ("quiet", "unsub", "callbacks"):
-            self._set(subscribed=True, kind=state != "callbacks")
-            if state == "callbacks":
-                self.call("cuptiEnableDomain", 1, self.subscriber, DRIVER_DOMAIN)
-            for _ in range(WARM_STEPS):
-                model()
-            torch.cuda.synchronize()
-            if state == "callbacks":
-                self.call("cuptiEnableDomain", 0, self.subscriber, DRIVER_DOMAIN)
+        state from none), running `model` in the state a quiet, unsub, callbacks or ours state
+        is reached from; seconds it took, those steps excluded."""
+        if state in ("quiet", "unsub", "callbacks", "ours"):
+            self._warm(state, model)
         began = time.perf_counter()
         if state == "none":
             self._set(subscribed=False, kind=False)
@@ -94,9 +94,28 @@ class Cupti:
                 self.call("cuptiFinalize")
                 self.initialized = False
         else:
-            self._set(subscribed=state in ("active", "fresh", "quiet", "callbacks"),
+            self._set(subscribed=state in ("active", "fresh", "quiet", "callbacks", "ours"),
                       kind=state in ("active", "activity"))
         return time.perf_counter() - began
+
+    def _warm(self, state, model):
+        """The state a quiet, unsub, callbacks or ours state is reached from, for WARM_STEPS steps."""
+        self._set(subscribed=True, kind=state != "callbacks")
+        if state == "ours":
+            for cbid in RESOURCE_CALLBACKS:
+                self.call("cuptiEnableCallback", 1, self.subscriber, RESOURCE_DOMAIN, cbid)
+            for kind in TRANSFER_KINDS:
+                self.call("cuptiActivityEnable", kind)
+        if state in ("callbacks", "ours"):
+            self.call("cuptiEnableDomain", 1, self.subscriber, DRIVER_DOMAIN)
+        for _ in range(WARM_STEPS):
+            model()
+        torch.cuda.synchronize()
+        if state in ("callbacks", "ours"):
+            self.call("cuptiEnableDomain", 0, self.subscriber, DRIVER_DOMAIN)
+        if state == "ours":
+            for kind in TRANSFER_KINDS:
+                self.call("cuptiActivityDisable", kind)
 
     def _set(self, subscribed, kind):
         if not self.initialized:
