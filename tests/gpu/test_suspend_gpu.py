@@ -2,26 +2,22 @@
 csrc/backends/dialect/dialect_tracer_quiet.h) on a real GPU, with FLAGTREE_PROFILER_CUPTI_IDLE_S=0:
 kernels still running at the switch off are recorded, CUPTI is finalized and subscribed afresh at
 activate, launches after it are recorded in their scope, and a schedule's windows each hold
-exactly their own launches across the suspends between them; each with the let-go finalizing
-CUPTI and only unsubscribing (cupti_let_go_finalizes)."""
+exactly their own launches across the suspends between them."""
 
 import pytest
 import torch
 
 import flagtree.profiler as profiler
-from flagtree.profiler import _native
 from support.kernels import launch_add, tensors
 from support.profiles import kernel_counts, load_json, load_tree
 from support.cupti_suspend import stats, wait_suspended
 
 
-@pytest.fixture(autouse=True, params=["finalize", "unsubscribe"])
-def suspend_at_once(monkeypatch, request):
+@pytest.fixture(autouse=True)
+def suspend_at_once(monkeypatch):
     monkeypatch.setenv("FLAGTREE_PROFILER_CUPTI_IDLE_S", "0")
-    _native.nvidia.cupti_let_go_finalizes(request.param == "finalize")
     yield
     profiler.finalize()
-    _native.nvidia.cupti_let_go_finalizes(True)
 
 
 SUSPEND_WAIT_S = 10.0  # a bound on a wait that ends at once when the code works

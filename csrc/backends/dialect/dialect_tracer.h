@@ -101,8 +101,7 @@ class DialectTracer : public ActivityListener {
   // parked, or belong to launches made then, are discarded. The next acquire resumes.
   void release();
   // Ends a parked tracer's subscription (unsubscribe + finalize), so that another tool can
-  // attach; returns whether it did. No-op (false) while users hold it. Not parked but let go
-  // by unsubscribing only, the library is finalized then, unless another tool subscribed since.
+  // attach; returns whether it did. No-op (false) while users hold it or when not parked.
   bool detach();
   bool parked() const { return parked_; }
   // No session holds the tracer and one is coming (an armed trigger's window): attaches it now,
@@ -149,12 +148,6 @@ class DialectTracer : public ActivityListener {
   uint64_t attachesAhead() const { return attachesAhead_.load(); }
   // The idle clock ran out: detaches a parked tracer, suspends a quiet one; whether it did.
   bool idleRelease();
-  // Whether those two let-go's between windows finalize the library (as a detach, release() and
-  // a change of library always do) or only unsubscribe, kinds off and buffers flushed; and how
-  // often the library was finalized.
-  void setLetGoFinalizes(bool finalize) { letGoFinalizes_.store(finalize); }
-  bool letGoFinalizes() const { return letGoFinalizes_.load(); }
-  uint64_t finalizes() const { return finalizes_.load(); }
   void onTracerDemand(TracerDemand demand) override;
   // Waits for queued device work and delivers every buffered record.
   void flush();
@@ -198,8 +191,7 @@ class DialectTracer : public ActivityListener {
   void enableKinds();
   int64_t measureClockOffset();
   bool sampleClock(uint64_t& vendor, uint64_t& host, uint64_t& width);
-  void stop(bool finalize = true);
-  bool finalizeAfterLetGo();
+  void stop();
   void park();
   void resume();
   void setApiCallbacks(uint32_t enable);
@@ -260,7 +252,6 @@ class DialectTracer : public ActivityListener {
   ClockFit clockFit_;
   std::atomic<uint64_t> dropped_{0};
   bool parked_ = false;  // see release()
-  bool unfinalized_ = false;  // let go by unsubscribing only: the library is still initialized
   std::atomic<bool> quiet_{false};  // see quiet(); kept through a park, undone by the resume's settle()
   std::atomic<bool> listening_{false};  // registered as the profiler's activity listener
   // Raised each time the launch callbacks go off (see ThreadState::apiEpoch).
@@ -270,8 +261,6 @@ class DialectTracer : public ActivityListener {
   std::atomic<double> suspendAfter_{-1.0};
   std::atomic<uint64_t> suspensions_{0}, lastSuspendNs_{0}, lastResumeNs_{0}, resumeFailures_{0};
   std::atomic<uint64_t> attachesAhead_{0}, parksAhead_{0}, lastParkAheadNs_{0};
-  std::atomic<bool> letGoFinalizes_{true};
-  std::atomic<uint64_t> finalizes_{0};
   typename D::Result callbackRefusal_ = D::kSuccess;
   std::vector<Kind> refusedKinds_;
   // Whether a launch was made since the last forced flush (D::kFlushOnceAtStop: a forced flush

@@ -95,6 +95,14 @@ void DialectTracer<D>::release() {
 }
 
 template <typename D>
+bool DialectTracer<D>::detach() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (users_ > 0 || !parked_) return false;
+  stop();
+  return true;
+}
+
+template <typename D>
 void DialectTracer<D>::park() {
   flushLocked();  // the last session's records, delivered before anything is discarded
   keepFrom_.store(kMaxCorrelation);
@@ -257,7 +265,7 @@ void DialectTracer<D>::chooseApiCallbacks() {
 }
 
 template <typename D>
-void DialectTracer<D>::stop(bool finalize) {
+void DialectTracer<D>::stop() {
   if constexpr (D::kUnsubscribeBeforeFlush) {
     drain(true);  // disabling a kind first would stop its parser and lose its last records
     for (Kind kind : D::kActivityKinds) api_.disable(kind);
@@ -272,15 +280,8 @@ void DialectTracer<D>::stop(bool finalize) {
     subscriber_ = {};
   }
   // Finalizing releases the library fully, so that another tool (or a later session) can
-  // attach; dialects whose library misbehaves when finalized only unsubscribe, as does a let-go
-  // between windows when asked (setLetGoFinalizes).
-  if constexpr (D::kFinalizeAtStop) {
-    if (finalize && api_.finalize) {
-      api_.finalize();
-      finalizes_.fetch_add(1);
-    }
-    unfinalized_ = !finalize && api_.finalize;
-  }
+  // attach; dialects whose library misbehaves when finalized only unsubscribe.
+  if (D::kFinalizeAtStop && api_.finalize) api_.finalize();
 #ifdef FLAGTREE_PROFILER_TESTING
   floor_ = false;
 #endif

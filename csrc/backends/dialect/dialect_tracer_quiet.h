@@ -119,37 +119,11 @@ void DialectTracer<D>::armSuspend() {
 }
 
 template <typename D>
-bool DialectTracer<D>::detach() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (users_ > 0) return false;
-  if (!parked_) return finalizeAfterLetGo();
-  stop();
-  return true;
-}
-
-template <typename D>
-bool DialectTracer<D>::finalizeAfterLetGo() {
-  if (!unfinalized_) return false;
-  unfinalized_ = false;
-  // A subscription refused means another tool holds the library now: finalizing would end its
-  // session, so it is left to that tool.
-  if (api_.subscribe(&subscriber_, &DialectTracer::onApi, this) != D::kSuccess) {
-    subscriber_ = {};
-    return false;
-  }
-  api_.unsubscribe(subscriber_);
-  subscriber_ = {};
-  api_.finalize();
-  finalizes_.fetch_add(1);
-  return true;
-}
-
-template <typename D>
 bool DialectTracer<D>::idleRelease() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (users_ == 0) {
     if (!parked_) return false;
-    stop(letGoFinalizes_.load());
+    stop();
     return true;
   }
   if constexpr (SuspendsWhenQuiet<D>::value) {
@@ -166,7 +140,7 @@ bool DialectTracer<D>::idleRelease() {
 template <typename D>
 void DialectTracer<D>::suspend() {
   const uint64_t began = monotonicNs();
-  stop(letGoFinalizes_.load());  // flush (every record to its session), kinds off, unsubscribe, finalize
+  stop();  // flush (every record to its session), kinds off, unsubscribe, finalize
   // Their records delivered, graph launches of the tracer's sessions are done: a graph launch
   // made after the re-attach may carry the same correlation id.
   Profiler& profiler = Profiler::instance();

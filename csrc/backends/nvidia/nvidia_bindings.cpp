@@ -73,9 +73,6 @@ void registerNvidiaBindings(nb::module_& m) {
   }, nb::call_guard<nb::gil_scoped_release>());
   // The idle time after which a quiet tracer is suspended (< 0: never).
   m.def("cupti_suspend_after", [](double seconds) { CuptiTracer::instance().setSuspendAfter(seconds); });
-  // Whether a let-go between windows (suspend, the idle clock's detach) finalizes CUPTI or only
-  // unsubscribes (dialect_tracer.h, setLetGoFinalizes).
-  m.def("cupti_let_go_finalizes", [](bool finalize) { CuptiTracer::instance().setLetGoFinalizes(finalize); });
   m.def("cupti_attach_stats", []() {
     CuptiTracer& t = CuptiTracer::instance();
     nb::dict d;
@@ -99,8 +96,6 @@ void registerNvidiaBindings(nb::module_& m) {
     d["attaches_ahead"] = t.attachesAhead();
     d["parks_ahead"] = t.parksAhead();
     d["last_park_ahead_ns"] = t.lastParkAheadNs();
-    d["let_go_finalizes"] = t.letGoFinalizes();
-    d["finalizes"] = t.finalizes();
     nb::dict phases;
     for (size_t i = 0; i < t.startPhasesNs().size(); ++i) phases[CuptiTracer::kStartPhases[i]] = t.startPhasesNs()[i];
     d["start_phases_ns"] = phases;
