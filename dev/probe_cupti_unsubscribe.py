@@ -7,7 +7,7 @@ CUPTI finalized ("none"), over --rounds rounds. Each state is reached from a fin
 
   active    subscribed (no callback enabled), kernel activity on: what CUPTI's records cost;
   fresh     subscribed, no kind and no callback ever on since the initialization;
-  quiet     active for a few steps, then kernel activity off (the profiler's quiet state);
+  quiet     active for a few steps, then kernel activity off, still subscribed;
   unsub     active for a few steps, then kernel activity off and unsubscribed, not finalized;
   callbacks subscribed with the driver API's callbacks on for a few steps, then off; no kind;
   activity  not subscribed, kernel activity on (the activity API needs no subscriber);
@@ -38,7 +38,7 @@ DRIVER_DOMAIN, RESOURCE_DOMAIN = 1, 3  # CUPTI_CB_DOMAIN_*
 # created and being destroyed, which the profiler keeps on while quiet.
 RESOURCE_CALLBACKS = (13, 20, 6, 7, 1, 2)
 TRANSFER_KINDS = (1, 2)  # CUPTI_ACTIVITY_KIND_MEMCPY, _MEMSET
-WARM_STEPS = 5  # steps run in the state a quiet, unsub or callbacks state is reached from
+WARM_STEPS = 5  # steps run in the state a quiet, unsub, callbacks or ours state is reached from
 STATES = ("active", "fresh", "quiet", "unsub", "callbacks", "activity", "ours")
 BUFFER = 8 << 20
 
