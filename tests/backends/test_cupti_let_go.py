@@ -55,6 +55,7 @@ def test_past_its_let_gos_a_trigger_keeps_cupti_parked_between_windows(standin, 
     assert subscribed_after == {3: False, 33: True, 63: True}
     assert count(standin, "subscribe") == subscribes + 2
     assert len(spent_warnings(caught)) == 1
+    assert 'backend="device_timer"' in str(spent_warnings(caught)[0].message)  # the way to neither cost
     assert [kernel_count(tmp_path / f"w.part{k}") for k in (1, 2, 3)] == [3 + 1, 3 + 1, 3 + 1]
     assert not standin.standin_subscribed() and not stats()["parked"]  # disarm() let go
 

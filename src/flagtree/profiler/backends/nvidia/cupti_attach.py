@@ -181,7 +181,8 @@ def _tell_spent():
         warnings.warn(f"flagtree.profiler: CUPTI has been let go between windows as often as "
                       f"FLAGTREE_PROFILER_CUPTI_LET_GO allows ({_let_go['most']}; the CUDA driver keeps about 0.6 MB "
                       "of device memory each time); from now on it stays attached between windows: memory flat, "
-                      "launches between windows pay CUPTI's attached cost (-1: no limit)", stacklevel=4)
+                      "launches between windows pay CUPTI's attached cost (-1: no limit). backend=\"device_timer\" "
+                      "times Triton kernels without CUPTI, with neither cost", stacklevel=4)
 
 
 def _last_attach_s():
