@@ -89,18 +89,18 @@ class Cupti:
             self._warm(state, model)
         began = time.perf_counter()
         if state == "none":
-            self._set(subscribed=False, kind=False)
+            self.set_state(subscribed=False, kind=False)
             if self.initialized:
                 self.call("cuptiFinalize")
                 self.initialized = False
         else:
-            self._set(subscribed=state in ("active", "fresh", "quiet", "callbacks", "ours"),
+            self.set_state(subscribed=state in ("active", "fresh", "quiet", "callbacks", "ours"),
                       kind=state in ("active", "activity"))
         return time.perf_counter() - began
 
     def _warm(self, state, model):
         """The state a quiet, unsub, callbacks or ours state is reached from, for WARM_STEPS steps."""
-        self._set(subscribed=True, kind=state != "callbacks")
+        self.set_state(subscribed=True, kind=state != "callbacks")
         if state == "ours":
             for cbid in RESOURCE_CALLBACKS:
                 self.call("cuptiEnableCallback", 1, self.subscriber, RESOURCE_DOMAIN, cbid)
@@ -117,7 +117,8 @@ class Cupti:
             for kind in TRANSFER_KINDS:
                 self.call("cuptiActivityDisable", kind)
 
-    def _set(self, subscribed, kind):
+    def set_state(self, subscribed, kind):
+        """Subscribed or not, kernel activity on or off; initialized first when it is not."""
         if not self.initialized:
             self.call("cuptiActivityRegisterCallbacks", self.on_requested, self.on_completed)
             self.initialized = True
@@ -167,7 +168,7 @@ def let_go_memory(cupti, model, cycles, how):
         cupti.reach("active")
         model()
         torch.cuda.synchronize()
-        cupti._set(subscribed=how == "kinds", kind=False)
+        cupti.set_state(subscribed=how == "kinds", kind=False)
         if how == "finalize":
             cupti.reach("none")
     torch.cuda.synchronize()
